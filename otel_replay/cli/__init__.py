@@ -1,0 +1,27 @@
+"""The ``agent-replay`` command: thin Typer commands that render what the library computes."""
+
+from __future__ import annotations
+
+import typer
+
+from otel_replay.cli._browse import list_command, show_command
+from otel_replay.cli._export import export_command
+from otel_replay.cli._import import import_command
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(
+    name="agent-replay",
+    help="Import agent traces from OpenTelemetry; replay, fork and attribute their failures.",
+    no_args_is_help=True,
+    pretty_exceptions_show_locals=False,  # traces hold prompts and keys
+    add_completion=False,
+)
+app.command("import")(import_command)
+app.command("list")(list_command)
+app.command("show")(show_command)
+app.command("export")(export_command)
+
+
+def main() -> None:
+    app()

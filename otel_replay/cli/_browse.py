@@ -1,0 +1,121 @@
+"""``agent-replay list`` and ``agent-replay show``."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from otel_replay.cli._common import (
+    JsonOption,
+    StoreOption,
+    console,
+    display_path,
+    open_store,
+    print_json,
+    short,
+    user_errors,
+)
+from otel_replay.export import trajectory_to_record
+from otel_replay.model import Step, StepStatus
+
+
+def list_command(json: JsonOption = False, store: StoreOption = None) -> None:
+    """List the trajectories in the store, oldest run first."""
+    with user_errors(), open_store(store) as db:
+        summaries = db.summaries()
+    if json:
+        print_json(
+            [
+                {"id": s.id, "steps": s.n_steps, "outcome": s.outcome, "final_hash": s.final_hash,
+                 "source": s.source, "format": s.format}
+                for s in summaries
+            ]
+        )  # fmt: skip
+        return
+    table = Table(title=f"{len(summaries)} trajectories")
+    for column in ("trajectory id", "steps", "outcome", "format", "source"):
+        table.add_column(
+            column,
+            justify="right" if column in ("steps", "outcome") else "left",
+            no_wrap=column == "trajectory id",
+            overflow="ellipsis",
+            min_width=32 if column == "trajectory id" else None,
+        )
+    for s in summaries:
+        failed = s.outcome is not None and s.outcome < 0.5
+        outcome = "—" if s.outcome is None else f"{s.outcome:g}"
+        table.add_row(
+            s.id,
+            str(s.n_steps),
+            outcome,
+            s.format or "",
+            display_path(s.source),
+            style="red" if failed else None,
+        )
+    console.print(table)
+
+
+def show_command(
+    trajectory_id: Annotated[
+        str, typer.Argument(metavar="ID", help="Trajectory id or a unique prefix.")
+    ],
+    json: JsonOption = False,
+    width: Annotated[int, typer.Option(help="Width of the inputs/output previews.")] = 60,
+    store: StoreOption = None,
+) -> None:
+    """Show one trajectory step by step (``--json``: the whole trajectory)."""
+    with user_errors(), open_store(store) as db:
+        trajectory = db.get(trajectory_id)
+    if json:
+        print_json(trajectory_to_record(trajectory))
+        return
+    meta = trajectory.metadata
+    outcome = "unknown" if trajectory.outcome is None else f"{trajectory.outcome:g}"
+    verdict = {None: "", True: " [red](failed)[/]", False: " [green](passed)[/]"}[trajectory.failed]
+    console.print(f"[bold]{trajectory.id}[/]  outcome {outcome}{verdict}", highlight=False)
+    details = [
+        f"{k}: {meta[k]}" for k in ("root_span", "service", "session", "source") if k in meta
+    ]
+    console.print("  ".join(details), highlight=False, markup=False)
+    table = Table(caption=f"final hash {trajectory.final_hash[:16]}…")
+    for column in ("#", "kind", "name", "status", "ms", "inputs", "output"):
+        table.add_column(
+            column, justify="right" if column in ("#", "ms") else "left", overflow="fold"
+        )
+    for step in trajectory.steps:
+        ms = "" if step.duration_ns is None else f"{step.duration_ns / 1e6:.1f}"
+        failed = step.status is StepStatus.ERROR
+        table.add_row(
+            str(step.index), step.kind.value, step.name, step.status.value, ms,
+            short(_input_preview(step), width),
+            short(step.error if failed else _output_preview(step.output), width),
+            style="red" if failed else None,
+        )  # fmt: skip
+    console.print(table)
+
+
+def _input_preview(step: Step) -> Any:
+    """What a person wants to see of the inputs: the latest message, or the tool arguments."""
+    inputs = step.inputs
+    messages = inputs.get("messages")
+    if isinstance(messages, list) and messages and isinstance(messages[-1], dict):
+        last = messages[-1]
+        return f"[{len(messages)} msgs] {last.get('role', '?')}: {_output_preview(last)}"
+    if "arguments" in inputs:
+        return inputs["arguments"]
+    return inputs
+
+
+def _output_preview(output: Any) -> Any:
+    if isinstance(output, dict) and ("content" in output or "tool_calls" in output):
+        calls = output.get("tool_calls") or []
+        text = [str(output["content"])] if output.get("content") else []
+        text += [
+            f"→ {c.get('name')}({short(c.get('arguments', {}), 40)})"
+            for c in calls
+            if isinstance(c, dict)
+        ]
+        return " ".join(text)
+    return output

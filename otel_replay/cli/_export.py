@@ -1,0 +1,57 @@
+"""``agent-replay export``: trajectories as native JSONL, or every step as a Parquet table."""
+
+from __future__ import annotations
+
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from otel_replay.cli._common import StoreOption, err_console, open_store, user_errors
+from otel_replay.errors import ReplayError
+from otel_replay.export import write_jsonl
+from otel_replay.frame import steps_frame
+
+
+class ExportFormat(str, Enum):
+    JSONL = "jsonl"
+    PARQUET = "parquet"
+
+
+def export_command(
+    trajectory_ids: Annotated[
+        list[str] | None,
+        typer.Argument(metavar="[ID]...", help="Ids or unique prefixes (default: all)."),
+    ] = None,
+    format: Annotated[
+        ExportFormat, typer.Option("--format", help="Output format.")
+    ] = ExportFormat.JSONL,
+    out: Annotated[
+        Path | None, typer.Option("--out", "-o", help="Output file (jsonl default: stdout).")
+    ] = None,
+    store: StoreOption = None,
+) -> None:
+    """Export trajectories (native JSONL, re-importable) or all their steps (Parquet)."""
+    with user_errors(), open_store(store) as db:
+        ids = (
+            [db.resolve(i) for i in trajectory_ids]
+            if trajectory_ids
+            else [s.id for s in db.summaries()]
+        )
+        if format is ExportFormat.PARQUET:
+            if out is None:
+                raise ReplayError("--format parquet needs --out FILE.parquet")
+            frame = steps_frame(db, ids)
+            frame.write_parquet(out)
+            err_console.print(f"wrote {frame.height} steps of {len(ids)} trajectories to {out}")
+            return
+        trajectories = (db.get(i) for i in ids)
+        if out is None:
+            write_jsonl(trajectories, sys.stdout.buffer)
+            sys.stdout.buffer.flush()
+        else:
+            with open(out, "wb") as handle:
+                count = write_jsonl(trajectories, handle)
+            err_console.print(f"wrote {count} trajectories to {out}")

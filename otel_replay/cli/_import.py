@@ -1,0 +1,182 @@
+"""``agent-replay import``: trace files into the store, one transaction per file."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.table import Table
+
+from otel_replay.cli._common import (
+    JsonOption,
+    StoreOption,
+    console,
+    display_path,
+    err_console,
+    open_store,
+    print_json,
+    user_errors,
+)
+from otel_replay.errors import ReplayError
+from otel_replay.importers import Format, ReadOptions, read_path
+from otel_replay.store import PutResult, Store
+
+_PROGRESS_MIN_BYTES = 4 * 1024 * 1024
+_SKIP_FILES = {".md", ".txt", ".py", ".yaml", ".yml", ".toml", ".db", ".db-wal", ".db-shm"}
+_TABLE_ROWS = 40
+
+
+@dataclass
+class FileResult:
+    path: Path
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def expand(paths: list[Path]) -> list[Path]:
+    """Files as given; directories become their (non-hidden, trace-like) files, sorted."""
+    files: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            files.extend(
+                p
+                for p in sorted(path.iterdir())
+                if p.is_file() and not p.name.startswith(".") and p.suffix not in _SKIP_FILES
+            )
+        else:
+            files.append(path)
+    return files
+
+
+def import_file(store: Store, path: Path, fmt: Format, options: ReadOptions) -> FileResult:
+    """Import one file in one transaction; on error nothing of it is kept."""
+    result = FileResult(path)
+    with store.transaction():
+        for trajectory in read_path(path, fmt, options):
+            outcome = store.put(trajectory)
+            result.rows.append(
+                {
+                    "id": trajectory.id,
+                    "steps": len(trajectory.steps),
+                    "outcome": trajectory.outcome,
+                    "source": str(path),
+                    "format": trajectory.metadata.get("format"),
+                    "result": outcome.value,
+                    "final_hash": trajectory.final_hash,
+                }
+            )
+    result.skipped = [str(e) for e in options.report.skipped]
+    result.warnings = list(options.report.warnings)
+    return result
+
+
+def import_command(
+    paths: Annotated[list[Path], typer.Argument(help="Trace files or directories.", exists=True)],
+    format: Annotated[Format, typer.Option("--format", help="Input format.")] = Format.AUTO,
+    outcome_attribute: Annotated[
+        str | None,
+        typer.Option(
+            help="Root-span attribute holding the run's score (1.0 success … 0.0 failure)."
+        ),
+    ] = None,
+    skip_invalid: Annotated[
+        bool, typer.Option("--skip-invalid", help="Import what is valid; report what was skipped.")
+    ] = False,
+    json: JsonOption = False,
+    store: StoreOption = None,
+) -> None:
+    """Import OTLP JSON / JSON Lines / protobuf files or native JSONL into the store."""
+    results: list[FileResult] = []
+    with user_errors():
+        files = expand(paths)
+        total = sum(p.stat().st_size for p in files)
+        with open_store(store) as db, _progress(total, json) as progress:
+            task = progress.add_task("importing", total=total)
+            done = 0
+            for path in files:
+                progress.update(task, description=path.name)
+
+                def advance(n: int, base: int = done) -> None:
+                    progress.update(task, completed=base + n)
+
+                options = ReadOptions(
+                    outcome_attribute=outcome_attribute, skip_invalid=skip_invalid, progress=advance
+                )
+                try:
+                    results.append(import_file(db, path, format, options))
+                except ReplayError as exc:
+                    progress.stop()
+                    imported = sum(1 for r in results if r.rows)
+                    note = f"; {imported} earlier file(s) were imported" if imported else ""
+                    err_console.print(f"[bold red]error:[/] {exc}", highlight=False)
+                    err_console.print(f"nothing from {path} was imported{note}", highlight=False)
+                    raise typer.Exit(1) from None
+                done += path.stat().st_size
+    if json:
+        print_json(
+            [
+                {
+                    "path": str(r.path),
+                    "trajectories": r.rows,
+                    "skipped": r.skipped,
+                    "warnings": r.warnings,
+                }
+                for r in results
+            ]
+        )
+    else:
+        _render(results)
+
+
+def _progress(total: int, quiet: bool) -> Progress:
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        DownloadColumn(),
+        TimeRemainingColumn(),
+        console=err_console,
+        transient=True,
+        disable=quiet or total < _PROGRESS_MIN_BYTES,
+    )
+
+
+def _render(results: list[FileResult]) -> None:
+    rows = [row for r in results for row in r.rows]
+    table = Table(title=f"imported {len(rows)} trajectories from {len(results)} file(s)")
+    for column in ("trajectory id", "steps", "outcome", "source", "result"):
+        table.add_column(
+            column,
+            justify="right" if column in ("steps", "outcome") else "left",
+            no_wrap=column == "trajectory id",
+            overflow="ellipsis",
+            min_width=32 if column == "trajectory id" else None,
+        )
+    for row in rows[:_TABLE_ROWS]:
+        outcome = "—" if row["outcome"] is None else f"{row['outcome']:g}"
+        style = "red" if row["outcome"] is not None and row["outcome"] < 0.5 else None
+        table.add_row(
+            row["id"],
+            str(row["steps"]),
+            outcome,
+            display_path(row["source"]),
+            row["result"],
+            style=style,
+        )
+    if len(rows) > _TABLE_ROWS:
+        table.caption = f"… and {len(rows) - _TABLE_ROWS} more (agent-replay list shows all)"
+    console.print(table)
+    counts = {r.value: sum(1 for row in rows if row["result"] == r.value) for r in PutResult}
+    console.print(", ".join(f"{n} {what}" for what, n in counts.items()))
+    for r in results:
+        if r.skipped:
+            err_console.print(f"[yellow]skipped {len(r.skipped)} invalid record(s) in {r.path}:[/]")
+            for reason in r.skipped[:10]:
+                err_console.print(f"  {reason}", markup=False)
+            if len(r.skipped) > 10:
+                err_console.print(f"  … and {len(r.skipped) - 10} more")
+        for warning in r.warnings:
+            err_console.print(f"[yellow]warning:[/] {warning}")

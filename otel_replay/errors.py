@@ -1,0 +1,93 @@
+"""Every error agent-replay raises on purpose.
+
+::
+
+    ReplayError                      base; the CLI renders it as one line and exits 1
+    ├── TraceFormatError (ValueError)    a trace file that cannot be read: path, line or byte offset, what
+    ├── CanonicalJSONError (ValueError)  a value that does not survive a JSON round trip
+    ├── StoreError                       the store cannot be opened or has an unknown schema version
+    └── NotFoundError (LookupError)      no trajectory (or more than one) matches an id or prefix
+
+Messages show the offending value; the CLI adds nothing but the exit code.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+__all__ = [
+    "CanonicalJSONError",
+    "NotFoundError",
+    "ReplayError",
+    "StoreError",
+    "TraceFormatError",
+]
+
+
+class ReplayError(Exception):
+    """Base of every error agent-replay raises deliberately."""
+
+
+class TraceFormatError(ReplayError, ValueError):
+    """A trace file, or one record in it, cannot be read.
+
+    Attributes:
+        path: the file (``None`` for in-memory input).
+        line: 1-based line number when the format is line-oriented or the position is known.
+        offset: byte offset for binary input.
+        where: a JSON path inside the record (``resourceSpans[0].scopeSpans[1].spans[3].kind``).
+        reason: what was wrong, showing the offending value.
+    """
+
+    def __init__(
+        self,
+        reason: str,
+        *,
+        path: str | Path | None = None,
+        line: int | None = None,
+        offset: int | None = None,
+        where: str | None = None,
+    ) -> None:
+        self.reason = reason
+        self.path = str(path) if path is not None else None
+        self.line = line
+        self.offset = offset
+        self.where = where
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        location = self.path or "<input>"
+        if self.line is not None:
+            location += f":{self.line}"
+        if self.offset is not None:
+            location += f" (byte {self.offset})"
+        at = f" at {self.where}" if self.where else ""
+        return f"{location}: {self.reason}{at}"
+
+    def located(
+        self,
+        *,
+        path: str | Path | None = None,
+        line: int | None = None,
+        offset: int | None = None,
+    ) -> TraceFormatError:
+        """Return a copy that also names the file and position (keeps what is already known)."""
+        return TraceFormatError(
+            self.reason,
+            path=self.path or path,
+            line=self.line if self.line is not None else line,
+            offset=self.offset if self.offset is not None else offset,
+            where=self.where,
+        )
+
+
+class CanonicalJSONError(ReplayError, ValueError):
+    """A value cannot be stored as canonical JSON (NaN, a set, bytes, a non-string key, ...)."""
+
+
+class StoreError(ReplayError):
+    """The store cannot be opened or used."""
+
+
+class NotFoundError(ReplayError, LookupError):
+    """No trajectory matches an id or prefix, or a prefix is ambiguous."""

@@ -1,0 +1,184 @@
+"""Spans of one trace → one `Trajectory`.
+
+Invariants: every span lands in exactly one tree (orphans and spans caught in parent cycles become roots);
+steps are the innermost spans a convention recognises as an operation, ordered by start time with ties
+broken by tree order; unrecognised spans never become steps unless the trace has no recognised operation
+at all, in which case its leaf spans become ``other`` steps so every OTLP trace imports.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from otel_replay.importers._options import ReadOptions
+from otel_replay.importers._semconv import STEP_KINDS, build_step, is_placeholder, recognise
+from otel_replay.importers._spans import STATUS_ERROR, SpanRecord
+from otel_replay.model import SpanNode, Step, StepKind, StepStatus, Trajectory
+
+_SESSION_KEYS = (
+    "session.id",
+    "gen_ai.conversation.id",
+    "langsmith.trace.session_id",
+    "langfuse.session.id",
+)
+
+
+def _sibling_key(span: SpanRecord) -> tuple[int, int, str, int]:
+    dotted = span.attributes.get("langsmith.span.dotted_order")
+    return (
+        span.start_time_unix_nano,
+        span.end_time_unix_nano,
+        dotted if isinstance(dotted, str) else "",
+        span.order,
+    )
+
+
+def _tree(spans: Sequence[SpanRecord]) -> tuple[list[int], list[int], list[int | None]]:
+    """Return (pre-order of span positions, root positions, parent position of each span)."""
+    by_id: dict[str, int] = {}
+    for i, span in enumerate(spans):
+        if span.span_id:
+            by_id.setdefault(span.span_id, i)
+    parent: list[int | None] = []
+    for i, span in enumerate(spans):
+        p = by_id.get(span.parent_span_id) if span.parent_span_id else None
+        parent.append(None if p == i else p)  # a span that names itself as parent is a root
+    children: list[list[int]] = [[] for _ in spans]
+    for i, p in enumerate(parent):
+        if p is not None:
+            children[p].append(i)
+    for kids in children:
+        kids.sort(key=lambda k: _sibling_key(spans[k]))
+    roots = sorted(
+        (i for i, p in enumerate(parent) if p is None), key=lambda k: _sibling_key(spans[k])
+    )
+    order: list[int] = []
+    seen = [False] * len(spans)
+
+    def walk(start: int) -> None:
+        stack = [start]
+        while stack:
+            node = stack.pop()
+            if seen[node]:
+                continue
+            seen[node] = True
+            order.append(node)
+            stack.extend(reversed(children[node]))
+
+    for root in roots:
+        walk(root)
+    # Spans in a parent cycle (A→B→A) are unreachable from any root: break each cycle at its earliest span.
+    for i in sorted(range(len(spans)), key=lambda k: _sibling_key(spans[k])):
+        if not seen[i]:
+            parent[i] = None
+            roots.append(i)
+            walk(i)
+    return order, roots, parent
+
+
+def assemble(
+    trajectory_id: str,
+    spans: Sequence[SpanRecord],
+    options: ReadOptions,
+    metadata: dict[str, Any],
+) -> Trajectory:
+    """Build the trajectory of one trace. ``metadata`` (source, format) is extended, not replaced."""
+    spans = [s for s in spans if not is_placeholder(s)]
+    order, roots, parent = _tree(spans)
+    position = {node: rank for rank, node in enumerate(order)}
+    roles = [recognise(s) for s in spans]
+    # A recognised operation that contains another (an agent used as a tool) is structure, not a step.
+    has_op_below = [False] * len(spans)
+    for node in reversed(order):
+        p = parent[node]
+        if p is not None and (has_op_below[node] or roles[node][0] in STEP_KINDS):
+            has_op_below[p] = True
+    step_nodes = [i for i in order if roles[i][0] in STEP_KINDS and not has_op_below[i]]
+    kinds: dict[int, StepKind] = {i: STEP_KINDS[roles[i][0]] for i in step_nodes}
+    if not step_nodes:  # plain service trace: its leaves are the operations
+        has_child = {p for p in parent if p is not None}
+        leaves = [i for i in order if i not in has_child]
+        step_nodes = leaves
+        kinds = dict.fromkeys(leaves, StepKind.OTHER)
+    step_nodes.sort(key=lambda i: (spans[i].start_time_unix_nano, position[i]))
+    steps: list[Step] = [build_step(spans[i], kinds[i]) for i in step_nodes]
+    step_index = {node: k for k, node in enumerate(step_nodes)}
+
+    root = _main_root(spans, roots)
+    meta = dict(metadata)
+    meta.update(_describe(spans, roots, root, roles))
+    return Trajectory.build(
+        trajectory_id,
+        steps,
+        outcome=_outcome(root, options) if root is not None else None,
+        metadata=meta,
+        spans=[
+            SpanNode(
+                span_id=spans[i].span_id or f"#{spans[i].order}",
+                parent_span_id=(spans[p].span_id or f"#{spans[p].order}")
+                if (p := parent[i]) is not None
+                else None,
+                name=spans[i].name,
+                role="step" if i in step_index else roles[i][0],
+                start_time_unix_nano=spans[i].start_time_unix_nano or None,
+                end_time_unix_nano=spans[i].end_time_unix_nano or None,
+                status=StepStatus.ERROR if spans[i].status_code == STATUS_ERROR else StepStatus.OK,
+                step_index=step_index.get(i),
+            )
+            for i in order
+        ],
+    )
+
+
+def _main_root(spans: Sequence[SpanRecord], roots: list[int]) -> SpanRecord | None:
+    """The trace's root: a span with no parent at all, else (partial export) the earliest top span."""
+    true_roots = [spans[i] for i in roots if not spans[i].parent_span_id]
+    if true_roots:
+        return true_roots[0]
+    return spans[roots[0]] if roots else None
+
+
+def _outcome(root: SpanRecord, options: ReadOptions) -> float | None:
+    for key in options.outcome_keys():
+        if key not in root.attributes:
+            continue
+        value = root.attributes[key]
+        try:
+            score = float(value)  # booleans count: true = 1.0 (success)
+        except (TypeError, ValueError):
+            options.report.warnings.append(
+                f"outcome attribute {key!r} on span {root.name!r} is not a number: {value!r}"
+            )
+            continue
+        if score == score and abs(score) != float("inf"):
+            return score
+    if root.status_code == STATUS_ERROR and not root.parent_span_id:
+        return 0.0  # only a true root speaks for the run; a partial export's top span does not
+    return None
+
+
+def _describe(
+    spans: Sequence[SpanRecord],
+    roots: list[int],
+    root: SpanRecord | None,
+    roles: list[tuple[str, str]],
+) -> dict[str, Any]:
+    meta: dict[str, Any] = {"spans": len(spans)}
+    if root is not None:
+        meta["root_span"] = root.name
+        service = root.resource.get("service.name")
+        if isinstance(service, str):
+            meta["service"] = service
+        for key in _SESSION_KEYS:
+            if isinstance(root.attributes.get(key), str):
+                meta["session"] = root.attributes[key]
+                break
+        if isinstance(root.attributes.get("user.id"), str):
+            meta["user"] = root.attributes["user.id"]
+    conventions = sorted({c for _, c in roles if c})
+    if conventions:
+        meta["conventions"] = conventions
+    if len(roots) > 1:
+        meta["roots"] = len(roots)
+    return meta

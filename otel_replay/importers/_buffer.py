@@ -1,0 +1,39 @@
+"""Grouping spans by trace across records, and handing each trace over once it is complete."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from otel_replay.importers._assemble import assemble
+from otel_replay.importers._options import ReadOptions
+from otel_replay.importers._spans import SpanRecord
+from otel_replay.model import Trajectory
+
+
+class TraceBuffer:
+    """Spans waiting for the rest of their trace. Spans with no trace id belong to ``untraced_id``."""
+
+    def __init__(self, options: ReadOptions, metadata: dict[str, Any]) -> None:
+        self._options = options
+        self._metadata = metadata
+        self._traces: dict[str, list[SpanRecord]] = {}
+
+    def add(self, span: SpanRecord, untraced_id: str) -> str:
+        """Buffer ``span``; return the trajectory id it was filed under."""
+        key = span.trace_id or untraced_id
+        bucket = self._traces.get(key)
+        if bucket is None:
+            bucket = self._traces[key] = []
+        bucket.append(span)
+        self._options.report.spans += 1
+        return key
+
+    def pop(self, trajectory_id: str) -> Trajectory:
+        spans = self._traces.pop(trajectory_id)
+        return assemble(trajectory_id, spans, self._options, self._metadata)
+
+    def drain(self) -> Iterator[Trajectory]:
+        """Every buffered trace, in the order its first span arrived."""
+        for key in list(self._traces):
+            yield self.pop(key)

@@ -1,0 +1,338 @@
+"""What goes into a step's ``name``, ``inputs`` and ``output``, read from the richest source present.
+
+LLM steps: ``inputs = {"model", "messages", "parameters", "tools"}`` and ``output`` = the output message
+(a list when there are several choices). Tool steps: ``inputs = {"arguments", "tool_call_id"}`` and the
+parsed result. Retrieval, embedding, reranker and guardrail steps: ``{"input": ...}`` plus their
+documents. Plain spans (``other``): their attributes. Absent keys are omitted, never ``null``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from otel_replay.importers._messages import normalize_messages, unflatten
+from otel_replay.importers._spans import SpanRecord, is_json_mime, maybe_json
+from otel_replay.model import StepKind
+
+_MISSING: Any = object()
+
+
+def _first(attrs: dict[str, Any], *keys: str) -> Any:
+    for key in keys:
+        value = attrs.get(key)
+        if value is not None and value != "":
+            return value
+    return _MISSING
+
+
+def _io_value(attrs: dict[str, Any], which: str) -> Any:
+    """OpenInference ``input.value``/``output.value``, decoded when the mime type (or the text) is JSON."""
+    value = attrs.get(f"{which}.value")
+    if value is None:
+        return _MISSING
+    mime = attrs.get(f"{which}.mime_type")
+    if mime is not None and not is_json_mime(mime):
+        return value
+    return maybe_json(value)
+
+
+def _event_attribute(span: SpanRecord, event_name: str, key: str) -> Any:
+    for event in span.events:
+        if event.name == event_name and key in event.attributes:
+            return event.attributes[key]
+    return _MISSING
+
+
+# --- LLM -------------------------------------------------------------------------------------------
+
+
+def _input_messages(span: SpanRecord) -> list[dict[str, Any]]:
+    attrs = span.attributes
+    for prefix in ("llm.input_messages", "gen_ai.prompt", "llm.prompts"):
+        messages = normalize_messages(unflatten(attrs, prefix))
+        if messages:
+            return messages
+    messages = normalize_messages(attrs.get("gen_ai.input.messages"))
+    if messages:
+        system = maybe_json(attrs.get("gen_ai.system_instructions"))
+        if system:
+            parts = system if isinstance(system, list) else [system]
+            messages.insert(0, *normalize_messages([{"role": "system", "parts": parts}]))
+        return messages
+    for raw in (
+        attrs.get("gen_ai.prompt"),
+        _event_attribute(span, "gen_ai.content.prompt", "gen_ai.prompt"),
+        attrs.get("ai.prompt.messages"),
+        attrs.get("ai.prompt"),
+        attrs.get("traceloop.entity.input"),
+        attrs.get("langfuse.observation.input"),
+        _io_value(attrs, "input"),
+    ):
+        if raw is not _MISSING and raw is not None:
+            messages = normalize_messages(raw)
+            if messages:
+                return messages
+    return _event_messages(span)
+
+
+_EVENT_ROLES = {
+    "gen_ai.system.message": "system",
+    "gen_ai.user.message": "user",
+    "gen_ai.assistant.message": "assistant",
+    "gen_ai.tool.message": "tool",
+}
+
+
+def _event_messages(span: SpanRecord) -> list[dict[str, Any]]:
+    """GenAI v1.28–v1.36 message events routed onto the span as span events."""
+    raw: list[dict[str, Any]] = []
+    for event in span.events:
+        role = _EVENT_ROLES.get(event.name)
+        if role is None:
+            continue
+        body = dict(event.attributes)
+        body.setdefault("role", role)
+        if role == "tool" and "id" in body:
+            body.setdefault("tool_call_id", body["id"])
+        raw.append(body)
+    return normalize_messages(raw)
+
+
+def _output_messages(span: SpanRecord) -> Any:
+    attrs = span.attributes
+    for prefix in ("llm.output_messages", "gen_ai.completion", "llm.completions"):
+        messages = normalize_messages(unflatten(attrs, prefix))
+        if messages:
+            return _one_or_many(messages)
+    messages = normalize_messages(attrs.get("gen_ai.output.messages"))
+    if messages:
+        return _one_or_many(messages)
+    if "ai.response.text" in attrs or "ai.response.toolCalls" in attrs:
+        return _vercel_output(attrs)
+    choices = [e.attributes for e in span.events if e.name == "gen_ai.choice"]
+    if choices:
+        return _one_or_many(
+            normalize_messages(
+                [dict(c.get("message", c), finish_reason=c.get("finish_reason")) for c in choices]
+            )
+        )
+    for raw in (
+        attrs.get("gen_ai.completion"),
+        _event_attribute(span, "gen_ai.content.completion", "gen_ai.completion"),
+        attrs.get("traceloop.entity.output"),
+        attrs.get("langfuse.observation.output"),
+        _io_value(attrs, "output"),
+    ):
+        if raw is not _MISSING and raw is not None:
+            return _openai_choice(maybe_json(raw))
+    return None
+
+
+def _one_or_many(messages: list[dict[str, Any]]) -> Any:
+    return messages[0] if len(messages) == 1 else messages
+
+
+def _openai_choice(value: Any) -> Any:
+    """A raw provider response: pick the message out of ``choices``; anything else stays as is."""
+    if isinstance(value, dict) and isinstance(value.get("choices"), list) and value["choices"]:
+        choices = [
+            dict(c.get("message") or {}, finish_reason=c.get("finish_reason"))
+            for c in value["choices"]
+            if isinstance(c, dict)
+        ]
+        return _one_or_many(normalize_messages(choices))
+    if isinstance(value, list):
+        messages = normalize_messages(value)
+        if messages and len(messages) == len(value):
+            return _one_or_many(messages)
+    return value
+
+
+def _vercel_output(attrs: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {"role": "assistant"}
+    if attrs.get("ai.response.text"):
+        out["content"] = attrs["ai.response.text"]
+    calls = maybe_json(attrs.get("ai.response.toolCalls"))
+    if isinstance(calls, list) and calls:
+        out["tool_calls"] = normalize_messages([{"tool_calls": calls}])[0].get("tool_calls", [])
+    reason = attrs.get("ai.response.finishReason")
+    if isinstance(reason, str):
+        out["finish_reason"] = reason
+    return out
+
+
+_PARAMETER_KEYS = (
+    "max_tokens",
+    "temperature",
+    "top_p",
+    "top_k",
+    "stop_sequences",
+    "frequency_penalty",
+    "presence_penalty",
+    "seed",
+    "choice.count",
+)
+
+
+def _parameters(attrs: dict[str, Any]) -> dict[str, Any]:
+    params = maybe_json(attrs.get("llm.invocation_parameters"))
+    if isinstance(params, dict):
+        return params
+    found = {
+        key: attrs[f"gen_ai.request.{key}"]
+        for key in _PARAMETER_KEYS
+        if f"gen_ai.request.{key}" in attrs
+    }
+    if not found:
+        found = {
+            key[len("ai.settings.") :]: v
+            for key, v in attrs.items()
+            if key.startswith("ai.settings.")
+        }
+    return found
+
+
+def _tools(attrs: dict[str, Any]) -> list[Any]:
+    tools = [
+        maybe_json(t.get("tool", {}).get("json_schema"))
+        for t in unflatten(attrs, "llm.tools")
+        if isinstance(t, dict)
+    ]
+    if tools:
+        return tools
+    definitions = maybe_json(attrs.get("gen_ai.tool.definitions"))
+    if isinstance(definitions, list):
+        return definitions
+    functions = unflatten(attrs, "llm.request.functions")
+    if functions:
+        return functions
+    vercel = attrs.get("ai.prompt.tools")
+    return [maybe_json(t) for t in vercel] if isinstance(vercel, list) else []
+
+
+def llm_content(span: SpanRecord) -> tuple[str, dict[str, Any], Any]:
+    attrs = span.attributes
+    model = _first(
+        attrs,
+        "llm.model_name",
+        "gen_ai.request.model",
+        "gen_ai.response.model",
+        "llm.request.model",
+        "ai.model.id",
+        "langfuse.observation.model.name",
+        "langsmith.metadata.ls_model_name",
+    )
+    inputs: dict[str, Any] = {}
+    if model is not _MISSING:
+        inputs["model"] = model
+    messages = _input_messages(span)
+    if messages:
+        inputs["messages"] = messages
+    else:
+        raw = _io_value(attrs, "input")
+        if raw is _MISSING:
+            raw = _first(
+                attrs, "gen_ai.prompt", "traceloop.entity.input", "langfuse.observation.input"
+            )
+        if raw is not _MISSING:
+            inputs["input"] = maybe_json(raw)
+    params = _parameters(attrs)
+    if params:
+        inputs["parameters"] = params
+    tools = _tools(attrs)
+    if tools:
+        inputs["tools"] = tools
+    name = model if isinstance(model, str) else span.name
+    return name, inputs, _output_messages(span)
+
+
+# --- tools -----------------------------------------------------------------------------------------
+
+
+def tool_content(span: SpanRecord) -> tuple[str, dict[str, Any], Any]:
+    attrs = span.attributes
+    name = _first(
+        attrs, "gen_ai.tool.name", "tool.name", "ai.toolCall.name", "traceloop.entity.name"
+    )
+    inputs: dict[str, Any] = {}
+    arguments = _first(attrs, "gen_ai.tool.call.arguments", "tool_arguments", "ai.toolCall.args")
+    if arguments is _MISSING:
+        arguments = _io_value(attrs, "input")
+    if arguments is _MISSING:
+        arguments = _first(
+            attrs, "traceloop.entity.input", "langfuse.observation.input", "gen_ai.prompt", "input"
+        )
+    if arguments is not _MISSING:
+        inputs["arguments"] = maybe_json(arguments)
+    call_id = _first(attrs, "gen_ai.tool.call.id", "tool.id", "tool_call.id", "ai.toolCall.id")
+    if isinstance(call_id, str):
+        inputs["tool_call_id"] = call_id
+    result = _first(attrs, "gen_ai.tool.call.result", "tool_response", "ai.toolCall.result")
+    if result is _MISSING:
+        result = _io_value(attrs, "output")
+    if result is _MISSING:
+        result = _first(
+            attrs,
+            "traceloop.entity.output",
+            "langfuse.observation.output",
+            "gen_ai.completion",
+            "output",
+        )
+    output = None if result is _MISSING else maybe_json(result)
+    return (name if isinstance(name, str) else span.name), inputs, output
+
+
+# --- everything else -------------------------------------------------------------------------------
+
+
+def _documents(attrs: dict[str, Any], prefix: str) -> list[Any]:
+    docs = []
+    for item in unflatten(attrs, prefix):
+        doc = item.get("document", item) if isinstance(item, dict) else item
+        if isinstance(doc, dict) and "metadata" in doc:
+            doc = dict(doc, metadata=maybe_json(doc["metadata"]))
+        docs.append(doc)
+    return docs
+
+
+def other_content(span: SpanRecord, kind: StepKind) -> tuple[str, dict[str, Any], Any]:
+    attrs = span.attributes
+    if kind is StepKind.OTHER:
+        return span.name, dict(attrs), None
+    inputs: dict[str, Any] = {}
+    model = _first(attrs, "embedding.model_name", "reranker.model_name", "gen_ai.request.model")
+    if model is not _MISSING:
+        inputs["model"] = model
+    query = _first(attrs, "reranker.query", "gen_ai.retrieval.query.text")
+    raw_input = _io_value(attrs, "input")
+    if query is not _MISSING:
+        inputs["query"] = query
+    elif raw_input is not _MISSING:
+        inputs["input"] = raw_input
+    output: Any = None
+    if kind is StepKind.RETRIEVER:
+        output = _documents(attrs, "retrieval.documents") or maybe_json(
+            attrs.get("gen_ai.retrieval.documents")
+        )
+    elif kind is StepKind.RERANKER:
+        documents = _documents(attrs, "reranker.input_documents")
+        if documents:
+            inputs["documents"] = documents
+        if "reranker.top_k" in attrs:
+            inputs["top_k"] = attrs["reranker.top_k"]
+        output = _documents(attrs, "reranker.output_documents")
+    elif kind is StepKind.EMBEDDING:
+        embeddings = [
+            e.get("embedding", e)
+            for e in unflatten(attrs, "embedding.embeddings")
+            if isinstance(e, dict)
+        ]
+        texts = [e["text"] for e in embeddings if isinstance(e, dict) and "text" in e]
+        if texts and "input" not in inputs:
+            inputs["texts"] = texts
+        vectors = [e["vector"] for e in embeddings if isinstance(e, dict) and "vector" in e]
+        output = vectors or None
+    if not output:
+        value = _io_value(attrs, "output")
+        output = None if value is _MISSING else value
+    return span.name, inputs, output

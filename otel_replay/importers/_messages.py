@@ -1,0 +1,208 @@
+"""Chat messages in one shape, whatever convention recorded them.
+
+Every LLM step carries messages as ``{"role", "content", "tool_calls", "tool_call_id", "name",
+"finish_reason"}`` (absent keys omitted). ``content`` is a string when all parts are text, else a list of
+parts; tool calls are ``{"id", "name", "arguments"}`` with the arguments decoded from JSON when they are
+JSON. Inputs recognised: OpenInference (flattened or nested), OTel GenAI ``parts``, OpenAI chat format,
+Vercel AI SDK content parts.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from otel_replay.importers._spans import maybe_json
+
+
+def unflatten(attributes: dict[str, Any], prefix: str) -> list[Any]:
+    """Rebuild ``prefix.<i>.<path>`` attributes into a list ordered by index (sparse indices allowed).
+
+    A value stored under ``prefix`` itself as a list (the "nested" form Phoenix writes) is used as is.
+    """
+    nested = attributes.get(prefix)
+    if isinstance(nested, list):
+        return [_expand(item) if isinstance(item, dict) else item for item in nested]
+    dotted = prefix + "."
+    root: dict[Any, Any] = {}
+    for key, value in attributes.items():
+        if key.startswith(dotted):
+            _insert(root, key[len(dotted) :].split("."), value)
+    result = _listify(root)
+    return result if isinstance(result, list) else []
+
+
+def _expand(flat: dict[str, Any]) -> dict[str, Any]:
+    root: dict[Any, Any] = {}
+    for key, value in flat.items():
+        _insert(root, key.split("."), value)
+    out = _listify(root)
+    return out if isinstance(out, dict) else {}
+
+
+def _insert(node: dict[Any, Any], parts: list[str], value: Any) -> None:
+    for part in parts[:-1]:
+        key: Any = int(part) if part.isdigit() else part
+        child = node.get(key)
+        if not isinstance(child, dict):
+            child = node[key] = {}
+        node = child
+    last = parts[-1]
+    node[int(last) if last.isdigit() else last] = value
+
+
+def _listify(node: Any) -> Any:
+    if not isinstance(node, dict):
+        return node
+    if node and all(isinstance(k, int) for k in node):
+        return [_listify(node[k]) for k in sorted(node)]
+    return {str(k): _listify(v) for k, v in node.items()}
+
+
+def normalize_messages(raw: Any) -> list[dict[str, Any]]:
+    """Normalise a list of messages in any recognised shape (a JSON string is decoded first)."""
+    raw = maybe_json(raw)
+    if isinstance(raw, dict) and isinstance(raw.get("messages"), list):
+        raw = raw["messages"]
+    if not isinstance(raw, list):
+        return []
+    if len(raw) == 1 and isinstance(raw[0], list):  # LangChain batches: [[message, ...]]
+        raw = raw[0]
+    return [normalize_message(m) for m in raw if isinstance(m, dict)]
+
+
+def normalize_message(message: dict[str, Any]) -> dict[str, Any]:
+    if isinstance(message.get("message"), dict):  # OpenInference: {"message": {...}}
+        message = message["message"]
+    if "lc" in message and isinstance(message.get("kwargs"), dict):  # LangChain serialisation
+        message = _langchain(message)
+    out: dict[str, Any] = {}
+    role = message.get("role")
+    if isinstance(role, str):
+        out["role"] = role
+    parts: list[Any] = []
+    tool_calls = [_tool_call(c) for c in _as_list(message.get("tool_calls"))]
+    content = message.get("content")
+    if isinstance(content, list):
+        parts.extend(content)
+    elif content is not None:
+        parts.append({"type": "text", "text": content} if isinstance(content, str) else content)
+    for item in _as_list(message.get("contents")):  # OpenInference multi-part content
+        part = item.get("message_content", item) if isinstance(item, dict) else item
+        if isinstance(item, dict) and isinstance(item.get("tool_call"), dict):
+            tool_calls.append(_tool_call(item))
+        else:
+            parts.append(part)
+    parts.extend(_as_list(message.get("parts")))  # GenAI
+    tool_response = _split_parts(parts, tool_calls, out)
+    if tool_response is not None:
+        out.setdefault("role", "tool")
+    text = _content(parts)
+    if text is not None:
+        out["content"] = text
+    elif tool_response is not None:
+        out["content"] = tool_response
+    if tool_calls:
+        out["tool_calls"] = tool_calls
+    for key in ("tool_call_id", "name", "finish_reason"):
+        if isinstance(message.get(key), str) and message[key]:
+            out[key] = message[key]
+    if "function_call_name" in message:  # legacy OpenAI function calling, OpenInference spelling
+        out.setdefault("tool_calls", []).append(
+            {
+                "name": message["function_call_name"],
+                "arguments": maybe_json(message.get("function_call_arguments_json")),
+            }
+        )
+    return out
+
+
+_LANGCHAIN_ROLES = {
+    "HumanMessage": "user",
+    "AIMessage": "assistant",
+    "SystemMessage": "system",
+    "ToolMessage": "tool",
+    "FunctionMessage": "tool",
+}
+
+
+def _langchain(message: dict[str, Any]) -> dict[str, Any]:
+    kwargs = dict(message["kwargs"])
+    ids = message.get("id")
+    class_name = ids[-1] if isinstance(ids, list) and ids else ""
+    kwargs.setdefault("role", _LANGCHAIN_ROLES.get(str(class_name), kwargs.get("type", "user")))
+    return kwargs
+
+
+def _split_parts(parts: list[Any], tool_calls: list[dict[str, Any]], out: dict[str, Any]) -> Any:
+    """Move tool-call and tool-result parts out of ``parts``; return a tool result if one was found."""
+    response: Any = None
+    kept: list[Any] = []
+    for part in parts:
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind in ("tool_call", "tool-call", "tool_use", "function_call"):
+            tool_calls.append(_tool_call(part))
+        elif kind in ("tool_call_response", "tool-result", "tool_result"):
+            call_id = part.get("id") or part.get("toolCallId") or part.get("tool_use_id")
+            if isinstance(call_id, str):
+                out["tool_call_id"] = call_id.strip()
+            for key in ("response", "result", "output", "content"):
+                if key in part:
+                    response = maybe_json(part[key])
+                    break
+        else:
+            kept.append(part)
+    parts[:] = kept
+    return response
+
+
+def _tool_call(raw: Any) -> dict[str, Any]:
+    if not isinstance(raw, dict):
+        return {"name": str(raw)}
+    call = raw.get("tool_call", raw)
+    function = call.get("function") if isinstance(call.get("function"), dict) else {}
+    out: dict[str, Any] = {}
+    call_id = call.get("id") or call.get("toolCallId")
+    if isinstance(call_id, str) and call_id:
+        out["id"] = call_id.strip()
+    name = function.get("name") or call.get("name") or call.get("toolName")
+    if name is not None:
+        out["name"] = name
+    for source, key in (
+        (function, "arguments"),
+        (call, "arguments"),
+        (call, "args"),
+        (call, "input"),
+    ):
+        if key in source:
+            out["arguments"] = maybe_json(source[key])
+            break
+    return out
+
+
+def _content(parts: list[Any]) -> Any:
+    """Join all-text parts into one string; keep mixed parts as a list; ``None`` when empty."""
+    if not parts:
+        return None
+    texts: list[str] = []
+    for part in parts:
+        if isinstance(part, str):
+            texts.append(part)
+        elif isinstance(part, dict) and part.get("type", "text") == "text":
+            text = part.get("text", part.get("content"))
+            if not isinstance(text, str):
+                return [_part(p) for p in parts]
+            texts.append(text)
+        else:
+            return [_part(p) for p in parts]
+    return "".join(texts)
+
+
+def _part(part: Any) -> Any:
+    if isinstance(part, dict) and part.get("type") == "text" and "content" in part:
+        return {"type": "text", "text": part["content"]}
+    return part
+
+
+def _as_list(value: Any) -> list[Any]:
+    value = maybe_json(value) if isinstance(value, str) else value
+    return value if isinstance(value, list) else []

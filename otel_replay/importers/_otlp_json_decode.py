@@ -1,0 +1,280 @@
+"""Walk one decoded OTLP JSON request (a dict) into `SpanRecord`s.
+
+Accepts everything FORMATS.md §1 lists: camelCase and snake_case keys, hex or base64 ids, enum names or
+numbers, int64 as string or number (never through float), the legacy ``instrumentationLibrarySpans``
+layout, the ``batches`` (Tempo) and ``trace_requests[].pbreq`` (oteltest) envelopes. A value of the wrong
+type raises `TraceFormatError` naming its JSON path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from otel_replay.errors import TraceFormatError
+from otel_replay.importers._spans import (
+    SPAN_KINDS,
+    STATUS_CODES,
+    STATUS_ERROR,
+    STATUS_UNSET,
+    SpanEvent,
+    SpanRecord,
+    json_safe_float,
+    normalize_id,
+)
+
+_NOT_TRACES = {
+    "resourceLogs": "an OTLP logs file",
+    "resource_logs": "an OTLP logs file",
+    "resourceMetrics": "an OTLP metrics file",
+    "resource_metrics": "an OTLP metrics file",
+}
+
+
+def _get(obj: dict[str, Any], camel: str, snake: str) -> Any:
+    value = obj.get(camel)
+    return obj.get(snake) if value is None else value
+
+
+def _list(value: Any, where: str) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise TraceFormatError(f"expected a list, got {_short(value)}", where=where)
+    return value
+
+
+def _dict(value: Any, where: str) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise TraceFormatError(f"expected an object, got {_short(value)}", where=where)
+    return value
+
+
+def resource_spans_of(document: Any) -> list[Any]:
+    """The ``resourceSpans`` list of any accepted envelope; raise if the document holds no traces."""
+    if not isinstance(document, dict):
+        raise TraceFormatError(
+            f"expected an OTLP JSON object with resourceSpans, got {_short(document)}"
+        )
+    for key in ("resourceSpans", "resource_spans", "batches"):
+        if key in document:
+            return _list(document[key], key)
+    if "trace_requests" in document:  # the oteltest capture envelope
+        merged: list[Any] = []
+        for i, request in enumerate(_list(document["trace_requests"], "trace_requests")):
+            body = _dict(_dict(request, f"trace_requests[{i}]").get("pbreq"), "pbreq")
+            merged.extend(resource_spans_of(body))
+        return merged
+    if "trace" in document and isinstance(document["trace"], dict):  # Tempo v2
+        return resource_spans_of(document["trace"])
+    for key, what in _NOT_TRACES.items():
+        if key in document:
+            raise TraceFormatError(f"this is {what} ({key!r}), not traces")
+    keys = ", ".join(repr(k) for k in list(document)[:6]) or "none"
+    raise TraceFormatError(
+        f"not an OTLP trace object: no 'resourceSpans' key (top-level keys: {keys})"
+    )
+
+
+def decode_request(
+    document: Any, invalid: Callable[[TraceFormatError], None], first_order: int = 0
+) -> Iterator[SpanRecord]:
+    """Yield the spans of one request, numbering them from ``first_order`` in input order.
+
+    A span that cannot be decoded goes to ``invalid`` (which raises, or records and skips it); a
+    malformed envelope raises.
+    """
+    order = first_order
+    for r, resource_spans in enumerate(resource_spans_of(document)):
+        where_r = f"resourceSpans[{r}]"
+        rs = _dict(resource_spans, where_r)
+        resource = _attributes(
+            _dict(rs.get("resource"), f"{where_r}.resource").get("attributes"),
+            f"{where_r}.resource.attributes",
+        )
+        scope_list = _get(rs, "scopeSpans", "scope_spans")
+        scope_key = "scopeSpans"
+        if scope_list is None:
+            scope_list = _get(rs, "instrumentationLibrarySpans", "instrumentation_library_spans")
+            scope_key = "instrumentationLibrarySpans"
+        for s, scope_spans in enumerate(_list(scope_list, f"{where_r}.{scope_key}")):
+            where_s = f"{where_r}.{scope_key}[{s}]"
+            ss = _dict(scope_spans, where_s)
+            scope = ss.get("scope")
+            if scope is None:
+                scope = _get(ss, "instrumentationLibrary", "instrumentation_library")
+            scope_name = _dict(scope, f"{where_s}.scope").get("name") or ""
+            for i, span in enumerate(_list(ss.get("spans"), f"{where_s}.spans")):
+                try:
+                    record = decode_span(span, f"{where_s}.spans[{i}]")
+                except TraceFormatError as exc:
+                    invalid(exc)
+                    continue
+                record.resource = resource
+                record.scope_name = str(scope_name)
+                record.order = order
+                order += 1
+                yield record
+
+
+def decode_span(span: Any, where: str) -> SpanRecord:
+    obj = _dict(span, where)
+    try:
+        trace_id = normalize_id(_get(obj, "traceId", "trace_id"), 16, "traceId")
+        span_id = normalize_id(_get(obj, "spanId", "span_id"), 8, "spanId")
+        parent = normalize_id(_get(obj, "parentSpanId", "parent_span_id"), 8, "parentSpanId")
+    except TraceFormatError as exc:
+        raise TraceFormatError(exc.reason, where=where) from None
+    name = obj.get("name") or ""
+    if not isinstance(name, str):
+        raise TraceFormatError(f"span name must be a string, got {_short(name)}", where=where)
+    status = _dict(obj.get("status"), f"{where}.status")
+    code = _enum(status.get("code"), STATUS_CODES, f"{where}.status.code")
+    if code == STATUS_UNSET and _deprecated_error(
+        _get(status, "deprecatedCode", "deprecated_code")
+    ):
+        code = STATUS_ERROR  # the pre-2021 backward-compatibility rule (FORMATS.md §1.5)
+    message = status.get("message") or ""
+    return SpanRecord(
+        trace_id=trace_id,
+        span_id=span_id,
+        parent_span_id=parent,
+        name=name,
+        kind=_enum(obj.get("kind"), SPAN_KINDS, f"{where}.kind"),
+        start_time_unix_nano=_int64(
+            _get(obj, "startTimeUnixNano", "start_time_unix_nano"), f"{where}.startTimeUnixNano"
+        ),
+        end_time_unix_nano=_int64(
+            _get(obj, "endTimeUnixNano", "end_time_unix_nano"), f"{where}.endTimeUnixNano"
+        ),
+        attributes=_attributes(obj.get("attributes"), f"{where}.attributes"),
+        status_code=code,
+        status_message=message if isinstance(message, str) else str(message),
+        events=[
+            _event(e, f"{where}.events[{j}]")
+            for j, e in enumerate(_list(obj.get("events"), f"{where}.events"))
+        ],
+    )
+
+
+def _event(event: Any, where: str) -> SpanEvent:
+    obj = _dict(event, where)
+    return SpanEvent(
+        name=str(obj.get("name") or ""),
+        time_unix_nano=_int64(_get(obj, "timeUnixNano", "time_unix_nano"), f"{where}.timeUnixNano"),
+        attributes=_attributes(obj.get("attributes"), f"{where}.attributes"),
+    )
+
+
+def _attributes(items: Any, where: str) -> dict[str, Any]:
+    if not items:
+        return {}
+    if not isinstance(items, list):
+        raise TraceFormatError(
+            f"attributes must be a list of key/value objects, got {_short(items)}", where=where
+        )
+    out: dict[str, Any] = {}
+    for i, kv in enumerate(items):
+        if not isinstance(kv, dict) or not isinstance(kv.get("key"), str):
+            raise TraceFormatError(
+                f"expected {{'key': str, 'value': ...}}, got {_short(kv)}", where=f"{where}[{i}]"
+            )
+        out[kv["key"]] = any_value(kv.get("value"), f"{where}[{i}].value")
+    return out
+
+
+def any_value(value: Any, where: str) -> Any:
+    """Decode an ``AnyValue`` to plain JSON (bytes stay base64 text; NaN/Infinity become strings)."""
+    if not value:
+        return None
+    if not isinstance(value, dict):
+        raise TraceFormatError(f"expected an AnyValue object, got {_short(value)}", where=where)
+    text = value.get("stringValue")
+    if text is not None:
+        if not isinstance(text, str):
+            raise TraceFormatError(f"stringValue must be a string, got {_short(text)}", where=where)
+        return text
+    for key, item in value.items():
+        if key in ("stringValue", "string_value"):
+            if not isinstance(item, str):
+                raise TraceFormatError(f"{key} must be a string, got {_short(item)}", where=where)
+            return item
+        if key in ("intValue", "int_value"):
+            return _int64(item, f"{where}.{key}")
+        if key in ("boolValue", "bool_value"):
+            if not isinstance(item, bool):
+                raise TraceFormatError(
+                    f"{key} must be true or false, got {_short(item)}", where=where
+                )
+            return item
+        if key in ("doubleValue", "double_value"):
+            return _double(item, f"{where}.{key}")
+        if key in ("arrayValue", "array_value"):
+            values = _list(_dict(item, f"{where}.{key}").get("values"), f"{where}.{key}.values")
+            return [any_value(v, f"{where}.{key}.values[{i}]") for i, v in enumerate(values)]
+        if key in ("kvlistValue", "kvlist_value"):
+            return _attributes(_dict(item, f"{where}.{key}").get("values"), f"{where}.{key}.values")
+        if key in ("bytesValue", "bytes_value"):
+            if not isinstance(item, str):
+                raise TraceFormatError(
+                    f"{key} must be base64 text, got {_short(item)}", where=where
+                )
+            return item
+    return None  # only unknown members: an "empty" value, which is legal
+
+
+def _int64(value: Any, where: str) -> int:
+    if value is None:
+        return 0
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        try:
+            return int(value)
+        except ValueError:
+            pass
+    elif isinstance(value, float) and value.is_integer():
+        return int(value)
+    raise TraceFormatError(
+        f"expected an integer (number or decimal string), got {_short(value)}", where=where
+    )
+
+
+def _double(value: Any, where: str) -> float | str:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return json_safe_float(float(value))
+    if isinstance(value, str):
+        try:
+            return json_safe_float(float(value))
+        except ValueError:
+            pass
+    raise TraceFormatError(f"expected a double, got {_short(value)}", where=where)
+
+
+def _enum(value: Any, names: dict[str, int], where: str) -> int:
+    if value is None:
+        return 0
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        if value in names:
+            return names[value]
+        if value.isdigit():
+            return int(value)
+        return 0  # unknown enum names are legal per the proto3 JSON mapping: read as unspecified
+    raise TraceFormatError(f"expected an enum name or number, got {_short(value)}", where=where)
+
+
+def _deprecated_error(value: Any) -> bool:
+    if value is None:
+        return False
+    if isinstance(value, str):
+        return value not in ("DEPRECATED_STATUS_CODE_OK", "0")
+    return bool(value != 0)
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."

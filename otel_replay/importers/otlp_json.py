@@ -1,0 +1,136 @@
+"""OTLP JSON: one request object (pretty or not), or JSON Lines as the Collector file exporter writes.
+
+In JSON Lines a trace's spans are spread over many lines. Holding the whole file would make memory grow
+with the file, so large files are read twice: a cheap scan finds the last line each trace id appears on,
+then the decoding pass hands each trace to the assembler right after that line. Memory stays bounded by
+the traces open at any one time, not by the file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from otel_replay.errors import TraceFormatError
+from otel_replay.importers._buffer import TraceBuffer
+from otel_replay.importers._lookalikes import decode_span_dump, is_span_dump
+from otel_replay.importers._options import ReadOptions
+from otel_replay.importers._otlp_json_decode import decode_request
+from otel_replay.importers._source import open_trace_file
+from otel_replay.model import Trajectory
+
+#: Files larger than this (on disk) are scanned first so traces can be flushed early.
+TWO_PASS_THRESHOLD_BYTES = 32 * 1024 * 1024
+
+_TRACE_ID = re.compile(rb'"trace_?[iI]d"\s*:\s*"([^"]*)"')
+
+
+def read_otlp_json(path: str | Path, options: ReadOptions | None = None) -> Iterator[Trajectory]:
+    """Yield the trajectories of an OTLP JSON or OTLP JSON Lines file (gzip accepted)."""
+    path = Path(path)
+    options = options or ReadOptions()
+    with open_trace_file(path) as (stream, _):
+        first = stream.readline().strip()
+    if first.startswith(b"{") and first.endswith(b"}"):
+        yield from _read_lines(path, options)
+    else:
+        yield from _read_document(path, options)
+
+
+def _metadata(path: Path, fmt: str) -> dict[str, Any]:
+    return {"source": str(path), "format": fmt}
+
+
+def _read_document(path: Path, options: ReadOptions) -> Iterator[Trajectory]:
+    with open_trace_file(path) as (stream, raw):
+        data = stream.read()
+        if options.progress:
+            options.progress(raw.tell())
+    try:
+        document = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise TraceFormatError(f"malformed JSON: {exc.msg}", path=path, line=exc.lineno) from None
+    untraced = "untraced-" + hashlib.sha256(data).hexdigest()[:16]
+    options.report.records += 1
+    fmt = "span-dump" if is_span_dump(document) else "otlp-json"
+    buffer = TraceBuffer(options, _metadata(path, fmt))
+    decode = decode_span_dump if fmt == "span-dump" else decode_request
+    try:
+        for span in decode(document, lambda e: options.invalid(e.located(path=path))):
+            buffer.add(span, untraced)
+    except TraceFormatError as exc:
+        raise exc.located(path=path) from None
+    yield from buffer.drain()
+
+
+def _last_lines(path: Path) -> dict[bytes, int]:
+    """Scan pass: the last line number on which each raw trace id string appears."""
+    last: dict[bytes, int] = {}
+    with open_trace_file(path) as (stream, _):
+        for number, line in enumerate(stream, start=1):
+            for raw_id in _TRACE_ID.findall(line):
+                last[raw_id] = number
+    return last
+
+
+def _read_lines(path: Path, options: ReadOptions) -> Iterator[Trajectory]:
+    two_pass = path.stat().st_size > TWO_PASS_THRESHOLD_BYTES
+    last_line = _last_lines(path) if two_pass else {}
+    buffer = TraceBuffer(options, _metadata(path, "otlp-jsonl"))
+    order = 0
+    with open_trace_file(path) as (stream, raw):
+        for number, line in enumerate(stream, start=1):
+            if options.progress and number % 64 == 0:
+                options.progress(raw.tell())
+            if not line.strip():
+                continue
+            try:
+                document = orjson.loads(line)
+            except orjson.JSONDecodeError as exc:
+                if not line.endswith(b"\n"):
+                    # The Collector may still be writing: a cut-off last line is normal, not an error.
+                    options.report.warnings.append(
+                        f"{path}:{number}: incomplete last line ignored ({len(line)} bytes)"
+                    )
+                    continue
+                options.invalid(
+                    TraceFormatError(f"malformed JSON: {exc.msg}", path=path, line=number)
+                )
+                continue
+            options.report.records += 1
+            touched: set[str] = set()
+            untraced = "untraced-" + hashlib.sha256(line).hexdigest()[:16]
+
+            def invalid(error: TraceFormatError, line: int = number) -> None:
+                options.invalid(error.located(path=path, line=line))
+
+            try:
+                spans = list(decode_request(document, invalid, order))
+            except TraceFormatError as exc:
+                options.invalid(exc.located(path=path, line=number))
+                continue
+            for span in spans:
+                touched.add(buffer.add(span, untraced))
+            order += len(spans)
+            if two_pass:
+                for key in sorted(touched):
+                    if _last_seen(last_line, key, number) <= number:
+                        yield buffer.pop(key)
+        if options.progress:
+            options.progress(raw.tell())
+    yield from buffer.drain()
+
+
+def _last_seen(last_line: dict[bytes, int], trajectory_id: str, number: int) -> int:
+    """The last line of a trace, by any spelling of its id the scan saw (hex is case-insensitive)."""
+    if trajectory_id.startswith("untraced-"):
+        return number
+    raw = trajectory_id.encode()
+    found = max(last_line.get(raw, 0), last_line.get(raw.upper(), 0))
+    # Spellings the scan cannot map back (base64, 0x, UUID) keep the trace until the end of the file.
+    return found if found else 1 << 62

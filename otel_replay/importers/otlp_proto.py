@@ -1,0 +1,231 @@
+"""OTLP protobuf: a bare ``ExportTraceServiceRequest`` body (what OTLP/HTTP sends) or the Collector file
+exporter's ``format: proto`` stream (each message prefixed by its 4-byte big-endian length).
+
+Decoding is protobuf's own (``ParseFromString``); this module only walks the decoded messages. Large
+streams are scanned first with a message type that declares nothing but ``trace_id`` (protobuf skips the
+rest without building it), so each trace is assembled right after the last message that mentions it.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import struct
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+from google.protobuf.message import DecodeError
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue
+from opentelemetry.proto.trace.v1.trace_pb2 import Span
+
+from otel_replay.errors import TraceFormatError
+from otel_replay.importers._buffer import TraceBuffer
+from otel_replay.importers._options import ReadOptions
+from otel_replay.importers._source import open_trace_file
+from otel_replay.importers._spans import SpanEvent, SpanRecord, json_safe_float
+from otel_replay.model import Trajectory
+
+TWO_PASS_THRESHOLD_BYTES = 32 * 1024 * 1024
+_PREFIX = struct.Struct(">I")
+
+
+def is_length_prefixed(head: bytes, size: int) -> bool:
+    """A Collector proto stream: a plausible length, then a message starting with field 1 (0x0a)."""
+    if len(head) < 5:
+        return False
+    (length,) = _PREFIX.unpack_from(head)
+    return head[4] == 0x0A and 0 < length <= size - 4
+
+
+def read_otlp_proto(path: str | Path, options: ReadOptions | None = None) -> Iterator[Trajectory]:
+    """Yield the trajectories of an OTLP protobuf file (bare request or length-prefixed stream)."""
+    path = Path(path)
+    options = options or ReadOptions()
+    size = path.stat().st_size
+    with open_trace_file(path) as (stream, _):
+        head = stream.read(5)
+    if is_length_prefixed(head, size if not head.startswith(b"\x1f\x8b") else 1 << 62):
+        last = _last_messages(path) if size > TWO_PASS_THRESHOLD_BYTES else None
+        yield from _read_stream(path, options, last)
+        return
+    with open_trace_file(path) as (stream, raw):
+        data = stream.read()
+        if options.progress:
+            options.progress(raw.tell())
+    request = _parse(data, path, 0)
+    buffer = TraceBuffer(options, {"source": str(path), "format": "otlp-proto"})
+    options.report.records += 1
+    untraced = "untraced-" + hashlib.sha256(data).hexdigest()[:16]
+    for span in _spans(request, 0):
+        buffer.add(span, untraced)
+    yield from buffer.drain()
+
+
+def _frames(path: Path, options: ReadOptions) -> Iterator[tuple[int, bytes]]:
+    """Yield ``(byte offset, message bytes)`` of a length-prefixed stream."""
+    with open_trace_file(path) as (stream, raw):
+        offset = 0
+        count = 0
+        while True:
+            prefix = stream.read(4)
+            if not prefix:
+                break
+            if len(prefix) < 4:
+                raise TraceFormatError("truncated length prefix", path=path, offset=offset)
+            (length,) = _PREFIX.unpack(prefix)
+            body = stream.read(length)
+            if len(body) < length:
+                raise TraceFormatError(
+                    f"message of {length} bytes cut off after {len(body)} bytes",
+                    path=path,
+                    offset=offset,
+                )
+            yield offset, body
+            offset += 4 + length
+            count += 1
+            if options.progress and count % 16 == 0:
+                options.progress(raw.tell())
+        if options.progress:
+            options.progress(raw.tell())
+
+
+def _read_stream(
+    path: Path, options: ReadOptions, last: dict[bytes, int] | None
+) -> Iterator[Trajectory]:
+    buffer = TraceBuffer(options, {"source": str(path), "format": "otlp-proto-stream"})
+    order = 0
+    for number, (offset, body) in enumerate(_frames(path, options)):
+        try:
+            request = _parse(body, path, offset)
+        except TraceFormatError as exc:
+            options.invalid(exc)
+            continue
+        options.report.records += 1
+        untraced = "untraced-" + hashlib.sha256(body).hexdigest()[:16]
+        touched: set[str] = set()
+        for span in _spans(request, order):
+            touched.add(buffer.add(span, untraced))
+            order += 1
+        if last is not None:
+            for key in sorted(touched):
+                if key.startswith("untraced-") or last.get(bytes.fromhex(key), -1) <= number:
+                    yield buffer.pop(key)
+    yield from buffer.drain()
+
+
+def _parse(data: bytes, path: Path, offset: int) -> ExportTraceServiceRequest:
+    request = ExportTraceServiceRequest()
+    try:
+        request.ParseFromString(data)
+    except DecodeError as exc:
+        raise TraceFormatError(
+            f"not an OTLP protobuf ExportTraceServiceRequest ({exc})", path=path, offset=offset
+        ) from None
+    return request
+
+
+def _spans(request: ExportTraceServiceRequest, order: int) -> Iterator[SpanRecord]:
+    for resource_spans in request.resource_spans:
+        resource = _attributes(resource_spans.resource.attributes)
+        for scope_spans in resource_spans.scope_spans:
+            scope_name = scope_spans.scope.name
+            for pb2_span in scope_spans.spans:
+                yield _span(pb2_span, resource, scope_name, order)
+                order += 1
+
+
+def _hex(raw: bytes) -> str:
+    return "" if not raw.strip(b"\x00") else raw.hex()
+
+
+def _span(pb2_span: Span, resource: dict[str, Any], scope_name: str, order: int) -> SpanRecord:
+    return SpanRecord(
+        trace_id=_hex(pb2_span.trace_id),
+        span_id=_hex(pb2_span.span_id),
+        parent_span_id=_hex(pb2_span.parent_span_id),
+        name=pb2_span.name,
+        kind=pb2_span.kind,
+        start_time_unix_nano=pb2_span.start_time_unix_nano,
+        end_time_unix_nano=pb2_span.end_time_unix_nano,
+        attributes=_attributes(pb2_span.attributes),
+        status_code=pb2_span.status.code,
+        status_message=pb2_span.status.message,
+        events=[
+            SpanEvent(e.name, e.time_unix_nano, _attributes(e.attributes)) for e in pb2_span.events
+        ],
+        resource=resource,
+        scope_name=scope_name,
+        order=order,
+    )
+
+
+def _attributes(items: Any) -> dict[str, Any]:
+    return {kv.key: _value(kv.value) for kv in items}
+
+
+def _value(value: AnyValue) -> Any:
+    which = value.WhichOneof("value")
+    if which == "string_value":
+        return value.string_value
+    if which == "int_value":
+        return value.int_value
+    if which == "double_value":
+        return json_safe_float(value.double_value)
+    if which == "bool_value":
+        return value.bool_value
+    if which == "array_value":
+        return [_value(v) for v in value.array_value.values]
+    if which == "kvlist_value":
+        return _attributes(value.kvlist_value.values)
+    if which == "bytes_value":
+        return base64.b64encode(value.bytes_value).decode("ascii")
+    return None
+
+
+# --- scan pass: a message type that knows only trace ids --------------------------------------------
+
+
+def _trace_id_only_type() -> Any:
+    """Build ``Req{repeated RS 1} RS{repeated SS 2} SS{repeated S 2} S{bytes trace_id 1}`` at runtime."""
+    file = descriptor_pb2.FileDescriptorProto(
+        name="otel_replay_scan.proto", package="otel_replay_scan"
+    )
+    layout = (("Req", 1, "RS"), ("RS", 2, "SS"), ("SS", 2, "S"))
+    for name, number, child in layout:
+        message = file.message_type.add(name=name)
+        message.field.add(
+            name="items",
+            number=number,
+            label=descriptor_pb2.FieldDescriptorProto.LABEL_REPEATED,
+            type=descriptor_pb2.FieldDescriptorProto.TYPE_MESSAGE,
+            type_name=f".otel_replay_scan.{child}",
+        )
+    span = file.message_type.add(name="S")
+    span.field.add(
+        name="trace_id",
+        number=1,
+        label=descriptor_pb2.FieldDescriptorProto.LABEL_OPTIONAL,
+        type=descriptor_pb2.FieldDescriptorProto.TYPE_BYTES,
+    )
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(file)
+    return message_factory.GetMessageClass(pool.FindMessageTypeByName("otel_replay_scan.Req"))
+
+
+def _last_messages(path: Path) -> dict[bytes, int]:
+    """Scan pass: the index of the last message that carries a span of each trace."""
+    scan_type = _trace_id_only_type()
+    last: dict[bytes, int] = {}
+    for number, (_, body) in enumerate(_frames(path, ReadOptions())):
+        try:
+            request = scan_type.FromString(body)
+        except DecodeError:
+            continue  # the decoding pass reports it with its offset
+        for resource_spans in request.items:
+            for scope_spans in resource_spans.items:
+                for span in scope_spans.items:
+                    last[span.trace_id] = number
+    return last

@@ -1,0 +1,1 @@
+"""Resample functions and verifiers (the attribution issue builds the registry here)."""
