@@ -111,7 +111,8 @@ def _input_preview(step: Step) -> Any:
 def _output_preview(output: Any) -> Any:
     if isinstance(output, dict) and ("content" in output or "tool_calls" in output):
         calls = output.get("tool_calls") or []
-        text = [str(output["content"])] if output.get("content") else []
+        content = output.get("content")
+        text = [content if isinstance(content, str) else short(content, 40)] if content else []
         text += [
             f"→ {c.get('name')}({short(c.get('arguments', {}), 40)})"
             for c in calls

@@ -192,7 +192,18 @@ def _parameters(attrs: dict[str, Any]) -> dict[str, Any]:
     return found
 
 
+def _flat_tool(tool: Any) -> Any:
+    """OpenAI nests a tool's definition under ``function``; GenAI writes it flat. Store it flat."""
+    if isinstance(tool, dict) and isinstance(tool.get("function"), dict):
+        return {**{k: v for k, v in tool.items() if k != "function"}, **tool["function"]}
+    return tool
+
+
 def _tools(attrs: dict[str, Any]) -> list[Any]:
+    return [_flat_tool(t) for t in _tool_definitions(attrs)]
+
+
+def _tool_definitions(attrs: dict[str, Any]) -> list[Any]:
     tools = [
         maybe_json(t.get("tool", {}).get("json_schema"))
         for t in unflatten(attrs, "llm.tools")

@@ -23,30 +23,28 @@ class Format(str, Enum):
     JSONL = "jsonl"
 
 
-def _first_json_line(head: bytes) -> object:
-    line = head.split(b"\n", 1)[0].strip()
-    if not (line.startswith(b"{") and line.endswith(b"}")):
-        return None
+_OTLP_KEYS = (b'"resourceSpans"', b'"resource_spans"', b'"resourceLogs"', b'"batches"')
+
+
+def _is_native_jsonl(head: bytes, first_line: bytes) -> bool:
+    if b'"trajectory_id"' not in first_line or any(k in head for k in _OTLP_KEYS):
+        return False
     try:
-        return orjson.loads(line)
+        first = orjson.loads(first_line)
     except orjson.JSONDecodeError:
-        return None
-
-
-def _is_native_jsonl(head: bytes, size: int) -> bool:
-    first = _first_json_line(head)
+        return False
     return isinstance(first, dict) and "trajectory_id" in first
 
 
-def _is_otlp_json(head: bytes, size: int) -> bool:
+def _is_otlp_json(head: bytes, first_line: bytes) -> bool:
     return head.lstrip()[:1] in (b"{", b"[")
 
 
-def _is_otlp_proto(head: bytes, size: int) -> bool:
-    return head[:1] == b"\x0a" or is_length_prefixed(head, size)
+def _is_otlp_proto(head: bytes, first_line: bytes) -> bool:
+    return head[:1] == b"\x0a"
 
 
-_DETECTORS: tuple[tuple[Format, Callable[[bytes, int], bool]], ...] = (
+_DETECTORS: tuple[tuple[Format, Callable[[bytes, bytes], bool]], ...] = (
     (Format.JSONL, _is_native_jsonl),
     (Format.OTLP_JSON, _is_otlp_json),
     (Format.OTLP_PROTO, _is_otlp_proto),
@@ -55,13 +53,15 @@ _DETECTORS: tuple[tuple[Format, Callable[[bytes, int], bool]], ...] = (
 
 def detect(path: Path) -> Format:
     """The format of ``path`` (gzip is looked through)."""
-    head = read_head(path)
+    head, first_line = read_head(path)
     if not head.strip():
         raise TraceFormatError("empty file", path=path)
     with open(path, "rb") as raw:
         size = (1 << 62) if raw.read(2) == GZIP_MAGIC else path.stat().st_size
+    if is_length_prefixed(head, size):
+        return Format.OTLP_PROTO
     for fmt, matches in _DETECTORS:
-        if matches(head, size):
+        if matches(head, first_line):
             return fmt
     tried = ", ".join(fmt.value for fmt, _ in _DETECTORS)
     raise TraceFormatError(

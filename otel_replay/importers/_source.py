@@ -33,10 +33,13 @@ def open_trace_file(path: Path) -> Iterator[tuple[BinaryIO, BinaryIO]]:
             yield raw, raw
 
 
-def read_head(path: Path, size: int = 4096) -> bytes:
-    """The first ``size`` decompressed bytes of a file (for format sniffing)."""
+def read_head(path: Path, size: int = 4096, line_limit: int = 64 << 20) -> tuple[bytes, bytes]:
+    """The first ``size`` decompressed bytes of a file and its first line (up to ``line_limit``
+    bytes), for format sniffing."""
     with open_trace_file(path) as (stream, _):
         try:
-            return stream.read(size)
+            head = stream.read(size)
+            stream.seek(0)
+            return head, stream.readline(line_limit)
         except (OSError, EOFError) as exc:
             raise TraceFormatError(f"cannot decompress: {exc}", path=path) from None
