@@ -254,7 +254,18 @@ def llm_content(span: SpanRecord) -> tuple[str, dict[str, Any], Any]:
     if tools:
         inputs["tools"] = tools
     name = model if isinstance(model, str) else span.name
-    return name, inputs, _output_messages(span)
+    return name, inputs, _with_finish_reason(_output_messages(span), attrs)
+
+
+def _with_finish_reason(output: Any, attrs: dict[str, Any]) -> Any:
+    """Many producers record the finish reason beside the message rather than in it."""
+    if not isinstance(output, dict) or "finish_reason" in output or "role" not in output:
+        return output
+    reason = attrs.get("llm.finish_reason")
+    if reason is None:
+        reasons = attrs.get("gen_ai.response.finish_reasons")
+        reason = reasons[0] if isinstance(reasons, list) and len(reasons) == 1 else None
+    return output if not isinstance(reason, str) else {**output, "finish_reason": reason}
 
 
 # --- tools -----------------------------------------------------------------------------------------
