@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from otel_replay.errors import (
     CanonicalJSONError,
     NotFoundError,
@@ -9,7 +11,6 @@ from otel_replay.errors import (
     StoreError,
     TraceFormatError,
 )
-from otel_replay.frame import steps_frame
 from otel_replay.importers import Format, ReadOptions, read_path
 from otel_replay.model import SpanNode, Step, StepKind, StepStatus, Trajectory
 from otel_replay.store import Store
@@ -33,3 +34,12 @@ __all__ = [
 ]
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> Any:
+    # polars is heavy to import; load it only for people who ask for the DataFrame
+    if name == "steps_frame":
+        from otel_replay.frame import steps_frame
+
+        return steps_frame
+    raise AttributeError(f"module 'otel_replay' has no attribute {name!r}")

@@ -10,7 +10,7 @@ from typing import IO, Any
 
 import orjson
 
-from otel_replay.model import SpanNode, Step, Trajectory
+from otel_replay.model import Step, Trajectory
 
 __all__ = ["step_to_record", "trajectory_to_record", "write_jsonl"]
 
@@ -34,19 +34,6 @@ def step_to_record(step: Step) -> dict[str, Any]:
     }
 
 
-def _span_record(span: SpanNode) -> dict[str, Any]:
-    return {
-        "span_id": span.span_id,
-        "parent_span_id": span.parent_span_id,
-        "name": span.name,
-        "role": span.role,
-        "start_time_unix_nano": span.start_time_unix_nano,
-        "end_time_unix_nano": span.end_time_unix_nano,
-        "status": span.status.value,
-        "step_index": span.step_index,
-    }
-
-
 def trajectory_to_record(trajectory: Trajectory) -> dict[str, Any]:
     """The whole-trajectory line of the native JSONL format."""
     return {
@@ -54,7 +41,7 @@ def trajectory_to_record(trajectory: Trajectory) -> dict[str, Any]:
         "outcome": trajectory.outcome,
         "metadata": dict(trajectory.metadata),
         "steps": [step_to_record(s) for s in trajectory.steps],
-        "spans": [_span_record(s) for s in trajectory.spans],
+        "spans": [s.to_record() for s in trajectory.spans],
         "final_hash": trajectory.final_hash,
     }
 

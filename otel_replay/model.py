@@ -83,6 +83,19 @@ class SpanNode:
     status: StepStatus = StepStatus.OK
     step_index: int | None = None
 
+    def to_record(self) -> dict[str, Any]:
+        """Plain JSON form (the store and the native JSONL format use it)."""
+        return {
+            "span_id": self.span_id,
+            "parent_span_id": self.parent_span_id,
+            "name": self.name,
+            "role": self.role,
+            "start_time_unix_nano": self.start_time_unix_nano,
+            "end_time_unix_nano": self.end_time_unix_nano,
+            "status": self.status.value,
+            "step_index": self.step_index,
+        }
+
 
 @dataclass(frozen=True, slots=True)
 class Trajectory:

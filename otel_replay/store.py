@@ -3,15 +3,17 @@
 One function opens connections (`Store.open`, every PRAGMA commented), one context manager commits or
 rolls back (`Store.transaction`), the schema is one SQL constant. Step inputs, outputs, metadata and the
 span tree live in ``blobs`` keyed by the sha256 of their canonical JSON, so the history an agent resends
-on every model call is stored once. A trajectory's rows are written in the same transaction as its
+on every model call is stored once (inputs with ``messages`` keep each message as its own blob, so a
+history that grows by one message per turn costs one message per turn). A trajectory's rows are written in the same transaction as its
 blobs: a killed import leaves the store with whole trajectories only.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import os
+import queue
 import sqlite3
+import threading
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -63,6 +65,7 @@ CREATE TABLE steps (
     kind                 TEXT NOT NULL,
     name                 TEXT NOT NULL,
     inputs_digest        TEXT NOT NULL REFERENCES blobs(digest),
+    inputs_layout        INTEGER NOT NULL, -- 0: the inputs; 1: inputs whose "messages" are digests
     output_digest        TEXT NOT NULL REFERENCES blobs(digest),
     status               TEXT NOT NULL,
     error                TEXT,
@@ -102,12 +105,22 @@ class TrajectorySummary:
     start_time_unix_nano: int | None
 
 
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    summary: TrajectorySummary
+    content: str
+    blobs: dict[str, bytes]
+    row: tuple[Any, ...]
+    step_rows: list[tuple[Any, ...]]
+
+
 class Store:
     """A handle on one store file. Use as a context manager, or call `close`."""
 
     def __init__(self, connection: sqlite3.Connection, path: Path) -> None:
         self._db = connection
         self.path = path
+        self._known: set[str] = set()  # blobs written in the current transaction
 
     @classmethod
     def open(cls, path: str | Path | None = None) -> Store:
@@ -115,7 +128,8 @@ class Store:
         path = Path(path) if path is not None else default_store_path()
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            db = sqlite3.connect(path, isolation_level=None)  # explicit BEGIN/COMMIT below
+            # explicit BEGIN/COMMIT below; put_all hands the connection to its writer thread
+            db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
             db.execute(
                 "PRAGMA journal_mode=WAL"
             )  # readers never block the importer, commits are atomic
@@ -152,43 +166,47 @@ class Store:
     def transaction(self) -> Iterator[None]:
         """Commit everything done inside, or nothing if it raises."""
         self._db.execute("BEGIN IMMEDIATE")
+        self._known.clear()
         try:
             yield
         except BaseException:
             self._db.execute("ROLLBACK")
             raise
+        finally:
+            self._known.clear()
         self._db.execute("COMMIT")
 
     # --- writing -----------------------------------------------------------------------------------
 
-    def _blob(self, value: Any) -> tuple[str, bytes]:
+    def _blob(self, value: Any, pending: dict[str, bytes]) -> str:
+        """Queue ``value`` as a blob unless this transaction already wrote it; return its digest."""
         data = canonical_json(value)
-        return digest(data), data
+        key = digest(data)
+        if key not in self._known:
+            self._known.add(key)
+            pending[key] = data
+        return key
 
-    def put(self, trajectory: Trajectory) -> PutResult:
-        """Store ``trajectory`` (call inside `transaction`). Same id and content: nothing changes."""
+    def _inputs_blob(self, inputs: dict[str, Any], pending: dict[str, bytes]) -> tuple[str, int]:
+        messages = inputs.get("messages")
+        if not isinstance(messages, list) or len(messages) < 2:
+            return self._blob(inputs, pending), 0
+        shell = dict(inputs, messages=[self._blob(m, pending) for m in messages])
+        return self._blob(shell, pending), 1
+
+    def _prepare(self, trajectory: Trajectory) -> _Prepared:
+        """Everything CPU-bound about storing a trajectory: canonical JSON, digests, rows."""
         meta = dict(trajectory.metadata)
         content_meta = {k: v for k, v in meta.items() if k not in _NOT_CONTENT}
-        spans = [dataclasses.asdict(s) for s in trajectory.spans]
-        blobs: dict[str, bytes] = {}
-        meta_digest, data = self._blob(meta)
-        blobs[meta_digest] = data
-        spans_digest, data = self._blob(spans)
-        blobs[spans_digest] = data
+        pending: dict[str, bytes] = {}
+        meta_digest = self._blob(meta, pending)
+        spans_digest = self._blob([s.to_record() for s in trajectory.spans], pending)
         content = digest(
             canonical_json([trajectory.final_hash, trajectory.outcome, content_meta, spans_digest])
         )
-        row = self._db.execute(
-            "SELECT content_digest FROM trajectories WHERE id = ?", (trajectory.id,)
-        ).fetchone()
-        if row is not None and row[0] == content:
-            return PutResult.UNCHANGED
         step_rows = []
         for step in trajectory.steps:
-            inputs_digest, data = self._blob(step.inputs)
-            blobs[inputs_digest] = data
-            output_digest, data = self._blob(step.output)
-            blobs[output_digest] = data
+            inputs_digest, layout = self._inputs_blob(step.inputs, pending)
             step_rows.append(
                 (
                     trajectory.id,
@@ -196,7 +214,8 @@ class Store:
                     step.kind.value,
                     step.name,
                     inputs_digest,
-                    output_digest,
+                    layout,
+                    self._blob(step.output, pending),
                     step.status.value,
                     step.error,
                     step.start_time_unix_nano,
@@ -208,37 +227,90 @@ class Store:
                     step.hash,
                 )
             )
-        self._db.executemany("INSERT OR IGNORE INTO blobs VALUES (?, ?)", blobs.items())
-        if row is not None:
-            self._db.execute("DELETE FROM trajectories WHERE id = ?", (trajectory.id,))
         starts = [s.start_time_unix_nano for s in trajectory.steps if s.start_time_unix_nano]
+        summary = TrajectorySummary(
+            id=trajectory.id,
+            n_steps=len(trajectory.steps),
+            outcome=trajectory.outcome,
+            final_hash=trajectory.final_hash,
+            source=meta.get("source"),
+            format=meta.get("format"),
+            start_time_unix_nano=min(starts) if starts else None,
+        )
+        row = (
+            summary.id,
+            summary.outcome,
+            summary.n_steps,
+            summary.final_hash,
+            content,
+            meta_digest,
+            spans_digest,
+            summary.source,
+            summary.format,
+            summary.start_time_unix_nano,
+            time.time_ns(),
+        )
+        return _Prepared(summary, content, pending, row, step_rows)
+
+    def _write(self, prepared: _Prepared) -> PutResult:
+        """Everything SQLite does to store a prepared trajectory (inside a transaction)."""
+        trajectory_id = prepared.summary.id
+        existing = self._db.execute(
+            "SELECT content_digest FROM trajectories WHERE id = ?", (trajectory_id,)
+        ).fetchone()
+        if existing is not None and existing[0] == prepared.content:
+            return PutResult.UNCHANGED
+        self._db.executemany("INSERT OR IGNORE INTO blobs VALUES (?, ?)", prepared.blobs.items())
+        if existing is not None:
+            self._db.execute("DELETE FROM trajectories WHERE id = ?", (trajectory_id,))
         self._db.execute(
-            "INSERT INTO trajectories VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                trajectory.id,
-                trajectory.outcome,
-                len(trajectory.steps),
-                trajectory.final_hash,
-                content,
-                meta_digest,
-                spans_digest,
-                meta.get("source"),
-                meta.get("format"),
-                min(starts) if starts else None,
-                time.time_ns(),
-            ),
+            "INSERT INTO trajectories VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", prepared.row
         )
         self._db.executemany(
-            "INSERT INTO steps VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", step_rows
+            "INSERT INTO steps VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            prepared.step_rows,
         )
-        return PutResult.ADDED if row is None else PutResult.REPLACED
+        return PutResult.ADDED if existing is None else PutResult.REPLACED
 
-    def put_all(self, trajectories: Iterable[Trajectory]) -> list[tuple[Trajectory, PutResult]]:
-        """Store every trajectory in one transaction: all of them, or (if anything raises) none."""
-        results = []
+    def put(self, trajectory: Trajectory) -> PutResult:
+        """Store ``trajectory`` (call inside `transaction`). Same id and content: nothing changes."""
+        return self._write(self._prepare(trajectory))
+
+    def put_all(
+        self, trajectories: Iterable[Trajectory]
+    ) -> list[tuple[TrajectorySummary, PutResult]]:
+        """Store every trajectory in one transaction: all of them, or (if anything raises) none.
+
+        Two threads share the work: this one reads and prepares trajectories (Python, holding the
+        GIL), a writer thread runs the SQL (sqlite3 releases the GIL), so both cores are busy. A
+        bounded queue keeps memory bounded by a few trajectories.
+        """
+        results: list[tuple[TrajectorySummary, PutResult]] = []
+        failure: list[BaseException] = []
+        work: queue.Queue[_Prepared | None] = queue.Queue(maxsize=16)
+
+        def writer() -> None:
+            while (prepared := work.get()) is not None:
+                if failure:
+                    continue  # keep draining so the producer never blocks
+                try:
+                    results.append((prepared.summary, self._write(prepared)))
+                except BaseException as exc:
+                    failure.append(exc)
+
         with self.transaction():
-            for trajectory in trajectories:
-                results.append((trajectory, self.put(trajectory)))
+            thread = threading.Thread(target=writer, name="agent-replay-store-writer")
+            thread.start()
+            try:
+                for trajectory in trajectories:
+                    work.put(self._prepare(trajectory))
+                    if failure:
+                        break
+            finally:
+                work.put(None)
+                thread.join()
+            if failure:
+                raise failure[0]
         return results
 
     # --- reading -----------------------------------------------------------------------------------
@@ -282,7 +354,7 @@ class Store:
         rows = self._db.execute(
             "SELECT s.idx, s.kind, s.name, i.data, o.data, s.status, s.error, "
             "s.start_time_unix_nano, s.end_time_unix_nano, s.span_id, s.parent_span_id, "
-            "s.resamplable, s.op_key, s.hash FROM steps s "
+            "s.resamplable, s.op_key, s.hash, s.inputs_layout FROM steps s "
             "JOIN blobs i ON i.digest = s.inputs_digest JOIN blobs o ON o.digest = s.output_digest "
             "WHERE s.trajectory_id = ? ORDER BY s.idx",
             (trajectory_id,),
@@ -292,7 +364,7 @@ class Store:
                 index=r[0],
                 kind=StepKind(r[1]),
                 name=r[2],
-                inputs=orjson.loads(r[3]),
+                inputs=self._inputs(r[3], r[14]),
                 output=orjson.loads(r[4]),
                 status=StepStatus(r[5]),
                 error=r[6],
@@ -322,17 +394,25 @@ class Store:
         query = (
             "SELECT s.trajectory_id, s.idx, s.kind, s.name, s.status, s.error, "
             "s.start_time_unix_nano, s.end_time_unix_nano, s.span_id, s.parent_span_id, "
-            "s.resamplable, s.op_key, s.hash, t.outcome, t.source, i.data, o.data FROM steps s "
+            "s.resamplable, s.op_key, s.hash, t.outcome, t.source, i.data, s.inputs_layout, "
+            "o.data FROM steps s "
             "JOIN trajectories t ON t.id = s.trajectory_id "
             "JOIN blobs i ON i.digest = s.inputs_digest JOIN blobs o ON o.digest = s.output_digest"
         )
-        if ids is None:
-            yield from self._db.execute(query + " ORDER BY s.trajectory_id, s.idx")
-            return
-        for trajectory_id in ids:
-            yield from self._db.execute(
-                query + " WHERE s.trajectory_id = ? ORDER BY s.idx", (trajectory_id,)
+        batches = (
+            [self._db.execute(query + " ORDER BY s.trajectory_id, s.idx")]
+            if ids is None
+            else (
+                self._db.execute(query + " WHERE s.trajectory_id = ? ORDER BY s.idx", (i,))
+                for i in ids
             )
+        )
+        for cursor in batches:
+            for row in cursor.fetchall():
+                *head, inputs, layout, output = row
+                if layout == 1:
+                    inputs = canonical_json(self._inputs(inputs, layout))
+                yield (*head, inputs, output)
 
     def counts(self) -> dict[str, int]:
         """Row counts, for tests and ``list`` footers."""
@@ -340,6 +420,12 @@ class Store:
             table: self._db.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
             for table in ("trajectories", "steps", "blobs")
         }
+
+    def _inputs(self, data: bytes, layout: int) -> dict[str, Any]:
+        inputs: dict[str, Any] = orjson.loads(data)
+        if layout == 1:
+            inputs["messages"] = [self._load(d) for d in inputs["messages"]]
+        return inputs
 
     def _load(self, blob_digest: str) -> Any:
         row = self._db.execute("SELECT data FROM blobs WHERE digest = ?", (blob_digest,)).fetchone()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from otel_replay.cli._common import (
@@ -46,14 +47,8 @@ def list_command(json: JsonOption = False, store: StoreOption = None) -> None:
     for s in summaries:
         failed = s.outcome is not None and s.outcome < 0.5
         outcome = "—" if s.outcome is None else f"{s.outcome:g}"
-        table.add_row(
-            s.id,
-            str(s.n_steps),
-            outcome,
-            s.format or "",
-            display_path(s.source),
-            style="red" if failed else None,
-        )
+        cells = (s.id, str(s.n_steps), outcome, s.format or "", display_path(s.source))
+        table.add_row(*map(escape, cells), style="red" if failed else None)
     console.print(table)
 
 
@@ -74,7 +69,7 @@ def show_command(
     meta = trajectory.metadata
     outcome = "unknown" if trajectory.outcome is None else f"{trajectory.outcome:g}"
     verdict = {None: "", True: " [red](failed)[/]", False: " [green](passed)[/]"}[trajectory.failed]
-    console.print(f"[bold]{trajectory.id}[/]  outcome {outcome}{verdict}", highlight=False)
+    console.print(f"[bold]{escape(trajectory.id)}[/]  outcome {outcome}{verdict}", highlight=False)
     details = [
         f"{k}: {meta[k]}" for k in ("root_span", "service", "session", "source") if k in meta
     ]
@@ -87,12 +82,12 @@ def show_command(
     for step in trajectory.steps:
         ms = "" if step.duration_ns is None else f"{step.duration_ns / 1e6:.1f}"
         failed = step.status is StepStatus.ERROR
-        table.add_row(
+        cells = (
             str(step.index), step.kind.value, step.name, step.status.value, ms,
             short(_input_preview(step), width),
             short(step.error if failed else _output_preview(step.output), width),
-            style="red" if failed else None,
         )  # fmt: skip
+        table.add_row(*map(escape, cells), style="red" if failed else None)
     console.print(table)
 
 

@@ -10,6 +10,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from otel_replay.errors import ReplayError
 from otel_replay.store import Store, default_store_path
@@ -31,18 +32,21 @@ console = Console(highlight=False, soft_wrap=False)
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
+def print_error(message: object) -> None:
+    """One line on stderr. Trace content is escaped: a message holding ``[/]`` is text, not markup."""
+    err_console.print(f"[bold red]error:[/] {escape(str(message))}", highlight=False)
+
+
 @contextmanager
 def user_errors() -> Iterator[None]:
     """Turn a `ReplayError` into one line on stderr and exit code 1 — never a traceback."""
     try:
         yield
     except ReplayError as exc:
-        err_console.print(f"[bold red]error:[/] {exc}", markup=True, highlight=False)
+        print_error(exc)
         raise typer.Exit(1) from None
     except OSError as exc:
-        err_console.print(
-            f"[bold red]error:[/] {exc.strerror or exc}: {exc.filename or ''}".rstrip(": ")
-        )
+        print_error(f"{exc.strerror or exc}: {exc.filename}" if exc.filename else exc)
         raise typer.Exit(1) from None
 
 

@@ -12,7 +12,6 @@ import typer
 from otel_replay.cli._common import StoreOption, err_console, open_store, user_errors
 from otel_replay.errors import ReplayError
 from otel_replay.export import write_jsonl
-from otel_replay.frame import steps_frame
 
 
 class ExportFormat(str, Enum):
@@ -41,6 +40,8 @@ def export_command(
             else [s.id for s in db.summaries()]
         )
         if format is ExportFormat.PARQUET:
+            from otel_replay.frame import steps_frame  # polars loads only when asked for
+
             if out is None:
                 raise ReplayError("--format parquet needs --out FILE.parquet")
             frame = steps_frame(db, ids)

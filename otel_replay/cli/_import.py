@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
@@ -17,6 +18,7 @@ from otel_replay.cli._common import (
     display_path,
     err_console,
     open_store,
+    print_error,
     print_json,
     user_errors,
 )
@@ -55,20 +57,18 @@ def expand(paths: list[Path]) -> list[Path]:
 def import_file(store: Store, path: Path, fmt: Format, options: ReadOptions) -> FileResult:
     """Import one file in one transaction; on error nothing of it is kept."""
     result = FileResult(path)
-    with store.transaction():
-        for trajectory in read_path(path, fmt, options):
-            outcome = store.put(trajectory)
-            result.rows.append(
-                {
-                    "id": trajectory.id,
-                    "steps": len(trajectory.steps),
-                    "outcome": trajectory.outcome,
-                    "source": str(path),
-                    "format": trajectory.metadata.get("format"),
-                    "result": outcome.value,
-                    "final_hash": trajectory.final_hash,
-                }
-            )
+    for summary, outcome in store.put_all(read_path(path, fmt, options)):
+        result.rows.append(
+            {
+                "id": summary.id,
+                "steps": summary.n_steps,
+                "outcome": summary.outcome,
+                "source": str(path),
+                "format": summary.format,
+                "result": outcome.value,
+                "final_hash": summary.final_hash,
+            }
+        )
     result.skipped = [str(e) for e in options.report.skipped]
     result.warnings = list(options.report.warnings)
     return result
@@ -112,8 +112,8 @@ def import_command(
                     progress.stop()
                     imported = sum(1 for r in results if r.rows)
                     note = f"; {imported} earlier file(s) were imported" if imported else ""
-                    err_console.print(f"[bold red]error:[/] {exc}", highlight=False)
-                    err_console.print(f"nothing from {path} was imported{note}", highlight=False)
+                    print_error(exc)
+                    err_console.print(f"nothing from {path} was imported{note}", markup=False)
                     raise typer.Exit(1) from None
                 done += path.stat().st_size
     if json:
@@ -158,14 +158,8 @@ def _render(results: list[FileResult]) -> None:
     for row in rows[:_TABLE_ROWS]:
         outcome = "—" if row["outcome"] is None else f"{row['outcome']:g}"
         style = "red" if row["outcome"] is not None and row["outcome"] < 0.5 else None
-        table.add_row(
-            row["id"],
-            str(row["steps"]),
-            outcome,
-            display_path(row["source"]),
-            row["result"],
-            style=style,
-        )
+        cells = (row["id"], str(row["steps"]), outcome, display_path(row["source"]), row["result"])
+        table.add_row(*map(escape, cells), style=style)
     if len(rows) > _TABLE_ROWS:
         table.caption = f"… and {len(rows) - _TABLE_ROWS} more (agent-replay list shows all)"
     console.print(table)
@@ -173,10 +167,12 @@ def _render(results: list[FileResult]) -> None:
     console.print(", ".join(f"{n} {what}" for what, n in counts.items()))
     for r in results:
         if r.skipped:
-            err_console.print(f"[yellow]skipped {len(r.skipped)} invalid record(s) in {r.path}:[/]")
+            err_console.print(
+                f"[yellow]skipped {len(r.skipped)} invalid record(s) in {escape(str(r.path))}:[/]"
+            )
             for reason in r.skipped[:10]:
                 err_console.print(f"  {reason}", markup=False)
             if len(r.skipped) > 10:
                 err_console.print(f"  … and {len(r.skipped) - 10} more")
         for warning in r.warnings:
-            err_console.print(f"[yellow]warning:[/] {warning}")
+            err_console.print(f"[yellow]warning:[/] {escape(warning)}")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from otel_replay.importers._messages import normalize_messages, unflatten
+from otel_replay.importers._messages import flattened_messages, normalize_messages, unflatten
 from otel_replay.importers._spans import SpanRecord, is_json_mime, maybe_json
 from otel_replay.model import StepKind
 
@@ -49,7 +49,7 @@ def _event_attribute(span: SpanRecord, event_name: str, key: str) -> Any:
 def _input_messages(span: SpanRecord) -> list[dict[str, Any]]:
     attrs = span.attributes
     for prefix in ("llm.input_messages", "gen_ai.prompt", "llm.prompts"):
-        messages = normalize_messages(unflatten(attrs, prefix))
+        messages = flattened_messages(attrs, prefix)
         if messages:
             return messages
     messages = normalize_messages(attrs.get("gen_ai.input.messages"))
@@ -101,7 +101,7 @@ def _event_messages(span: SpanRecord) -> list[dict[str, Any]]:
 def _output_messages(span: SpanRecord) -> Any:
     attrs = span.attributes
     for prefix in ("llm.output_messages", "gen_ai.completion", "llm.completions"):
-        messages = normalize_messages(unflatten(attrs, prefix))
+        messages = flattened_messages(attrs, prefix)
         if messages:
             return _one_or_many(messages)
     messages = normalize_messages(attrs.get("gen_ai.output.messages"))

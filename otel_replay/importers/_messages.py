@@ -23,18 +23,41 @@ def unflatten(attributes: dict[str, Any], prefix: str) -> list[Any]:
     if isinstance(nested, list):
         return [_expand(item) if isinstance(item, dict) else item for item in nested]
     dotted = prefix + "."
-    root: dict[Any, Any] = {}
+    start = len(dotted)
+    items: dict[int, Any] = {}
     for key, value in attributes.items():
         if key.startswith(dotted):
-            _insert(root, key[len(dotted) :].split("."), value)
-    result = _listify(root)
-    return result if isinstance(result, list) else []
+            index, _, rest = key[start:].partition(".")
+            if not index.isdigit():
+                continue
+            if not rest:  # prefix.<i> = value: an indexed list of plain values
+                items[int(index)] = value
+                continue
+            item = items.get(int(index))
+            if not isinstance(item, dict):
+                item = items[int(index)] = {}
+            item[rest] = value
+    return [_expand(items[i]) if isinstance(items[i], dict) else items[i] for i in sorted(items)]
 
 
 def _expand(flat: dict[str, Any]) -> dict[str, Any]:
+    """``{"a.b": 1, "a.c.0.d": 2}`` → ``{"a": {"b": 1, "c": [{"d": 2}]}}``."""
     root: dict[Any, Any] = {}
+    deep = False
     for key, value in flat.items():
-        _insert(root, key.split("."), value)
+        head, dot, tail = key.partition(".")
+        if not dot:
+            root[head] = value
+        elif "." not in tail and not tail.isdigit() and not head.isdigit():
+            child = root.get(head)
+            if not isinstance(child, dict):
+                child = root[head] = {}
+            child[tail] = value
+        else:
+            deep = True
+            _insert(root, key.split("."), value)
+    if not deep:
+        return root
     out = _listify(root)
     return out if isinstance(out, dict) else {}
 
@@ -206,3 +229,67 @@ def _part(part: Any) -> Any:
 def _as_list(value: Any) -> list[Any]:
     value = maybe_json(value) if isinstance(value, str) else value
     return value if isinstance(value, list) else []
+
+
+_SIMPLE_FIELDS = {
+    "message.role": "role",
+    "message.content": "content",
+    "message.tool_call_id": "tool_call_id",
+    "message.name": "name",
+}
+_TOOL_CALL_FIELDS = {
+    "tool_call.id": "id",
+    "tool_call.function.name": "name",
+    "tool_call.function.arguments": "arguments",
+}
+_TOOL_CALLS = "message.tool_calls."
+
+
+def flattened_messages(attributes: dict[str, Any], prefix: str) -> list[dict[str, Any]]:
+    """`normalize_messages(unflatten(attributes, prefix))`, fast for the common OpenInference shape.
+
+    Agents resend their whole history on every model call, so this runs over most of the bytes of an
+    import. Messages made of role, text content, tool calls and tool-call ids are built directly;
+    anything else (multi-part contents, images, legacy function calls) takes the general path.
+    """
+    if isinstance(attributes.get(prefix), list):
+        return normalize_messages(unflatten(attributes, prefix))
+    dotted = prefix + "."
+    start = len(dotted)
+    groups: dict[int, dict[str, Any]] = {}
+    for key, value in attributes.items():
+        if key.startswith(dotted):
+            index, _, rest = key[start:].partition(".")
+            if index.isdigit():
+                group = groups.get(int(index))
+                if group is None:
+                    group = groups[int(index)] = {}
+                group[rest] = value
+    return [_flat_message(groups[i]) for i in sorted(groups)]
+
+
+def _flat_message(flat: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    calls: dict[int, dict[str, Any]] = {}
+    for key, value in flat.items():
+        field = _SIMPLE_FIELDS.get(key)
+        if field is not None and isinstance(value, str):
+            if field == "content" or field == "role" or value:
+                out[field] = value
+            continue
+        if key.startswith(_TOOL_CALLS):
+            index, _, rest = key[len(_TOOL_CALLS) :].partition(".")
+            call_field = _TOOL_CALL_FIELDS.get(rest)
+            if index.isdigit() and call_field is not None:
+                call = calls.get(int(index))
+                if call is None:
+                    call = calls[int(index)] = {}
+                if call_field == "arguments":
+                    call[call_field] = maybe_json(value)
+                elif isinstance(value, str) and value:
+                    call[call_field] = value.strip() if call_field == "id" else value
+                continue
+        return normalize_message(_expand(flat))  # a shape the fast path does not know
+    if calls:
+        out["tool_calls"] = [calls[i] for i in sorted(calls)]
+    return out

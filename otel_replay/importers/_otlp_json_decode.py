@@ -225,18 +225,24 @@ def any_value(value: Any, where: str) -> Any:
     return None  # only unknown members: an "empty" value, which is legal
 
 
+_INT64_MIN, _UINT64_MAX = -(1 << 63), (1 << 64) - 1
+
+
 def _int64(value: Any, where: str) -> int:
+    """int64 / fixed64 from a number or a decimal string (never through float)."""
+    number: int | None = None
     if value is None:
         return 0
     if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    if isinstance(value, str):
-        try:
-            return int(value)
-        except ValueError:
-            pass
-    elif isinstance(value, float) and value.is_integer():
-        return int(value)
+        number = value
+    elif (isinstance(value, str) and value.lstrip("-").isdigit()) or (
+        isinstance(value, float) and value.is_integer()
+    ):
+        number = int(value)
+    if number is not None:
+        if _INT64_MIN <= number <= _UINT64_MAX:
+            return number
+        raise TraceFormatError(f"integer {value!r} does not fit in 64 bits", where=where)
     raise TraceFormatError(
         f"expected an integer (number or decimal string), got {_short(value)}", where=where
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -26,20 +27,22 @@ def open_trace_file(path: Path) -> Iterator[tuple[BinaryIO, BinaryIO]]:
                 "(zstd -d FILE) and import the result",
                 path=path,
             )
-        if head.startswith(GZIP_MAGIC):
+        if not head.startswith(GZIP_MAGIC):
+            yield raw, raw
+            return
+        try:
             with gzip.GzipFile(fileobj=raw, mode="rb") as unzipped:
                 yield unzipped, raw  # type: ignore[misc]
-        else:
-            yield raw, raw
+        except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
+            raise TraceFormatError(
+                f"gzip data is cut off or corrupt ({exc})", path=path, offset=raw.tell()
+            ) from None
 
 
 def read_head(path: Path, size: int = 4096, line_limit: int = 64 << 20) -> tuple[bytes, bytes]:
     """The first ``size`` decompressed bytes of a file and its first line (up to ``line_limit``
     bytes), for format sniffing."""
     with open_trace_file(path) as (stream, _):
-        try:
-            head = stream.read(size)
-            stream.seek(0)
-            return head, stream.readline(line_limit)
-        except (OSError, EOFError) as exc:
-            raise TraceFormatError(f"cannot decompress: {exc}", path=path) from None
+        head = stream.read(size)
+        stream.seek(0)
+        return head, stream.readline(line_limit)
