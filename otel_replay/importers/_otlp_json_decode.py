@@ -177,11 +177,18 @@ def _attributes(items: Any, where: str) -> dict[str, Any]:
         )
     out: dict[str, Any] = {}
     for i, kv in enumerate(items):
-        if not isinstance(kv, dict) or not isinstance(kv.get("key"), str):
+        key = kv.get("key") if type(kv) is dict else None
+        if type(key) is not str:
             raise TraceFormatError(
                 f"expected {{'key': str, 'value': ...}}, got {_short(kv)}", where=f"{where}[{i}]"
             )
-        out[kv["key"]] = any_value(kv.get("value"), f"{where}[{i}].value")
+        value = kv.get("value")
+        # Most attribute values are strings: take them without building an error path.
+        text = value.get("stringValue") if type(value) is dict and len(value) == 1 else None
+        if type(text) is str:
+            out[key] = text
+        else:
+            out[key] = any_value(value, f"{where}[{i}].value")
     return out
 
 
