@@ -128,27 +128,27 @@ class Store:
         path = Path(path) if path is not None else default_store_path()
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            # explicit BEGIN/COMMIT below; put_all hands the connection to its writer thread
+            # autocommit mode: transaction() issues BEGIN/COMMIT; put_all hands the connection to
+            # its writer thread, never using it from two threads at once
             db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-            db.execute(
-                "PRAGMA journal_mode=WAL"
-            )  # readers never block the importer, commits are atomic
-            db.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL survives a killed process
-            db.execute("PRAGMA foreign_keys=ON")  # steps never outlive their trajectory
-            db.execute(
-                "PRAGMA busy_timeout=10000"
-            )  # wait for a concurrent importer instead of failing
+            db.execute("PRAGMA busy_timeout=10000")  # wait for a concurrent importer, do not fail
+            # Look before writing anything: a file that is not ours must be left byte-for-byte alone.
             version = db.execute("PRAGMA user_version").fetchone()[0]
-            if version == 0:
-                tables = db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
-                if tables:
-                    raise StoreError(f"{path} is an SQLite file but not an agent-replay store")
-                db.executescript(f"BEGIN; {_SCHEMA} PRAGMA user_version={SCHEMA_VERSION}; COMMIT;")
-            elif version > SCHEMA_VERSION:
+            tables = db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+            if version == 0 and tables:
+                db.close()
+                raise StoreError(f"{path} is an SQLite file but not an agent-replay store")
+            if version > SCHEMA_VERSION:
+                db.close()
                 raise StoreError(
                     f"{path} has schema version {version}, newer than this agent-replay "
                     f"understands ({SCHEMA_VERSION}); upgrade agent-replay"
                 )
+            db.execute("PRAGMA journal_mode=WAL")  # readers never block an import; atomic commits
+            db.execute("PRAGMA synchronous=NORMAL")  # with WAL: survives a killed process
+            db.execute("PRAGMA foreign_keys=ON")  # steps never outlive their trajectory
+            if version == 0:
+                db.executescript(f"BEGIN; {_SCHEMA} PRAGMA user_version={SCHEMA_VERSION}; COMMIT;")
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"cannot open store {path}: {exc}") from None
         return cls(db, path)
@@ -179,12 +179,10 @@ class Store:
     # --- writing -----------------------------------------------------------------------------------
 
     def _blob(self, value: Any, pending: dict[str, bytes]) -> str:
-        """Queue ``value`` as a blob unless this transaction already wrote it; return its digest."""
+        """Queue ``value`` as a blob of the trajectory being prepared; return its digest."""
         data = canonical_json(value)
         key = digest(data)
-        if key not in self._known:
-            self._known.add(key)
-            pending[key] = data
+        pending[key] = data
         return key
 
     def _inputs_blob(self, inputs: dict[str, Any], pending: dict[str, bytes]) -> tuple[str, int]:
@@ -260,7 +258,10 @@ class Store:
         ).fetchone()
         if existing is not None and existing[0] == prepared.content:
             return PutResult.UNCHANGED
-        self._db.executemany("INSERT OR IGNORE INTO blobs VALUES (?, ?)", prepared.blobs.items())
+        known = self._known  # only the writer touches it: blobs this transaction has written
+        fresh = [(k, v) for k, v in prepared.blobs.items() if k not in known]
+        self._db.executemany("INSERT OR IGNORE INTO blobs VALUES (?, ?)", fresh)
+        known.update(k for k, _ in fresh)
         if existing is not None:
             self._db.execute("DELETE FROM trajectories WHERE id = ?", (trajectory_id,))
         self._db.execute(

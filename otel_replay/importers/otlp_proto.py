@@ -45,9 +45,11 @@ def read_otlp_proto(path: str | Path, options: ReadOptions | None = None) -> Ite
     path = Path(path)
     options = options or ReadOptions()
     size = path.stat().st_size
-    with open_trace_file(path) as (stream, _):
+    with open_trace_file(path) as (stream, raw):
         head = stream.read(5)
-    if is_length_prefixed(head, size if not head.startswith(b"\x1f\x8b") else 1 << 62):
+        compressed = stream is not raw
+    # a compressed file's size says nothing about the length of its first message
+    if is_length_prefixed(head, 1 << 62 if compressed else size):
         last = _last_messages(path) if size > TWO_PASS_THRESHOLD_BYTES else None
         yield from _read_stream(path, options, last)
         return
