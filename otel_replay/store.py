@@ -11,9 +11,7 @@ blobs: a killed import leaves the store with whole trajectories only.
 from __future__ import annotations
 
 import os
-import queue
 import sqlite3
-import threading
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -128,9 +126,7 @@ class Store:
         path = Path(path) if path is not None else default_store_path()
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            # autocommit mode: transaction() issues BEGIN/COMMIT; put_all hands the connection to
-            # its writer thread, never using it from two threads at once
-            db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+            db = sqlite3.connect(path, isolation_level=None)  # transaction() issues BEGIN/COMMIT
             db.execute("PRAGMA busy_timeout=10000")  # wait for a concurrent importer, do not fail
             # Look before writing anything: a file that is not ours must be left byte-for-byte alone.
             version = db.execute("PRAGMA user_version").fetchone()[0]
@@ -258,7 +254,7 @@ class Store:
         ).fetchone()
         if existing is not None and existing[0] == prepared.content:
             return PutResult.UNCHANGED
-        known = self._known  # only the writer touches it: blobs this transaction has written
+        known = self._known  # blobs this transaction has already written
         fresh = [(k, v) for k, v in prepared.blobs.items() if k not in known]
         self._db.executemany("INSERT OR IGNORE INTO blobs VALUES (?, ?)", fresh)
         known.update(k for k, _ in fresh)
@@ -282,36 +278,15 @@ class Store:
     ) -> list[tuple[TrajectorySummary, PutResult]]:
         """Store every trajectory in one transaction: all of them, or (if anything raises) none.
 
-        Two threads share the work: this one reads and prepares trajectories (Python, holding the
-        GIL), a writer thread runs the SQL (sqlite3 releases the GIL), so both cores are busy. A
-        bounded queue keeps memory bounded by a few trajectories.
+        Returns a summary per trajectory, not the trajectories, so memory stays bounded by one run.
+        (A writer thread overlapping SQLite with parsing was measured slower: the sqlite3 module holds
+        the GIL while it binds parameters, which is most of the work here.)
         """
         results: list[tuple[TrajectorySummary, PutResult]] = []
-        failure: list[BaseException] = []
-        work: queue.Queue[_Prepared | None] = queue.Queue(maxsize=16)
-
-        def writer() -> None:
-            while (prepared := work.get()) is not None:
-                if failure:
-                    continue  # keep draining so the producer never blocks
-                try:
-                    results.append((prepared.summary, self._write(prepared)))
-                except BaseException as exc:
-                    failure.append(exc)
-
         with self.transaction():
-            thread = threading.Thread(target=writer, name="agent-replay-store-writer")
-            thread.start()
-            try:
-                for trajectory in trajectories:
-                    work.put(self._prepare(trajectory))
-                    if failure:
-                        break
-            finally:
-                work.put(None)
-                thread.join()
-            if failure:
-                raise failure[0]
+            for trajectory in trajectories:
+                prepared = self._prepare(trajectory)
+                results.append((prepared.summary, self._write(prepared)))
         return results
 
     # --- reading -----------------------------------------------------------------------------------
