@@ -7,6 +7,7 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 from rich.table import Table
+from rich.tree import Tree
 
 from otel_replay.cli._common import (
     JsonOption,
@@ -19,7 +20,7 @@ from otel_replay.cli._common import (
     user_errors,
 )
 from otel_replay.export import trajectory_to_record
-from otel_replay.model import Step, StepStatus
+from otel_replay.model import Step, StepStatus, Trajectory
 
 
 def list_command(json: JsonOption = False, store: StoreOption = None) -> None:
@@ -58,6 +59,9 @@ def show_command(
     ],
     json: JsonOption = False,
     width: Annotated[int, typer.Option(help="Width of the inputs/output previews.")] = 60,
+    tree: Annotated[
+        bool, typer.Option("--tree", help="Show the span tree the steps came from.")
+    ] = False,
     store: StoreOption = None,
 ) -> None:
     """Show one trajectory step by step (``--json``: the whole trajectory)."""
@@ -89,6 +93,25 @@ def show_command(
         )  # fmt: skip
         table.add_row(*map(escape, cells), style="red" if failed else None)
     console.print(table)
+    if tree:
+        console.print(_span_tree(trajectory))
+
+
+def _span_tree(trajectory: Trajectory) -> Tree:
+    """Spans as imported: steps marked with their index, structure and plumbing dimmed."""
+    root = Tree(f"trace {escape(trajectory.id)}")
+    nodes: dict[str, Tree] = {}
+    for span in trajectory.spans:  # stored in tree (pre-)order: parents before children
+        parent = nodes.get(span.parent_span_id or "", root)
+        if span.step_index is not None:
+            step = trajectory.steps[span.step_index]
+            label = f"[bold]#{span.step_index} {step.kind.value}[/] {escape(span.name)}"
+        else:
+            label = f"[dim]{escape(span.name)} ({span.role})[/]"
+        if span.status is StepStatus.ERROR:
+            label += " [red]error[/]"
+        nodes[span.span_id] = parent.add(label)
+    return root
 
 
 def _input_preview(step: Step) -> Any:

@@ -75,7 +75,9 @@ def import_file(store: Store, path: Path, fmt: Format, options: ReadOptions) -> 
 
 
 def import_command(
-    paths: Annotated[list[Path], typer.Argument(help="Trace files or directories.", exists=True)],
+    paths: Annotated[
+        list[Path], typer.Argument(help="Trace files or directories.", show_default=False)
+    ],
     format: Annotated[Format, typer.Option("--format", help="Input format.")] = Format.AUTO,
     outcome_attribute: Annotated[
         str | None,
