@@ -124,6 +124,7 @@ class Store:
     def open(cls, path: str | Path | None = None) -> Store:
         """Open (creating if needed) the store at ``path`` (default: `default_store_path`)."""
         path = Path(path) if path is not None else default_store_path()
+        db: sqlite3.Connection | None = None
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             db = sqlite3.connect(path, isolation_level=None)  # transaction() issues BEGIN/COMMIT
@@ -146,6 +147,8 @@ class Store:
             if version == 0:
                 db.executescript(f"BEGIN; {_SCHEMA} PRAGMA user_version={SCHEMA_VERSION}; COMMIT;")
         except sqlite3.DatabaseError as exc:
+            if db is not None:
+                db.close()
             raise StoreError(f"cannot open store {path}: {exc}") from None
         return cls(db, path)
 

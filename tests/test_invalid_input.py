@@ -114,7 +114,7 @@ def _garbage_second_frame() -> tuple[bytes, int]:
 def _pretty_with_error_on_line_5() -> bytes:
     document = orjson.loads(_otlp_lines()[0])
     lines = orjson.dumps(document, option=orjson.OPT_INDENT_2).splitlines()
-    lines.insert(4, b"  @")  # after an opening bracket or a comma, '@' cannot start a value
+    lines.insert(4, b"  @")  # line 4 opens an object: '@' cannot start a key
     return b"\n".join(lines) + b"\n"
 
 

@@ -10,12 +10,13 @@ import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import orjson
 import pytest
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from typer.testing import CliRunner, Result
 
 from otel_replay import (
@@ -31,7 +32,12 @@ from otel_replay import (
 from otel_replay.cli import _import as cli_import
 from otel_replay.cli import app
 from otel_replay.importers import otlp_json, otlp_proto
-from otel_replay.store import TrajectorySummary
+from otel_replay.otlp_encode import (
+    spans_to_request,
+    write_otlp_json_lines,
+    write_otlp_proto_stream,
+)
+from otel_replay.store import SCHEMA_VERSION, TrajectorySummary
 from tests.sdk import Recorder, dumps, encodings
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_traces"
@@ -228,9 +234,7 @@ def _native_failing_late(path: Path) -> None:
     path.write_bytes(_jsonl(good) + b'{"trajectory_id": "late-5", "kind": "nonsense"}\n')
 
 
-def _sdk_requests() -> list[Any]:
-    from otel_replay.otlp_encode import spans_to_request
-
+def _sdk_requests() -> list[ExportTraceServiceRequest]:
     rec = Recorder()
     for run in range(4):
         with rec.span("agent", {"openinference.span.kind": "AGENT"}):
@@ -241,16 +245,12 @@ def _sdk_requests() -> list[Any]:
 
 
 def _otlp_jsonl_failing_late(path: Path) -> None:
-    from otel_replay.otlp_encode import write_otlp_json_lines
-
     write_otlp_json_lines(_sdk_requests(), path)
     with open(path, "ab") as out:
         out.write(b'{"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": 7}]}]}]}\n')
 
 
 def _proto_stream_failing_late(path: Path) -> None:
-    from otel_replay.otlp_encode import write_otlp_proto_stream
-
     write_otlp_proto_stream(_sdk_requests(), path)
     with open(path, "ab") as out:
         out.write(b"\x00\x00\x00\x06\x0a\xff\xff\xff\xff\xff")
@@ -267,7 +267,7 @@ def _proto_stream_failing_late(path: Path) -> None:
 )
 def test_file_failing_late_leaves_store_exactly_as_before(
     name: str,
-    write: Any,
+    write: Callable[[Path], None],
     streams: bool,
     runner: CliRunner,
     store_path: Path,
@@ -285,10 +285,9 @@ def test_file_failing_late_leaves_store_exactly_as_before(
     monkeypatch.setattr(otlp_json, "TWO_PASS_THRESHOLD_BYTES", 0)
     monkeypatch.setattr(otlp_proto, "TWO_PASS_THRESHOLD_BYTES", 0)
     handed_over: list[str] = []
-    real_read_path = cli_import.read_path
 
     def counting_read_path(*args: Any, **kwargs: Any) -> Iterator[Trajectory]:
-        for trajectory in real_read_path(*args, **kwargs):
+        for trajectory in read_path(*args, **kwargs):
             handed_over.append(trajectory.id)
             yield trajectory
 
@@ -354,7 +353,7 @@ def _text_file(path: Path) -> None:
     ids=["schema-version-99", "foreign-sqlite", "not-sqlite"],
 )
 def test_store_that_is_not_ours_is_refused_and_left_alone(
-    make: Any, fragment: str, runner: CliRunner, tmp_path: Path
+    make: Callable[[Path], None], fragment: str, runner: CliRunner, tmp_path: Path
 ) -> None:
     path = tmp_path / "elsewhere.db"
     make(path)
@@ -375,8 +374,6 @@ def test_store_that_is_not_ours_is_refused_and_left_alone(
 
 
 def test_schema_version_is_recorded(store_path: Path) -> None:
-    from otel_replay.store import SCHEMA_VERSION
-
     Store.open(store_path).close()
     db = sqlite3.connect(store_path)
     try:
@@ -397,7 +394,7 @@ def _blob_count(tmp_path: Path, name: str, records: list[dict[str, Any]]) -> int
         return db.counts()["blobs"]
 
 
-_HISTORY = [
+_HISTORY: list[dict[str, Any]] = [
     {"role": "system", "content": "You investigate incidents. " * 40},
     {"role": "user", "content": "checkout error rate is above 5% " * 20},
 ]
@@ -426,7 +423,7 @@ def test_growing_history_costs_the_same_per_turn_however_long(tmp_path: Path) ->
 
     def conversation(turns: int) -> dict[str, Any]:
         messages = list(_HISTORY)
-        steps = []
+        steps: list[dict[str, Any]] = []
         for turn in range(turns):
             steps.append({"kind": "llm", "name": "m", "inputs": {"messages": list(messages)},
                           "output": {"role": "assistant", "content": f"step {turn} " * 30}})  # fmt: skip
@@ -443,17 +440,34 @@ def test_growing_history_costs_the_same_per_turn_however_long(tmp_path: Path) ->
 # --- ids -------------------------------------------------------------------------------------------
 
 
+IDS = ("a1b2", "a1b2c3", "a1c9", "b7", "under_score", "underXscore", "x%y", "xzy")
+
+
 @pytest.fixture
 def ids_store(store_path: Path) -> Iterator[Store]:
     with Store.open(store_path) as db:
-        db.put_all(_built(i, 1) for i in ("a1b2", "a1b2c3", "a1c9", "b7", "under_score", "x%y"))
+        db.put_all(_built(i, 1) for i in IDS)
         yield db
 
 
 @pytest.mark.parametrize(
     ("query", "expected"),
-    [("a1c", "a1c9"), ("a1b2", "a1b2"), ("a1b2c", "a1b2c3"), ("b", "b7"), ("x%", "x%y")],
-    ids=["unique-prefix", "exact-beats-longer", "longer", "one-letter", "literal-percent"],
+    [
+        ("a1c", "a1c9"),
+        ("a1b2", "a1b2"),
+        ("a1b2c", "a1b2c3"),
+        ("b", "b7"),
+        ("x%", "x%y"),
+        ("under_", "under_score"),
+    ],
+    ids=[
+        "unique-prefix",
+        "exact-beats-longer",
+        "longer",
+        "one-letter",
+        "percent-is-literal",
+        "underscore-is-literal",
+    ],
 )
 def test_resolve_finds_one_trajectory(ids_store: Store, query: str, expected: str) -> None:
     assert ids_store.resolve(query) == expected
@@ -470,13 +484,22 @@ def test_resolve_lists_the_matches_of_an_ambiguous_prefix(ids_store: Store) -> N
 
 @pytest.mark.parametrize(
     "query",
-    ["zz", "a_", "under%x", "%"],
-    ids=["no-match", "underscore-is-literal", "percent-is-literal", "lone-percent"],
+    ["zz", "a_", "under%e", "%", "b7-"],
+    ids=[
+        "no-match",
+        "underscore-is-no-wildcard",
+        "percent-is-no-wildcard",
+        "lone-percent",
+        "longer-than-id",
+    ],
 )
 def test_resolve_refuses_an_unknown_id(ids_store: Store, query: str) -> None:
     with pytest.raises(NotFoundError) as raised:
         ids_store.resolve(query)
-    assert repr(query) in str(raised.value)
+    message = str(raised.value)
+    assert repr(query) in message
+    rest = message.replace(repr(query), "").replace(str(ids_store.path), "")
+    assert not [i for i in IDS if i in rest], f"an unknown id must not match: {message}"
     assert isinstance(raised.value, LookupError)
 
 
