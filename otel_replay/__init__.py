@@ -5,32 +5,56 @@ from __future__ import annotations
 from typing import Any
 
 from otel_replay.errors import (
+    AttributionError,
     CanonicalJSONError,
     NotFoundError,
+    PluginLoadError,
+    RegistrationError,
     ReplayError,
+    RolloutError,
     StoreError,
     TraceFormatError,
+    VerifierError,
 )
 from otel_replay.importers import Format, ReadOptions, read_path
 from otel_replay.model import SpanNode, Step, StepKind, StepStatus, Trajectory
+from otel_replay.resamplers import (
+    Registry,
+    RolloutContext,
+    StepFailed,
+    repair_candidates,
+    resampler,
+    verifier,
+)
 from otel_replay.store import Store
 
 __all__ = [
+    "AttributionError",
     "CanonicalJSONError",
     "Format",
     "NotFoundError",
+    "PluginLoadError",
     "ReadOptions",
+    "RegistrationError",
+    "Registry",
     "ReplayError",
+    "RolloutContext",
+    "RolloutError",
     "SpanNode",
     "Step",
+    "StepFailed",
     "StepKind",
     "StepStatus",
     "Store",
     "StoreError",
     "TraceFormatError",
     "Trajectory",
+    "VerifierError",
     "read_path",
+    "repair_candidates",
+    "resampler",
     "steps_frame",
+    "verifier",
 ]
 
 __version__ = "0.1.0"

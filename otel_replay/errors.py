@@ -6,7 +6,12 @@
     ├── TraceFormatError (ValueError)    a trace file that cannot be read: path, line or byte offset, what
     ├── CanonicalJSONError (ValueError)  a value that does not survive a JSON round trip
     ├── StoreError                       the store cannot be opened or has an unknown schema version
-    └── NotFoundError (LookupError)      no trajectory (or more than one) matches an id or prefix
+    ├── NotFoundError (LookupError)      no trajectory (or more than one) matches an id or prefix
+    ├── RegistrationError (TypeError)    a resample function, verifier or repair source is unusable
+    ├── PluginLoadError (ImportError)    a resampler module or entry point cannot be loaded
+    ├── VerifierError (ValueError)       no verifier, or one that returned something other than a number
+    ├── RolloutError (RuntimeError)      a resample function raised during a rollout
+    └── AttributionError (ValueError)    attribution asked of a run it cannot be done on
 
 Messages show the offending value; the CLI adds nothing but the exit code.
 """
@@ -16,11 +21,16 @@ from __future__ import annotations
 from pathlib import Path
 
 __all__ = [
+    "AttributionError",
     "CanonicalJSONError",
     "NotFoundError",
+    "PluginLoadError",
+    "RegistrationError",
     "ReplayError",
+    "RolloutError",
     "StoreError",
     "TraceFormatError",
+    "VerifierError",
 ]
 
 
@@ -91,3 +101,28 @@ class StoreError(ReplayError):
 
 class NotFoundError(ReplayError, LookupError):
     """No trajectory matches an id or prefix, or a prefix is ambiguous."""
+
+
+class RegistrationError(ReplayError, TypeError):
+    """A resample function, verifier or repair-candidate source cannot be registered."""
+
+
+class PluginLoadError(ReplayError, ImportError):
+    """A ``--resamplers`` module or an ``otel_replay.resamplers`` entry point failed to load."""
+
+
+class VerifierError(ReplayError, ValueError):
+    """There is no verifier, or it returned something that is not a finite number."""
+
+
+class RolloutError(ReplayError, RuntimeError):
+    """A resample function raised; names the step, the function and the exception."""
+
+    def __init__(self, message: str, *, step_index: int, function: str) -> None:
+        super().__init__(message)
+        self.step_index = step_index
+        self.function = function
+
+
+class AttributionError(ReplayError, ValueError):
+    """Attribution cannot run as asked (a passing run without ``--on-success credit``, ...)."""

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import typer
 
+from otel_replay.cli._attribute import attribute_command
 from otel_replay.cli._browse import list_command, show_command
 from otel_replay.cli._export import export_command
 from otel_replay.cli._import import import_command
+from otel_replay.cli._report import report_app
 
 __all__ = ["app", "main"]
 
@@ -21,6 +23,8 @@ app.command("import")(import_command)
 app.command("list")(list_command)
 app.command("show")(show_command)
 app.command("export")(export_command)
+app.command("attribute")(attribute_command)
+app.add_typer(report_app, name="report")
 
 
 def main() -> None:

@@ -1,1 +1,45 @@
-"""Resample functions and verifiers (the attribution issue builds the registry here)."""
+"""Resample functions, the verifier and repair-candidate sources, kept on a `Registry`.
+
+The module-level decorators (`resampler`, `verifier`, `repair_candidates`) register into the current
+registry: the process-wide default, or the one a ``with registry.collecting():`` block names (the CLI
+loads user modules that way, and tests build their own).
+"""
+
+from otel_replay.resamplers._context import RolloutContext, StepFailed
+from otel_replay.resamplers._loading import (
+    ENTRY_POINT_GROUP,
+    load_entry_points,
+    load_resamplers,
+    load_verifier,
+)
+from otel_replay.resamplers._registry import (
+    DEFAULT_REGISTRY,
+    Registration,
+    Registry,
+    ResampleFunction,
+    VerifierFunction,
+    current_registry,
+    describe,
+    repair_candidates,
+    resampler,
+    verifier,
+)
+
+__all__ = [
+    "DEFAULT_REGISTRY",
+    "ENTRY_POINT_GROUP",
+    "Registration",
+    "Registry",
+    "ResampleFunction",
+    "RolloutContext",
+    "StepFailed",
+    "VerifierFunction",
+    "current_registry",
+    "describe",
+    "load_entry_points",
+    "load_resamplers",
+    "load_verifier",
+    "repair_candidates",
+    "resampler",
+    "verifier",
+]

@@ -1,0 +1,63 @@
+"""What an attribution is asked to do (`AttributionConfig`) and the choices it offers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from otel_replay.errors import AttributionError
+
+
+class Method(str, Enum):
+    CONTRASTIVE = "contrastive"
+    SHAPLEY = "shapley"
+    ALL = "all"
+
+
+class OnSuccess(str, Enum):
+    ERROR = "error"  # attributing a passing run is a mistake: say so
+    CREDIT = "credit"  # attribute the success instead: which step saved the run
+
+
+class OnResamplerError(str, Enum):
+    FAIL = "fail"  # stop, naming the step, the function and the exception
+    FAIL_ROLLOUT = "fail-rollout"  # count that rollout as a failure, and report how many
+
+
+@dataclass(frozen=True, slots=True)
+class AttributionConfig:
+    """
+    Attributes:
+        rollouts: rollouts per plan (each contrastive estimate, each repair trial).
+        permutations: Shapley permutations (rounded up to an even number: antithetic pairs).
+        seed: every random draw derives from it; same seed, same report.
+        method: contrastive (Point of Commitment), shapley, or all.
+        fail_threshold: a run fails when its outcome is below this.
+        margin: equivalence margin: a later step "has no effect" when its interval lies in ±margin.
+        repair: search for the smallest repair of the culprit's output.
+        max_repair_candidates: how many candidate outputs the repair search tries at most.
+        on_success, on_resampler_error: see the enums.
+        workers: threads running rollouts (results are identical for any number).
+    """
+
+    rollouts: int = 100
+    permutations: int = 32
+    seed: int = 0
+    method: Method = Method.CONTRASTIVE
+    fail_threshold: float = 0.5
+    margin: float = 0.1
+    repair: bool = False
+    max_repair_candidates: int = 8
+    on_success: OnSuccess = OnSuccess.ERROR
+    on_resampler_error: OnResamplerError = OnResamplerError.FAIL
+    workers: int = 1
+
+    def __post_init__(self) -> None:
+        if self.rollouts < 1:
+            raise AttributionError(f"rollouts={self.rollouts} must be at least 1")
+        if self.permutations < 1:
+            raise AttributionError(f"permutations={self.permutations} must be at least 1")
+        if self.workers < 1:
+            raise AttributionError(f"workers={self.workers} must be at least 1")
+        if not 0.0 < self.margin < 1.0:
+            raise AttributionError(f"margin={self.margin} must be between 0 and 1")

@@ -1,0 +1,120 @@
+"""Contrastive attribution and the Point of Commitment.
+
+The estimand is fixed: ``attribution(i) = P(fail | kept_i) − P(fail | ablate_from(i))`` where
+``kept_i`` holds every step up to and including ``i`` and resamples the rest. ``kept_i`` equals
+``ablate_from(next resamplable step)``, so one plan per resamplable step (and one holding them all)
+serves every estimate.
+
+Point of Commitment = the latest resamplable step whose interval lies above zero — not the largest
+effect, which a butterfly effect early in the run can fake. It is named only when every later
+resamplable step is shown to have no effect (its interval inside ±margin); otherwise the verdict is
+inconclusive and says between which steps the commitment lies. Credit mode mirrors all of this.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from otel_replay.attribution._config import AttributionConfig
+from otel_replay.attribution._engine import Engine, Outcome
+from otel_replay.attribution._results import Mode, Proportion, StepAttribution
+from otel_replay.attribution._stats import difference_interval, rollouts_needed, wilson
+from otel_replay.replay import Plan, step_seed
+
+
+@dataclass(frozen=True, slots=True)
+class Localisation:
+    steps: tuple[StepAttribution, ...]
+    point_of_commitment: int | None
+    bracket: tuple[int, int] | None
+    rollouts_needed: int | None
+    outcomes: dict[str, list[Outcome]]
+
+
+def kept_plan(n_steps: int, resamplable: Sequence[int], position: int) -> Plan:
+    later = resamplable[position + 1] if position + 1 < len(resamplable) else n_steps
+    return Plan.ablate_from(n_steps, later)
+
+
+def _proportion(outcomes: list[Outcome]) -> Proportion:
+    failures = sum(o.failed for o in outcomes)
+    low, high = wilson(failures, len(outcomes))
+    return Proportion(failures, len(outcomes), low, high)
+
+
+def localise(
+    engine: Engine, resamplable: Sequence[int], mode: Mode, config: AttributionConfig
+) -> Localisation:
+    factual = engine.factual
+    n_steps = len(factual.steps)
+    plans = [Plan.ablate_from(n_steps, i) for i in resamplable] + [
+        Plan.ablate_from(n_steps, n_steps)
+    ]
+    outcomes = engine.run([(plan, config.rollouts) for plan in plans])
+    sign = 1.0 if mode is Mode.FAILURE else -1.0
+    estimates: dict[int, StepAttribution] = {}
+    for position, index in enumerate(resamplable):
+        step = factual.steps[index]
+        kept = _proportion(outcomes[kept_plan(n_steps, resamplable, position).identity])
+        ablated = _proportion(outcomes[f"ablate_from:{index}"])
+        rng = random.Random(step_seed(config.seed, "bootstrap", 0, index))
+        low, high = difference_interval(kept.failures, kept.n, ablated.failures, ablated.n, rng)
+        if mode is Mode.CREDIT:
+            low, high = -high, -low
+        estimates[index] = StepAttribution(
+            index=index,
+            kind=step.kind.value,
+            name=step.name,
+            resamplable=True,
+            attribution=sign * (kept.value - ablated.value),
+            ci_low=low,
+            ci_high=high,
+            kept=kept,
+            ablated=ablated,
+        )
+    steps = tuple(
+        estimates.get(s.index) or StepAttribution(s.index, s.kind.value, s.name, resamplable=False)
+        for s in factual.steps
+    )
+    poc, bracket, needed = _commitment(steps, resamplable, config)
+    return Localisation(steps, poc, bracket, needed, outcomes)
+
+
+def _commitment(
+    steps: tuple[StepAttribution, ...], resamplable: Sequence[int], config: AttributionConfig
+) -> tuple[int | None, tuple[int, int] | None, int | None]:
+    """(Point of Commitment, bracket when inconclusive, rollouts that might decide it)."""
+    significant = [i for i in resamplable if (steps[i].ci_low or 0.0) > 0.0]
+    if not resamplable:
+        return None, None, None
+    if significant:
+        candidate = significant[-1]
+        undecided = [
+            i
+            for i in resamplable
+            if i > candidate
+            and not (
+                -config.margin <= (steps[i].ci_low or 0.0)
+                and (steps[i].ci_high or 0.0) <= config.margin
+            )
+        ]
+        if not undecided:
+            return candidate, None, None
+        # a later step is neither shown to matter nor shown not to: the commitment is at or after
+        # the candidate, up to the latest such step
+        widest = max(undecided, key=lambda i: _half_width(steps[i]))
+        return (
+            None,
+            (candidate, undecided[-1]),
+            rollouts_needed(config.margin / 2, _half_width(steps[widest]), config.rollouts),
+        )
+    strongest = max(resamplable, key=lambda i: steps[i].attribution or 0.0)
+    effect = steps[strongest].attribution or 0.0
+    needed = rollouts_needed(effect, _half_width(steps[strongest]), config.rollouts)
+    return None, (resamplable[0], resamplable[-1]), needed
+
+
+def _half_width(step: StepAttribution) -> float:
+    return ((step.ci_high or 0.0) - (step.ci_low or 0.0)) / 2

@@ -1,0 +1,89 @@
+"""Runs rollouts of many plans behind one executor interface, and scores them.
+
+Rollout ``r`` of a plan is a pure function of ``(seed, plan, r)``, so the executor only changes how
+fast results arrive, never what they are: serial, or ``workers`` threads (resample functions often
+wait on remote models).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from otel_replay.attribution._config import AttributionConfig, OnResamplerError
+from otel_replay.errors import RolloutError
+from otel_replay.model import Trajectory
+from otel_replay.replay import Plan, rollout, score
+from otel_replay.resamplers import Registry, VerifierFunction
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """One scored rollout. ``trajectory`` is None when the rollout failed on a resampler error."""
+
+    plan: str
+    index: int
+    score: float
+    failed: bool
+    step_executions: int
+    trajectory: Trajectory | None
+    resampler_error: str | None = None
+
+
+class Engine:
+    def __init__(
+        self,
+        factual: Trajectory,
+        registry: Registry,
+        verifier: VerifierFunction,
+        config: AttributionConfig,
+        progress: Callable[[int], None] | None = None,
+    ) -> None:
+        self.factual = factual
+        self.registry = registry
+        self.verifier = verifier
+        self.config = config
+        self.progress = progress
+        self.rollouts = 0
+        self.step_executions = 0
+        self.resampler_errors = 0
+
+    def _one(self, task: tuple[Plan, int]) -> Outcome:
+        plan, index = task
+        try:
+            result = rollout(self.factual, plan, self.registry, self.config.seed, index)
+        except RolloutError as exc:
+            if self.config.on_resampler_error is not OnResamplerError.FAIL_ROLLOUT:
+                raise
+            return Outcome(plan.identity, index, 0.0, True, 0, None, str(exc))
+        value = score(self.verifier, result.trajectory)
+        failed = value < self.config.fail_threshold
+        return Outcome(
+            plan.identity, index, value, failed, result.step_executions, result.trajectory
+        )
+
+    def run(self, plans: Sequence[tuple[Plan, int]]) -> dict[str, list[Outcome]]:
+        """Roll each plan out the given number of times; outcomes per plan identity, in order."""
+        tasks = [(plan, r) for plan, count in plans for r in range(count)]
+        outcomes: list[Outcome] = []
+        if self.config.workers == 1:
+            for task in tasks:
+                outcomes.append(self._one(task))
+                self._advance()
+        else:
+            with ThreadPoolExecutor(self.config.workers, thread_name_prefix="rollout") as pool:
+                for outcome in pool.map(self._one, tasks):
+                    outcomes.append(outcome)
+                    self._advance()
+        grouped: dict[str, list[Outcome]] = {}
+        for outcome in outcomes:
+            grouped.setdefault(outcome.plan, []).append(outcome)
+            self.rollouts += 1
+            self.step_executions += outcome.step_executions
+            self.resampler_errors += outcome.resampler_error is not None
+        return grouped
+
+    def _advance(self) -> None:
+        if self.progress is not None:
+            self.progress(1)

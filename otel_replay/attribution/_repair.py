@@ -1,0 +1,96 @@
+"""Minimal repair: the smallest change to the culprit's output that turns the run into a success.
+
+Candidates are the culprit's outputs in rollouts that succeeded (from its ``ablate_from`` plan) plus
+whatever the user's ``@repair_candidates`` functions offer, tried in order of edit similarity to the
+factual output (most similar first). The first whose forced plan — hold before the step, inject the
+candidate, resample after — fails less often than the factual failure rate, with a Wilson interval
+that excludes that rate, is the repair.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from otel_replay.attribution._config import AttributionConfig
+from otel_replay.attribution._engine import Engine, Outcome
+from otel_replay.attribution._results import Repair
+from otel_replay.attribution._stats import similarity, wilson
+from otel_replay.errors import RegistrationError
+from otel_replay.hashing import canonical_json
+from otel_replay.model import StepStatus
+from otel_replay.replay import Plan
+from otel_replay.resamplers import describe
+
+
+@dataclass(frozen=True, slots=True)
+class _Candidate:
+    output: Any
+    similarity: float
+    source: str
+    key: bytes
+
+
+def candidates(engine: Engine, index: int, rollouts: list[Outcome]) -> list[_Candidate]:
+    factual_step = engine.factual.steps[index]
+    seen: dict[bytes, _Candidate] = {}
+    offered: list[tuple[Any, str]] = []
+    for outcome in rollouts:
+        if outcome.failed or outcome.trajectory is None:
+            continue
+        step = outcome.trajectory.steps[index]  # ablate_from plans remove nothing: same positions
+        if step.status is StepStatus.OK:
+            offered.append((step.output, "rollout"))
+    for source in engine.registry.repair_sources:
+        try:
+            for output in source(factual_step, engine.factual):
+                offered.append((output, describe(source)))
+        except Exception as exc:
+            raise RegistrationError(
+                f"repair-candidates function {describe(source)} raised {type(exc).__name__}: {exc}"
+            ) from exc
+    factual_key = canonical_json(factual_step.output)
+    for output, origin in offered:
+        key = canonical_json(output)
+        if key == factual_key or key in seen:
+            continue
+        seen[key] = _Candidate(output, similarity(output, factual_step.output), origin, key)
+    return sorted(seen.values(), key=lambda c: (-c.similarity, c.key))
+
+
+def search(
+    engine: Engine,
+    index: int,
+    factual_failure_rate: float,
+    rollouts: list[Outcome],
+    config: AttributionConfig,
+) -> tuple[Repair | None, str]:
+    """The repair, or None and why not."""
+    found = candidates(engine, index, rollouts)
+    if not found:
+        return None, f"no candidate output for step {index}: no rollout that resampled it succeeded"
+    n_steps = len(engine.factual.steps)
+    for tried, candidate in enumerate(found[: config.max_repair_candidates], start=1):
+        plan = Plan.forced(n_steps, index, candidate.output)
+        outcomes = engine.run([(plan, config.rollouts)])[plan.identity]
+        failures = sum(o.failed for o in outcomes)
+        _, high = wilson(failures, len(outcomes))
+        if high < factual_failure_rate:
+            successes = len(outcomes) - failures
+            s_low, s_high = wilson(successes, len(outcomes))
+            return (
+                Repair(
+                    step_index=index,
+                    output=candidate.output,
+                    similarity=round(candidate.similarity, 6),
+                    success_rate=successes / len(outcomes),
+                    success_low=s_low,
+                    success_high=s_high,
+                    n=len(outcomes),
+                    source=candidate.source,
+                    tried=tried,
+                ),
+                f"tried {tried} of {len(found)} candidates",
+            )
+    tried = min(len(found), config.max_repair_candidates)
+    return None, f"none of the {tried} most similar candidates (of {len(found)}) saved the run"

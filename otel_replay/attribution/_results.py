@@ -1,0 +1,95 @@
+"""Results of an attribution: frozen, and everything the report and the CLI need."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+
+class Mode(str, Enum):
+    FAILURE = "failure"  # attribution(i) = P(fail | kept) − P(fail | ablate_from(i))
+    CREDIT = "credit"  # rescue credit(i) = P(fail | ablate_from(i)) − P(fail | kept)
+
+
+class Verdict(str, Enum):
+    CULPRIT = "culprit"
+    INCONCLUSIVE = "inconclusive"
+    NO_FAILURE = "no-failure"
+
+
+@dataclass(frozen=True, slots=True)
+class Proportion:
+    failures: int
+    n: int
+    low: float
+    high: float
+
+    @property
+    def value(self) -> float:
+        return self.failures / self.n if self.n else 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class StepAttribution:
+    """One step's estimates; everything but the identity is None for observed-only steps."""
+
+    index: int
+    kind: str
+    name: str
+    resamplable: bool
+    attribution: float | None = None  # signed by the mode: failure attribution or rescue credit
+    ci_low: float | None = None
+    ci_high: float | None = None
+    kept: Proportion | None = None  # P(fail | step kept, later steps resampled)
+    ablated: Proportion | None = None  # P(fail | this step and later resampled)
+    shapley: float | None = None
+    shapley_se: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Repair:
+    step_index: int
+    output: Any
+    similarity: float  # normalised edit similarity to the factual output (1.0 = identical)
+    success_rate: float
+    success_low: float
+    success_high: float
+    n: int
+    source: str  # "rollout" or the repair-candidates function that offered it
+    tried: int  # candidates tried, including this one
+
+
+@dataclass(frozen=True, slots=True)
+class ShapleySummary:
+    permutations: int
+    total: float  # Σφ
+    v_all: Proportion  # P(fail | every resamplable step kept)
+    v_none: Proportion  # P(fail | every resamplable step resampled)
+
+    @property
+    def efficiency_gap(self) -> float:
+        return self.total - (self.v_all.value - self.v_none.value)
+
+
+@dataclass(frozen=True, slots=True)
+class AttributionResult:
+    trajectory_id: str
+    mode: Mode
+    outcome: float
+    failed: bool
+    steps: tuple[StepAttribution, ...]
+    point_of_commitment: int | None
+    verdict: Verdict
+    explanation: str
+    bracket: tuple[int, int] | None  # when inconclusive: the commitment lies between these steps
+    rollouts_needed: int | None  # when inconclusive: an estimate of the budget that would decide
+    repair: Repair | None
+    repair_note: str | None
+    shapley: ShapleySummary | None
+    resamplers: tuple[str, ...]
+    verifier: str
+    rollouts: int
+    step_executions: int
+    resampler_errors: int
+    wall_seconds: float

@@ -1,0 +1,184 @@
+"""``agent-replay attribute``: which step made a failure inevitable, with intervals and a repair."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from otel_replay.attribution import (
+    AttributionConfig,
+    AttributionResult,
+    Method,
+    Mode,
+    OnResamplerError,
+    OnSuccess,
+    attribute,
+    planned_rollouts,
+)
+from otel_replay.cli._common import StoreOption, console, err_console, open_store, user_errors
+from otel_replay.report import build_report, dumps_report
+from otel_replay.resamplers import Registry, load_entry_points, load_resamplers, load_verifier
+
+
+def attribute_command(
+    trajectory_id: Annotated[
+        str, typer.Argument(metavar="ID", help="Trajectory id or a unique prefix.")
+    ],
+    resamplers: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--resamplers", help="A .py file or module registering resample functions (repeatable)."
+        ),
+    ] = None,
+    verifier: Annotated[
+        str | None, typer.Option(help="module:function (or file.py:function) scoring a trajectory.")
+    ] = None,
+    method: Annotated[Method, typer.Option(help="What to estimate.")] = Method.CONTRASTIVE,
+    rollouts: Annotated[int, typer.Option(help="Rollouts per plan.")] = 100,
+    permutations: Annotated[
+        int, typer.Option(help="Shapley permutations (antithetic pairs).")
+    ] = 32,
+    seed: Annotated[int, typer.Option(help="Seed of every random draw.")] = 0,
+    fail_threshold: Annotated[float, typer.Option(help="Outcome below this is a failure.")] = 0.5,
+    margin: Annotated[float, typer.Option(help="Equivalence margin for 'no effect'.")] = 0.1,
+    repair: Annotated[
+        bool, typer.Option("--repair", help="Search the smallest saving change.")
+    ] = False,
+    on_success: Annotated[
+        OnSuccess, typer.Option(help="What to do with a passing run.")
+    ] = OnSuccess.ERROR,
+    on_resampler_error: Annotated[
+        OnResamplerError, typer.Option(help="Stop, or count the rollout as failed.")
+    ] = OnResamplerError.FAIL,
+    workers: Annotated[
+        int, typer.Option(help="Threads running rollouts (same results for any).")
+    ] = 1,
+    entry_points: Annotated[
+        bool, typer.Option(help="Also load installed otel_replay.resamplers entry points.")
+    ] = True,
+    json_out: Annotated[Path | None, typer.Option(help="Write the JSON report here.")] = None,
+    store: StoreOption = None,
+) -> None:
+    """Attribute a failed run to the step where its failure became inevitable."""
+    with user_errors():
+        config = AttributionConfig(
+            rollouts=rollouts, permutations=permutations, seed=seed, method=method,
+            fail_threshold=fail_threshold, margin=margin, repair=repair, on_success=on_success,
+            on_resampler_error=on_resampler_error, workers=workers,
+        )  # fmt: skip
+        registry = Registry()
+        load_resamplers(resamplers or [], registry)
+        if entry_points:
+            load_entry_points(registry)
+        if verifier is not None:
+            load_verifier(verifier, registry)
+        with open_store(store) as db:
+            trajectory = db.get(trajectory_id)
+        with Progress(
+            TextColumn("rollouts"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+            console=err_console, transient=True,
+        ) as progress:  # fmt: skip
+            task = progress.add_task(
+                "rollouts", total=planned_rollouts(trajectory, registry, config)
+            )
+
+            def advance(n: int) -> None:
+                current = progress.tasks[0]
+                if current.total is not None and current.completed + n > current.total:
+                    progress.update(task, total=current.completed + n)  # repair trials come on top
+                progress.advance(task, n)
+
+            result = attribute(trajectory, registry, config, advance)
+        report = build_report(result, config)
+        if json_out is not None:
+            json_out.parent.mkdir(parents=True, exist_ok=True)
+            json_out.write_bytes(dumps_report(report))
+    _render(result, config)
+    if json_out is not None:
+        console.print(f"report written to {escape(str(json_out))}")
+
+
+def _interval(low: float | None, high: float | None) -> str:
+    return "" if low is None or high is None else f"[{low:+.2f}, {high:+.2f}]"
+
+
+def _render(result: AttributionResult, config: AttributionConfig) -> None:
+    credit = result.mode is Mode.CREDIT
+    title = "rescue credit" if credit else "failure attribution"
+    table = Table(
+        title=f"{title} of {escape(result.trajectory_id)} ({config.rollouts} rollouts/plan, seed {config.seed})"
+    )
+    for column in (
+        "#",
+        "kind",
+        "name",
+        "credit" if credit else "attribution",
+        "95% interval",
+        "P(fail|kept)",
+        "P(fail|ablated)",
+    ):
+        table.add_column(column, justify="right" if column not in ("kind", "name") else "left")
+    shapley = result.shapley is not None
+    if shapley:
+        table.add_column("shapley ± se", justify="right")
+    table.add_column("")
+    for step in result.steps:
+        marker = ""
+        if step.index == result.point_of_commitment:
+            marker = "◀ save point" if credit else "◀ point of commitment"
+        if not step.resamplable:
+            cells = [str(step.index), step.kind, escape(step.name), "observed-only", "", "", ""]
+            if shapley:
+                cells.append("")
+            table.add_row(*cells, "", style="dim")
+            continue
+        cells = [
+            str(step.index), step.kind, escape(step.name),
+            f"{step.attribution:+.2f}" if step.attribution is not None else "",
+            _interval(step.ci_low, step.ci_high),
+            f"{step.kept.value:.2f}" if step.kept else "",
+            f"{step.ablated.value:.2f}" if step.ablated else "",
+        ]  # fmt: skip
+        if shapley:
+            cells.append(
+                f"{step.shapley:+.2f} ± {step.shapley_se:.2f}"
+                if step.shapley is not None and step.shapley_se is not None
+                else ""
+            )
+        table.add_row(
+            *cells,
+            marker,
+            style="bold red" if marker and not credit else ("bold green" if marker else None),
+        )
+    console.print(table)
+    console.print(f"[bold]{result.verdict.value}[/]: {escape(result.explanation)}")
+    if result.shapley is not None:
+        s = result.shapley
+        console.print(
+            f"Shapley: Σφ = {s.total:+.2f} vs v(all) − v(∅) = {s.v_all.value - s.v_none.value:+.2f} "
+            f"(gap {s.efficiency_gap:+.2f}, {s.permutations} permutations)"
+        )
+    if result.repair is not None:
+        r = result.repair
+        console.print(
+            f"repair: step {r.step_index} returning {escape(_short(r.output))} saves the run "
+            f"{r.success_rate:.0%} of the time [{r.success_low:.2f}, {r.success_high:.2f}] "
+            f"(similarity to the record {r.similarity:.2f}; from {escape(r.source)})"
+        )
+    elif result.repair_note:
+        console.print(f"repair: {escape(result.repair_note)}")
+    if result.resampler_errors:
+        console.print(
+            f"[yellow]{result.resampler_errors} rollout(s) failed on a resampler error[/]"
+        )
+
+
+def _short(value: object, width: int = 80) -> str:
+    from otel_replay.cli._common import short
+
+    return short(value, width)

@@ -1,0 +1,17 @@
+"""Plans (interventions per step) and the trace-driven rollout."""
+
+from otel_replay.replay._plan import HOLD, REMOVE, RESAMPLE, Action, Intervention, Plan
+from otel_replay.replay._rollout import Rollout, rollout, score, step_seed
+
+__all__ = [
+    "HOLD",
+    "REMOVE",
+    "RESAMPLE",
+    "Action",
+    "Intervention",
+    "Plan",
+    "Rollout",
+    "rollout",
+    "score",
+    "step_seed",
+]

@@ -1,0 +1,76 @@
+"""Plans: one intervention per recorded step, and the plan families attribution is built from.
+
+A plan's ``identity`` names it completely (``ablate_from:3``, ``coalition:p7:2``, ...); rollout ``r``
+of a plan draws its randomness from ``(seed, identity, r)``, so results never depend on the order in
+which rollouts run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+from otel_replay.hashing import canonical_json, digest
+
+
+class Action(str, Enum):
+    HOLD = "hold"  # serve the recorded output
+    RESAMPLE = "resample"  # call the resample function (observed-only steps are held instead)
+    FORCE = "force"  # do(output): inject an output
+    REMOVE = "remove"  # drop the step from the counterfactual run
+
+
+@dataclass(frozen=True, slots=True)
+class Intervention:
+    action: Action
+    output: Any = None  # for FORCE
+
+    @classmethod
+    def force(cls, output: Any) -> Intervention:
+        return cls(Action.FORCE, output)
+
+
+HOLD = Intervention(Action.HOLD)
+RESAMPLE = Intervention(Action.RESAMPLE)
+REMOVE = Intervention(Action.REMOVE)
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    identity: str
+    interventions: tuple[Intervention, ...]
+
+    def at(self, index: int) -> Intervention:
+        return self.interventions[index]
+
+    @classmethod
+    def factual(cls, n_steps: int) -> Plan:
+        """Hold everything: the recorded run."""
+        return cls("factual", (HOLD,) * n_steps)
+
+    @classmethod
+    def ablate_from(cls, n_steps: int, start: int) -> Plan:
+        """Hold steps before ``start``, resample the rest."""
+        return cls(
+            f"ablate_from:{start}",
+            tuple(HOLD if i < start else RESAMPLE for i in range(n_steps)),
+        )
+
+    @classmethod
+    def coalition(cls, n_steps: int, kept: Collection[int], label: str) -> Plan:
+        """Hold the steps in ``kept``, resample every other step."""
+        return cls(
+            f"coalition:{label}",
+            tuple(HOLD if i in kept else RESAMPLE for i in range(n_steps)),
+        )
+
+    @classmethod
+    def forced(cls, n_steps: int, index: int, output: Any) -> Plan:
+        """Hold before ``index``, inject ``output`` at it, resample after (a repair trial)."""
+        interventions = tuple(
+            HOLD if i < index else Intervention.force(output) if i == index else RESAMPLE
+            for i in range(n_steps)
+        )
+        return cls(f"forced:{index}:{digest(canonical_json(output))[:16]}", interventions)

@@ -1,0 +1,112 @@
+"""The trace-driven rollout: walk the recorded steps, applying a plan.
+
+Held steps are served from the record; resampled steps call their resample function with the
+counterfactual history so far; observed-only steps (no resample function) are always held. Every
+resampled step gets its own ``random.Random`` derived from ``(seed, plan identity, rollout, step
+index)``: holding one step never shifts the random numbers another sees.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import math
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from otel_replay.errors import CanonicalJSONError, RolloutError, VerifierError
+from otel_replay.hashing import check_json_value
+from otel_replay.model import Step, StepStatus, Trajectory
+from otel_replay.replay._plan import Action, Plan
+from otel_replay.resamplers import Registry, RolloutContext, StepFailed, describe
+
+
+def step_seed(seed: int, identity: str, rollout: int, index: int) -> int:
+    """A 64-bit seed for one step of one rollout of one plan."""
+    key = f"{seed}\x1f{identity}\x1f{rollout}\x1f{index}".encode()
+    return int.from_bytes(hashlib.sha256(key).digest()[:8], "big")
+
+
+@dataclass(frozen=True, slots=True)
+class Rollout:
+    """One counterfactual run: its trajectory and how many resample functions it called."""
+
+    plan: Plan
+    index: int
+    trajectory: Trajectory
+    step_executions: int
+
+
+def rollout(factual: Trajectory, plan: Plan, registry: Registry, seed: int, index: int) -> Rollout:
+    """Roll ``plan`` out once (rollout number ``index``)."""
+    history: list[Step] = []
+    executions = 0
+    for step in factual.steps:
+        intervention = plan.at(step.index)
+        if intervention.action is Action.REMOVE:
+            continue
+        if intervention.action is Action.FORCE:
+            history.append(_with_output(step, intervention.output, StepStatus.OK, None))
+            continue
+        registration = registry.lookup(step) if intervention.action is Action.RESAMPLE else None
+        if registration is None:
+            history.append(step)
+            continue
+        ctx = RolloutContext(
+            rng=random.Random(step_seed(seed, plan.identity, index, step.index)),
+            history=tuple(history),
+            factual=factual,
+            plan=plan,
+        )
+        executions += 1
+        function = describe(registration.function)
+        try:
+            output = registration.function(step, ctx)
+        except StepFailed as failure:
+            history.append(_with_output(step, None, StepStatus.ERROR, str(failure) or "failed"))
+            continue
+        except Exception as exc:
+            raise RolloutError(
+                f"step {step.index} ({step.kind.value} {step.name!r}): resample function {function} "
+                f"raised {type(exc).__name__}: {exc}",
+                step_index=step.index,
+                function=function,
+            ) from exc
+        try:
+            check_json_value(output, "output")
+        except CanonicalJSONError as exc:
+            raise RolloutError(
+                f"step {step.index} ({step.kind.value} {step.name!r}): resample function {function} "
+                f"returned a value that is not JSON: {exc}",
+                step_index=step.index,
+                function=function,
+            ) from None
+        history.append(_with_output(step, output, StepStatus.OK, None))
+    trajectory = Trajectory.build(
+        factual.id,
+        [dataclasses.replace(s, index=-1, op_key="", hash="") for s in history],
+        metadata={"plan": plan.identity, "rollout": index},
+    )
+    return Rollout(plan, index, trajectory, executions)
+
+
+def _with_output(step: Step, output: Any, status: StepStatus, error: str | None) -> Step:
+    return dataclasses.replace(step, output=output, status=status, error=error)
+
+
+def score(verifier: Callable[[Trajectory], Any], trajectory: Trajectory) -> float:
+    """The verifier's outcome for ``trajectory``, checked to be a finite number."""
+    try:
+        value = verifier(trajectory)
+    except Exception as exc:
+        raise VerifierError(
+            f"verifier {describe(verifier)} raised {type(exc).__name__}: {exc}"
+        ) from exc
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise VerifierError(
+            f"verifier {describe(verifier)} returned {value!r} ({type(value).__name__}); it must "
+            "return a number, 1.0 = success … 0.0 = failure"
+        )
+    return float(value)

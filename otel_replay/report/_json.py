@@ -1,0 +1,133 @@
+"""The versioned JSON report of an attribution: the contract other tools build on.
+
+Same seed, same report, byte for byte, except ``cost.wall_seconds``. Floats are rounded to 6 decimals
+so the bytes do not depend on how a platform prints the last bits of a double.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from otel_replay.attribution import (
+    BOOTSTRAP,
+    WILSON,
+    AttributionConfig,
+    AttributionResult,
+    Mode,
+    Proportion,
+    StepAttribution,
+)
+
+REPORT_VERSION = 1
+
+
+def _r(value: float | None) -> float | None:
+    return None if value is None else round(value, 6)
+
+
+def _proportion(p: Proportion | None) -> dict[str, Any] | None:
+    if p is None:
+        return None
+    return {
+        "value": _r(p.value),
+        "failures": p.failures,
+        "n": p.n,
+        "ci_low": _r(p.low),
+        "ci_high": _r(p.high),
+    }
+
+
+def _step(step: StepAttribution) -> dict[str, Any]:
+    return {
+        "index": step.index,
+        "kind": step.kind,
+        "name": step.name,
+        "resamplable": step.resamplable,
+        "attribution": _r(step.attribution),
+        "ci_low": _r(step.ci_low),
+        "ci_high": _r(step.ci_high),
+        "p_fail_kept": _proportion(step.kept),
+        "p_fail_ablated": _proportion(step.ablated),
+        "n": step.kept.n if step.kept is not None else None,
+        "shapley": _r(step.shapley),
+        "shapley_se": _r(step.shapley_se),
+    }
+
+
+def build_report(result: AttributionResult, config: AttributionConfig) -> dict[str, Any]:
+    """The report as plain JSON data (see `REPORT_SCHEMA`)."""
+    repair = result.repair
+    shapley = result.shapley
+    located = result.point_of_commitment
+    return {
+        "version": REPORT_VERSION,
+        "trajectory_id": result.trajectory_id,
+        "mode": result.mode.value,
+        "estimand": (
+            "attribution(i) = P(fail | kept) - P(fail | ablate_from(i))"
+            if result.mode is Mode.FAILURE
+            else "rescue credit(i) = P(fail | ablate_from(i)) - P(fail | kept)"
+        ),
+        "outcome": _r(result.outcome),
+        "failed": result.failed,
+        "config": {
+            "rollouts": config.rollouts,
+            "permutations": config.permutations,
+            "seed": config.seed,
+            "method": config.method.value,
+            "fail_threshold": config.fail_threshold,
+            "margin": config.margin,
+            "repair": config.repair,
+            "on_resampler_error": config.on_resampler_error.value,
+            "resamplers": list(result.resamplers),
+            "verifier": result.verifier,
+            "interval_methods": {
+                "proportion": WILSON,
+                "difference": BOOTSTRAP,
+                "shapley": "monte-carlo-antithetic-se",
+            },
+            "rerun": f"agent-replay attribute {result.trajectory_id} --seed {config.seed} --rollouts {config.rollouts}",
+        },
+        "steps": [_step(s) for s in result.steps],
+        "point_of_commitment": located if result.mode is Mode.FAILURE else None,
+        "save_point": located if result.mode is Mode.CREDIT else None,
+        "verdict": result.verdict.value,
+        "explanation": result.explanation,
+        "bracket": list(result.bracket) if result.bracket else None,
+        "rollouts_needed": result.rollouts_needed,
+        "repair": None
+        if repair is None
+        else {
+            "step_index": repair.step_index,
+            "output": repair.output,
+            "minimality": repair.similarity,
+            "success_rate": _r(repair.success_rate),
+            "ci_low": _r(repair.success_low),
+            "ci_high": _r(repair.success_high),
+            "n": repair.n,
+            "source": repair.source,
+            "candidates_tried": repair.tried,
+        },
+        "repair_note": result.repair_note,
+        "shapley": None
+        if shapley is None
+        else {
+            "permutations": shapley.permutations,
+            "sum": _r(shapley.total),
+            "v_all": _proportion(shapley.v_all),
+            "v_none": _proportion(shapley.v_none),
+            "efficiency_gap": _r(shapley.efficiency_gap),
+        },
+        "cost": {
+            "rollouts": result.rollouts,
+            "step_executions": result.step_executions,
+            "resampler_errors": result.resampler_errors,
+            "wall_seconds": round(result.wall_seconds, 3),
+        },
+    }
+
+
+def dumps_report(report: dict[str, Any]) -> bytes:
+    return orjson.dumps(report, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n"

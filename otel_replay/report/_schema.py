@@ -1,0 +1,149 @@
+"""JSON Schema (draft 2020-12) of the attribution report, version `REPORT_VERSION`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from otel_replay.report._json import REPORT_VERSION
+
+_NUMBER_OR_NULL = {"type": ["number", "null"]}
+_INT_OR_NULL = {"type": ["integer", "null"]}
+
+_PROPORTION: dict[str, Any] = {
+    "type": ["object", "null"],
+    "required": ["value", "failures", "n", "ci_low", "ci_high"],
+    "additionalProperties": False,
+    "properties": {
+        "value": {"type": "number", "minimum": 0, "maximum": 1},
+        "failures": {"type": "integer", "minimum": 0},
+        "n": {"type": "integer", "minimum": 0},
+        "ci_low": {"type": "number", "minimum": 0, "maximum": 1},
+        "ci_high": {"type": "number", "minimum": 0, "maximum": 1},
+    },
+}
+
+_STEP: dict[str, Any] = {
+    "type": "object",
+    "required": [
+        "index", "kind", "name", "resamplable", "attribution", "ci_low", "ci_high",
+        "p_fail_kept", "p_fail_ablated", "n", "shapley", "shapley_se",
+    ],
+    "additionalProperties": False,
+    "properties": {
+        "index": {"type": "integer", "minimum": 0},
+        "kind": {"enum": ["llm", "tool", "retriever", "embedding", "reranker", "guardrail", "other"]},
+        "name": {"type": "string"},
+        "resamplable": {"type": "boolean", "description": "false: observed-only, served from the record"},
+        "attribution": {**_NUMBER_OR_NULL, "description": "signed by mode: failure attribution or rescue credit"},
+        "ci_low": _NUMBER_OR_NULL,
+        "ci_high": _NUMBER_OR_NULL,
+        "p_fail_kept": _PROPORTION,
+        "p_fail_ablated": _PROPORTION,
+        "n": _INT_OR_NULL,
+        "shapley": _NUMBER_OR_NULL,
+        "shapley_se": _NUMBER_OR_NULL,
+    },
+}  # fmt: skip
+
+REPORT_SCHEMA: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "$id": f"https://agent-replay.dev/schemas/attribution-report-v{REPORT_VERSION}.json",
+    "title": "agent-replay attribution report",
+    "type": "object",
+    "required": [
+        "version", "trajectory_id", "mode", "estimand", "outcome", "failed", "config", "steps",
+        "point_of_commitment", "save_point", "verdict", "explanation", "bracket", "rollouts_needed",
+        "repair", "repair_note", "shapley", "cost",
+    ],
+    "additionalProperties": False,
+    "properties": {
+        "version": {"const": REPORT_VERSION},
+        "trajectory_id": {"type": "string"},
+        "mode": {"enum": ["failure", "credit"]},
+        "estimand": {"type": "string"},
+        "outcome": {"type": "number"},
+        "failed": {"type": "boolean"},
+        "config": {
+            "type": "object",
+            "required": [
+                "rollouts", "permutations", "seed", "method", "fail_threshold", "margin", "repair",
+                "on_resampler_error", "resamplers", "verifier", "interval_methods", "rerun",
+            ],
+            "additionalProperties": False,
+            "properties": {
+                "rollouts": {"type": "integer", "minimum": 1},
+                "permutations": {"type": "integer", "minimum": 1},
+                "seed": {"type": "integer"},
+                "method": {"enum": ["contrastive", "shapley", "all"]},
+                "fail_threshold": {"type": "number"},
+                "margin": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
+                "repair": {"type": "boolean"},
+                "on_resampler_error": {"enum": ["fail", "fail-rollout"]},
+                "resamplers": {"type": "array", "items": {"type": "string"}},
+                "verifier": {"type": "string"},
+                "interval_methods": {
+                    "type": "object",
+                    "required": ["proportion", "difference", "shapley"],
+                    "additionalProperties": {"type": "string"},
+                },
+                "rerun": {"type": "string"},
+            },
+        },
+        "steps": {"type": "array", "items": _STEP},
+        "point_of_commitment": {**_INT_OR_NULL, "description": "failure mode: the culprit step"},
+        "save_point": {**_INT_OR_NULL, "description": "credit mode: the step that saved the run"},
+        "verdict": {"enum": ["culprit", "inconclusive", "no-failure"]},
+        "explanation": {"type": "string"},
+        "bracket": {
+            "type": ["array", "null"],
+            "items": {"type": "integer"},
+            "minItems": 2,
+            "maxItems": 2,
+            "description": "inconclusive: the commitment lies between these steps",
+        },
+        "rollouts_needed": _INT_OR_NULL,
+        "repair": {
+            "type": ["object", "null"],
+            "required": [
+                "step_index", "output", "minimality", "success_rate", "ci_low", "ci_high", "n",
+                "source", "candidates_tried",
+            ],
+            "additionalProperties": False,
+            "properties": {
+                "step_index": {"type": "integer"},
+                "output": {},
+                "minimality": {"type": "number", "minimum": 0, "maximum": 1},
+                "success_rate": {"type": "number", "minimum": 0, "maximum": 1},
+                "ci_low": {"type": "number"},
+                "ci_high": {"type": "number"},
+                "n": {"type": "integer"},
+                "source": {"type": "string"},
+                "candidates_tried": {"type": "integer", "minimum": 1},
+            },
+        },
+        "repair_note": {"type": ["string", "null"]},
+        "shapley": {
+            "type": ["object", "null"],
+            "required": ["permutations", "sum", "v_all", "v_none", "efficiency_gap"],
+            "additionalProperties": False,
+            "properties": {
+                "permutations": {"type": "integer"},
+                "sum": {"type": "number"},
+                "v_all": _PROPORTION,
+                "v_none": _PROPORTION,
+                "efficiency_gap": {"type": "number"},
+            },
+        },
+        "cost": {
+            "type": "object",
+            "required": ["rollouts", "step_executions", "resampler_errors", "wall_seconds"],
+            "additionalProperties": False,
+            "properties": {
+                "rollouts": {"type": "integer"},
+                "step_executions": {"type": "integer"},
+                "resampler_errors": {"type": "integer"},
+                "wall_seconds": {"type": "number"},
+            },
+        },
+    },
+}  # fmt: skip

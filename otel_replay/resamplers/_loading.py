@@ -1,0 +1,126 @@
+"""Loading user resample functions: ``--resamplers PATH.py|module.name`` and installed entry points."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import sys
+from collections.abc import Iterable
+from importlib.metadata import entry_points
+from pathlib import Path
+from types import ModuleType
+
+from otel_replay.errors import PluginLoadError, ReplayError
+from otel_replay.resamplers._registry import Registry
+
+ENTRY_POINT_GROUP = "otel_replay.resamplers"
+
+
+def load_resamplers(specs: Iterable[str], registry: Registry) -> None:
+    """Run each module (a ``.py`` path or a dotted module name) with its decorators feeding ``registry``."""
+    for spec in specs:
+        with registry.collecting():
+            _load_one(spec)
+
+
+def _load_one(spec: str) -> ModuleType:
+    path = Path(spec)
+    try:
+        if spec.endswith(".py") or path.is_file():
+            if not path.is_file():
+                raise PluginLoadError(f"resampler module {spec!r} does not exist")
+            return _load_file(path)
+        if spec in sys.modules:  # already imported: run it again so its decorators register here
+            return importlib.reload(sys.modules[spec])
+        return importlib.import_module(spec)
+    except ReplayError:
+        raise
+    except Exception as exc:
+        raise PluginLoadError(
+            f"cannot load resampler module {spec!r}: {type(exc).__name__}: {exc}"
+        ) from exc
+
+
+def _package_root(path: Path) -> tuple[Path, str] | None:
+    """For a file inside a package: the folder to put on the path, and the module's dotted name."""
+    parts = [path.stem]
+    folder = path.parent
+    while (folder / "__init__.py").is_file():
+        parts.insert(0, folder.name)
+        folder = folder.parent
+    return (folder, ".".join(parts)) if len(parts) > 1 else None
+
+
+def _load_file(path: Path) -> ModuleType:
+    resolved = path.resolve()
+    package = _package_root(resolved)
+    if package is not None:  # import it as what it is, so its relative imports work
+        root, dotted = package
+        sys.path.insert(0, str(root))
+        try:
+            if dotted in sys.modules:
+                return importlib.reload(sys.modules[dotted])
+            return importlib.import_module(dotted)
+        finally:
+            sys.path.remove(str(root))
+    # a stable, unique module name per file, so pickling and tracebacks name something sensible
+    name = f"otel_replay_user_{path.stem}_{hashlib.sha256(str(resolved).encode()).hexdigest()[:8]}"
+    spec = importlib.util.spec_from_file_location(name, resolved)
+    if spec is None or spec.loader is None:
+        raise PluginLoadError(f"cannot load resampler module {str(path)!r}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    # the module's own folder comes first on the path, so it can import its neighbours
+    sys.path.insert(0, str(resolved.parent))
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(name, None)
+        raise
+    finally:
+        sys.path.remove(str(resolved.parent))
+    return module
+
+
+def load_entry_points(registry: Registry) -> list[str]:
+    """Load every installed ``otel_replay.resamplers`` entry point; return their names.
+
+    An entry point may name a module (its decorators register) or a callable taking the registry.
+    """
+    loaded = []
+    for entry in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
+        try:
+            with registry.collecting():
+                imported_before = entry.module in sys.modules
+                target = entry.load()
+                if isinstance(target, ModuleType):
+                    if imported_before:  # its decorators ran into another registry: run them again
+                        importlib.reload(target)
+                elif callable(target):
+                    target(registry)
+        except ReplayError:
+            raise
+        except Exception as exc:
+            raise PluginLoadError(
+                f"entry point {entry.name!r} ({entry.value}) in group {ENTRY_POINT_GROUP!r} failed "
+                f"to load: {type(exc).__name__}: {exc}"
+            ) from exc
+        loaded.append(entry.name)
+    return loaded
+
+
+def load_verifier(spec: str, registry: Registry) -> None:
+    """``--verifier module:function`` (or ``path.py:function``) replaces any registered verifier."""
+    module_name, _, function_name = spec.rpartition(":")
+    if not module_name or not function_name:
+        raise PluginLoadError(
+            f"--verifier {spec!r} must look like module:function or file.py:function"
+        )
+    scratch = Registry()
+    with scratch.collecting():
+        module = _load_one(module_name)
+    function = getattr(module, function_name, None)
+    if function is None:
+        raise PluginLoadError(f"module {module_name!r} has no function {function_name!r}")
+    registry.replace_verifier(function)

@@ -1,0 +1,191 @@
+"""The `Registry` of resample functions, the verifier and repair-candidate sources.
+
+Lookup is ``(kind, name)`` then ``(kind, any name)``; a step with neither is observed-only. Everything
+is validated when registered, not at first use: an unknown kind, something not callable, a duplicate or
+a wrong signature fails at once with a message naming the function.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
+
+from otel_replay.errors import RegistrationError
+from otel_replay.model import Step, StepKind, Trajectory
+from otel_replay.resamplers._context import RolloutContext
+
+_KINDS = ", ".join(k.value for k in StepKind)
+
+
+class ResampleFunction(Protocol):
+    def __call__(self, step: Step, ctx: RolloutContext, /) -> Any: ...
+
+
+class VerifierFunction(Protocol):
+    def __call__(self, trajectory: Trajectory, /) -> float: ...
+
+
+class RepairCandidatesFunction(Protocol):
+    def __call__(self, step: Step, factual: Trajectory, /) -> Iterable[Any]: ...
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def describe(function: Callable[..., Any]) -> str:
+    """``module.qualname`` of a function, for messages and reports."""
+    module = getattr(function, "__module__", None) or "?"
+    return f"{module}.{getattr(function, '__qualname__', repr(function))}"
+
+
+def _check_signature(function: object, arity: int, what: str, shape: str) -> None:
+    if not callable(function):
+        raise RegistrationError(f"{what} {function!r} is not callable")
+    try:
+        inspect.signature(function).bind(*([None] * arity))
+    except TypeError:
+        raise RegistrationError(
+            f"{what} {describe(function)} must accept {shape}; its signature is "
+            f"{inspect.signature(function)}"
+        ) from None
+    except ValueError:  # builtins without a signature: accept and let the call tell
+        pass
+
+
+@dataclass(frozen=True, slots=True)
+class Registration:
+    kind: StepKind
+    name: str | None  # None: every step of the kind
+    function: ResampleFunction
+
+    @property
+    def description(self) -> str:
+        target = (
+            f"{self.kind.value}:{self.name}" if self.name is not None else f"{self.kind.value}:*"
+        )
+        return f"{target} -> {describe(self.function)}"
+
+
+class Registry:
+    """Resample functions by ``(kind, name)``, one verifier, repair-candidate sources."""
+
+    def __init__(self) -> None:
+        self._resamplers: dict[tuple[StepKind, str | None], Registration] = {}
+        self._verifier: VerifierFunction | None = None
+        self._repair: list[RepairCandidatesFunction] = []
+
+    # --- registering -------------------------------------------------------------------------------
+
+    def add_resampler(
+        self, kind: StepKind | str, function: ResampleFunction, name: str | None = None
+    ) -> Registration:
+        try:
+            step_kind = StepKind(kind)
+        except ValueError:
+            raise RegistrationError(
+                f"{kind!r} is not a step kind (registering {describe(function)}); known kinds: {_KINDS}"
+            ) from None
+        if name is not None and not isinstance(name, str):
+            raise RegistrationError(
+                f"name={name!r} must be a string (registering {describe(function)})"
+            )
+        _check_signature(function, 2, "resample function", "(step, ctx)")
+        key = (step_kind, name)
+        if key in self._resamplers:
+            target = f"{step_kind.value} {name!r}" if name else f"every {step_kind.value} step"
+            raise RegistrationError(
+                f"{describe(function)}: a resample function for {target} is already registered "
+                f"({describe(self._resamplers[key].function)})"
+            )
+        registration = Registration(step_kind, name, function)
+        self._resamplers[key] = registration
+        return registration
+
+    def resampler(self, kind: StepKind | str, name: str | None = None) -> Callable[[F], F]:
+        """Decorator: ``@registry.resampler("tool", name="list_deploys")``."""
+
+        def register(function: F) -> F:
+            self.add_resampler(kind, function, name)
+            return function
+
+        return register
+
+    def set_verifier(self, function: VerifierFunction) -> VerifierFunction:
+        _check_signature(function, 1, "verifier", "(trajectory)")
+        if self._verifier is not None and self._verifier is not function:
+            raise RegistrationError(
+                f"verifier {describe(function)}: {describe(self._verifier)} is already registered"
+            )
+        self._verifier = function
+        return function
+
+    def replace_verifier(self, function: VerifierFunction) -> VerifierFunction:
+        """Set the verifier even if one is registered (``--verifier`` overrides the modules)."""
+        self._verifier = None
+        return self.set_verifier(function)
+
+    def add_repair_candidates(self, function: RepairCandidatesFunction) -> RepairCandidatesFunction:
+        _check_signature(function, 2, "repair-candidates function", "(step, factual)")
+        self._repair.append(function)
+        return function
+
+    # --- reading -----------------------------------------------------------------------------------
+
+    def lookup(self, step: Step) -> Registration | None:
+        """The resample function for ``step``: by kind and name, else by kind; None = observed-only."""
+        return self._resamplers.get((step.kind, step.name)) or self._resamplers.get(
+            (step.kind, None)
+        )
+
+    @property
+    def verifier(self) -> VerifierFunction | None:
+        return self._verifier
+
+    @property
+    def repair_sources(self) -> tuple[RepairCandidatesFunction, ...]:
+        return tuple(self._repair)
+
+    def descriptions(self) -> list[str]:
+        """Every registration, sorted, for reports."""
+        return sorted(r.description for r in self._resamplers.values())
+
+    def __len__(self) -> int:
+        return len(self._resamplers)
+
+    @contextmanager
+    def collecting(self) -> Iterator[Registry]:
+        """Make the module-level decorators register into this registry while the block runs."""
+        token = _CURRENT.set(self)
+        try:
+            yield self
+        finally:
+            _CURRENT.reset(token)
+
+
+DEFAULT_REGISTRY = Registry()
+_CURRENT: ContextVar[Registry] = ContextVar("otel_replay_registry", default=DEFAULT_REGISTRY)
+
+
+def current_registry() -> Registry:
+    return _CURRENT.get()
+
+
+def resampler(kind: StepKind | str, name: str | None = None) -> Callable[[F], F]:
+    """Register the decorated ``(step, ctx) -> output`` for steps of ``kind`` (and ``name``)."""
+    return current_registry().resampler(kind, name)
+
+
+def verifier(function: F) -> F:
+    """Register the decorated ``(trajectory) -> float`` (1.0 success … 0.0 failure)."""
+    current_registry().set_verifier(function)
+    return function
+
+
+def repair_candidates(function: F) -> F:
+    """Register ``(step, factual) -> iterable of outputs`` offered to the repair search."""
+    current_registry().add_repair_candidates(function)
+    return function
