@@ -8,21 +8,32 @@ import otel_replay.importers
 
 def test_top_level_exports() -> None:
     assert otel_replay.__all__ == [
+        "AttributionError",
         "CanonicalJSONError",
         "Format",
         "NotFoundError",
+        "PluginLoadError",
         "ReadOptions",
+        "RegistrationError",
+        "Registry",
         "ReplayError",
+        "RolloutContext",
+        "RolloutError",
         "SpanNode",
         "Step",
+        "StepFailed",
         "StepKind",
         "StepStatus",
         "Store",
         "StoreError",
         "TraceFormatError",
         "Trajectory",
+        "VerifierError",
         "read_path",
+        "repair_candidates",
+        "resampler",
         "steps_frame",
+        "verifier",
     ]
     for name in otel_replay.__all__:
         assert getattr(otel_replay, name) is not None
