@@ -9,7 +9,9 @@ Use them with ``agent-replay attribute ID --resamplers examples/incident/resampl
   failing sample run), otherwise it returns the real deploy list;
 * ``query_metrics`` and ``search_logs`` are deterministic lookups in the example world.
 
-The verifier reads the investigator's first final answer: success when it names deploy ``v841``.
+The verifier reads the investigator's first final answer: success when it names deploy ``v841``. The
+repair search also tries single-deploy lists (``smaller_deploy_lists``), smaller changes than the whole
+list a successful rollout returns.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from otel_replay import Step, StepKind, Trajectory
-from otel_replay.resamplers import RolloutContext, resampler, verifier
+from otel_replay.resamplers import RolloutContext, repair_candidates, resampler, verifier
 
 from .model import respond
 from .world import list_deploys as real_list_deploys
@@ -105,6 +107,15 @@ def metrics(step: Step, ctx: RolloutContext) -> Any:
 def logs(step: Step, ctx: RolloutContext) -> Any:
     arguments = _arguments(step, ctx)
     return real_search_logs(arguments.get("service", "checkout"), arguments.get("query", "error"))
+
+
+@repair_candidates
+def smaller_deploy_lists(step: Step, factual: Trajectory) -> list[Any]:
+    """Smaller changes than the full deploy list: each recent deploy on its own."""
+    if step.name != "list_deploys":
+        return []
+    service = (step.inputs.get("arguments") or {}).get("service", "checkout")
+    return [[deploy] for deploy in real_list_deploys(service)]
 
 
 def final_answer(trajectory: Trajectory) -> str | None:

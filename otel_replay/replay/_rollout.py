@@ -61,13 +61,13 @@ def rollout(factual: Trajectory, plan: Plan, registry: Registry, seed: int, inde
             plan=plan,
         )
         executions += 1
-        function = describe(registration.function)
         try:
             output = registration.function(step, ctx)
         except StepFailed as failure:
             history.append(_with_output(step, None, StepStatus.ERROR, str(failure) or "failed"))
             continue
         except Exception as exc:
+            function = describe(registration.function)
             raise RolloutError(
                 f"step {step.index} ({step.kind.value} {step.name!r}): resample function {function} "
                 f"raised {type(exc).__name__}: {exc}",
@@ -77,6 +77,7 @@ def rollout(factual: Trajectory, plan: Plan, registry: Registry, seed: int, inde
         try:
             check_json_value(output, "output")
         except CanonicalJSONError as exc:
+            function = describe(registration.function)
             raise RolloutError(
                 f"step {step.index} ({step.kind.value} {step.name!r}): resample function {function} "
                 f"returned a value that is not JSON: {exc}",
@@ -84,16 +85,18 @@ def rollout(factual: Trajectory, plan: Plan, registry: Registry, seed: int, inde
                 function=function,
             ) from None
         history.append(_with_output(step, output, StepStatus.OK, None))
-    trajectory = Trajectory.build(
-        factual.id,
-        [dataclasses.replace(s, index=-1, op_key="", hash="") for s in history],
+    # Steps keep their factual index (a removed step leaves a gap). Held steps keep their hashes; a
+    # changed step's chain hash no longer describes it and is cleared: rollouts are scored, not stored.
+    trajectory = Trajectory(
+        id=factual.id,
+        steps=tuple(history),
         metadata={"plan": plan.identity, "rollout": index},
     )
     return Rollout(plan, index, trajectory, executions)
 
 
 def _with_output(step: Step, output: Any, status: StepStatus, error: str | None) -> Step:
-    return dataclasses.replace(step, output=output, status=status, error=error)
+    return dataclasses.replace(step, output=output, status=status, error=error, hash="")
 
 
 def score(verifier: Callable[[Trajectory], Any], trajectory: Trajectory) -> float:
