@@ -103,13 +103,12 @@ def _commitment(
         if not undecided:
             return candidate, None, None
         # a later step is neither shown to matter nor shown not to: the commitment is at or after
-        # the candidate, up to the latest such step
+        # the candidate, up to the latest such step. To settle it, the least settled of them needs
+        # its interval to fit inside the margin around its estimate.
         widest = max(undecided, key=lambda i: _half_width(steps[i]))
-        return (
-            None,
-            (candidate, undecided[-1]),
-            rollouts_needed(config.margin / 2, _half_width(steps[widest]), config.rollouts),
-        )
+        room = config.margin - abs(steps[widest].attribution or 0.0)
+        needed = rollouts_needed(room, _half_width(steps[widest]), config.rollouts)
+        return None, (candidate, undecided[-1]), needed
     strongest = max(resamplable, key=lambda i: steps[i].attribution or 0.0)
     effect = steps[strongest].attribution or 0.0
     needed = rollouts_needed(effect, _half_width(steps[strongest]), config.rollouts)
