@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich import box
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
@@ -111,50 +112,46 @@ def _render(result: AttributionResult, config: AttributionConfig) -> None:
     credit = result.mode is Mode.CREDIT
     title = "rescue credit" if credit else "failure attribution"
     table = Table(
-        title=f"{title} of {escape(result.trajectory_id)} ({config.rollouts} rollouts/plan, seed {config.seed})"
+        box=box.SIMPLE_HEAD,
+        title=f"{title} of {escape(result.trajectory_id)}",
+        caption=(
+            f"{config.rollouts} rollouts per plan, seed {config.seed}; 95% intervals; "
+            f"P(fail) with the step kept / resampled; ◀ {'save point' if credit else 'point of commitment'}"
+        ),
     )
-    for column in (
-        "#",
-        "kind",
-        "name",
-        "credit" if credit else "attribution",
-        "95% interval",
-        "P(fail|kept)",
-        "P(fail|ablated)",
-    ):
-        table.add_column(column, justify="right" if column not in ("kind", "name") else "left")
+    table.add_column("#", justify="right", no_wrap=True)
+    table.add_column("kind", no_wrap=True)
+    table.add_column(
+        "name", overflow="ellipsis", max_width=12 if result.shapley else 18, no_wrap=True
+    )
+    table.add_column("credit" if credit else "attribution", justify="right", no_wrap=True)
+    table.add_column("P(fail)", justify="right", no_wrap=True)
     shapley = result.shapley is not None
     if shapley:
-        table.add_column("shapley ± se", justify="right")
-    table.add_column("")
+        table.add_column("shapley", justify="right", no_wrap=True)
+    table.add_column("", no_wrap=True)
     for step in result.steps:
         marker = ""
         if step.index == result.point_of_commitment:
-            marker = "◀ save point" if credit else "◀ point of commitment"
+            marker = "◀"
         if not step.resamplable:
-            cells = [str(step.index), step.kind, escape(step.name), "observed-only", "", "", ""]
-            if shapley:
-                cells.append("")
-            table.add_row(*cells, "", style="dim")
+            cells = [str(step.index), step.kind, escape(step.name), "observed-only", ""]
+            table.add_row(*cells, *([""] if shapley else []), "", style="dim")
             continue
-        cells = [
-            str(step.index), step.kind, escape(step.name),
-            f"{step.attribution:+.2f}" if step.attribution is not None else "",
-            _interval(step.ci_low, step.ci_high),
-            f"{step.kept.value:.2f}" if step.kept else "",
-            f"{step.ablated.value:.2f}" if step.ablated else "",
-        ]  # fmt: skip
-        if shapley:
-            cells.append(
-                f"{step.shapley:+.2f} ± {step.shapley_se:.2f}"
-                if step.shapley is not None and step.shapley_se is not None
-                else ""
-            )
-        table.add_row(
-            *cells,
-            marker,
-            style="bold red" if marker and not credit else ("bold green" if marker else None),
+        estimate = ""
+        if step.attribution is not None:
+            estimate = f"{step.attribution:+.2f} {_interval(step.ci_low, step.ci_high)}"
+        rates = (
+            f"{step.kept.value:.2f}/{step.ablated.value:.2f}" if step.kept and step.ablated else ""
         )
+        cells = [str(step.index), step.kind, escape(step.name), estimate, rates]
+        if shapley:
+            if step.shapley is not None and step.shapley_se is not None:
+                cells.append(f"{step.shapley:+.2f}±{step.shapley_se:.2f}")
+            else:
+                cells.append("")
+        style = ("bold green" if credit else "bold red") if marker else None
+        table.add_row(*cells, marker, style=style)
     console.print(table)
     console.print(f"[bold]{result.verdict.value}[/]: {escape(result.explanation)}")
     if result.shapley is not None:
