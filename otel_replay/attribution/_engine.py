@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from otel_replay.attribution._config import AttributionConfig, OnResamplerError
 from otel_replay.errors import RolloutError
 from otel_replay.model import Trajectory
-from otel_replay.replay import Plan, rollout, score
+from otel_replay.replay import Plan, registrations, rollout, score
 from otel_replay.resamplers import Registry, VerifierFunction
 
 
@@ -48,11 +48,12 @@ class Engine:
         self.rollouts = 0
         self.step_executions = 0
         self.resampler_errors = 0
+        self._registrations = registrations(factual, registry)
 
     def _one(self, task: tuple[Plan, int]) -> Outcome:
         plan, index = task
         try:
-            result = rollout(self.factual, plan, self.registry, self.config.seed, index)
+            result = rollout(self.factual, plan, self._registrations, self.config.seed, index)
         except RolloutError as exc:
             if self.config.on_resampler_error is not OnResamplerError.FAIL_ROLLOUT:
                 raise

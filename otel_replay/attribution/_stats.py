@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import bisect
 import math
 import random
 from typing import Any
@@ -32,12 +33,19 @@ def wilson(successes: int, n: int, z: float = Z_95) -> tuple[float, float]:
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
-def _binomial(rng: random.Random, n: int, p: float) -> int:
-    if n <= 50:
-        return sum(1 for _ in range(n) if rng.random() < p)
-    # normal approximation with continuity, clipped: exact enough for interval ends at n > 50
-    value = round(rng.gauss(n * p, math.sqrt(n * p * (1 - p))))
-    return min(n, max(0, value))
+def _binomial_cdf(n: int, p: float) -> list[float]:
+    """Cumulative probabilities of Binomial(n, p), 0 < p < 1, for exact inverse-CDF draws (log space,
+    so large n neither overflows nor underflows)."""
+    cdf: list[float] = []
+    total = 0.0
+    log_p, log_q, log_n = math.log(p), math.log1p(-p), math.lgamma(n + 1)
+    for k in range(n + 1):
+        total += math.exp(
+            log_n - math.lgamma(k + 1) - math.lgamma(n - k + 1) + k * log_p + (n - k) * log_q
+        )
+        cdf.append(total)
+    cdf[-1] = 1.0
+    return cdf
 
 
 def difference_interval(
@@ -47,8 +55,10 @@ def difference_interval(
     if n1 == 0 or n2 == 0:
         return -1.0, 1.0
     p1, p2 = (k1 + 1) / (n1 + 2), (k2 + 1) / (n2 + 2)
+    cdf1, cdf2 = _binomial_cdf(n1, p1), _binomial_cdf(n2, p2)
     samples = sorted(
-        _binomial(rng, n1, p1) / n1 - _binomial(rng, n2, p2) / n2 for _ in range(draws)
+        bisect.bisect_left(cdf1, rng.random()) / n1 - bisect.bisect_left(cdf2, rng.random()) / n2
+        for _ in range(draws)
     )
     low = samples[int(0.025 * draws)]
     high = samples[min(draws - 1, math.ceil(0.975 * draws) - 1)]

@@ -1,7 +1,7 @@
 """Plans (interventions per step) and the trace-driven rollout."""
 
 from otel_replay.replay._plan import HOLD, REMOVE, RESAMPLE, Action, Intervention, Plan
-from otel_replay.replay._rollout import Rollout, rollout, score, step_seed
+from otel_replay.replay._rollout import Rollout, registrations, rollout, score, step_seed
 
 __all__ = [
     "HOLD",
@@ -11,6 +11,7 @@ __all__ = [
     "Intervention",
     "Plan",
     "Rollout",
+    "registrations",
     "rollout",
     "score",
     "step_seed",

@@ -8,11 +8,9 @@ index)``: holding one step never shifts the random numbers another sees.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import math
-import random
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,7 +18,14 @@ from otel_replay.errors import CanonicalJSONError, RolloutError, VerifierError
 from otel_replay.hashing import check_json_value
 from otel_replay.model import Step, StepStatus, Trajectory
 from otel_replay.replay._plan import Action, Plan
-from otel_replay.resamplers import Registry, RolloutContext, StepFailed, describe
+from otel_replay.resamplers import (
+    History,
+    Registration,
+    Registry,
+    RolloutContext,
+    StepFailed,
+    describe,
+)
 
 
 def step_seed(seed: int, identity: str, rollout: int, index: int) -> int:
@@ -39,8 +44,23 @@ class Rollout:
     step_executions: int
 
 
-def rollout(factual: Trajectory, plan: Plan, registry: Registry, seed: int, index: int) -> Rollout:
-    """Roll ``plan`` out once (rollout number ``index``)."""
+def registrations(factual: Trajectory, registry: Registry) -> list[Registration | None]:
+    """The resample function of each recorded step (None: observed-only), looked up once."""
+    return [registry.lookup(step) for step in factual.steps]
+
+
+def rollout(
+    factual: Trajectory,
+    plan: Plan,
+    registry: Registry | Sequence[Registration | None],
+    seed: int,
+    index: int,
+) -> Rollout:
+    """Roll ``plan`` out once (rollout number ``index``).
+
+    ``registry`` may be the looked-up `registrations` of ``factual``, when rolling out many times.
+    """
+    found = registrations(factual, registry) if isinstance(registry, Registry) else registry
     history: list[Step] = []
     executions = 0
     for step in factual.steps:
@@ -50,15 +70,15 @@ def rollout(factual: Trajectory, plan: Plan, registry: Registry, seed: int, inde
         if intervention.action is Action.FORCE:
             history.append(_with_output(step, intervention.output, StepStatus.OK, None))
             continue
-        registration = registry.lookup(step) if intervention.action is Action.RESAMPLE else None
+        registration = found[step.index] if intervention.action is Action.RESAMPLE else None
         if registration is None:
             history.append(step)
             continue
         ctx = RolloutContext(
-            rng=random.Random(step_seed(seed, plan.identity, index, step.index)),
-            history=tuple(history),
-            factual=factual,
-            plan=plan,
+            step_seed(seed, plan.identity, index, step.index),
+            History(history, len(history)),
+            factual,
+            plan,
         )
         executions += 1
         try:
@@ -96,7 +116,23 @@ def rollout(factual: Trajectory, plan: Plan, registry: Registry, seed: int, inde
 
 
 def _with_output(step: Step, output: Any, status: StepStatus, error: str | None) -> Step:
-    return dataclasses.replace(step, output=output, status=status, error=error, hash="")
+    # direct construction: dataclasses.replace costs twice as much, and this runs once per step
+    return Step(
+        step.kind,
+        step.name,
+        step.inputs,
+        output,
+        status,
+        error,
+        step.start_time_unix_nano,
+        step.end_time_unix_nano,
+        step.span_id,
+        step.parent_span_id,
+        step.resamplable,
+        step.index,
+        step.op_key,
+        "",
+    )
 
 
 def score(verifier: Callable[[Trajectory], Any], trajectory: Trajectory) -> float:

@@ -5,7 +5,7 @@ registry: the process-wide default, or the one a ``with registry.collecting():``
 loads user modules that way, and tests build their own).
 """
 
-from otel_replay.resamplers._context import RolloutContext, StepFailed
+from otel_replay.resamplers._context import History, RolloutContext, StepFailed
 from otel_replay.resamplers._loading import (
     ENTRY_POINT_GROUP,
     load_entry_points,
@@ -28,6 +28,7 @@ from otel_replay.resamplers._registry import (
 __all__ = [
     "DEFAULT_REGISTRY",
     "ENTRY_POINT_GROUP",
+    "History",
     "Registration",
     "Registry",
     "ResampleFunction",

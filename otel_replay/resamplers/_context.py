@@ -3,27 +3,73 @@
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from collections.abc import Sequence
+from typing import overload
 
 from otel_replay.model import Step, Trajectory
 
 
-@dataclass(frozen=True, slots=True)
 class RolloutContext:
-    """The world of one rollout, as one resample function sees it.
+    """The world of one rollout, as one resample function sees it. Read-only.
 
     Attributes:
         rng: seeded for this rollout and this step; the only randomness a resample function may use
-            (results must not depend on execution order, worker count or executor).
+            (results must not depend on execution order, worker count or executor). Built on first
+            use: a resample function that draws nothing pays nothing for it.
         history: the counterfactual steps before this one, in order, with their new outputs.
         factual: the recorded trajectory (must not be mutated).
         plan: the `otel_replay.replay.Plan` being rolled out.
     """
 
-    rng: random.Random
-    history: tuple[Step, ...]
-    factual: Trajectory
-    plan: object
+    __slots__ = ("_rng", "_seed", "factual", "history", "plan")
+
+    def __init__(
+        self, seed: int, history: Sequence[Step], factual: Trajectory, plan: object
+    ) -> None:
+        self._seed = seed
+        self._rng: random.Random | None = None
+        self.history = history
+        self.factual = factual
+        self.plan = plan
+
+    @property
+    def rng(self) -> random.Random:
+        if self._rng is None:
+            self._rng = random.Random(self._seed)
+        return self._rng
+
+    def __repr__(self) -> str:
+        return f"RolloutContext(plan={getattr(self.plan, 'identity', self.plan)!r}, history={len(self.history)} steps)"
+
+
+class History(Sequence[Step]):
+    """The first ``length`` steps of a growing list, without copying them (a rollout would otherwise
+    copy its history once per step: quadratic in its length)."""
+
+    __slots__ = ("_length", "_steps")
+
+    def __init__(self, steps: list[Step], length: int) -> None:
+        self._steps = steps
+        self._length = length
+
+    def __len__(self) -> int:
+        return self._length
+
+    @overload
+    def __getitem__(self, index: int) -> Step: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Step]: ...
+    def __getitem__(self, index: int | slice) -> Step | Sequence[Step]:
+        if isinstance(index, slice):
+            return self._steps[: self._length][index]
+        if index < 0:
+            index += self._length
+        if not 0 <= index < self._length:
+            raise IndexError("history index out of range")
+        return self._steps[index]
+
+    def __repr__(self) -> str:
+        return f"History({list(self)!r})"
 
 
 class StepFailed(Exception):
