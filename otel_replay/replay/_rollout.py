@@ -8,7 +8,6 @@ index)``: holding one step never shifts the random numbers another sees.
 
 from __future__ import annotations
 
-import hashlib
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -26,12 +25,6 @@ from otel_replay.resamplers import (
     StepFailed,
     describe,
 )
-
-
-def step_seed(seed: int, identity: str, rollout: int, index: int) -> int:
-    """A 64-bit seed for one step of one rollout of one plan."""
-    key = f"{seed}\x1f{identity}\x1f{rollout}\x1f{index}".encode()
-    return int.from_bytes(hashlib.sha256(key).digest()[:8], "big")
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,7 +68,7 @@ def rollout(
             history.append(step)
             continue
         ctx = RolloutContext(
-            step_seed(seed, plan.identity, index, step.index),
+            (seed, plan.identity, index, step.index),
             History(history, len(history)),
             factual,
             plan,

@@ -5,7 +5,7 @@ registry: the process-wide default, or the one a ``with registry.collecting():``
 loads user modules that way, and tests build their own).
 """
 
-from otel_replay.resamplers._context import History, RolloutContext, StepFailed
+from otel_replay.resamplers._context import History, RolloutContext, StepFailed, step_seed
 from otel_replay.resamplers._loading import (
     ENTRY_POINT_GROUP,
     load_entry_points,
@@ -42,5 +42,6 @@ __all__ = [
     "load_verifier",
     "repair_candidates",
     "resampler",
+    "step_seed",
     "verifier",
 ]

@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import hashlib
 import random
 from collections.abc import Sequence
 from typing import overload
 
 from otel_replay.model import Step, Trajectory
+
+
+def step_seed(seed: int, identity: str, rollout: int, index: int) -> int:
+    """The 64-bit seed of one step of one rollout of one plan: rollout ``r`` of a plan draws from
+    ``(seed, plan identity, r)`` and each step has its own stream, so holding one step never shifts
+    the numbers another sees, and no result depends on execution order."""
+    key = f"{seed}\x1f{identity}\x1f{rollout}\x1f{index}".encode()
+    return int.from_bytes(hashlib.sha256(key).digest()[:8], "big")
 
 
 class RolloutContext:
@@ -24,9 +33,13 @@ class RolloutContext:
     __slots__ = ("_rng", "_seed", "factual", "history", "plan")
 
     def __init__(
-        self, seed: int, history: Sequence[Step], factual: Trajectory, plan: object
+        self,
+        seed: int | tuple[int, str, int, int],
+        history: Sequence[Step],
+        factual: Trajectory,
+        plan: object,
     ) -> None:
-        self._seed = seed
+        self._seed = seed  # an int, or (run seed, plan identity, rollout, step index)
         self._rng: random.Random | None = None
         self.history = history
         self.factual = factual
@@ -35,7 +48,8 @@ class RolloutContext:
     @property
     def rng(self) -> random.Random:
         if self._rng is None:
-            self._rng = random.Random(self._seed)
+            seed = self._seed if isinstance(self._seed, int) else step_seed(*self._seed)
+            self._rng = random.Random(seed)
         return self._rng
 
     def __repr__(self) -> str:
