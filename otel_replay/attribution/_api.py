@@ -51,6 +51,12 @@ def attribute(
     """
     config = config or AttributionConfig()
     started = time.perf_counter()
+    resamplable = [s.index for s in trajectory.steps if registry.lookup(s) is not None]
+    if not resamplable:
+        raise AttributionError(
+            f"no step of run {trajectory.id} has a resample function; register one with "
+            "@resampler(kind, name=...) for the steps that could have gone differently"
+        )
     verifier = registry.verifier
     if verifier is None:
         raise VerifierError(
@@ -66,12 +72,6 @@ def attribute(
             "attribute. Use --on-success credit to find the step that saved it."
         )
     mode = Mode.FAILURE if failed else Mode.CREDIT
-    resamplable = [s.index for s in trajectory.steps if registry.lookup(s) is not None]
-    if not resamplable:
-        raise AttributionError(
-            f"no step of run {trajectory.id} has a resample function; register one with "
-            "@resampler(kind, name=...) for the steps that could have gone differently"
-        )
     engine = Engine(trajectory, registry, verifier, config, progress)
     steps: tuple[StepAttribution, ...] = tuple(
         StepAttribution(s.index, s.kind.value, s.name, s.index in resamplable)

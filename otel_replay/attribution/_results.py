@@ -66,10 +66,17 @@ class ShapleySummary:
     total: float  # Σφ
     v_all: Proportion  # P(fail | every resamplable step kept)
     v_none: Proportion  # P(fail | every resamplable step resampled)
+    mode: Mode = Mode.FAILURE
+
+    @property
+    def expected_total(self) -> float:
+        """What efficiency says Σφ equals: v(all) − v(∅), or its negation for rescue credit."""
+        difference = self.v_all.value - self.v_none.value
+        return difference if self.mode is Mode.FAILURE else -difference
 
     @property
     def efficiency_gap(self) -> float:
-        return self.total - (self.v_all.value - self.v_none.value)
+        return self.total - self.expected_total
 
 
 @dataclass(frozen=True, slots=True)

@@ -67,5 +67,6 @@ def shapley(
         total=sum(phi for phi, _ in estimates.values()),
         v_all=proportion("coalition:efficiency:all"),
         v_none=proportion("coalition:efficiency:none"),
+        mode=mode,
     )
     return estimates, summary

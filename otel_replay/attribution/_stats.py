@@ -66,10 +66,15 @@ def difference_interval(
 
 
 def rollouts_needed(effect: float, half_width: float, n: int) -> int | None:
-    """Rollouts per plan that would shrink an interval of ``half_width`` (at ``n``) below ``effect``."""
-    if effect <= 0 or half_width <= 0:
+    """Rollouts per plan that would shrink an interval of ``half_width`` (at ``n``) below ``effect``.
+
+    A rough guide, never less than twice the budget that just failed to decide; None when the effect
+    is too small for any budget to resolve sensibly.
+    """
+    if effect < 0.01 or half_width <= 0:
         return None
-    return math.ceil(n * (half_width / effect) ** 2)
+    needed = math.ceil(n * (half_width / effect) ** 2)
+    return max(needed, 2 * n) if needed <= 10_000_000 else None
 
 
 def mean_and_se(values: list[float]) -> tuple[float, float]:

@@ -157,7 +157,7 @@ def _render(result: AttributionResult, config: AttributionConfig) -> None:
     if result.shapley is not None:
         s = result.shapley
         console.print(
-            f"Shapley: Σφ = {s.total:+.2f} vs v(all) − v(∅) = {s.v_all.value - s.v_none.value:+.2f} "
+            f"Shapley: Σφ = {s.total:+.2f} vs {'v(all) − v(∅)' if s.mode is Mode.FAILURE else 'v(∅) − v(all)'} = {s.expected_total:+.2f} "
             f"(gap {s.efficiency_gap:+.2f}, {s.permutations} permutations)"
         )
     if result.repair is not None:

@@ -116,6 +116,7 @@ def build_report(result: AttributionResult, config: AttributionConfig) -> dict[s
         else {
             "permutations": shapley.permutations,
             "sum": _r(shapley.total),
+            "expected_sum": _r(shapley.expected_total),
             "v_all": _proportion(shapley.v_all),
             "v_none": _proportion(shapley.v_none),
             "efficiency_gap": _r(shapley.efficiency_gap),

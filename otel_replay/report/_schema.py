@@ -124,11 +124,12 @@ REPORT_SCHEMA: dict[str, Any] = {
         "repair_note": {"type": ["string", "null"]},
         "shapley": {
             "type": ["object", "null"],
-            "required": ["permutations", "sum", "v_all", "v_none", "efficiency_gap"],
+            "required": ["permutations", "sum", "expected_sum", "v_all", "v_none", "efficiency_gap"],
             "additionalProperties": False,
             "properties": {
                 "permutations": {"type": "integer"},
                 "sum": {"type": "number"},
+                "expected_sum": {"type": "number", "description": "v(all) - v(none); negated in credit mode"},
                 "v_all": _PROPORTION,
                 "v_none": _PROPORTION,
                 "efficiency_gap": {"type": "number"},

@@ -1,0 +1,1 @@
+"""Tests of counterfactual failure attribution on synthetic structural causal models (``scm/``)."""
