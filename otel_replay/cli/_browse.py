@@ -17,6 +17,7 @@ from otel_replay.cli._common import (
     open_store,
     print_json,
     short,
+    trajectory_table,
     user_errors,
 )
 from otel_replay.export import trajectory_to_record
@@ -36,15 +37,9 @@ def list_command(json: JsonOption = False, store: StoreOption = None) -> None:
             ]
         )  # fmt: skip
         return
-    table = Table(title=f"{len(summaries)} trajectories")
-    for column in ("trajectory id", "steps", "outcome", "format", "source"):
-        table.add_column(
-            column,
-            justify="right" if column in ("steps", "outcome") else "left",
-            no_wrap=column == "trajectory id",
-            overflow="ellipsis",
-            min_width=32 if column == "trajectory id" else None,
-        )
+    table = trajectory_table(
+        f"{len(summaries)} trajectories", ("trajectory id", "steps", "outcome", "format", "source")
+    )
     for s in summaries:
         failed = s.outcome is not None and s.outcome < 0.5
         outcome = "—" if s.outcome is None else f"{s.outcome:g}"

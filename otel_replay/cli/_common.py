@@ -11,6 +11,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 from rich.markup import escape
+from rich.table import Table
 
 from otel_replay.errors import ReplayError
 from otel_replay.store import Store, default_store_path
@@ -80,3 +81,17 @@ def short(value: Any, width: int = 60) -> str:
     text = value if isinstance(value, str) else orjson.dumps(value).decode()
     text = " ".join(text.split())
     return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def trajectory_table(title: str, columns: tuple[str, ...]) -> Table:
+    """A table of trajectories: the id column never wraps, counts are right-aligned."""
+    table = Table(title=title)
+    for column in columns:
+        table.add_column(
+            column,
+            justify="right" if column in ("steps", "outcome") else "left",
+            no_wrap=column == "trajectory id",
+            overflow="ellipsis",
+            min_width=32 if column == "trajectory id" else None,
+        )
+    return table

@@ -9,7 +9,6 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
-from rich.table import Table
 
 from otel_replay.cli._common import (
     JsonOption,
@@ -20,6 +19,7 @@ from otel_replay.cli._common import (
     open_store,
     print_error,
     print_json,
+    trajectory_table,
     user_errors,
 )
 from otel_replay.errors import ReplayError
@@ -148,15 +148,10 @@ def _progress(total: int, quiet: bool) -> Progress:
 
 def _render(results: list[FileResult]) -> None:
     rows = [row for r in results for row in r.rows]
-    table = Table(title=f"imported {len(rows)} trajectories from {len(results)} file(s)")
-    for column in ("trajectory id", "steps", "outcome", "source", "result"):
-        table.add_column(
-            column,
-            justify="right" if column in ("steps", "outcome") else "left",
-            no_wrap=column == "trajectory id",
-            overflow="ellipsis",
-            min_width=32 if column == "trajectory id" else None,
-        )
+    table = trajectory_table(
+        f"imported {len(rows)} trajectories from {len(results)} file(s)",
+        ("trajectory id", "steps", "outcome", "source", "result"),
+    )
     for row in rows[:_TABLE_ROWS]:
         outcome = "—" if row["outcome"] is None else f"{row['outcome']:g}"
         style = "red" if row["outcome"] is not None and row["outcome"] < 0.5 else None

@@ -80,22 +80,12 @@ def rollout(
             history.append(_with_output(step, None, StepStatus.ERROR, str(failure) or "failed"))
             continue
         except Exception as exc:
-            function = describe(registration.function)
-            raise RolloutError(
-                f"step {step.index} ({step.kind.value} {step.name!r}): resample function {function} "
-                f"raised {type(exc).__name__}: {exc}",
-                step_index=step.index,
-                function=function,
-            ) from exc
+            raise _failure(step, registration, f"raised {type(exc).__name__}: {exc}") from exc
         try:
             check_json_value(output, "output")
         except CanonicalJSONError as exc:
-            function = describe(registration.function)
-            raise RolloutError(
-                f"step {step.index} ({step.kind.value} {step.name!r}): resample function {function} "
-                f"returned a value that is not JSON: {exc}",
-                step_index=step.index,
-                function=function,
+            raise _failure(
+                step, registration, f"returned a value that is not JSON: {exc}"
             ) from None
         history.append(_with_output(step, output, StepStatus.OK, None))
     # Steps keep their factual index (a removed step leaves a gap). Held steps keep their hashes; a
@@ -106,6 +96,15 @@ def rollout(
         metadata={"plan": plan.identity, "rollout": index},
     )
     return Rollout(plan, index, trajectory, executions)
+
+
+def _failure(step: Step, registration: Registration, what: str) -> RolloutError:
+    function = describe(registration.function)
+    return RolloutError(
+        f"step {step.index} ({step.kind.value} {step.name!r}): resample function {function} {what}",
+        step_index=step.index,
+        function=function,
+    )
 
 
 def _with_output(step: Step, output: Any, status: StepStatus, error: str | None) -> Step:
