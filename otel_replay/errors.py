@@ -11,7 +11,9 @@
     ├── PluginLoadError (ImportError)    a resampler module or entry point cannot be loaded
     ├── VerifierError (ValueError)       no verifier, or one that returned something other than a number
     ├── RolloutError (RuntimeError)      a resample function raised during a rollout
-    └── AttributionError (ValueError)    attribution asked of a run it cannot be done on
+    ├── AttributionError (ValueError)    attribution asked of a run it cannot be done on
+    ├── NonDeterminismError (RuntimeError) a replayed agent made a call the record does not have
+    └── AgentError (RuntimeError)        an agent cannot be loaded or run as asked
 
 Messages show the offending value; the CLI adds nothing but the exit code.
 """
@@ -21,8 +23,10 @@ from __future__ import annotations
 from pathlib import Path
 
 __all__ = [
+    "AgentError",
     "AttributionError",
     "CanonicalJSONError",
+    "NonDeterminismError",
     "NotFoundError",
     "PluginLoadError",
     "RegistrationError",
@@ -126,3 +130,18 @@ class RolloutError(ReplayError, RuntimeError):
 
 class AttributionError(ReplayError, ValueError):
     """Attribution cannot run as asked (a passing run without ``--on-success credit``, ...)."""
+
+
+class NonDeterminismError(ReplayError, RuntimeError):
+    """A replayed agent asked for an operation the record does not hold: the timeline diverged.
+
+    The message names the step and lists the nearest recorded calls with what differed.
+    """
+
+    def __init__(self, message: str, *, step_index: int) -> None:
+        super().__init__(message)
+        self.step_index = step_index
+
+
+class AgentError(ReplayError, RuntimeError):
+    """An agent function cannot be loaded, or was called with inputs it does not accept."""

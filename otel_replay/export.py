@@ -47,10 +47,10 @@ def trajectory_to_record(trajectory: Trajectory) -> dict[str, Any]:
 
 
 def write_jsonl(trajectories: Iterable[Trajectory], out: IO[bytes]) -> int:
-    """Write one canonical JSON line per trajectory; return how many were written."""
+    """Write one JSON line per trajectory (keys in recorded order); return how many were written."""
     count = 0
     for trajectory in trajectories:
-        out.write(orjson.dumps(trajectory_to_record(trajectory), option=orjson.OPT_SORT_KEYS))
+        out.write(orjson.dumps(trajectory_to_record(trajectory)))
         out.write(b"\n")
         count += 1
     return count

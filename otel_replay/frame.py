@@ -10,7 +10,7 @@ from otel_replay.store import Store
 
 __all__ = ["STEP_SCHEMA", "steps_frame"]
 
-#: Columns of `steps_frame`. ``inputs`` and ``output`` are canonical JSON text (decode with
+#: Columns of `steps_frame`. ``inputs`` and ``output`` are JSON text (keys in recorded order) (decode with
 #: ``pl.col("output").str.json_decode()`` when the shapes agree).
 STEP_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
     "trajectory_id": pl.String,

@@ -2,7 +2,7 @@
 
 One function opens connections (`Store.open`, every PRAGMA commented), one context manager commits or
 rolls back (`Store.transaction`), the schema is one SQL constant. Step inputs, outputs, metadata and the
-span tree live in ``blobs`` keyed by the sha256 of their canonical JSON, so the history an agent resends
+span tree live in ``blobs`` keyed by the sha256 of their JSON, so the history an agent resends
 on every model call is stored once (inputs with ``messages`` keep each message as its own blob, so a
 history that grows by one message per turn costs one message per turn). A trajectory's rows are written in the same transaction as its
 blobs: a killed import leaves the store with whole trajectories only.
@@ -42,7 +42,7 @@ _NOT_CONTENT = ("source", "format")  # where a trajectory was read from is not w
 _SCHEMA = """
 CREATE TABLE blobs (                     -- a rowid table: new blobs append instead of being
     digest TEXT PRIMARY KEY,             -- inserted at random digest order (measured 1.4x faster)
-    data   BLOB NOT NULL                 -- canonical JSON; digest = its sha256
+    data   BLOB NOT NULL                 -- JSON, key order as recorded; digest = its sha256
 );
 CREATE TABLE trajectories (
     id                    TEXT PRIMARY KEY,
@@ -180,8 +180,12 @@ class Store:
     # --- writing -----------------------------------------------------------------------------------
 
     def _blob(self, value: Any, pending: dict[str, bytes]) -> str:
-        """Queue ``value`` as a blob of the trajectory being prepared; return its digest."""
-        data = canonical_json(value)
+        """Queue ``value`` as a blob of the trajectory being prepared; return its digest.
+
+        Blobs keep the key order they were recorded with (hashes use canonical JSON, which sorts
+        keys): a replayed agent that serialises a served output must see exactly what it saw live.
+        """
+        data = orjson.dumps(value)
         key = digest(data)
         pending[key] = data
         return key
@@ -392,7 +396,7 @@ class Store:
             for row in cursor.fetchall():
                 *head, inputs, layout, output = row
                 if layout == 1:
-                    inputs = canonical_json(self._inputs(inputs, layout))
+                    inputs = orjson.dumps(self._inputs(inputs, layout))
                 yield (*head, inputs, output)
 
     def counts(self) -> dict[str, int]:

@@ -113,7 +113,7 @@ def write_native_steps(source: Path, runs: Sequence[Finished], path: Path) -> bo
         }
         renamed = dataclasses.replace(trajectory, id=names[trajectory.id], metadata=metadata)
         record = trajectory_to_record(renamed)
-        lines.append(orjson.dumps(record, option=orjson.OPT_SORT_KEYS) + b"\n")
+        lines.append(orjson.dumps(record) + b"\n")
     if len(lines) != len(runs):
         raise SystemExit(f"{source}: expected {len(runs)} trajectories, read {len(lines)}")
     path.write_bytes(b"".join(lines))

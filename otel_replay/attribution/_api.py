@@ -21,13 +21,26 @@ from otel_replay.attribution._results import (
 from otel_replay.attribution._shapley import shapley
 from otel_replay.errors import AttributionError, VerifierError
 from otel_replay.model import Trajectory
-from otel_replay.replay import score
+from otel_replay.replay import Plan, Rollout, score
 from otel_replay.resamplers import Registry, describe
 
 
-def planned_rollouts(trajectory: Trajectory, registry: Registry, config: AttributionConfig) -> int:
+def _resamplable(trajectory: Trajectory, registry: Registry, agent_driven: bool) -> list[int]:
+    """Steps that can be resampled: those with a resample function, or with live agent code every
+    step the recording did not mark ``resamplable: false``."""
+    if agent_driven:
+        return [s.index for s in trajectory.steps if s.resamplable]
+    return [s.index for s in trajectory.steps if registry.lookup(s) is not None]
+
+
+def planned_rollouts(
+    trajectory: Trajectory,
+    registry: Registry,
+    config: AttributionConfig,
+    agent_driven: bool = False,
+) -> int:
     """How many rollouts `attribute` will run before any repair search (for progress bars)."""
-    resamplable = [s for s in trajectory.steps if registry.lookup(s) is not None]
+    resamplable = _resamplable(trajectory, registry, agent_driven)
     total = 0
     if config.method in (Method.CONTRASTIVE, Method.ALL):
         total += (len(resamplable) + 1) * config.rollouts
@@ -41,6 +54,7 @@ def attribute(
     registry: Registry,
     config: AttributionConfig | None = None,
     progress: Callable[[int], None] | None = None,
+    driver: Callable[[Plan, int], Rollout] | None = None,
 ) -> AttributionResult:
     """Find the step where ``trajectory``'s failure became inevitable (or, in credit mode, its save).
 
@@ -48,10 +62,13 @@ def attribute(
         VerifierError: no verifier is registered, or it does not return a number.
         AttributionError: the run passed and ``on_success`` is ``error``; nothing is resamplable.
         RolloutError: a resample function raised (unless ``on_resampler_error`` is ``fail-rollout``).
+
+    ``driver`` replaces the trace-driven rollout, e.g. with `otel_replay.replay.agent_driver` to run
+    the live agent; then every step is resamplable (its live code re-runs it).
     """
     config = config or AttributionConfig()
     started = time.perf_counter()
-    resamplable = [s.index for s in trajectory.steps if registry.lookup(s) is not None]
+    resamplable = _resamplable(trajectory, registry, driver is not None)
     if not resamplable:
         raise AttributionError(
             f"no step of run {trajectory.id} has a resample function; register one with "
@@ -72,7 +89,7 @@ def attribute(
             "attribute. Use --on-success credit to find the step that saved it."
         )
     mode = Mode.FAILURE if failed else Mode.CREDIT
-    engine = Engine(trajectory, registry, verifier, config, progress)
+    engine = Engine(trajectory, registry, verifier, config, progress, driver)
     steps: tuple[StepAttribution, ...] = tuple(
         StepAttribution(s.index, s.kind.value, s.name, s.index in resamplable)
         for s in trajectory.steps

@@ -2,7 +2,8 @@
 
 Rollout ``r`` of a plan is a pure function of ``(seed, plan, r)``, so the executor only changes how
 fast results arrive, never what they are: serial, or ``workers`` threads (resample functions often
-wait on remote models).
+wait on remote models). Two drivers produce rollouts: the trace-driven walk over the recorded steps,
+and the live agent re-run under the replay context.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from dataclasses import dataclass
 from otel_replay.attribution._config import AttributionConfig, OnResamplerError
 from otel_replay.errors import RolloutError
 from otel_replay.model import Trajectory
-from otel_replay.replay import Plan, registrations, rollout, score
+from otel_replay.replay import Plan, Rollout, registrations, rollout, score
 from otel_replay.resamplers import Registry, VerifierFunction
 
 
@@ -39,6 +40,7 @@ class Engine:
         verifier: VerifierFunction,
         config: AttributionConfig,
         progress: Callable[[int], None] | None = None,
+        driver: Callable[[Plan, int], Rollout] | None = None,
     ) -> None:
         self.factual = factual
         self.registry = registry
@@ -49,11 +51,15 @@ class Engine:
         self.step_executions = 0
         self.resampler_errors = 0
         self._registrations = registrations(factual, registry)
+        # the trace-driven rollout unless a driver (the live agent under replay) is given
+        self._drive = driver or (
+            lambda plan, index: rollout(factual, plan, self._registrations, config.seed, index)
+        )
 
     def _one(self, task: tuple[Plan, int]) -> Outcome:
         plan, index = task
         try:
-            result = rollout(self.factual, plan, self._registrations, self.config.seed, index)
+            result = self._drive(plan, index)
         except RolloutError as exc:
             if self.config.on_resampler_error is not OnResamplerError.FAIL_ROLLOUT:
                 raise

@@ -8,6 +8,7 @@ from otel_replay.cli._attribute import attribute_command
 from otel_replay.cli._browse import list_command, show_command
 from otel_replay.cli._export import export_command
 from otel_replay.cli._import import import_command
+from otel_replay.cli._live import diff_command, fork_command, record_command, replay_command
 from otel_replay.cli._report import report_app
 
 __all__ = ["app", "main"]
@@ -24,6 +25,10 @@ app.command("list")(list_command)
 app.command("show")(show_command)
 app.command("export")(export_command)
 app.command("attribute")(attribute_command)
+app.command("record")(record_command)
+app.command("replay")(replay_command)
+app.command("fork")(fork_command)
+app.command("diff")(diff_command)
 app.add_typer(report_app, name="report")
 
 

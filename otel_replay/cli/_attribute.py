@@ -22,8 +22,15 @@ from otel_replay.attribution import (
     planned_rollouts,
 )
 from otel_replay.cli._common import StoreOption, console, err_console, open_store, user_errors
+from otel_replay.replay import agent_driver
 from otel_replay.report import build_report, dumps_report
-from otel_replay.resamplers import Registry, load_entry_points, load_resamplers, load_verifier
+from otel_replay.resamplers import (
+    Registry,
+    load_entry_points,
+    load_object,
+    load_resamplers,
+    load_verifier,
+)
 
 
 def attribute_command(
@@ -63,6 +70,10 @@ def attribute_command(
         bool, typer.Option(help="Also load installed otel_replay.resamplers entry points.")
     ] = True,
     json_out: Annotated[Path | None, typer.Option(help="Write the JSON report here.")] = None,
+    agent: Annotated[
+        str | None,
+        typer.Option("--agent", help="Roll out by re-running this live agent (module:function)."),
+    ] = None,
     store: StoreOption = None,
 ) -> None:
     """Attribute a failed run to the step where its failure became inevitable."""
@@ -80,6 +91,11 @@ def attribute_command(
             load_verifier(verifier, registry)
         with open_store(store) as db:
             trajectory = db.get(trajectory_id)
+        driver = (
+            agent_driver(trajectory, load_object(agent, "--agent"), registry, seed)
+            if agent
+            else None
+        )
         with Progress(
             TextColumn("rollouts"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
             console=err_console, transient=True,
@@ -94,7 +110,7 @@ def attribute_command(
                     progress.update(task, total=current.completed + n)  # repair trials come on top
                 progress.advance(task, n)
 
-            result = attribute(trajectory, registry, config, advance)
+            result = attribute(trajectory, registry, config, advance, driver)
         report = build_report(result, config)
         if json_out is not None:
             json_out.parent.mkdir(parents=True, exist_ok=True)

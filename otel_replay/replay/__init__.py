@@ -1,19 +1,56 @@
-"""Plans (interventions per step) and the trace-driven rollout."""
+"""Plans, rollouts, and live agents: record, replay exactly, fork, diff."""
 
+from otel_replay.replay._agent import (
+    AgentContext,
+    Ledger,
+    RecordingContext,
+    ReplayContext,
+    StepError,
+    run_agent,
+)
+from otel_replay.replay._diff import TrajectoryDiff, diff, step_differences
+from otel_replay.replay._faults import FAULTS, fault
+from otel_replay.replay._live import (
+    Recording,
+    Replay,
+    agent_driver,
+    fork,
+    fork_id,
+    record,
+    replay,
+)
 from otel_replay.replay._plan import HOLD, REMOVE, RESAMPLE, Action, Intervention, Plan
 from otel_replay.replay._rollout import Rollout, registrations, rollout, score
 from otel_replay.resamplers import step_seed
 
 __all__ = [
+    "FAULTS",
     "HOLD",
     "REMOVE",
     "RESAMPLE",
     "Action",
+    "AgentContext",
     "Intervention",
+    "Ledger",
     "Plan",
+    "Recording",
+    "RecordingContext",
+    "Replay",
+    "ReplayContext",
     "Rollout",
+    "StepError",
+    "TrajectoryDiff",
+    "agent_driver",
+    "diff",
+    "fault",
+    "fork",
+    "fork_id",
+    "record",
     "registrations",
+    "replay",
     "rollout",
+    "run_agent",
     "score",
+    "step_differences",
     "step_seed",
 ]

@@ -26,10 +26,15 @@ class Action(str, Enum):
 class Intervention:
     action: Action
     output: Any = None  # for FORCE
+    error: str | None = None  # for FORCE: inject a failure instead of an output
 
     @classmethod
     def force(cls, output: Any) -> Intervention:
         return cls(Action.FORCE, output)
+
+    @classmethod
+    def fail(cls, error: str) -> Intervention:
+        return cls(Action.FORCE, None, error)
 
 
 HOLD = Intervention(Action.HOLD)
@@ -67,10 +72,19 @@ class Plan:
         )
 
     @classmethod
-    def forced(cls, n_steps: int, index: int, output: Any) -> Plan:
-        """Hold before ``index``, inject ``output`` at it, resample after (a repair trial)."""
+    def forced(
+        cls, n_steps: int, index: int, output: Any, *, then: Intervention = RESAMPLE
+    ) -> Plan:
+        """Hold before ``index``, inject ``output`` at it, ``then`` after (a repair trial, a fork)."""
+        return cls.intervene(n_steps, index, Intervention.force(output), then=then)
+
+    @classmethod
+    def intervene(
+        cls, n_steps: int, index: int, at: Intervention, *, then: Intervention = RESAMPLE
+    ) -> Plan:
+        """Hold before ``index``, apply ``at`` to it, ``then`` to every later step."""
         interventions = tuple(
-            HOLD if i < index else Intervention.force(output) if i == index else RESAMPLE
-            for i in range(n_steps)
+            HOLD if i < index else at if i == index else then for i in range(n_steps)
         )
-        return cls(f"forced:{index}:{digest(canonical_json(output))[:16]}", interventions)
+        what = digest(canonical_json([at.action.value, at.output, at.error]))[:16]
+        return cls(f"forced:{index}:{what}:{then.action.value}", interventions)

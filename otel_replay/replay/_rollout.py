@@ -61,7 +61,10 @@ def rollout(
         if intervention.action is Action.REMOVE:
             continue
         if intervention.action is Action.FORCE:
-            history.append(_with_output(step, intervention.output, StepStatus.OK, None))
+            if intervention.error is not None:
+                history.append(_with_output(step, None, StepStatus.ERROR, intervention.error))
+            else:
+                history.append(_with_output(step, intervention.output, StepStatus.OK, None))
             continue
         registration = found[step.index] if intervention.action is Action.RESAMPLE else None
         if registration is None:

@@ -9,6 +9,7 @@ from otel_replay.resamplers._context import History, RolloutContext, StepFailed,
 from otel_replay.resamplers._loading import (
     ENTRY_POINT_GROUP,
     load_entry_points,
+    load_object,
     load_resamplers,
     load_verifier,
 )
@@ -38,6 +39,7 @@ __all__ = [
     "current_registry",
     "describe",
     "load_entry_points",
+    "load_object",
     "load_resamplers",
     "load_verifier",
     "repair_candidates",

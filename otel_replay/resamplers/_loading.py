@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from importlib.metadata import entry_points
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 from otel_replay.errors import PluginLoadError, ReplayError
 from otel_replay.resamplers._registry import Registry
@@ -110,17 +111,24 @@ def load_entry_points(registry: Registry) -> list[str]:
     return loaded
 
 
-def load_verifier(spec: str, registry: Registry) -> None:
-    """``--verifier module:function`` (or ``path.py:function``) replaces any registered verifier."""
-    module_name, _, function_name = spec.rpartition(":")
-    if not module_name or not function_name:
-        raise PluginLoadError(
-            f"--verifier {spec!r} must look like module:function or file.py:function"
-        )
-    scratch = Registry()
+def load_object(spec: str, what: str) -> Any:
+    """``module:name`` or ``path/to/file.py:name`` → the object (``what`` names it in errors)."""
+    module_name, _, attribute = spec.rpartition(":")
+    if not module_name or not attribute:
+        raise PluginLoadError(f"{what} {spec!r} must look like module:function or file.py:function")
+    scratch = Registry()  # whatever the module registers is not wanted here
     with scratch.collecting():
         module = _load_one(module_name)
-    function = getattr(module, function_name, None)
-    if function is None:
-        raise PluginLoadError(f"module {module_name!r} has no function {function_name!r}")
-    registry.replace_verifier(function)
+    found = getattr(module, attribute, None)
+    if found is None:
+        raise PluginLoadError(
+            f"{what} {spec!r}: module {module_name!r} has no attribute {attribute!r}"
+        )
+    if not callable(found):
+        raise PluginLoadError(f"{what} {spec!r} is not callable: {found!r}")
+    return found
+
+
+def load_verifier(spec: str, registry: Registry) -> None:
+    """``--verifier module:function`` (or ``path.py:function``) replaces any registered verifier."""
+    registry.replace_verifier(load_object(spec, "--verifier"))

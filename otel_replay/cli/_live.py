@@ -1,0 +1,275 @@
+"""``agent-replay record / replay / fork / diff``: live agents, exact replay, fault injection."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import orjson
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from otel_replay.cli._common import (
+    JsonOption,
+    StoreOption,
+    console,
+    open_store,
+    print_json,
+    short,
+    user_errors,
+)
+from otel_replay.errors import ReplayError
+from otel_replay.export import step_to_record
+from otel_replay.model import Step, StepKind, Trajectory
+from otel_replay.otlp_encode import request_to_otlp_json
+from otel_replay.replay import (
+    FAULTS,
+    Intervention,
+    TrajectoryDiff,
+    diff,
+    fault,
+    fork,
+    record,
+    replay,
+)
+from otel_replay.resamplers import Registry, load_object, load_resamplers
+
+AgentOption = Annotated[
+    str | None,
+    typer.Option("--agent", help="The agent: module:function or file.py:function, run(ctx, ...)."),
+]
+
+
+def _json_option(text: str | None, option: str) -> Any:
+    if text is None:
+        return None
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError as exc:
+        raise ReplayError(f"{option} {text!r} is not JSON: {exc.msg}") from None
+
+
+def _agent(spec: str) -> Any:
+    return load_object(spec, "--agent")
+
+
+def record_command(
+    agent: Annotated[str, typer.Option("--agent", help="module:function or file.py:function.")],
+    input: Annotated[
+        str | None,
+        typer.Option("--input", help="JSON: an object of keyword arguments, or one argument."),
+    ] = None,
+    seed: Annotated[int, typer.Option(help="Seed of ctx.rng.")] = 0,
+    outcome: Annotated[
+        str | None,
+        typer.Option(help="module:function scoring the run (1.0 success … 0.0 failure)."),
+    ] = None,
+    resamplers: Annotated[
+        list[str] | None,
+        typer.Option("--resamplers", help="Used for steps called without produce=."),
+    ] = None,
+    lax: Annotated[
+        bool,
+        typer.Option("--lax", help="Store a lossy copy of outputs that are not JSON, and warn."),
+    ] = False,
+    otlp_out: Annotated[
+        Path | None, typer.Option(help="Also write the run's spans as OTLP JSON.")
+    ] = None,
+    store: StoreOption = None,
+) -> None:
+    """Run an agent live, store the recorded trajectory, print its id."""
+    with user_errors():
+        function = _agent(agent)
+        registry = Registry()
+        load_resamplers(resamplers or [], registry)
+        scorer = load_object(outcome, "--outcome") if outcome else None
+        recording = record(
+            function, arguments=_json_option(input, "--input"), seed=seed, registry=registry,
+            lax=lax, outcome=scorer, agent_spec=agent,
+        )  # fmt: skip
+        trajectory = recording.trajectory
+        with open_store(store) as db:
+            db.put_all([trajectory])
+        if otlp_out is not None:
+            otlp_out.write_bytes(
+                orjson.dumps(request_to_otlp_json(recording.spans.request)) + b"\n"
+            )
+    if recording.error:
+        console.print(
+            f"[yellow]the agent raised {escape(recording.error)}; recorded up to there[/]"
+        )
+    for index in trajectory.metadata.get("lossy_steps", []):
+        console.print(
+            f"[yellow]warning: step {index}'s output was not JSON; stored a lossy copy[/]"
+        )
+    outcome_text = "unknown" if trajectory.outcome is None else f"{trajectory.outcome:g}"
+    console.print(
+        f"recorded {escape(trajectory.id)}: {len(trajectory.steps)} steps, outcome {outcome_text}",
+        highlight=False,
+    )
+    console.print(trajectory.id, highlight=False, markup=False)
+
+
+def replay_command(
+    trajectory_id: Annotated[str, typer.Argument(metavar="ID", help="A recorded trajectory.")],
+    agent: Annotated[str, typer.Option("--agent", help="module:function or file.py:function.")],
+    live: Annotated[
+        list[StepKind] | None,
+        typer.Option("--live", help="Step kinds to execute for real (repeatable)."),
+    ] = None,
+    store: StoreOption = None,
+) -> None:
+    """Re-run an agent with its recorded outputs served and check it does exactly the same."""
+    with user_errors():
+        function = _agent(agent)
+        with open_store(store) as db:
+            original = db.get(trajectory_id)
+        result = replay(original, function, live_kinds=live or ())
+    if result.identical:
+        console.print(
+            f"identical ({len(original.steps)} steps, hash {original.final_hash[:16]})",
+            highlight=False,
+        )
+        return
+    if result.nondeterminism is not None:
+        console.print(f"[bold red]diverged:[/] {escape(str(result.nondeterminism))}")
+    else:
+        _print_diff(result.diff)
+    raise typer.Exit(1)
+
+
+def fork_command(
+    trajectory_id: Annotated[str, typer.Argument(metavar="ID", help="The run to fork.")],
+    at: Annotated[int, typer.Option("--at", help="The step to inject at.")],
+    output: Annotated[
+        str | None, typer.Option("--output", help="JSON output to force at the step.")
+    ] = None,
+    fault_name: Annotated[
+        str | None, typer.Option("--fault", help=f"A built-in fault: {', '.join(sorted(FAULTS))}.")
+    ] = None,
+    agent: AgentOption = None,
+    resamplers: Annotated[
+        list[str] | None,
+        typer.Option("--resamplers", help="Resample later steps (without --agent)."),
+    ] = None,
+    outcome: Annotated[
+        str | None, typer.Option(help="module:function scoring the forked run.")
+    ] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the fork's fresh randomness.")] = 0,
+    json: JsonOption = False,
+    store: StoreOption = None,
+) -> None:
+    """Hold the steps before --at, inject an output or a fault there, continue, store the fork."""
+    with user_errors():
+        if (output is None) == (fault_name is None):
+            raise ReplayError("give exactly one of --output JSON or --fault NAME")
+        with open_store(store) as db:
+            original = db.get(trajectory_id)
+            if not 0 <= at < len(original.steps):
+                raise ReplayError(
+                    f"--at {at}: {original.id} has steps 0..{len(original.steps) - 1}"
+                )
+            recorded = original.steps[at].output
+            intervention = (
+                Intervention.force(_json_option(output, "--output"))
+                if output is not None
+                else fault(fault_name or "", recorded)
+            )
+            registry = Registry()
+            load_resamplers(resamplers or [], registry)
+            scorer = load_object(outcome, "--outcome") if outcome else None
+            forked = fork(
+                original, at, intervention, agent=_agent(agent) if agent else None,
+                registry=registry, outcome=scorer, seed=seed,
+            )  # fmt: skip
+            db.put_all([forked])
+    result = diff(original, forked)
+    if json:
+        print_json({"id": forked.id, "diff": _diff_record(result)})
+        return
+    console.print(f"forked {escape(forked.id)}", highlight=False)
+    stale = forked.metadata.get("stale_steps")
+    if stale:
+        console.print(f"[yellow]steps {stale} had no resample function: held, and may be stale[/]")
+    _print_diff(result)
+
+
+def diff_command(
+    left: Annotated[str, typer.Argument(metavar="A", help="A trajectory id or prefix.")],
+    right: Annotated[str, typer.Argument(metavar="B", help="Another trajectory id or prefix.")],
+    json: JsonOption = False,
+    store: StoreOption = None,
+) -> None:
+    """Where two runs first part, what each returned there, and how each ended."""
+    with user_errors(), open_store(store) as db:
+        result = diff(db.get(left), db.get(right))
+    if json:
+        print_json(_diff_record(result))
+    else:
+        _print_diff(result)
+
+
+def _outcome(trajectory: Trajectory) -> str:
+    return "unknown" if trajectory.outcome is None else f"{trajectory.outcome:g}"
+
+
+def _diff_record(result: TrajectoryDiff) -> dict[str, Any]:
+    a, b = result.step_pair()
+    return {
+        "left": {
+            "id": result.left.id,
+            "steps": len(result.left.steps),
+            "outcome": result.left.outcome,
+        },
+        "right": {
+            "id": result.right.id,
+            "steps": len(result.right.steps),
+            "outcome": result.right.outcome,
+        },
+        "identical": result.identical,
+        "common_prefix": result.common,
+        "first_divergence": result.divergence,
+        "differences": list(result.differences),
+        "left_step": step_to_record(a) if a else None,
+        "right_step": step_to_record(b) if b else None,
+    }
+
+
+def _print_diff(result: TrajectoryDiff) -> None:
+    left, right = result.left, result.right
+    if result.identical:
+        console.print(f"identical: {len(left.steps)} steps, same hashes", highlight=False)
+        return
+    k = result.common
+    prefix = f"steps 0..{k - 1} identical" if k else "no step in common"
+    console.print(
+        f"{prefix}; first divergence at step {k} ({', '.join(result.differences)})", highlight=False
+    )
+    a, b = result.step_pair()
+    table = Table(show_lines=True)
+    table.add_column("")
+    table.add_column(escape(left.id), overflow="fold")
+    table.add_column(escape(right.id), overflow="fold")
+    rows = [
+        ("step", _label(a), _label(b)),
+        ("inputs", _value(a, "inputs"), _value(b, "inputs")),
+        ("returned", _value(a, "output"), _value(b, "output")),
+    ]
+    for name, x, y in rows:
+        table.add_row(name, escape(x), escape(y))
+    table.add_row("steps", str(len(left.steps)), str(len(right.steps)))
+    table.add_row("outcome", _outcome(left), _outcome(right))
+    console.print(table)
+
+
+def _label(step: Step | None) -> str:
+    return "(run ended)" if step is None else f"{step.kind.value} {step.name}"
+
+
+def _value(step: Step | None, what: str) -> str:
+    if step is None:
+        return ""
+    if what == "output" and step.status.value == "error":
+        return f"error: {step.error}"
+    return short(step.inputs if what == "inputs" else step.output, 160)

@@ -1,0 +1,384 @@
+"""The write-once agent contract: one function runs live (recording) and under replay, unchanged.
+
+An agent is ``def run(ctx, ...) -> answer`` that performs every nondeterministic operation through the
+context: ``ctx.llm / ctx.tool / ctx.retrieve(name, *, produce=None, **inputs)`` or the general
+``ctx.step(kind, name, ...)``, and draws randomness only from ``ctx.rng``. ``produce`` is a
+zero-argument callable doing the real operation; without it the registered resample function is used.
+
+* `RecordingContext` executes ``produce``, records a `Step` per call (checking the output survives a
+  JSON round trip) and emits real OpenTelemetry spans with OpenInference attributes.
+* `ReplayContext` matches each call by ``op_key`` (kind, name, canonical inputs) against the recorded
+  steps not yet consumed — a multiset consumed in recorded order, never by position alone — and applies
+  a `Plan` to the recorded step it matched: hold (serve the record), resample (run it live), force an
+  output, or remove it. A call that matches nothing means the timeline diverged: it runs live
+  (``on_miss="resample"``, the run is marked diverged) or raises `NonDeterminismError` naming the step
+  and the nearest recorded calls.
+
+``ctx.rng`` is a separate stream per step position, derived from the run's seed: holding a step (its
+``produce`` not called, its draws not taken) never shifts the numbers the rest of the run sees, so a
+seeded run records and replays draw for draw. A failing operation reaches the agent as `StepError` in
+both contexts, so its error handling replays too.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections import deque
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from otel_replay.errors import CanonicalJSONError, NonDeterminismError, ReplayError
+from otel_replay.hashing import CORRELATION_KEYS, check_json_value, op_key
+from otel_replay.model import Step, StepKind, StepStatus, Trajectory
+from otel_replay.replay._plan import Action, Plan
+from otel_replay.resamplers import Registry, RolloutContext, StepFailed, step_seed
+
+Produce = Callable[[], Any]
+
+
+class StepError(Exception):
+    """An operation failed (live, or as recorded). Agents catch this to handle tool errors."""
+
+    def __init__(self, message: str, step_index: int) -> None:
+        super().__init__(message)
+        self.step_index = step_index
+
+
+@dataclass
+class Ledger:
+    """What an agent run did: its steps in call order, and what else a person needs to know."""
+
+    steps: list[Step] = field(default_factory=list)
+    matched: list[int | None] = field(default_factory=list)  # recorded step each call matched
+    lossy: list[int] = field(default_factory=list)  # steps whose output was coerced (--lax)
+    diverged_at: int | None = None  # first call the record did not hold
+
+
+class AgentContext:
+    """What both contexts share: the step API, the per-position RNG and the ledger."""
+
+    def __init__(
+        self,
+        seed: int,
+        registry: Registry | None = None,
+        *,
+        fresh_seed: int | None = None,
+        fresh_from: int | None = None,
+    ) -> None:
+        self.seed = seed
+        self.registry = registry or Registry()
+        self.ledger = Ledger()
+        # Positions from ``fresh_from`` on draw from ``fresh_seed``: a rollout replays its held
+        # prefix draw for draw and gets new randomness only where its future starts.
+        self._fresh_seed = fresh_seed
+        self._fresh_from = fresh_from
+        self._rng: random.Random | None = None
+        self._rng_position = -1
+
+    def _seed_at(self, position: int) -> int:
+        if (
+            self._fresh_seed is not None
+            and self._fresh_from is not None
+            and position >= self._fresh_from
+        ):
+            return self._fresh_seed
+        return self.seed
+
+    @property
+    def rng(self) -> random.Random:
+        """The random stream of the current step position (the only randomness an agent may use)."""
+        position = len(self.ledger.steps)
+        if self._rng is None or self._rng_position != position:
+            self._rng = random.Random(step_seed(self._seed_at(position), "agent", 0, position))
+            self._rng_position = position
+        return self._rng
+
+    def llm(self, name: str, *, produce: Produce | None = None, **inputs: Any) -> Any:
+        return self.step(StepKind.LLM, name, produce=produce, **inputs)
+
+    def tool(self, name: str, *, produce: Produce | None = None, **inputs: Any) -> Any:
+        return self.step(StepKind.TOOL, name, produce=produce, **inputs)
+
+    def retrieve(self, name: str, *, produce: Produce | None = None, **inputs: Any) -> Any:
+        return self.step(StepKind.RETRIEVER, name, produce=produce, **inputs)
+
+    def step(
+        self, kind: StepKind | str, name: str, *, produce: Produce | None = None, **inputs: Any
+    ) -> Any:
+        """Perform (or replay) one operation and return its output."""
+        step_kind = StepKind(kind)
+        # Tool inputs are the call's arguments, as importers store them: {"arguments": {...}}.
+        stored = {"arguments": inputs} if step_kind is StepKind.TOOL else dict(inputs)
+        try:
+            check_json_value(stored, "inputs")
+        except CanonicalJSONError as exc:
+            raise CanonicalJSONError(
+                f"step {len(self.ledger.steps)} ({step_kind.value} {name!r}): {exc}"
+            ) from None
+        # a snapshot: agents keep appending to the message list they pass in
+        return self._execute(step_kind, name, _copy(stored), produce)
+
+    def _execute(
+        self, kind: StepKind, name: str, inputs: dict[str, Any], produce: Produce | None
+    ) -> Any:
+        raise NotImplementedError
+
+    # --- shared machinery --------------------------------------------------------------------------
+
+    def _produce(
+        self, kind: StepKind, name: str, inputs: dict[str, Any], produce: Produce | None
+    ) -> Any:
+        """Run the operation live: ``produce``, else the registered resample function."""
+        if produce is not None:
+            return produce()
+        probe = Step(kind, name, inputs, index=len(self.ledger.steps))
+        registration = self.registry.lookup(probe)
+        if registration is None:
+            raise ReplayError(
+                f"step {probe.index} ({kind.value} {name!r}) has no produce= callable and no "
+                f"resample function is registered for it; pass produce=... or register "
+                f"@resampler({kind.value!r}, name={name!r})"
+            )
+        so_far = Trajectory("live", tuple(self.ledger.steps))
+        seed = (self._seed_at(probe.index), "agent-resample", 0, probe.index)
+        ctx = RolloutContext(seed, so_far.steps, so_far, None)
+        return registration.function(probe, ctx)
+
+    def _record(
+        self,
+        kind: StepKind,
+        name: str,
+        inputs: dict[str, Any],
+        output: Any,
+        error: str | None,
+        started: int,
+        matched: int | None,
+        lax: bool = False,
+    ) -> Any:
+        index = len(self.ledger.steps)
+        if error is None:
+            output = self._checked_output(index, kind, name, output, lax)
+        self.ledger.steps.append(
+            Step(
+                kind=kind,
+                name=name,
+                inputs=inputs,
+                output=_copy(output),
+                status=StepStatus.OK if error is None else StepStatus.ERROR,
+                error=error,
+                start_time_unix_nano=started,
+                end_time_unix_nano=time.time_ns(),
+                index=index,
+            )
+        )
+        self.ledger.matched.append(matched)
+        if error is not None:
+            raise StepError(error, index)
+        return output
+
+    def _checked_output(self, index: int, kind: StepKind, name: str, output: Any, lax: bool) -> Any:
+        try:
+            check_json_value(output, "output")
+            return output
+        except CanonicalJSONError as exc:
+            if not lax:
+                raise CanonicalJSONError(
+                    f"step {index} ({kind.value} {name!r}): {exc}; return plain JSON values, or "
+                    "record with --lax to store a lossy copy"
+                ) from None
+        self.ledger.lossy.append(index)
+        return orjson.loads(orjson.dumps(output, default=repr, option=orjson.OPT_NON_STR_KEYS))
+
+
+def _copy(value: Any) -> Any:
+    """A deep copy of plain JSON data (the recording must not change when the agent mutates)."""
+    return orjson.loads(orjson.dumps(value))
+
+
+def _error_text(exc: BaseException) -> str:
+    if isinstance(exc, StepFailed):
+        return str(exc) or "failed"
+    return f"{type(exc).__name__}: {exc}"
+
+
+class RecordingContext(AgentContext):
+    """Runs every operation for real and records it (and, given a tracer, emits its span)."""
+
+    def __init__(
+        self, seed: int = 0, registry: Registry | None = None, *, lax: bool = False
+    ) -> None:
+        super().__init__(seed, registry)
+        self.lax = lax
+
+    def _execute(
+        self, kind: StepKind, name: str, inputs: dict[str, Any], produce: Produce | None
+    ) -> Any:
+        started = time.time_ns()
+        try:
+            output = self._produce(kind, name, inputs, produce)
+        except ReplayError:
+            raise
+        except Exception as exc:
+            return self._record(kind, name, inputs, None, _error_text(exc), started, None)
+        return self._record(kind, name, inputs, output, None, started, None, self.lax)
+
+
+class ReplayContext(AgentContext):
+    """Serves recorded outputs to a re-run agent, applying a plan to the recorded steps it matches."""
+
+    def __init__(
+        self,
+        recorded: Sequence[Step],
+        seed: int,
+        *,
+        plan: Plan | None = None,
+        registry: Registry | None = None,
+        on_miss: str = "resample",
+        live_kinds: Collection[StepKind] = (),
+        fresh_seed: int | None = None,
+        fresh_from: int | None = None,
+    ) -> None:
+        super().__init__(seed, registry, fresh_seed=fresh_seed, fresh_from=fresh_from)
+        if on_miss not in ("resample", "error"):
+            raise ValueError(f"on_miss={on_miss!r}; expected 'resample' or 'error'")
+        self.recorded = list(recorded)
+        self.plan = plan
+        self.on_miss = on_miss
+        self.live_kinds = frozenset(live_kinds)
+        self._cassette: dict[str, deque[Step]] = {}
+        for step in self.recorded:
+            self._cassette.setdefault(step.op_key or _key(step), deque()).append(step)
+
+    def unconsumed(self) -> list[Step]:
+        """Recorded steps no call has matched (in recorded order)."""
+        left = {id(s) for queue in self._cassette.values() for s in queue}
+        return [s for s in self.recorded if id(s) in left]
+
+    def _execute(
+        self, kind: StepKind, name: str, inputs: dict[str, Any], produce: Produce | None
+    ) -> Any:
+        started = time.time_ns()
+        key = op_key(kind.value, name, inputs)
+        queue = self._cassette.get(key)
+        recorded = queue.popleft() if queue else None
+        if recorded is None:
+            if self.on_miss == "error":
+                raise self._miss(kind, name, inputs)
+            if self.ledger.diverged_at is None:
+                self.ledger.diverged_at = len(self.ledger.steps)
+            return self._live(kind, name, inputs, produce, started, None)
+        action = self.plan.at(recorded.index).action if self.plan is not None else Action.HOLD
+        if action is Action.HOLD and kind in self.live_kinds:
+            action = Action.RESAMPLE
+        if action is Action.HOLD:
+            return self._record(
+                kind,
+                name,
+                inputs,
+                recorded.output,
+                _recorded_error(recorded),
+                started,
+                recorded.index,
+            )
+        if action is Action.FORCE:
+            assert self.plan is not None
+            forced = self.plan.at(recorded.index)
+            output = None if forced.error is not None else forced.output
+            return self._record(kind, name, inputs, output, forced.error, started, recorded.index)
+        if action is Action.REMOVE:
+            return None
+        return self._live(kind, name, inputs, produce, started, recorded.index)
+
+    def _live(
+        self,
+        kind: StepKind,
+        name: str,
+        inputs: dict[str, Any],
+        produce: Produce | None,
+        started: int,
+        matched: int | None,
+    ) -> Any:
+        try:
+            output = self._produce(kind, name, inputs, produce)
+        except ReplayError:
+            raise
+        except Exception as exc:
+            return self._record(kind, name, inputs, None, _error_text(exc), started, matched)
+        return self._record(kind, name, inputs, output, None, started, matched, lax=True)
+
+    def _miss(self, kind: StepKind, name: str, inputs: dict[str, Any]) -> NonDeterminismError:
+        index = len(self.ledger.steps)
+        nearest = sorted(self.unconsumed(), key=lambda s: -_closeness(s, kind, name, inputs))[:3]
+        lines = [
+            f"  step {s.index} ({s.kind.value} {s.name!r}): {_difference(s, kind, name, inputs)}"
+            for s in nearest
+        ]
+        listing = "\n".join(lines) if lines else "  (every recorded call has been consumed)"
+        return NonDeterminismError(
+            f"non-determinism at step {index}: the agent called {kind.value} {name!r} with inputs "
+            f"the record does not hold; nearest recorded calls:\n{listing}",
+            step_index=index,
+        )
+
+
+def _recorded_error(step: Step) -> str | None:
+    return (step.error or "failed") if step.status is StepStatus.ERROR else None
+
+
+def _key(step: Step) -> str:
+    return op_key(step.kind.value, step.name, step.inputs)
+
+
+def _flat(inputs: Mapping[str, Any]) -> dict[str, Any]:
+    arguments = inputs.get("arguments")
+    if isinstance(arguments, dict) and set(inputs) <= {"arguments", *CORRELATION_KEYS}:
+        return dict(arguments)
+    return {k: v for k, v in inputs.items() if k not in CORRELATION_KEYS}
+
+
+def _closeness(step: Step, kind: StepKind, name: str, inputs: dict[str, Any]) -> int:
+    mine, theirs = _flat(inputs), _flat(step.inputs)
+    same = sum(1 for k in mine if k in theirs and theirs[k] == mine[k])
+    return 4 * (step.kind is kind) + 2 * (step.name == name) + same
+
+
+def _difference(step: Step, kind: StepKind, name: str, inputs: dict[str, Any]) -> str:
+    what = []
+    if step.kind is not kind:
+        what.append(f"kind {step.kind.value} vs {kind.value}")
+    if step.name != name:
+        what.append(f"name {step.name!r} vs {name!r}")
+    mine, theirs = _flat(inputs), _flat(step.inputs)
+    keys = sorted(
+        k for k in set(mine) | set(theirs) if mine.get(k, _ABSENT) != theirs.get(k, _ABSENT)
+    )
+    if keys:
+        what.append("inputs differ in " + ", ".join(repr(k) for k in keys))
+    return "; ".join(what) or "same call (already consumed by an earlier match)"
+
+
+_ABSENT = object()
+
+
+def run_agent(
+    agent: Callable[..., Any], ctx: AgentContext, arguments: Any
+) -> tuple[Any, str | None]:
+    """Call ``agent(ctx, ...)``; return ``(answer, None)`` or ``(None, "Type: message")`` if it raised.
+
+    ``arguments``: a JSON object becomes keyword arguments, anything else one positional argument,
+    ``None`` none. Errors of agent-replay itself (non-determinism, invalid output) propagate.
+    """
+    try:
+        if arguments is None:
+            return agent(ctx), None
+        if isinstance(arguments, dict):
+            return agent(ctx, **arguments), None
+        return agent(ctx, arguments), None
+    except ReplayError:
+        raise
+    except Exception as exc:
+        return None, f"{type(exc).__name__}: {exc}"

@@ -1,0 +1,74 @@
+"""Two runs side by side: how long they agree, and what differs where they first part."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from otel_replay.hashing import CORRELATION_KEYS, canonical_json
+from otel_replay.model import Step, Trajectory
+
+
+@dataclass(frozen=True, slots=True)
+class TrajectoryDiff:
+    left: Trajectory
+    right: Trajectory
+    common: int  # steps 0 .. common-1 are identical
+    differences: tuple[str, ...]  # what differs at step ``common`` (empty when identical)
+
+    @property
+    def identical(self) -> bool:
+        return self.common == len(self.left.steps) == len(self.right.steps)
+
+    @property
+    def divergence(self) -> int | None:
+        return None if self.identical else self.common
+
+    def step_pair(self) -> tuple[Step | None, Step | None]:
+        """The two steps at the first divergence (None where a run has ended)."""
+        k = self.common
+        left = self.left.steps[k] if k < len(self.left.steps) else None
+        right = self.right.steps[k] if k < len(self.right.steps) else None
+        return left, right
+
+
+def _inputs(step: Step) -> dict[str, Any]:
+    return {k: v for k, v in step.inputs.items() if k not in CORRELATION_KEYS}
+
+
+def step_differences(a: Step, b: Step) -> tuple[str, ...]:
+    """What differs between two steps; timestamps, span ids and correlation ids never count."""
+    found = []
+    if a.kind is not b.kind:
+        found.append("kind")
+    if a.name != b.name:
+        found.append("name")
+    left, right = _inputs(a), _inputs(b)
+    if canonical_json(left) != canonical_json(right):
+        inner_l, inner_r = left.get("arguments", left), right.get("arguments", right)
+        if isinstance(inner_l, dict) and isinstance(inner_r, dict):
+            keys = sorted(
+                k
+                for k in set(inner_l) | set(inner_r)
+                if canonical_json(inner_l.get(k)) != canonical_json(inner_r.get(k))
+            )
+            found.append("inputs (" + ", ".join(keys) + ")")
+        else:
+            found.append("inputs")
+    if a.status is not b.status or a.error != b.error:
+        found.append("status")
+    if canonical_json(a.output) != canonical_json(b.output):
+        found.append("output")
+    return tuple(found)
+
+
+def diff(left: Trajectory, right: Trajectory) -> TrajectoryDiff:
+    common = 0
+    for a, b in zip(left.steps, right.steps, strict=False):
+        differences = step_differences(a, b)
+        if differences:
+            return TrajectoryDiff(left, right, common, differences)
+        common += 1
+    if len(left.steps) != len(right.steps):
+        return TrajectoryDiff(left, right, common, ("length",))
+    return TrajectoryDiff(left, right, common, ())

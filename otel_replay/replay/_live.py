@@ -1,0 +1,253 @@
+"""Record, replay, fork: the agent-driven operations, on top of the two contexts."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Collection
+from dataclasses import dataclass
+from typing import Any
+
+from otel_replay.errors import CanonicalJSONError, NonDeterminismError
+from otel_replay.hashing import canonical_json, check_json_value, digest
+from otel_replay.model import SpanNode, Step, StepKind, Trajectory
+from otel_replay.replay._agent import RecordingContext, ReplayContext, run_agent
+from otel_replay.replay._diff import TrajectoryDiff, diff
+from otel_replay.replay._plan import HOLD, RESAMPLE, Action, Intervention, Plan
+from otel_replay.replay._rollout import Rollout, rollout, score
+from otel_replay.replay._tracing import RecordedSpans, emit_spans
+from otel_replay.resamplers import Registry, step_seed
+
+AgentFunction = Callable[..., Any]
+OutcomeFunction = Callable[[Trajectory], Any]
+
+
+def _json_or_repr(value: Any) -> Any:
+    try:
+        check_json_value(value)
+        return value
+    except CanonicalJSONError:
+        return repr(value)
+
+
+@dataclass(frozen=True, slots=True)
+class Recording:
+    trajectory: Trajectory
+    spans: RecordedSpans
+    answer: Any
+    error: str | None  # the agent raised: "Type: message" (the run is recorded up to there)
+
+
+def record(
+    agent: AgentFunction,
+    *,
+    arguments: Any = None,
+    seed: int = 0,
+    registry: Registry | None = None,
+    lax: bool = False,
+    outcome: OutcomeFunction | None = None,
+    agent_spec: str = "",
+) -> Recording:
+    """Run ``agent`` live, recording every step and emitting its spans."""
+    ctx = RecordingContext(seed, registry, lax=lax)
+    started = time.time_ns()
+    answer, error = run_agent(agent, ctx, arguments)
+    ended = time.time_ns()
+    steps = ctx.ledger.steps
+    answer = _json_or_repr(answer)
+    metadata: dict[str, Any] = {
+        "source": "record",
+        "format": "agent",
+        "agent": agent_spec,
+        "input": _json_or_repr(arguments),
+        "seed": seed,
+        "answer": answer,
+    }
+    if error is not None:
+        metadata["agent_error"] = error
+    if ctx.ledger.lossy:
+        metadata["lossy_steps"] = list(ctx.ledger.lossy)
+    draft = Trajectory.build("recording", steps, metadata=metadata)
+    value = score(outcome, draft) if outcome is not None else None
+    if value is None and error is not None:
+        value = 0.0
+    name = getattr(agent, "__name__", "agent")
+    spans = emit_spans(
+        steps, agent_name=name, arguments=metadata["input"], answer=answer, outcome=value,
+        started=started, ended=ended, error=error,
+    )  # fmt: skip
+    span_ids = _span_ids(spans)
+    linked = [
+        Step(
+            s.kind, s.name, s.inputs, s.output, s.status, s.error, s.start_time_unix_nano,
+            s.end_time_unix_nano, span_ids[i + 1] if i + 1 < len(span_ids) else None,
+            span_ids[0] if span_ids else None,
+        )
+        for i, s in enumerate(steps)
+    ]  # fmt: skip
+    nodes = [SpanNode(span_ids[0], None, name, "agent", started, ended)] if span_ids else []
+    nodes += [
+        SpanNode(s.span_id or f"#{i}", s.parent_span_id, f"{s.kind.value} {s.name}", "step",
+                 s.start_time_unix_nano, s.end_time_unix_nano, s.status, i)
+        for i, s in enumerate(linked)
+    ]  # fmt: skip
+    trajectory = Trajectory.build(
+        spans.trace_id, linked, outcome=value, metadata=metadata, spans=nodes
+    )
+    return Recording(trajectory, spans, answer, error)
+
+
+def _span_ids(spans: RecordedSpans) -> list[str]:
+    """Root first, then one per step, in step order (the SDK exports the root last)."""
+    ids = [
+        s.span_id.hex()
+        for rs in spans.request.resource_spans
+        for ss in rs.scope_spans
+        for s in ss.spans
+    ]
+    return ids[-1:] + ids[:-1] if ids else []
+
+
+@dataclass(frozen=True, slots=True)
+class Replay:
+    original: Trajectory
+    trajectory: Trajectory  # the replayed run, as far as it got
+    diff: TrajectoryDiff
+    nondeterminism: NonDeterminismError | None
+
+    @property
+    def identical(self) -> bool:
+        return self.nondeterminism is None and self.diff.identical
+
+
+def _inputs_of(trajectory: Trajectory) -> tuple[Any, int]:
+    meta = trajectory.metadata
+    return meta.get("input"), int(meta.get("seed", 0))
+
+
+def replay(
+    original: Trajectory,
+    agent: AgentFunction,
+    *,
+    registry: Registry | None = None,
+    live_kinds: Collection[StepKind] = (),
+) -> Replay:
+    """Re-run ``agent`` with the recorded outputs served; compare the two ledgers."""
+    arguments, seed = _inputs_of(original)
+    ctx = ReplayContext(
+        original.steps, seed, registry=registry, on_miss="error", live_kinds=live_kinds
+    )
+    problem: NonDeterminismError | None = None
+    answer: Any = None
+    try:
+        answer, _ = run_agent(agent, ctx, arguments)
+    except NonDeterminismError as exc:
+        problem = exc
+    replayed = Trajectory.build(
+        original.id,
+        ctx.ledger.steps,
+        outcome=original.outcome,
+        metadata={**original.metadata, "answer": _json_or_repr(answer), "source": "replay"},
+    )
+    return Replay(original, replayed, diff(original, replayed), problem)
+
+
+def fork_id(original: Trajectory, at: int, intervention: Intervention) -> str:
+    what = digest(
+        canonical_json([at, intervention.action.value, intervention.output, intervention.error])
+    )
+    return f"{original.id[:16]}-fork{at}-{what[:8]}"
+
+
+def fork(
+    original: Trajectory,
+    at: int,
+    intervention: Intervention,
+    *,
+    agent: AgentFunction | None = None,
+    registry: Registry | None = None,
+    outcome: OutcomeFunction | None = None,
+    seed: int = 0,
+) -> Trajectory:
+    """Hold the steps before ``at``, inject at ``at``, and let the run continue.
+
+    With ``agent``: the live code continues, served from the record wherever a call still matches.
+    Without: later steps are resampled where a resample function exists, else held and listed in
+    ``metadata["stale_steps"]`` (their recorded outputs may no longer follow from what came before).
+    """
+    if not 0 <= at < len(original.steps):
+        raise ValueError(f"--at {at} is not a step of {original.id} (it has {len(original.steps)})")
+    registry = registry or Registry()
+    arguments, recorded_seed = _inputs_of(original)
+    metadata: dict[str, Any] = {
+        **original.metadata,
+        "source": "fork",
+        "format": "fork",
+        "forked_from": original.id,
+        "fork_at": at,
+        "injected": {"output": intervention.output, "error": intervention.error},
+    }
+    if agent is not None:
+        plan = Plan.intervene(len(original.steps), at, intervention, then=HOLD)
+        ctx = ReplayContext(
+            original.steps, recorded_seed, plan=plan, registry=registry, on_miss="resample",
+            fresh_seed=step_seed(seed, plan.identity, 0, -1), fresh_from=at,
+        )  # fmt: skip
+        answer, error = run_agent(agent, ctx, arguments)
+        steps = ctx.ledger.steps
+        metadata["answer"] = _json_or_repr(answer)
+        if error is not None:
+            metadata["agent_error"] = error
+        if ctx.ledger.diverged_at is not None:
+            metadata["diverged_at"] = ctx.ledger.diverged_at
+    else:
+        plan = Plan.intervene(len(original.steps), at, intervention, then=RESAMPLE)
+        result = rollout(original, plan, registry, seed, 0)
+        steps = list(result.trajectory.steps)
+        metadata["stale_steps"] = [
+            s.index for s in original.steps if s.index > at and registry.lookup(s) is None
+        ]
+    draft = Trajectory.build("fork", _fresh(steps), metadata=metadata)
+    value = score(outcome, draft) if outcome is not None else None
+    if value is None and registry.verifier is not None:
+        value = score(registry.verifier, draft)
+    return Trajectory.build(
+        fork_id(original, at, intervention), _fresh(steps), outcome=value, metadata=metadata
+    )
+
+
+def _fresh(steps: list[Step]) -> list[Step]:
+    return [
+        Step(s.kind, s.name, s.inputs, s.output, s.status, s.error, s.start_time_unix_nano,
+             s.end_time_unix_nano, s.span_id, s.parent_span_id, s.resamplable)
+        for s in steps
+    ]  # fmt: skip
+
+
+def agent_driver(
+    factual: Trajectory, agent: AgentFunction, registry: Registry, seed: int
+) -> Callable[[Plan, int], Rollout]:
+    """Rollouts that run the live agent under the replay context (attribution with ``--agent``)."""
+    arguments, recorded_seed = _inputs_of(factual)
+
+    def drive(plan: Plan, index: int) -> Rollout:
+        first_change = next(
+            (i for i, x in enumerate(plan.interventions) if x.action is not Action.HOLD),
+            len(plan.interventions),
+        )
+        ctx = ReplayContext(
+            factual.steps, recorded_seed, plan=plan, registry=registry, on_miss="resample",
+            fresh_seed=step_seed(seed, plan.identity, index, -1), fresh_from=first_change,
+        )  # fmt: skip
+        answer, error = run_agent(agent, ctx, arguments)
+        live = sum(
+            1
+            for step, matched in zip(ctx.ledger.steps, ctx.ledger.matched, strict=True)
+            if matched is None or plan.at(matched).action is Action.RESAMPLE
+        )
+        meta = {"plan": plan.identity, "rollout": index, "answer": _json_or_repr(answer)}
+        if error is not None:
+            meta["agent_error"] = error
+        trajectory = Trajectory(factual.id, tuple(ctx.ledger.steps), metadata=meta)
+        return Rollout(plan, index, trajectory, live)
+
+    return drive
