@@ -332,3 +332,54 @@ def test_agent_used_as_a_tool_is_structure(tmp_path: Path) -> None:
                 pass
     run = _only(list(read_path(encodings(rec.spans(), tmp_path)["otlp-jsonl"])))
     assert [(s.kind, s.name) for s in run.steps] == [(StepKind.LLM, "m")]
+
+
+def test_python_console_exporter_dump(tmp_path: Path) -> None:
+    """Pretty objects back to back, 0x-hex ids, ISO times, and an Infinity literal: still a run."""
+    rec = Recorder()
+    with rec.span("agent", {"openinference.span.kind": "AGENT", "agent_replay.outcome": 1.0}):
+        with rec.span(
+            "lookup",
+            {"openinference.span.kind": "TOOL", "tool.name": "lookup", "budget": float("inf")},
+        ):
+            pass
+    path = tmp_path / "console.txt"
+    path.write_text("".join(span.to_json() + "\n" for span in rec.spans()))
+    assert "Infinity" in path.read_text()
+    run = _only(list(read_path(path)))
+    assert run.outcome == 1.0
+    assert run.metadata["format"] == "span-dump"
+    (step,) = run.steps
+    assert (step.kind, step.name) == (StepKind.TOOL, "lookup")
+    (recorded,) = [s for s in rec.spans() if s.name == "lookup"]
+    assert recorded.start_time is not None
+    assert step.start_time_unix_nano == recorded.start_time // 1000 * 1000  # ISO: µs precision
+
+
+def test_phoenix_span_json_with_nested_attributes(tmp_path: Path) -> None:
+    span = {
+        "name": "ChatCompletion",
+        "context": {
+            "trace_id": "8d4e1f6a-2b3c-4d5e-8f90-a1b2c3d4e5f6",
+            "span_id": "0x0123456789abcdef",
+        },
+        "span_kind": "LLM",
+        "parent_id": None,
+        "start_time": "2026-01-01T00:00:00+00:00",
+        "end_time": "2026-01-01T00:00:01+00:00",
+        "status_code": "OK",
+        "attributes": {
+            "llm": {
+                "model_name": "gpt-4o",
+                "input_messages": [{"message": {"role": "user", "content": "hi"}}],
+            }
+        },
+        "events": [],
+    }
+    path = tmp_path / "phoenix.json"
+    path.write_text(dumps([span]))
+    run = _only(list(read_path(path)))
+    (step,) = run.steps
+    assert (step.kind, step.name) == (StepKind.LLM, "gpt-4o")
+    assert step.inputs["messages"] == [{"role": "user", "content": "hi"}]
+    assert run.id == "8d4e1f6a2b3c4d5e8f90a1b2c3d4e5f6"

@@ -2,12 +2,14 @@
 
 * JS SDK ``ReadableSpan`` arrays: ``spanContext.traceId``, ``[seconds, nanos]`` hrtime tuples,
   ``attributes`` as a plain object;
-* Python SDK ``ConsoleSpanExporter`` / ``span.to_json()`` objects: ``context.trace_id`` as ``0x``-hex,
-  ISO-8601 times, ``status.status_code`` names, ``parent_id``.
+* Python SDK ``ConsoleSpanExporter`` / ``span.to_json()`` objects, pretty-printed back to back:
+  ``context.trace_id`` as ``0x``-hex, ISO-8601 times, ``status.status_code`` names, ``parent_id``;
+* Arize Phoenix span JSON: the same shape with ``span_kind`` and possibly nested attributes.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from datetime import datetime
 from typing import Any
@@ -56,6 +58,10 @@ def _decode(item: dict[str, Any], order: int) -> SpanRecord:
     attributes = item.get("attributes") or {}
     if not isinstance(attributes, dict):
         raise TraceFormatError(f"attributes must be an object, got {attributes!r}")
+    attributes = _flatten(attributes)
+    span_kind = item.get("span_kind")  # Phoenix span JSON names the OpenInference kind here
+    if isinstance(span_kind, str) and "openinference.span.kind" not in attributes:
+        attributes["openinference.span.kind"] = span_kind
     status = item.get("status") or {}
     code = status.get("code", status.get("status_code", 0)) if isinstance(status, dict) else 0
     if isinstance(code, str):
@@ -74,7 +80,7 @@ def _decode(item: dict[str, Any], order: int) -> SpanRecord:
         kind=kind if isinstance(kind, int) else 0,
         start_time_unix_nano=_time(item.get("startTime", item.get("start_time"))),
         end_time_unix_nano=_time(item.get("endTime", item.get("end_time"))),
-        attributes={k: _plain(v) for k, v in attributes.items()},
+        attributes=attributes,
         status_code=code if isinstance(code, int) else 0,
         status_message=str(status.get("message") or status.get("description") or "")
         if isinstance(status, dict)
@@ -91,6 +97,38 @@ def _decode(item: dict[str, Any], order: int) -> SpanRecord:
         resource=resource if isinstance(resource, dict) else {},
         order=order,
     )
+
+
+def _flatten(attributes: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested attribute objects (Phoenix writes them unflattened) become dotted keys; lists stay."""
+    flat: dict[str, Any] = {}
+    for key, value in attributes.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            flat.update(_flatten(value, name + "."))
+        else:
+            flat[name] = _plain(value)
+    return flat
+
+
+def concatenated_objects(text: str) -> list[Any] | None:
+    """JSON objects written back to back (the Python console exporter's output), or None.
+
+    Python's own decoder is used because these dumps may hold ``Infinity`` and ``NaN``.
+    """
+    decoder = json.JSONDecoder()
+    objects: list[Any] = []
+    position = 0
+    while True:
+        while position < len(text) and text[position].isspace():
+            position += 1
+        if position == len(text):
+            return objects
+        try:
+            value, position = decoder.raw_decode(text, position)
+        except json.JSONDecodeError:
+            return None
+        objects.append(value)
 
 
 def _plain(value: Any) -> Any:

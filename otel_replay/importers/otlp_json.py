@@ -18,7 +18,11 @@ import orjson
 
 from otel_replay.errors import TraceFormatError
 from otel_replay.importers._buffer import TraceBuffer
-from otel_replay.importers._lookalikes import decode_span_dump, is_span_dump
+from otel_replay.importers._lookalikes import (
+    concatenated_objects,
+    decode_span_dump,
+    is_span_dump,
+)
 from otel_replay.importers._options import ReadOptions
 from otel_replay.importers._otlp_json_decode import decode_request
 from otel_replay.importers._source import open_trace_file
@@ -54,7 +58,12 @@ def _read_document(path: Path, options: ReadOptions) -> Iterator[Trajectory]:
     try:
         document = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
-        raise TraceFormatError(f"malformed JSON: {exc.msg}", path=path, line=exc.lineno) from None
+        objects = concatenated_objects(data.decode("utf-8", errors="replace"))
+        if not objects or not all(is_span_dump(o) for o in objects):
+            raise TraceFormatError(
+                f"malformed JSON: {exc.msg}", path=path, line=exc.lineno
+            ) from None
+        document = objects
     untraced = "untraced-" + hashlib.sha256(data).hexdigest()[:16]
     options.report.records += 1
     fmt = "span-dump" if is_span_dump(document) else "otlp-json"
