@@ -5,8 +5,9 @@ context: ``ctx.llm / ctx.tool / ctx.retrieve(name, *, produce=None, **inputs)`` 
 ``ctx.step(kind, name, ...)``, and draws randomness only from ``ctx.rng``. ``produce`` is a
 zero-argument callable doing the real operation; without it the registered resample function is used.
 
-* `RecordingContext` executes ``produce``, records a `Step` per call (checking the output survives a
-  JSON round trip) and emits real OpenTelemetry spans with OpenInference attributes.
+* `RecordingContext` executes ``produce`` and records a `Step` per call, checking the output survives
+  a JSON round trip (`record` then emits the run as real OpenTelemetry spans with OpenInference
+  attributes, through the SDK).
 * `ReplayContext` matches each call by ``op_key`` (kind, name, canonical inputs) against the recorded
   steps not yet consumed — a multiset consumed in recorded order, never by position alone — and applies
   a `Plan` to the recorded step it matched: hold (serve the record), resample (run it live), force an
@@ -206,7 +207,8 @@ def _error_text(exc: BaseException) -> str:
 
 
 class RecordingContext(AgentContext):
-    """Runs every operation for real and records it (and, given a tracer, emits its span)."""
+    """Runs every operation for real and records it (`otel_replay.replay.record` then emits the run's
+    OpenTelemetry spans)."""
 
     def __init__(
         self, seed: int = 0, registry: Registry | None = None, *, lax: bool = False
@@ -241,8 +243,10 @@ class ReplayContext(AgentContext):
         live_kinds: Collection[StepKind] = (),
         fresh_seed: int | None = None,
         fresh_from: int | None = None,
+        lax: bool = False,
     ) -> None:
         super().__init__(seed, registry, fresh_seed=fresh_seed, fresh_from=fresh_from)
+        self.lax = lax  # outputs run live that are not JSON: an error, or (lax) a lossy copy
         if on_miss not in ("resample", "error"):
             raise ValueError(f"on_miss={on_miss!r}; expected 'resample' or 'error'")
         self.recorded = list(recorded)
@@ -308,7 +312,7 @@ class ReplayContext(AgentContext):
             raise
         except Exception as exc:
             return self._record(kind, name, inputs, None, _error_text(exc), started, matched)
-        return self._record(kind, name, inputs, output, None, started, matched, lax=True)
+        return self._record(kind, name, inputs, output, None, started, matched, self.lax)
 
     def _miss(self, kind: StepKind, name: str, inputs: dict[str, Any]) -> NonDeterminismError:
         index = len(self.ledger.steps)
