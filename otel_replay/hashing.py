@@ -44,12 +44,23 @@ _DUMPS_OPTIONS = orjson.OPT_SORT_KEYS
 def check_json_value(value: Any, where: str = "value") -> None:
     """Raise `CanonicalJSONError` unless ``value`` is plain JSON that round-trips exactly.
 
-    Accepted: ``dict`` with ``str`` keys, ``list``, ``str``, ``int``, finite ``float``, ``bool``, ``None``.
+    Accepted: ``dict`` with ``str`` keys, ``list``, ``str`` (valid UTF-8), ``int`` (64 bits), finite
+    ``float``, ``bool``, ``None``.
     """
     stack: list[tuple[Any, str]] = [(value, where)]
     while stack:
         item, path = stack.pop()
-        if item is None or isinstance(item, (str, bool, int)):
+        if item is None or isinstance(item, bool):
+            continue
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                raise CanonicalJSONError(f"{path} = {item!r} is not valid UTF-8 text") from None
+            continue
+        if isinstance(item, int):
+            if not -(1 << 63) <= item < (1 << 64):
+                raise CanonicalJSONError(f"{path} = {item} does not fit in 64 bits")
             continue
         if isinstance(item, float):
             if not math.isfinite(item):

@@ -37,7 +37,6 @@ __all__ = [
 
 SCHEMA_VERSION = 1
 DEFAULT_STORE = Path(".agent-replay") / "store.db"
-_NOT_CONTENT = ("source", "format")  # where a trajectory was read from is not what it is
 
 _SCHEMA = """
 CREATE TABLE blobs (                     -- a rowid table: new blobs append instead of being
@@ -49,7 +48,7 @@ CREATE TABLE trajectories (
     outcome               REAL,
     n_steps               INTEGER NOT NULL,
     final_hash            TEXT NOT NULL,
-    content_digest        TEXT NOT NULL, -- steps, outcome and metadata except source: "same run?"
+    content_digest        TEXT NOT NULL, -- of the final hash and outcome: "the same run?"
     metadata_digest       TEXT NOT NULL REFERENCES blobs(digest),
     spans_digest          TEXT NOT NULL REFERENCES blobs(digest),
     source                TEXT,
@@ -200,13 +199,12 @@ class Store:
     def _prepare(self, trajectory: Trajectory) -> _Prepared:
         """Everything CPU-bound about storing a trajectory: canonical JSON, digests, rows."""
         meta = dict(trajectory.metadata)
-        content_meta = {k: v for k, v in meta.items() if k not in _NOT_CONTENT}
         pending: dict[str, bytes] = {}
         meta_digest = self._blob(meta, pending)
         spans_digest = self._blob([s.to_record() for s in trajectory.spans], pending)
-        content = digest(
-            canonical_json([trajectory.final_hash, trajectory.outcome, content_meta, spans_digest])
-        )
+        # Same steps and outcome: the same run, whatever file or format it came from; the richer
+        # first copy (a recording's input and seed, say) is kept rather than replaced.
+        content = digest(canonical_json([trajectory.final_hash, trajectory.outcome]))
         step_rows = []
         for step in trajectory.steps:
             inputs_digest, layout = self._inputs_blob(step.inputs, pending)

@@ -13,7 +13,7 @@ from typing import Any
 
 from otel_replay.importers._options import ReadOptions
 from otel_replay.importers._semconv import STEP_KINDS, build_step, is_placeholder, recognise
-from otel_replay.importers._spans import STATUS_ERROR, SpanRecord
+from otel_replay.importers._spans import STATUS_ERROR, SpanRecord, maybe_json
 from otel_replay.model import SpanNode, Step, StepKind, StepStatus, Trajectory
 
 _SESSION_KEYS = (
@@ -158,6 +158,20 @@ def _outcome(root: SpanRecord, options: ReadOptions) -> float | None:
     return None
 
 
+def _recording(root: SpanRecord) -> dict[str, Any]:
+    """A run recorded by ``agent-replay record`` carries what replaying it needs on its root span."""
+    attrs = root.attributes
+    seed = attrs.get("agent_replay.seed")
+    if not isinstance(seed, int) or isinstance(seed, bool):
+        return {}
+    found: dict[str, Any] = {"seed": seed, "input": maybe_json(attrs.get("agent_replay.input"))}
+    if isinstance(attrs.get("agent_replay.agent"), str):
+        found["agent"] = attrs["agent_replay.agent"]
+    if "output.value" in attrs:
+        found["answer"] = maybe_json(attrs["output.value"])
+    return found
+
+
 def _describe(
     spans: Sequence[SpanRecord],
     roots: list[int],
@@ -176,6 +190,7 @@ def _describe(
                 break
         if isinstance(root.attributes.get("user.id"), str):
             meta["user"] = root.attributes["user.id"]
+        meta.update(_recording(root))
     conventions = sorted({c for _, c in roles if c})
     if conventions:
         meta["conventions"] = conventions

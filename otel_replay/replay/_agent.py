@@ -23,22 +23,28 @@ both contexts, so its error handling replays too.
 
 from __future__ import annotations
 
+import math
 import random
 import time
 from collections import deque
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
 from otel_replay.errors import CanonicalJSONError, NonDeterminismError, ReplayError
-from otel_replay.hashing import CORRELATION_KEYS, check_json_value, op_key
+from otel_replay.hashing import check_json_value, op_key
 from otel_replay.model import Step, StepKind, StepStatus, Trajectory
+from otel_replay.replay._diff import flat_inputs
 from otel_replay.replay._plan import Action, Plan
 from otel_replay.resamplers import Registry, RolloutContext, StepFailed, step_seed
 
 Produce = Callable[[], Any]
+
+# Errors of agent-replay itself raised during the current `run_agent` (per thread of execution).
+_FATAL: ContextVar[list[ReplayError] | None] = ContextVar("otel_replay_fatal", default=None)
 
 
 class StepError(Exception):
@@ -98,30 +104,43 @@ class AgentContext:
             self._rng_position = position
         return self._rng
 
-    def llm(self, name: str, *, produce: Produce | None = None, **inputs: Any) -> Any:
+    # ``kind`` and ``name`` are positional-only so an operation may take inputs with those names.
+
+    def llm(self, name: str, /, *, produce: Produce | None = None, **inputs: Any) -> Any:
         return self.step(StepKind.LLM, name, produce=produce, **inputs)
 
-    def tool(self, name: str, *, produce: Produce | None = None, **inputs: Any) -> Any:
+    def tool(self, name: str, /, *, produce: Produce | None = None, **inputs: Any) -> Any:
         return self.step(StepKind.TOOL, name, produce=produce, **inputs)
 
-    def retrieve(self, name: str, *, produce: Produce | None = None, **inputs: Any) -> Any:
+    def retrieve(self, name: str, /, *, produce: Produce | None = None, **inputs: Any) -> Any:
         return self.step(StepKind.RETRIEVER, name, produce=produce, **inputs)
 
     def step(
-        self, kind: StepKind | str, name: str, *, produce: Produce | None = None, **inputs: Any
+        self, kind: StepKind | str, name: str, /, *, produce: Produce | None = None, **inputs: Any
     ) -> Any:
         """Perform (or replay) one operation and return its output."""
         step_kind = StepKind(kind)
-        # Tool inputs are the call's arguments, as importers store them: {"arguments": {...}}.
-        stored = {"arguments": inputs} if step_kind is StepKind.TOOL else dict(inputs)
+        index = len(self.ledger.steps)
         try:
-            check_json_value(stored, "inputs")
+            # a snapshot: agents keep appending to the message list they pass in
+            stored = _plain_json(_shape(step_kind, name, inputs), "inputs")
         except CanonicalJSONError as exc:
-            raise CanonicalJSONError(
-                f"step {len(self.ledger.steps)} ({step_kind.value} {name!r}): {exc}"
+            raise self._fatal(
+                CanonicalJSONError(f"step {index} ({step_kind.value} {name!r}): {exc}")
             ) from None
-        # a snapshot: agents keep appending to the message list they pass in
-        return self._execute(step_kind, name, _copy(stored), produce)
+        return self._execute(step_kind, name, stored, produce)
+
+    def _fatal(self, error: ReplayError) -> ReplayError:
+        """Remember an error of agent-replay itself: an agent's ``except Exception`` must not hide it
+        (`run_agent` raises it when the agent returns)."""
+        pending = _FATAL.get()
+        if pending is not None and not pending:
+            pending.append(error)
+        return error
+
+    def factual(self) -> Trajectory:
+        """What resample functions see as ``ctx.factual``."""
+        return Trajectory("live", tuple(self.ledger.steps))
 
     def _execute(
         self, kind: StepKind, name: str, inputs: dict[str, Any], produce: Produce | None
@@ -139,14 +158,15 @@ class AgentContext:
         probe = Step(kind, name, inputs, index=len(self.ledger.steps))
         registration = self.registry.lookup(probe)
         if registration is None:
-            raise ReplayError(
-                f"step {probe.index} ({kind.value} {name!r}) has no produce= callable and no "
-                f"resample function is registered for it; pass produce=... or register "
-                f"@resampler({kind.value!r}, name={name!r})"
+            raise self._fatal(
+                ReplayError(
+                    f"step {probe.index} ({kind.value} {name!r}) has no produce= callable and no "
+                    f"resample function is registered for it; pass produce=... or register "
+                    f"@resampler({kind.value!r}, name={name!r})"
+                )
             )
-        so_far = Trajectory("live", tuple(self.ledger.steps))
         seed = (self._seed_at(probe.index), "agent-resample", 0, probe.index)
-        ctx = RolloutContext(seed, so_far.steps, so_far, None)
+        ctx = RolloutContext(seed, tuple(self.ledger.steps), self.factual(), None)
         return registration.function(probe, ctx)
 
     def _record(
@@ -168,7 +188,7 @@ class AgentContext:
                 kind=kind,
                 name=name,
                 inputs=inputs,
-                output=_copy(output),
+                output=output,
                 status=StepStatus.OK if error is None else StepStatus.ERROR,
                 error=error,
                 start_time_unix_nano=started,
@@ -182,22 +202,75 @@ class AgentContext:
         return output
 
     def _checked_output(self, index: int, kind: StepKind, name: str, output: Any, lax: bool) -> Any:
+        """A copy of ``output`` as plain JSON; not JSON: an error, or with ``lax`` a lossy copy."""
         try:
-            check_json_value(output, "output")
-            return output
+            return _plain_json(output, "output")
         except CanonicalJSONError as exc:
             if not lax:
-                raise CanonicalJSONError(
-                    f"step {index} ({kind.value} {name!r}): {exc}; return plain JSON values, or "
-                    "record with --lax to store a lossy copy"
+                raise self._fatal(
+                    CanonicalJSONError(
+                        f"step {index} ({kind.value} {name!r}): {exc}; return plain JSON values, "
+                        "or record with --lax to store a lossy copy"
+                    )
                 ) from None
         self.ledger.lossy.append(index)
-        return orjson.loads(orjson.dumps(output, default=repr, option=orjson.OPT_NON_STR_KEYS))
+        return lossy(output)
 
 
-def _copy(value: Any) -> Any:
-    """A deep copy of plain JSON data (the recording must not change when the agent mutates)."""
-    return orjson.loads(orjson.dumps(value))
+def _plain_json(value: Any, where: str) -> Any:
+    """A deep copy of ``value`` through JSON, or `CanonicalJSONError` if it is not plain JSON."""
+    check_json_value(value, where)
+    try:
+        return orjson.loads(orjson.dumps(value))
+    except (TypeError, orjson.JSONDecodeError) as exc:  # beyond 64 bits, lone surrogates
+        raise CanonicalJSONError(f"{where} cannot be stored as JSON: {exc}") from None
+
+
+def lossy(value: Any) -> Any:
+    """The closest plain-JSON value: containers converted, sets sorted (stable across processes),
+    non-finite floats and oversized integers as text, dates and the like as orjson writes them,
+    anything else as its ``repr``."""
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return value if -(1 << 63) <= value < (1 << 64) else str(value)
+    if isinstance(value, float):
+        return value if math.isfinite(value) else repr(value)
+    if isinstance(value, str):
+        return value.encode("utf-8", "replace").decode("utf-8")
+    if isinstance(value, dict):
+        return {_lossy_key(k): lossy(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [lossy(v) for v in value]
+    if isinstance(value, (set, frozenset)):
+        return sorted((lossy(v) for v in value), key=repr)
+    try:  # dates, UUIDs, enums, dataclasses: orjson knows a JSON form
+        return orjson.loads(orjson.dumps(value))
+    except TypeError:
+        return repr(value)
+
+
+def _lossy_key(key: Any) -> str:
+    return lossy(key) if isinstance(key, str) else repr(key)
+
+
+def _shape(kind: StepKind, name: str, inputs: dict[str, Any]) -> dict[str, Any]:
+    """Store a call's inputs in the shape importers give the same kind of step, so resample
+    functions and an exported-then-imported recording see the same thing: tools
+    ``{"arguments": {...}}``; model calls ``{"model", "messages", "tools", "parameters"}``."""
+    if kind is StepKind.TOOL:
+        return {"arguments": inputs}
+    if kind is not StepKind.LLM:
+        return dict(inputs)
+    shaped: dict[str, Any] = {"model": name}
+    if "messages" in inputs:
+        shaped["messages"] = inputs["messages"]
+    if "tools" in inputs:
+        shaped["tools"] = inputs["tools"]
+    parameters = {k: v for k, v in inputs.items() if k not in ("messages", "tools")}
+    if parameters:
+        shaped["parameters"] = parameters
+    return shaped
 
 
 def _error_text(exc: BaseException) -> str:
@@ -257,6 +330,9 @@ class ReplayContext(AgentContext):
         for step in self.recorded:
             self._cassette.setdefault(step.op_key or _key(step), deque()).append(step)
 
+    def factual(self) -> Trajectory:
+        return Trajectory("recorded", tuple(self.recorded))
+
     def unconsumed(self) -> list[Step]:
         """Recorded steps no call has matched (in recorded order)."""
         left = {id(s) for queue in self._cassette.values() for s in queue}
@@ -271,7 +347,7 @@ class ReplayContext(AgentContext):
         recorded = queue.popleft() if queue else None
         if recorded is None:
             if self.on_miss == "error":
-                raise self._miss(kind, name, inputs)
+                raise self._fatal(self._miss(kind, name, inputs))
             if self.ledger.diverged_at is None:
                 self.ledger.diverged_at = len(self.ledger.steps)
             return self._live(kind, name, inputs, produce, started, None)
@@ -337,15 +413,8 @@ def _key(step: Step) -> str:
     return op_key(step.kind.value, step.name, step.inputs)
 
 
-def _flat(inputs: Mapping[str, Any]) -> dict[str, Any]:
-    arguments = inputs.get("arguments")
-    if isinstance(arguments, dict) and set(inputs) <= {"arguments", *CORRELATION_KEYS}:
-        return dict(arguments)
-    return {k: v for k, v in inputs.items() if k not in CORRELATION_KEYS}
-
-
 def _closeness(step: Step, kind: StepKind, name: str, inputs: dict[str, Any]) -> int:
-    mine, theirs = _flat(inputs), _flat(step.inputs)
+    mine, theirs = flat_inputs(inputs), flat_inputs(step.inputs)
     same = sum(1 for k in mine if k in theirs and theirs[k] == mine[k])
     return 4 * (step.kind is kind) + 2 * (step.name == name) + same
 
@@ -356,7 +425,7 @@ def _difference(step: Step, kind: StepKind, name: str, inputs: dict[str, Any]) -
         what.append(f"kind {step.kind.value} vs {kind.value}")
     if step.name != name:
         what.append(f"name {step.name!r} vs {name!r}")
-    mine, theirs = _flat(inputs), _flat(step.inputs)
+    mine, theirs = flat_inputs(inputs), flat_inputs(step.inputs)
     keys = sorted(
         k for k in set(mine) | set(theirs) if mine.get(k, _ABSENT) != theirs.get(k, _ABSENT)
     )
@@ -376,13 +445,23 @@ def run_agent(
     ``arguments``: a JSON object becomes keyword arguments, anything else one positional argument,
     ``None`` none. Errors of agent-replay itself (non-determinism, invalid output) propagate.
     """
+    pending: list[ReplayError] = []
+    token = _FATAL.set(pending)
     try:
         if arguments is None:
-            return agent(ctx), None
-        if isinstance(arguments, dict):
-            return agent(ctx, **arguments), None
-        return agent(ctx, arguments), None
+            answer = agent(ctx)
+        elif isinstance(arguments, dict):
+            answer = agent(ctx, **arguments)
+        else:
+            answer = agent(ctx, arguments)
     except ReplayError:
         raise
     except Exception as exc:
+        if pending:
+            raise pending[0] from exc
         return None, f"{type(exc).__name__}: {exc}"
+    finally:
+        _FATAL.reset(token)
+    if pending:  # the agent caught it, but the run is not what it seems
+        raise pending[0]
+    return answer, None

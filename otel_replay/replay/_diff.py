@@ -36,6 +36,20 @@ def _inputs(step: Step) -> dict[str, Any]:
     return {k: v for k, v in step.inputs.items() if k not in CORRELATION_KEYS}
 
 
+def flat_inputs(inputs: dict[str, Any]) -> dict[str, Any]:
+    """Inputs as a person names them: a tool's ``arguments`` and a model call's ``parameters``
+    opened up beside the other keys; correlation ids left out."""
+    flat: dict[str, Any] = {}
+    for key, value in inputs.items():
+        if key in CORRELATION_KEYS:
+            continue
+        if key in ("arguments", "parameters") and isinstance(value, dict):
+            flat.update(value)
+        else:
+            flat[key] = value
+    return flat
+
+
 def step_differences(a: Step, b: Step) -> tuple[str, ...]:
     """What differs between two steps; timestamps, span ids and correlation ids never count."""
     found = []
@@ -43,18 +57,16 @@ def step_differences(a: Step, b: Step) -> tuple[str, ...]:
         found.append("kind")
     if a.name != b.name:
         found.append("name")
-    left, right = _inputs(a), _inputs(b)
-    if canonical_json(left) != canonical_json(right):
-        inner_l, inner_r = left.get("arguments", left), right.get("arguments", right)
-        if isinstance(inner_l, dict) and isinstance(inner_r, dict):
-            keys = sorted(
-                k
-                for k in set(inner_l) | set(inner_r)
-                if canonical_json(inner_l.get(k)) != canonical_json(inner_r.get(k))
-            )
-            found.append("inputs (" + ", ".join(keys) + ")")
-        else:
-            found.append("inputs")
+    if canonical_json(_inputs(a)) != canonical_json(_inputs(b)):
+        left, right = flat_inputs(a.inputs), flat_inputs(b.inputs)
+        keys = sorted(
+            k
+            for k in set(left) | set(right)
+            if k not in left
+            or k not in right
+            or canonical_json(left[k]) != canonical_json(right[k])
+        )
+        found.append("inputs (" + ", ".join(keys) + ")")
     if a.status is not b.status or a.error != b.error:
         found.append("status")
     if canonical_json(a.output) != canonical_json(b.output):

@@ -10,7 +10,7 @@ from typing import Any
 from otel_replay.errors import CanonicalJSONError, NonDeterminismError
 from otel_replay.hashing import canonical_json, check_json_value, digest
 from otel_replay.model import SpanNode, Step, StepKind, Trajectory
-from otel_replay.replay._agent import RecordingContext, ReplayContext, run_agent
+from otel_replay.replay._agent import RecordingContext, ReplayContext, lossy, run_agent
 from otel_replay.replay._diff import TrajectoryDiff, diff
 from otel_replay.replay._plan import HOLD, RESAMPLE, Action, Intervention, Plan
 from otel_replay.replay._rollout import Rollout, rollout, score
@@ -26,7 +26,7 @@ def _json_or_repr(value: Any) -> Any:
         check_json_value(value)
         return value
     except CanonicalJSONError:
-        return repr(value)
+        return lossy(value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +73,7 @@ def record(
     name = getattr(agent, "__name__", "agent")
     spans = emit_spans(
         steps, agent_name=name, arguments=metadata["input"], answer=answer, outcome=value,
-        started=started, ended=ended, error=error,
+        started=started, ended=ended, error=error, seed=seed, agent_spec=agent_spec,
     )  # fmt: skip
     span_ids = _span_ids(spans)
     linked = [

@@ -40,7 +40,8 @@ class RecordedSpans:
 
 
 def _json(value: Any) -> str:
-    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+    # key order as recorded: an imported copy must serve outputs exactly as the agent saw them
+    return orjson.dumps(value).decode()
 
 
 def _step_attributes(step: Step) -> dict[str, Any]:
@@ -50,10 +51,14 @@ def _step_attributes(step: Step) -> dict[str, Any]:
         attributes["tool.name"] = step.name
         inputs = step.inputs.get("arguments", step.inputs)
     elif step.kind is StepKind.LLM:
-        attributes["llm.model_name"] = step.name
+        attributes["llm.model_name"] = step.inputs.get("model", step.name)
         for i, message in enumerate(step.inputs.get("messages") or []):
             if isinstance(message, dict):
                 _message(attributes, f"llm.input_messages.{i}", message)
+        for i, tool in enumerate(step.inputs.get("tools") or []):
+            attributes[f"llm.tools.{i}.tool.json_schema"] = _json(tool)
+        if step.inputs.get("parameters"):
+            attributes["llm.invocation_parameters"] = _json(step.inputs["parameters"])
         if isinstance(step.output, dict) and "role" in step.output:
             _message(attributes, "llm.output_messages.0", step.output)
     attributes["input.value"] = _json(inputs)
@@ -90,6 +95,8 @@ def emit_spans(
     started: int,
     ended: int,
     error: str | None = None,
+    seed: int = 0,
+    agent_spec: str = "",
 ) -> RecordedSpans:
     """Emit the run's spans with the SDK and return them encoded as one OTLP request."""
     exporter = InMemorySpanExporter()
@@ -106,6 +113,11 @@ def emit_spans(
     }
     if outcome is not None:
         root_attributes["agent_replay.outcome"] = outcome
+    # what `replay` needs to re-run the agent, so an exported recording replays after import
+    root_attributes["agent_replay.seed"] = seed
+    root_attributes["agent_replay.input"] = _json(arguments)
+    if agent_spec:
+        root_attributes["agent_replay.agent"] = agent_spec
     root = tracer.start_span(agent_name, attributes=root_attributes, start_time=started)
     context = trace.set_span_in_context(root)
     for step in steps:

@@ -25,12 +25,12 @@ def load_resamplers(specs: Iterable[str], registry: Registry) -> None:
             _load_one(spec)
 
 
-def _load_one(spec: str) -> ModuleType:
+def _load_one(spec: str, what: str = "resampler module") -> ModuleType:
     path = Path(spec)
     try:
         if spec.endswith(".py") or path.is_file():
             if not path.is_file():
-                raise PluginLoadError(f"resampler module {spec!r} does not exist")
+                raise PluginLoadError(f"{what} {spec!r} does not exist")
             return _load_file(path)
         if spec in sys.modules:  # already imported: run it again so its decorators register here
             return importlib.reload(sys.modules[spec])
@@ -38,9 +38,7 @@ def _load_one(spec: str) -> ModuleType:
     except ReplayError:
         raise
     except Exception as exc:
-        raise PluginLoadError(
-            f"cannot load resampler module {spec!r}: {type(exc).__name__}: {exc}"
-        ) from exc
+        raise PluginLoadError(f"cannot load {what} {spec!r}: {type(exc).__name__}: {exc}") from exc
 
 
 def _package_root(path: Path) -> tuple[Path, str] | None:
@@ -118,7 +116,7 @@ def load_object(spec: str, what: str) -> Any:
         raise PluginLoadError(f"{what} {spec!r} must look like module:function or file.py:function")
     scratch = Registry()  # whatever the module registers is not wanted here
     with scratch.collecting():
-        module = _load_one(module_name)
+        module = _load_one(module_name, f"{what} module")
     found = getattr(module, attribute, None)
     if found is None:
         raise PluginLoadError(
