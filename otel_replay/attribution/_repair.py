@@ -38,7 +38,11 @@ def candidates(engine: Engine, index: int, rollouts: list[Outcome]) -> list[_Can
     for outcome in rollouts:
         if outcome.failed or outcome.trajectory is None:
             continue
-        step = outcome.trajectory.steps[index]  # ablate_from plans remove nothing: same positions
+        # ablate_from plans hold the prefix and remove nothing, so the step sits at the same position
+        # (for a live agent too: the held prefix replays call for call)
+        if index >= len(outcome.trajectory.steps):
+            continue
+        step = outcome.trajectory.steps[index]
         if step.status is StepStatus.OK:
             offered.append((step.output, "rollout"))
     for source in engine.registry.repair_sources:
