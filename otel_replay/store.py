@@ -24,6 +24,7 @@ import orjson
 
 from otel_replay.errors import NotFoundError, StoreError
 from otel_replay.hashing import canonical_json, digest
+from otel_replay.importers._merge import merge_partial, mergeable
 from otel_replay.model import SpanNode, Step, StepKind, StepStatus, Trajectory
 
 __all__ = [
@@ -48,7 +49,7 @@ CREATE TABLE trajectories (
     outcome               REAL,
     n_steps               INTEGER NOT NULL,
     final_hash            TEXT NOT NULL,
-    content_digest        TEXT NOT NULL, -- of the final hash and outcome: "the same run?"
+    content_digest        TEXT NOT NULL, -- of final hash, outcome and span tree: "the same run?"
     metadata_digest       TEXT NOT NULL REFERENCES blobs(digest),
     spans_digest          TEXT NOT NULL REFERENCES blobs(digest),
     source                TEXT,
@@ -89,6 +90,7 @@ class PutResult(str, Enum):
     ADDED = "added"
     UNCHANGED = "unchanged"
     REPLACED = "replaced"
+    MERGED = "merged"  # another part of a trace already stored from another file
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,9 +204,8 @@ class Store:
         pending: dict[str, bytes] = {}
         meta_digest = self._blob(meta, pending)
         spans_digest = self._blob([s.to_record() for s in trajectory.spans], pending)
-        # Same steps and outcome: the same run, whatever file or format it came from; the richer
-        # first copy (a recording's input and seed, say) is kept rather than replaced.
-        content = digest(canonical_json([trajectory.final_hash, trajectory.outcome]))
+        # What makes a stored run the same: its steps, outcome and span tree (not where it was read)
+        content = digest(canonical_json([trajectory.final_hash, trajectory.outcome, spans_digest]))
         step_rows = []
         for step in trajectory.steps:
             inputs_digest, layout = self._inputs_blob(step.inputs, pending)
@@ -277,8 +278,36 @@ class Store:
         return PutResult.ADDED if existing is None else PutResult.REPLACED
 
     def put(self, trajectory: Trajectory) -> PutResult:
-        """Store ``trajectory`` (call inside `transaction`). Same id and content: nothing changes."""
-        return self._write(self._prepare(trajectory))
+        """Store ``trajectory`` (call inside `transaction`).
+
+        Same id and content: nothing changes. Both built from spans (OTLP): a trace id names one
+        trace, so the new part is merged in (the Collector spreads traces over rotated files). Same
+        steps and outcome in another form: the first copy is kept. Otherwise the new one replaces
+        the old.
+        """
+        return self._store(trajectory)[1]
+
+    def _store(self, trajectory: Trajectory) -> tuple[TrajectorySummary, PutResult]:
+        """Add, keep, merge or replace: see `put`."""
+        prepared = self._prepare(trajectory)
+        row = self._db.execute(
+            "SELECT content_digest, format, final_hash, outcome FROM trajectories WHERE id = ?",
+            (trajectory.id,),
+        ).fetchone()
+        if row is None or row[0] == prepared.content:
+            return prepared.summary, self._write(prepared)
+        if mergeable(row[1], trajectory):
+            merged = self._prepare(merge_partial(self.get(trajectory.id), trajectory))
+            result = self._write(merged)
+            return (
+                merged.summary,
+                PutResult.UNCHANGED if result is PutResult.UNCHANGED else PutResult.MERGED,
+            )
+        if (row[2], row[3]) == (trajectory.final_hash, trajectory.outcome):
+            # the same run in another dress (a recording exported and imported again): keep the
+            # first, richer copy (a recording knows its input and seed)
+            return prepared.summary, PutResult.UNCHANGED
+        return prepared.summary, self._write(prepared)
 
     def put_all(
         self, trajectories: Iterable[Trajectory]
@@ -292,8 +321,7 @@ class Store:
         results: list[tuple[TrajectorySummary, PutResult]] = []
         with self.transaction():
             for trajectory in trajectories:
-                prepared = self._prepare(trajectory)
-                results.append((prepared.summary, self._write(prepared)))
+                results.append(self._store(trajectory))
         return results
 
     # --- reading -----------------------------------------------------------------------------------

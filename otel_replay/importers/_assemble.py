@@ -105,6 +105,7 @@ def assemble(
     steps: list[Step] = [build_step(spans[i], kinds[i]) for i in step_nodes]
     step_index = {node: k for k, node in enumerate(step_nodes)}
 
+    present = {s.span_id for s in spans if s.span_id}
     root = _main_root(spans, roots)
     meta = dict(metadata)
     meta.update(_describe(spans, roots, root, roles))
@@ -116,9 +117,7 @@ def assemble(
         spans=[
             SpanNode(
                 span_id=spans[i].span_id or f"#{spans[i].order}",
-                parent_span_id=(spans[p].span_id or f"#{spans[p].order}")
-                if (p := parent[i]) is not None
-                else None,
+                parent_span_id=_parent_id(spans, parent, i, present),
                 name=spans[i].name,
                 role="step" if i in step_index else roles[i][0],
                 start_time_unix_nano=spans[i].start_time_unix_nano or None,
@@ -129,6 +128,18 @@ def assemble(
             for i in order
         ],
     )
+
+
+def _parent_id(
+    spans: Sequence[SpanRecord], parent: list[int | None], i: int, present: set[str]
+) -> str | None:
+    """The parent shown in the span tree: the resolved one; for an orphan its missing parent's id
+    (another file may bring that parent: see `merge_partial`); None for roots and broken cycles."""
+    p = parent[i]
+    if p is not None:
+        return spans[p].span_id or f"#{spans[p].order}"
+    raw = spans[i].parent_span_id
+    return raw if raw and raw not in present else None
 
 
 def _main_root(spans: Sequence[SpanRecord], roots: list[int]) -> SpanRecord | None:

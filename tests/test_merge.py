@@ -1,0 +1,45 @@
+"""A trace whose spans arrive in two files (rotated Collector output) becomes one trajectory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from otel_replay import StepKind, Store, read_path
+from otel_replay.otlp_encode import spans_to_request, write_otlp_json_lines, write_otlp_proto_stream
+from otel_replay.store import PutResult
+from tests.sdk import Recorder
+
+
+def _split_run(tmp_path: Path) -> tuple[Path, Path]:
+    rec = Recorder()
+    with rec.span("agent", {"openinference.span.kind": "AGENT", "agent_replay.outcome": 0.0}):
+        with rec.span("research", {"openinference.span.kind": "TOOL", "tool.name": "research"}):
+            with rec.span("inner", {"openinference.span.kind": "LLM", "llm.model_name": "m"}):
+                pass
+        with rec.span("lookup", {"openinference.span.kind": "TOOL", "tool.name": "lookup"}):
+            pass
+    inner, research, lookup, agent = rec.spans()  # end order
+    first, second = tmp_path / "part-1.jsonl", tmp_path / "part-2.pb"
+    # the first file holds a recognised operation whose own child only the second file has
+    write_otlp_json_lines([spans_to_request([research])], first)
+    write_otlp_proto_stream([spans_to_request([inner, lookup, agent])], second)
+    return first, second
+
+
+def test_parts_in_either_order_make_the_whole_run(tmp_path: Path) -> None:
+    first, second = _split_run(tmp_path)
+    expected = [(StepKind.LLM, "m"), (StepKind.TOOL, "lookup")]
+    for order in ((first, second), (second, first)):
+        with Store.open(tmp_path / f"{order[0].stem}.db") as store:
+            results = [store.put_all(read_path(p))[0][1] for p in order]
+            assert results == [PutResult.ADDED, PutResult.MERGED]
+            (summary,) = store.summaries()
+            run = store.get(summary.id)
+            # "research" contains "inner": structure, once both files are in
+            assert [(s.kind, s.name) for s in run.steps] == expected
+            assert run.outcome == 0.0
+            assert {s.name for s in run.spans} == {"agent", "research", "inner", "lookup"}
+            assert sorted(run.metadata["sources"]) == sorted(str(p) for p in order)
+            # importing a part again changes nothing
+            assert store.put_all(read_path(order[0]))[0][1] is PutResult.UNCHANGED
+            assert store.get(summary.id).final_hash == run.final_hash
