@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 from typing import Annotated
 
@@ -111,13 +112,48 @@ def attribute_command(
                 progress.advance(task, n)
 
             result = attribute(trajectory, registry, config, advance, driver)
-        report = build_report(result, config)
+        report = build_report(
+            result,
+            config,
+            command=_command(trajectory.id, config, resamplers, verifier, agent, entry_points),
+            driver=f"agent:{agent}" if agent else "trace",
+        )
         if json_out is not None:
             json_out.parent.mkdir(parents=True, exist_ok=True)
             json_out.write_bytes(dumps_report(report))
     _render(result, config)
     if json_out is not None:
         console.print(f"report written to {escape(str(json_out))}")
+
+
+def _command(
+    trajectory_id: str,
+    config: AttributionConfig,
+    resamplers: list[str] | None,
+    verifier: str | None,
+    agent: str | None,
+    entry_points: bool,
+) -> str:
+    """The command line that reproduces this report (``--workers`` never changes results)."""
+    parts = ["agent-replay", "attribute", trajectory_id]
+    for spec in resamplers or []:
+        parts += ["--resamplers", spec]
+    if verifier:
+        parts += ["--verifier", verifier]
+    if agent:
+        parts += ["--agent", agent]
+    if not entry_points:
+        parts.append("--no-entry-points")
+    parts += [
+        "--method", config.method.value, "--rollouts", str(config.rollouts),
+        "--permutations", str(config.permutations), "--seed", str(config.seed),
+        "--fail-threshold", f"{config.fail_threshold:g}", "--margin", f"{config.margin:g}",
+        "--on-success", config.on_success.value,
+        "--on-resampler-error", config.on_resampler_error.value,
+    ]  # fmt: skip
+    if config.repair:
+        parts.append("--repair")
+    return shlex.join(parts)
 
 
 def _interval(low: float | None, high: float | None) -> str:

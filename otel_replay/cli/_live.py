@@ -134,6 +134,11 @@ def replay_command(
         return
     if result.nondeterminism is not None:
         console.print(f"[bold red]diverged:[/] {escape(str(result.nondeterminism))}")
+    elif result.diff.identical and result.ending is not None:
+        console.print(
+            f"[bold red]diverged:[/] all {len(original.steps)} steps identical, but "
+            f"{escape(result.ending)}"
+        )
     else:
         _print_diff(result.diff)
     raise typer.Exit(1)

@@ -18,6 +18,9 @@ class TraceBuffer:
         self._options = options
         self._metadata = metadata
         self._traces: dict[str, list[SpanRecord]] = {}
+        # Delivery is at least once: a span id seen twice in a trace is one span, kept once.
+        self._seen: dict[str, set[str]] = {}
+        self._duplicates: dict[str, int] = {}
 
     def add(self, span: SpanRecord, untraced_id: str) -> str:
         """Buffer ``span``; return the trajectory id it was filed under."""
@@ -25,12 +28,26 @@ class TraceBuffer:
         bucket = self._traces.get(key)
         if bucket is None:
             bucket = self._traces[key] = []
+            self._seen[key] = set()
+        if span.span_id:
+            seen = self._seen[key]
+            if span.span_id in seen:
+                self._duplicates[key] = self._duplicates.get(key, 0) + 1
+                return key
+            seen.add(span.span_id)
         bucket.append(span)
         self._options.report.spans += 1
         return key
 
     def pop(self, trajectory_id: str) -> Trajectory:
         spans = self._traces.pop(trajectory_id)
+        self._seen.pop(trajectory_id, None)
+        duplicates = self._duplicates.pop(trajectory_id, 0)
+        if duplicates:
+            self._options.report.warnings.append(
+                f"trace {trajectory_id}: {duplicates} span(s) delivered more than once were "
+                "imported once"
+            )
         return assemble(trajectory_id, spans, self._options, self._metadata)
 
     def drain(self) -> Iterator[Trajectory]:

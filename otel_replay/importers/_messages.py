@@ -28,7 +28,7 @@ def unflatten(attributes: dict[str, Any], prefix: str) -> list[Any]:
     for key, value in attributes.items():
         if key.startswith(dotted):
             index, _, rest = key[start:].partition(".")
-            if not index.isdigit():
+            if not index.isdecimal():
                 continue
             if not rest:  # prefix.<i> = value: an indexed list of plain values
                 items[int(index)] = value
@@ -48,7 +48,7 @@ def _expand(flat: dict[str, Any]) -> dict[str, Any]:
         head, dot, tail = key.partition(".")
         if not dot:
             root[head] = value
-        elif "." not in tail and not tail.isdigit() and not head.isdigit():
+        elif "." not in tail and not tail.isdecimal() and not head.isdecimal():
             child = root.get(head)
             if not isinstance(child, dict):
                 child = root[head] = {}
@@ -64,13 +64,13 @@ def _expand(flat: dict[str, Any]) -> dict[str, Any]:
 
 def _insert(node: dict[Any, Any], parts: list[str], value: Any) -> None:
     for part in parts[:-1]:
-        key: Any = int(part) if part.isdigit() else part
+        key: Any = int(part) if part.isdecimal() else part
         child = node.get(key)
         if not isinstance(child, dict):
             child = node[key] = {}
         node = child
     last = parts[-1]
-    node[int(last) if last.isdigit() else last] = value
+    node[int(last) if last.isdecimal() else last] = value
 
 
 def _listify(node: Any) -> Any:
@@ -260,7 +260,7 @@ def flattened_messages(attributes: dict[str, Any], prefix: str) -> list[dict[str
     for key, value in attributes.items():
         if key.startswith(dotted):
             index, _, rest = key[start:].partition(".")
-            if index.isdigit():
+            if index.isdecimal():
                 group = groups.get(int(index))
                 if group is None:
                     group = groups[int(index)] = {}
@@ -280,7 +280,7 @@ def _flat_message(flat: dict[str, Any]) -> dict[str, Any]:
         if key.startswith(_TOOL_CALLS):
             index, _, rest = key[len(_TOOL_CALLS) :].partition(".")
             call_field = _TOOL_CALL_FIELDS.get(rest)
-            if index.isdigit() and call_field is not None:
+            if index.isdecimal() and call_field is not None:
                 call = calls.get(int(index))
                 if call is None:
                     call = calls[int(index)] = {}

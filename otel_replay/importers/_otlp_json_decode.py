@@ -143,10 +143,10 @@ def decode_span(span: Any, where: str) -> SpanRecord:
         parent_span_id=parent,
         name=name,
         kind=_enum(obj.get("kind"), SPAN_KINDS, f"{where}.kind"),
-        start_time_unix_nano=_int64(
+        start_time_unix_nano=_time(
             _get(obj, "startTimeUnixNano", "start_time_unix_nano"), f"{where}.startTimeUnixNano"
         ),
-        end_time_unix_nano=_int64(
+        end_time_unix_nano=_time(
             _get(obj, "endTimeUnixNano", "end_time_unix_nano"), f"{where}.endTimeUnixNano"
         ),
         attributes=_attributes(obj.get("attributes"), f"{where}.attributes"),
@@ -163,7 +163,7 @@ def _event(event: Any, where: str) -> SpanEvent:
     obj = _dict(event, where)
     return SpanEvent(
         name=str(obj.get("name") or ""),
-        time_unix_nano=_int64(_get(obj, "timeUnixNano", "time_unix_nano"), f"{where}.timeUnixNano"),
+        time_unix_nano=_time(_get(obj, "timeUnixNano", "time_unix_nano"), f"{where}.timeUnixNano"),
         attributes=_attributes(obj.get("attributes"), f"{where}.attributes"),
     )
 
@@ -242,7 +242,7 @@ def _int64(value: Any, where: str) -> int:
         return 0
     if isinstance(value, int) and not isinstance(value, bool):
         number = value
-    elif (isinstance(value, str) and value.lstrip("-").isdigit()) or (
+    elif (isinstance(value, str) and value.lstrip("-").isdecimal()) or (
         isinstance(value, float) and value.is_integer()
     ):
         number = int(value)
@@ -253,6 +253,16 @@ def _int64(value: Any, where: str) -> int:
     raise TraceFormatError(
         f"expected an integer (number or decimal string), got {_short(value)}", where=where
     )
+
+
+def _time(value: Any, where: str) -> int:
+    """Nanoseconds since the epoch: 0 (unknown) up to 2**63 - 1 (the year 2262)."""
+    number = _int64(value, where)
+    if not 0 <= number < 1 << 63:
+        raise TraceFormatError(
+            f"timestamp {value!r} is out of range (0 to 2**63 - 1 ns)", where=where
+        )
+    return number
 
 
 def _double(value: Any, where: str) -> float | str:
@@ -274,7 +284,7 @@ def _enum(value: Any, names: dict[str, int], where: str) -> int:
     if isinstance(value, str):
         if value in names:
             return names[value]
-        if value.isdigit():
+        if value.isdecimal():
             return int(value)
         return 0  # unknown enum names are legal per the proto3 JSON mapping: read as unspecified
     raise TraceFormatError(f"expected an enum name or number, got {_short(value)}", where=where)

@@ -10,7 +10,7 @@ from pathlib import Path
 import orjson
 
 from otel_replay.errors import TraceFormatError
-from otel_replay.importers._source import GZIP_MAGIC, read_head
+from otel_replay.importers._source import GZIP_MAGIC, first_line, read_head
 from otel_replay.importers.otlp_proto import is_length_prefixed
 
 
@@ -23,17 +23,18 @@ class Format(str, Enum):
     JSONL = "jsonl"
 
 
-_OTLP_KEYS = (b'"resourceSpans"', b'"resource_spans"', b'"resourceLogs"', b'"batches"')
+_OTLP_KEYS = frozenset({"resourceSpans", "resource_spans", "resourceLogs", "batches"})
 
 
 def _is_native_jsonl(head: bytes, first_line: bytes) -> bool:
-    if b'"trajectory_id"' not in first_line or any(k in head for k in _OTLP_KEYS):
+    """Decided by the first record's own top-level keys, never by what its values contain."""
+    if b'"trajectory_id"' not in first_line:
         return False
     try:
         first = orjson.loads(first_line)
     except orjson.JSONDecodeError:
         return False
-    return isinstance(first, dict) and "trajectory_id" in first
+    return isinstance(first, dict) and "trajectory_id" in first and not _OTLP_KEYS & set(first)
 
 
 def _is_otlp_json(head: bytes, first_line: bytes) -> bool:
@@ -53,7 +54,8 @@ _DETECTORS: tuple[tuple[Format, Callable[[bytes, bytes], bool]], ...] = (
 
 def detect(path: Path) -> Format:
     """The format of ``path`` (gzip is looked through)."""
-    head, first_line = read_head(path)
+    head = read_head(path)
+    line = first_line(path) if head.lstrip()[:1] == b"{" else b""
     if not head.strip():
         raise TraceFormatError("empty file", path=path)
     with open(path, "rb") as raw:
@@ -61,7 +63,7 @@ def detect(path: Path) -> Format:
     if is_length_prefixed(head, size):
         return Format.OTLP_PROTO
     for fmt, matches in _DETECTORS:
-        if matches(head, first_line):
+        if matches(head, line):
             return fmt
     tried = ", ".join(fmt.value for fmt, _ in _DETECTORS)
     raise TraceFormatError(

@@ -39,10 +39,21 @@ def open_trace_file(path: Path) -> Iterator[tuple[BinaryIO, BinaryIO]]:
             ) from None
 
 
-def read_head(path: Path, size: int = 4096, line_limit: int = 64 << 20) -> tuple[bytes, bytes]:
-    """The first ``size`` decompressed bytes of a file and its first line (up to ``line_limit``
-    bytes), for format sniffing."""
+def read_head(path: Path, size: int = 4096) -> bytes:
+    """The first ``size`` decompressed bytes of a file, for format sniffing."""
     with open_trace_file(path) as (stream, _):
-        head = stream.read(size)
-        stream.seek(0)
-        return head, stream.readline(line_limit)
+        return stream.read(size)
+
+
+def first_line(path: Path, limit: int = 64 << 20) -> bytes:
+    """The first line that is not blank (stripped), up to ``limit`` bytes read."""
+    read = 0
+    with open_trace_file(path) as (stream, _):
+        while read < limit:
+            line = stream.readline(limit - read)
+            if not line:
+                return b""
+            read += len(line)
+            if line.strip():
+                return line.strip()
+    return b""

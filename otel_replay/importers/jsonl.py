@@ -15,14 +15,14 @@ has ``kind`` (a `StepKind` value), ``name``, ``inputs`` (object), ``output`` (an
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import orjson
-
-from otel_replay.errors import TraceFormatError
+from otel_replay.errors import CanonicalJSONError, TraceFormatError
+from otel_replay.hashing import check_json_value
 from otel_replay.importers._options import ReadOptions
 from otel_replay.importers._source import open_trace_file
 from otel_replay.model import SpanNode, Step, StepKind, StepStatus, Trajectory
@@ -88,11 +88,20 @@ def read_jsonl(path: str | Path, options: ReadOptions | None = None) -> Iterator
         )
 
 
+def _refuse_constant(name: str) -> Any:
+    raise TraceFormatError(f"{name} is not JSON")
+
+
 def _read_line(line: bytes, pending: dict[str, _Pending]) -> None:
     try:
-        obj = orjson.loads(line)
-    except orjson.JSONDecodeError as exc:
-        raise TraceFormatError(f"malformed JSON: {exc.msg}") from None
+        # the standard decoder keeps integers exact (orjson would turn 2**70 into a float)
+        obj = json.loads(line, parse_constant=_refuse_constant)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise TraceFormatError(f"malformed JSON: {exc}") from None
+    try:
+        check_json_value(obj, "line")
+    except CanonicalJSONError as exc:
+        raise TraceFormatError(str(exc)) from None
     if not isinstance(obj, dict):
         raise TraceFormatError(f"expected a JSON object, got {_short(obj)}")
     trajectory_id = obj.get("trajectory_id")
@@ -100,10 +109,11 @@ def _read_line(line: bytes, pending: dict[str, _Pending]) -> None:
         raise TraceFormatError(
             f"'trajectory_id' must be a non-empty string, got {_short(trajectory_id)}"
         )
+    # everything is validated before anything is filed: a skipped line leaves no trace behind
     if "steps" in obj:
         _check_fields(obj, _TRAJECTORY_FIELDS, "trajectory")
-        item = pending.setdefault(trajectory_id, _Pending())
-        if item.whole:
+        existing = pending.get(trajectory_id)
+        if existing is not None and existing.whole:
             raise TraceFormatError(f"trajectory {trajectory_id!r} is defined twice")
         steps = obj["steps"]
         if not isinstance(steps, list):
@@ -112,17 +122,22 @@ def _read_line(line: bytes, pending: dict[str, _Pending]) -> None:
         metadata = obj.get("metadata") or {}
         if not isinstance(metadata, dict):
             raise TraceFormatError(f"'metadata' must be an object, got {_short(metadata)}")
+        spans = [_span_node(s, f"spans[{i}]") for i, s in enumerate(obj.get("spans") or [])]
+        outcome = _outcome(obj["outcome"]) if "outcome" in obj else None
+        item = pending.setdefault(trajectory_id, _Pending())
         item.whole = True
         item.steps[:0] = new_steps
         item.metadata = metadata
-        item.spans = [_span_node(s, f"spans[{i}]") for i, s in enumerate(obj.get("spans") or [])]
+        item.spans = spans
         if "outcome" in obj:
-            item.outcome = _outcome(obj["outcome"])
+            item.outcome = outcome
     elif "kind" in obj:
         _check_fields(obj, _STEP_FIELDS, "step")
-        pending.setdefault(trajectory_id, _Pending()).steps.append(_step(obj, "step"))
+        step = _step(obj, "step")
+        pending.setdefault(trajectory_id, _Pending()).steps.append(step)
     elif "outcome" in obj and set(obj) <= {"trajectory_id", "outcome"}:
-        pending.setdefault(trajectory_id, _Pending()).outcome = _outcome(obj["outcome"])
+        outcome = _outcome(obj["outcome"])
+        pending.setdefault(trajectory_id, _Pending()).outcome = outcome
     else:
         keys = ", ".join(sorted(obj))
         raise TraceFormatError(
@@ -201,6 +216,10 @@ def _span_node(obj: Any, where: str) -> SpanNode:
 def _optional_int(obj: dict[str, Any], key: str, where: str) -> int | None:
     value = obj.get(key)
     if value is None or (isinstance(value, int) and not isinstance(value, bool)):
+        if value is not None and not 0 <= value < 1 << 63:
+            raise TraceFormatError(
+                f"{where}.{key} = {value} is not a time in nanoseconds (0 to 2**63)"
+            )
         return value
     raise TraceFormatError(f"{where}.{key} must be an integer or null, got {_short(value)}")
 

@@ -25,7 +25,7 @@ from otel_replay.importers._lookalikes import (
 )
 from otel_replay.importers._options import ReadOptions
 from otel_replay.importers._otlp_json_decode import decode_request
-from otel_replay.importers._source import open_trace_file
+from otel_replay.importers._source import first_line, open_trace_file
 from otel_replay.model import Trajectory
 
 #: Files larger than this (on disk) are scanned first so traces can be flushed early.
@@ -38,8 +38,7 @@ def read_otlp_json(path: str | Path, options: ReadOptions | None = None) -> Iter
     """Yield the trajectories of an OTLP JSON or OTLP JSON Lines file (gzip accepted)."""
     path = Path(path)
     options = options or ReadOptions()
-    with open_trace_file(path) as (stream, _):
-        first = stream.readline().strip()
+    first = first_line(path)
     if first.startswith(b"{") and first.endswith(b"}"):
         yield from _read_lines(path, options)
     else:

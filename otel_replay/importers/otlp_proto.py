@@ -57,11 +57,14 @@ def read_otlp_proto(path: str | Path, options: ReadOptions | None = None) -> Ite
         data = stream.read()
         if options.progress:
             options.progress(raw.tell())
-    request = _parse(data, path, 0)
+    try:
+        spans = list(_spans(_parse(data, path, 0), 0))
+    except TraceFormatError as exc:
+        raise exc.located(path=path, offset=0) from None
     buffer = TraceBuffer(options, {"source": str(path), "format": "otlp-proto"})
     options.report.records += 1
     untraced = "untraced-" + hashlib.sha256(data).hexdigest()[:16]
-    for span in _spans(request, 0):
+    for span in spans:
         buffer.add(span, untraced)
     yield from buffer.drain()
 
@@ -101,14 +104,14 @@ def _read_stream(
     order = 0
     for number, (offset, body) in enumerate(_frames(path, options)):
         try:
-            request = _parse(body, path, offset)
+            spans = list(_spans(_parse(body, path, offset), order))
         except TraceFormatError as exc:
-            options.invalid(exc)
+            options.invalid(exc.located(path=path, offset=offset))
             continue
         options.report.records += 1
         untraced = "untraced-" + hashlib.sha256(body).hexdigest()[:16]
         touched: set[str] = set()
-        for span in _spans(request, order):
+        for span in spans:
             touched.add(buffer.add(span, untraced))
             order += 1
         if last is not None:
@@ -143,7 +146,15 @@ def _hex(raw: bytes) -> str:
     return "" if not raw.strip(b"\x00") else raw.hex()
 
 
+_MAX_TIME = (1 << 63) - 1
+
+
 def _span(pb2_span: Span, resource: dict[str, Any], scope_name: str, order: int) -> SpanRecord:
+    for value in (pb2_span.start_time_unix_nano, pb2_span.end_time_unix_nano):
+        if value > _MAX_TIME:
+            raise TraceFormatError(
+                f"span {pb2_span.name!r}: timestamp {value} is out of range (0 to 2**63 - 1 ns)"
+            )
     return SpanRecord(
         trace_id=_hex(pb2_span.trace_id),
         span_id=_hex(pb2_span.span_id),

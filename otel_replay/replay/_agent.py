@@ -34,12 +34,12 @@ from typing import Any
 
 import orjson
 
-from otel_replay.errors import CanonicalJSONError, NonDeterminismError, ReplayError
+from otel_replay.errors import CanonicalJSONError, NonDeterminismError, ReplayError, RolloutError
 from otel_replay.hashing import check_json_value, op_key
 from otel_replay.model import Step, StepKind, StepStatus, Trajectory
 from otel_replay.replay._diff import flat_inputs
 from otel_replay.replay._plan import Action, Plan
-from otel_replay.resamplers import Registry, RolloutContext, StepFailed, step_seed
+from otel_replay.resamplers import Registry, RolloutContext, StepFailed, describe, step_seed
 
 Produce = Callable[[], Any]
 
@@ -167,7 +167,20 @@ class AgentContext:
             )
         seed = (self._seed_at(probe.index), "agent-resample", 0, probe.index)
         ctx = RolloutContext(seed, tuple(self.ledger.steps), self.factual(), None)
-        return registration.function(probe, ctx)
+        try:
+            return registration.function(probe, ctx)
+        except StepFailed:
+            raise  # the operation failed: recorded as an error step, raised to the agent
+        except Exception as exc:  # a bug in the resample function stops the run
+            function = describe(registration.function)
+            raise self._fatal(
+                RolloutError(
+                    f"step {probe.index} ({kind.value} {name!r}): resample function {function} "
+                    f"raised {type(exc).__name__}: {exc}",
+                    step_index=probe.index,
+                    function=function,
+                )
+            ) from exc
 
     def _record(
         self,

@@ -7,7 +7,7 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any
 
-from otel_replay.errors import CanonicalJSONError, NonDeterminismError
+from otel_replay.errors import CanonicalJSONError, NonDeterminismError, ReplayError
 from otel_replay.hashing import canonical_json, check_json_value, digest
 from otel_replay.model import SpanNode, Step, StepKind, Trajectory
 from otel_replay.replay._agent import RecordingContext, ReplayContext, lossy, run_agent
@@ -15,7 +15,7 @@ from otel_replay.replay._diff import TrajectoryDiff, diff
 from otel_replay.replay._plan import HOLD, RESAMPLE, Action, Intervention, Plan
 from otel_replay.replay._rollout import Rollout, rollout, score
 from otel_replay.replay._tracing import RecordedSpans, emit_spans
-from otel_replay.resamplers import Registry, step_seed
+from otel_replay.resamplers import Registry, describe, step_seed
 
 AgentFunction = Callable[..., Any]
 OutcomeFunction = Callable[[Trajectory], Any]
@@ -113,15 +113,21 @@ class Replay:
     trajectory: Trajectory  # the replayed run, as far as it got
     diff: TrajectoryDiff
     nondeterminism: NonDeterminismError | None
+    ending: str | None = None  # how the end differs when every step matched (answer, crash)
 
     @property
     def identical(self) -> bool:
-        return self.nondeterminism is None and self.diff.identical
+        return self.nondeterminism is None and self.diff.identical and self.ending is None
 
 
 def _inputs_of(trajectory: Trajectory) -> tuple[Any, int]:
     meta = trajectory.metadata
-    return meta.get("input"), int(meta.get("seed", 0))
+    seed = meta.get("seed", 0)
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise ReplayError(
+            f"{trajectory.id} has seed {seed!r} in its metadata; a recorded run's seed is an integer"
+        )
+    return meta.get("input"), seed
 
 
 def replay(
@@ -138,24 +144,37 @@ def replay(
     )
     problem: NonDeterminismError | None = None
     answer: Any = None
+    error: str | None = None
     try:
-        answer, _ = run_agent(agent, ctx, arguments)
+        answer, error = run_agent(agent, ctx, arguments)
     except NonDeterminismError as exc:
         problem = exc
+    ending = None
+    if problem is None:
+        recorded_error = original.metadata.get("agent_error")
+        if error != recorded_error:
+            ending = f"the agent {'raised ' + error if error else 'returned'} after the last step (recorded: {'raised ' + str(recorded_error) if recorded_error else 'returned'})"
+        elif "answer" in original.metadata and _json_or_repr(answer) != original.metadata["answer"]:
+            ending = f"the answer differs: {_json_or_repr(answer)!r} (recorded: {original.metadata['answer']!r})"
     replayed = Trajectory.build(
         original.id,
         ctx.ledger.steps,
         outcome=original.outcome,
         metadata={**original.metadata, "answer": _json_or_repr(answer), "source": "replay"},
     )
-    return Replay(original, replayed, diff(original, replayed), problem)
+    return Replay(original, replayed, diff(original, replayed), problem, ending)
 
 
-def fork_id(original: Trajectory, at: int, intervention: Intervention) -> str:
-    what = digest(
-        canonical_json([at, intervention.action.value, intervention.output, intervention.error])
-    )
-    return f"{original.id[:16]}-fork{at}-{what[:8]}"
+def fork_id(
+    original: Trajectory, at: int, intervention: Intervention, driver: str = "", seed: int = 0
+) -> str:
+    """``fork-`` and a digest of everything that makes the fork what it is: its own namespace, so a
+    prefix of the original's id stays unique."""
+    what = canonical_json(
+        [original.id, at, intervention.action.value, intervention.output, intervention.error,
+         driver, seed]
+    )  # fmt: skip
+    return f"fork-{digest(what)[:24]}"
 
 
 def fork(
@@ -187,6 +206,7 @@ def fork(
         "injected": {"output": intervention.output, "error": intervention.error},
     }
     if agent is not None:
+        driver = f"agent:{describe(agent)}"
         plan = Plan.intervene(len(original.steps), at, intervention, then=HOLD)
         ctx = ReplayContext(
             original.steps, recorded_seed, plan=plan, registry=registry, on_miss="resample",
@@ -200,6 +220,7 @@ def fork(
         if ctx.ledger.diverged_at is not None:
             metadata["diverged_at"] = ctx.ledger.diverged_at
     else:
+        driver = "resamplers:" + ",".join(registry.descriptions())
         plan = Plan.intervene(len(original.steps), at, intervention, then=RESAMPLE)
         result = rollout(original, plan, registry, seed, 0)
         steps = list(result.trajectory.steps)
@@ -211,7 +232,10 @@ def fork(
     if value is None and registry.verifier is not None:
         value = score(registry.verifier, draft)
     return Trajectory.build(
-        fork_id(original, at, intervention), _fresh(steps), outcome=value, metadata=metadata
+        fork_id(original, at, intervention, driver, seed),
+        _fresh(steps),
+        outcome=value,
+        metadata=metadata,
     )
 
 

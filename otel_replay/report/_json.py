@@ -56,8 +56,18 @@ def _step(step: StepAttribution) -> dict[str, Any]:
     }
 
 
-def build_report(result: AttributionResult, config: AttributionConfig) -> dict[str, Any]:
-    """The report as plain JSON data (see `REPORT_SCHEMA`)."""
+def build_report(
+    result: AttributionResult,
+    config: AttributionConfig,
+    *,
+    command: str | None = None,
+    driver: str = "trace",
+) -> dict[str, Any]:
+    """The report as plain JSON data (see `REPORT_SCHEMA`).
+
+    ``command`` is how to rerun it (the CLI passes its full command line); ``driver`` says how
+    rollouts were made: ``trace`` (the recorded steps) or ``agent:<module:function>``.
+    """
     repair = result.repair
     shapley = result.shapley
     located = result.point_of_commitment
@@ -88,7 +98,8 @@ def build_report(result: AttributionResult, config: AttributionConfig) -> dict[s
                 "difference": BOOTSTRAP,
                 "shapley": "monte-carlo-antithetic-se",
             },
-            "rerun": f"agent-replay attribute {result.trajectory_id} --seed {config.seed} --rollouts {config.rollouts}",
+            "driver": driver,
+            "rerun": command or _rerun(result, config),
         },
         "steps": [_step(s) for s in result.steps],
         "point_of_commitment": located if result.mode is Mode.FAILURE else None,
@@ -128,6 +139,15 @@ def build_report(result: AttributionResult, config: AttributionConfig) -> dict[s
             "wall_seconds": round(result.wall_seconds, 3),
         },
     }
+
+
+def _rerun(result: AttributionResult, config: AttributionConfig) -> str:
+    return (
+        f"agent-replay attribute {result.trajectory_id} --method {config.method.value} "
+        f"--rollouts {config.rollouts} --permutations {config.permutations} --seed {config.seed} "
+        f"--fail-threshold {config.fail_threshold:g} --margin {config.margin:g}"
+        + (" --repair" if config.repair else "")
+    )
 
 
 def dumps_report(report: dict[str, Any]) -> bytes:

@@ -67,7 +67,8 @@ REPORT_SCHEMA: dict[str, Any] = {
             "type": "object",
             "required": [
                 "rollouts", "permutations", "seed", "method", "fail_threshold", "margin", "repair",
-                "on_resampler_error", "resamplers", "verifier", "interval_methods", "rerun",
+                "on_resampler_error", "resamplers", "verifier", "interval_methods", "driver",
+                "rerun",
             ],
             "additionalProperties": False,
             "properties": {
@@ -86,7 +87,8 @@ REPORT_SCHEMA: dict[str, Any] = {
                     "required": ["proportion", "difference", "shapley"],
                     "additionalProperties": {"type": "string"},
                 },
-                "rerun": {"type": "string"},
+                "driver": {"type": "string", "description": "trace, or agent:<module:function>"},
+                "rerun": {"type": "string", "description": "the command that reproduces this report"},
             },
         },
         "steps": {"type": "array", "items": _STEP},

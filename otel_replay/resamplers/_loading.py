@@ -13,7 +13,7 @@ from types import ModuleType
 from typing import Any
 
 from otel_replay.errors import PluginLoadError, ReplayError
-from otel_replay.resamplers._registry import Registry
+from otel_replay.resamplers._registry import USER_MODULE_PREFIX, Registry
 
 ENTRY_POINT_GROUP = "otel_replay.resamplers"
 
@@ -64,7 +64,9 @@ def _load_file(path: Path) -> ModuleType:
         finally:
             sys.path.remove(str(root))
     # a stable, unique module name per file, so pickling and tracebacks name something sensible
-    name = f"otel_replay_user_{path.stem}_{hashlib.sha256(str(resolved).encode()).hexdigest()[:8]}"
+    name = (
+        f"{USER_MODULE_PREFIX}{path.stem}_{hashlib.sha256(str(resolved).encode()).hexdigest()[:8]}"
+    )
     spec = importlib.util.spec_from_file_location(name, resolved)
     if spec is None or spec.loader is None:
         raise PluginLoadError(f"cannot load resampler module {str(path)!r}")

@@ -8,6 +8,8 @@ a wrong signature fails at once with a message naming the function.
 from __future__ import annotations
 
 import inspect
+import os
+import sys
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -35,11 +37,20 @@ class RepairCandidatesFunction(Protocol):
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+#: Modules loaded from a file path get a unique name with this prefix (see `load_resamplers`).
+USER_MODULE_PREFIX = "otel_replay_user_"
+
 
 def describe(function: Callable[..., Any]) -> str:
-    """``module.qualname`` of a function, for messages and reports."""
+    """``module.qualname`` of a function (``file.py:qualname`` for one loaded from a file path),
+    for messages and reports."""
     module = getattr(function, "__module__", None) or "?"
-    return f"{module}.{getattr(function, '__qualname__', repr(function))}"
+    qualname = getattr(function, "__qualname__", repr(function))
+    if module.startswith(USER_MODULE_PREFIX):
+        path = getattr(sys.modules.get(module), "__file__", None)
+        if path:
+            return f"{os.path.basename(path)}:{qualname}"
+    return f"{module}.{qualname}"
 
 
 def _check_signature(function: object, arity: int, what: str, shape: str) -> None:
