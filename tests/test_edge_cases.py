@@ -77,9 +77,8 @@ def test_native_integers_are_exact_or_refused(tmp_path: Path) -> None:
     steps = [{"kind": "tool", "name": "t", "output": 2**62}]
     path.write_bytes(orjson.dumps({"trajectory_id": "ok", "steps": steps}) + b"\n")
     assert next(iter(read_path(path))).steps[0].output == 2**62
-    path.write_text(
-        '{"trajectory_id": "x", "steps": [{"kind": "tool", "name": "t", "output": %d}]}\n' % 2**70
-    )
+    big = 2**70
+    path.write_text(f'{{"trajectory_id": "x", "steps": [{{"kind": "tool", "output": {big}}}]}}\n')
     with pytest.raises(TraceFormatError, match="does not fit in 64 bits"):
         list(read_path(path))
 
