@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable
 
 from otel_replay.attribution._config import AttributionConfig, Method, OnSuccess
-from otel_replay.attribution._contrastive import localise
+from otel_replay.attribution._contrastive import kept_plan, localise
 from otel_replay.attribution._engine import Engine
 from otel_replay.attribution._repair import search
 from otel_replay.attribution._results import (
@@ -118,9 +118,8 @@ def attribute(
         if poc is None:
             repair_note = "no repair search: there is no Point of Commitment to repair"
         else:
-            kept = steps[poc].kept
-            rate = kept.value if kept is not None else 1.0
-            repair, repair_note = search(engine, poc, rate, outcomes[f"ablate_from:{poc}"], config)
+            kept = kept_plan(len(trajectory.steps), resamplable, resamplable.index(poc))
+            repair, repair_note = search(engine, poc, kept, outcomes[f"ablate_from:{poc}"], config)
     if mode is Mode.CREDIT:
         verdict = Verdict.NO_FAILURE  # the located step, if any, is the save point
     else:
@@ -166,9 +165,12 @@ def _explain(
         if mode is Mode.FAILURE:
             return (
                 f"The failure became inevitable at {name(poc)}: with it as recorded the run fails, "
-                "and no later step changes that."
+                f"and no later step changes the failure rate by more than ±{config.margin:g}."
             )
-        return f"The run was saved at {name(poc)}: no later step changes the outcome."
+        return (
+            f"The run was saved at {name(poc)}: no later step changes the failure rate by more "
+            f"than ±{config.margin:g}."
+        )
     budget = f"; about {needed} rollouts per plan might decide it" if needed else ""
     if bracket is not None:
         what = "commitment" if mode is Mode.FAILURE else "save point"

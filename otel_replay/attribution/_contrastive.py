@@ -5,10 +5,11 @@ The estimand is fixed: ``attribution(i) = P(fail | kept_i) − P(fail | ablate_f
 ``ablate_from(next resamplable step)``, so one plan per resamplable step (and one holding them all)
 serves every estimate.
 
-Point of Commitment = the latest resamplable step whose interval lies above zero — not the largest
-effect, which a butterfly effect early in the run can fake. It is named only when every later
-resamplable step is shown to have no effect (its interval inside ±margin); otherwise the verdict is
-inconclusive and says between which steps the commitment lies. Credit mode mirrors all of this.
+Point of Commitment = the latest resamplable step shown to matter (its difference above zero,
+one-sided at alpha/m: Bonferroni over the m resamplable steps) — not the largest effect, which a
+butterfly effect early in the run can fake. It is named only when every later resamplable step is
+shown to have no effect (two one-sided tests: its 90 % interval inside ±margin); otherwise the verdict
+is inconclusive and says between which steps the commitment lies. Credit mode mirrors all of this.
 """
 
 from __future__ import annotations
@@ -20,8 +21,11 @@ from dataclasses import dataclass
 from otel_replay.attribution._config import AttributionConfig
 from otel_replay.attribution._engine import Engine, Outcome
 from otel_replay.attribution._results import Mode, Proportion, StepAttribution
-from otel_replay.attribution._stats import difference_interval, rollouts_needed, wilson
+from otel_replay.attribution._stats import DifferenceDistribution, rollouts_needed, wilson
 from otel_replay.replay import Plan, step_seed
+
+#: Error rate of each decision (see the module docstring).
+_ALPHA = 0.05
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,9 +64,20 @@ def localise(
         kept = _proportion(outcomes[kept_plan(n_steps, resamplable, position).identity])
         ablated = _proportion(outcomes[f"ablate_from:{index}"])
         rng = random.Random(step_seed(config.seed, "bootstrap", 0, index))
-        low, high = difference_interval(kept.failures, kept.n, ablated.failures, ablated.n, rng)
-        if mode is Mode.CREDIT:
+        dist = DifferenceDistribution(kept.failures, kept.n, ablated.failures, ablated.n, rng)
+        low, high = dist.interval(0.95)
+        # Decisions, each a test with its error rate stated: "matters" one-sided at alpha/m
+        # (Bonferroni over the m resamplable steps, so one of many steps cannot look significant
+        # by chance); "no effect" by two one-sided tests at alpha (a 90 % interval inside +-margin).
+        alpha = _ALPHA / len(resamplable)
+        if mode is Mode.FAILURE:
+            significant = dist.quantile(alpha) > 0.0
+        else:
             low, high = -high, -low
+            significant = dist.quantile(1 - alpha) < 0.0
+        no_effect = (
+            dist.quantile(_ALPHA) >= -config.margin and dist.quantile(1 - _ALPHA) <= config.margin
+        )
         estimates[index] = StepAttribution(
             index=index,
             kind=step.kind.value,
@@ -73,6 +88,8 @@ def localise(
             ci_high=high,
             kept=kept,
             ablated=ablated,
+            significant=significant,
+            no_effect=no_effect,
         )
     steps = tuple(
         estimates.get(s.index) or StepAttribution(s.index, s.kind.value, s.name, resamplable=False)
@@ -86,20 +103,12 @@ def _commitment(
     steps: tuple[StepAttribution, ...], resamplable: Sequence[int], config: AttributionConfig
 ) -> tuple[int | None, tuple[int, int] | None, int | None]:
     """(Point of Commitment, bracket when inconclusive, rollouts that might decide it)."""
-    significant = [i for i in resamplable if (steps[i].ci_low or 0.0) > 0.0]
+    significant = [i for i in resamplable if steps[i].significant]
     if not resamplable:
         return None, None, None
     if significant:
         candidate = significant[-1]
-        undecided = [
-            i
-            for i in resamplable
-            if i > candidate
-            and not (
-                -config.margin <= (steps[i].ci_low or 0.0)
-                and (steps[i].ci_high or 0.0) <= config.margin
-            )
-        ]
+        undecided = [i for i in resamplable if i > candidate and not steps[i].no_effect]
         if not undecided:
             return candidate, None, None
         # a later step is neither shown to matter nor shown not to: the commitment is at or after

@@ -3,24 +3,28 @@
 Candidates are the culprit's outputs in rollouts that succeeded (from its ``ablate_from`` plan) plus
 whatever the user's ``@repair_candidates`` functions offer, tried in order of edit similarity to the
 factual output (most similar first). The first whose forced plan — hold before the step, inject the
-candidate, resample after — fails less often than the factual failure rate, with a Wilson interval
-that excludes that rate, is the repair.
+candidate, resample after — fails less often than a fresh baseline of the kept plan, beyond chance
+(the difference's upper bound below zero, one-sided at 0.05 over the number of candidates tried),
+and saves at least one run, is the repair.
 """
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass
 from typing import Any
 
 from otel_replay.attribution._config import AttributionConfig
 from otel_replay.attribution._engine import Engine, Outcome
 from otel_replay.attribution._results import Repair
-from otel_replay.attribution._stats import similarity, wilson
+from otel_replay.attribution._stats import DifferenceDistribution, similarity, wilson
 from otel_replay.errors import RegistrationError
 from otel_replay.hashing import canonical_json
 from otel_replay.model import StepStatus
-from otel_replay.replay import Plan
+from otel_replay.replay import Plan, step_seed
 from otel_replay.resamplers import describe
+
+_ALPHA = 0.05  # the error rate a repair is accepted at (split over the candidates tried)
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +47,9 @@ def candidates(engine: Engine, index: int, rollouts: list[Outcome]) -> list[_Can
         if index >= len(outcome.trajectory.steps):
             continue
         step = outcome.trajectory.steps[index]
+        # a live agent may have called something else at this position: only the same operation
+        if step.kind is not factual_step.kind or step.name != factual_step.name:
+            continue
         if step.status is StepStatus.OK:
             offered.append((step.output, "rollout"))
     for source in engine.registry.repair_sources:
@@ -65,21 +72,34 @@ def candidates(engine: Engine, index: int, rollouts: list[Outcome]) -> list[_Can
 def search(
     engine: Engine,
     index: int,
-    factual_failure_rate: float,
+    kept: Plan,
     rollouts: list[Outcome],
     config: AttributionConfig,
 ) -> tuple[Repair | None, str]:
-    """The repair, or None and why not."""
+    """The repair, or None and why not.
+
+    ``kept`` is the culprit's kept plan: it is rolled out afresh as the baseline, because the
+    estimate that picked the culprit is biased by having been picked.
+    """
     found = candidates(engine, index, rollouts)
     if not found:
         return None, f"no candidate output for step {index}: no rollout that resampled it succeeded"
     n_steps = len(engine.factual.steps)
-    for tried, candidate in enumerate(found[: config.max_repair_candidates], start=1):
+    baseline_plan = Plan(f"repair-baseline:{index}", kept.interventions)
+    baseline = engine.run([(baseline_plan, config.rollouts)])[baseline_plan.identity]
+    baseline_failures = sum(o.failed for o in baseline)
+    trials = min(len(found), config.max_repair_candidates)
+    alpha = _ALPHA / trials  # Bonferroni over the candidates tried
+    for tried, candidate in enumerate(found[:trials], start=1):
         plan = Plan.forced(n_steps, index, candidate.output)
         outcomes = engine.run([(plan, config.rollouts)])[plan.identity]
         failures = sum(o.failed for o in outcomes)
-        _, high = wilson(failures, len(outcomes))
-        if high < factual_failure_rate:
+        rng = random.Random(step_seed(config.seed, "repair", tried, index))
+        difference = DifferenceDistribution(
+            failures, len(outcomes), baseline_failures, len(baseline), rng
+        )
+        # a repair must save some runs, and fail less than the record does, beyond chance
+        if failures < len(outcomes) and difference.quantile(1 - alpha) < 0.0:
             successes = len(outcomes) - failures
             s_low, s_high = wilson(successes, len(outcomes))
             return (

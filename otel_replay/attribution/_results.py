@@ -45,6 +45,8 @@ class StepAttribution:
     ablated: Proportion | None = None  # P(fail | this step and later resampled)
     shapley: float | None = None
     shapley_se: float | None = None
+    significant: bool | None = None  # shown to matter (one-sided, alpha/m)
+    no_effect: bool | None = None  # shown to have no effect beyond +-margin (TOST)
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +69,7 @@ class ShapleySummary:
     v_all: Proportion  # P(fail | every resamplable step kept)
     v_none: Proportion  # P(fail | every resamplable step resampled)
     mode: Mode = Mode.FAILURE
+    total_se: float = 0.0  # standard error of Σφ, over the antithetic pairs
 
     @property
     def expected_total(self) -> float:

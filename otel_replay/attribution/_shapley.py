@@ -25,7 +25,7 @@ def shapley(
 ) -> tuple[dict[int, tuple[float, float]], ShapleySummary]:
     """Per step ``(φ, standard error)`` and the efficiency summary."""
     n_steps = len(engine.factual.steps)
-    pairs = max(1, (config.permutations + 1) // 2)
+    pairs = max(2, (config.permutations + 1) // 2)  # two pairs at least: an SE needs a spread
     orders: list[tuple[str, list[int]]] = []
     for pair in range(pairs):
         order = list(resamplable)
@@ -56,6 +56,10 @@ def shapley(
         for player, value in contributions.items():
             per_pair[player].append(value)
     estimates = {player: mean_and_se(values) for player, values in per_pair.items()}
+    # Σφ per pair telescopes to v(all) − v(∅) of that pair's own rollouts, so efficiency holds by
+    # construction; what the summary checks is agreement with both ends estimated independently.
+    sums = [sum(per_pair[player][pair] for player in per_pair) for pair in range(pairs)]
+    _, total_se = mean_and_se(sums)
 
     def proportion(identity: str) -> Proportion:
         runs = outcomes[identity]
@@ -65,6 +69,7 @@ def shapley(
     summary = ShapleySummary(
         permutations=2 * pairs,
         total=sum(phi for phi, _ in estimates.values()),
+        total_se=total_se,
         v_all=proportion("coalition:efficiency:all"),
         v_none=proportion("coalition:efficiency:none"),
         mode=mode,

@@ -19,7 +19,7 @@ from otel_replay.hashing import canonical_json
 Z_95 = 1.959963984540054
 WILSON = "wilson-score-95"
 BOOTSTRAP = "agresti-caffo-parametric-bootstrap-95"
-BOOTSTRAP_DRAWS = 2000
+BOOTSTRAP_DRAWS = 4000  # enough draws that an alpha/m tail holds several
 
 
 def wilson(successes: int, n: int, z: float = Z_95) -> tuple[float, float]:
@@ -30,7 +30,10 @@ def wilson(successes: int, n: int, z: float = Z_95) -> tuple[float, float]:
     denominator = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / denominator
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denominator
-    return max(0.0, centre - half), min(1.0, centre + half)
+    # exact ends at 0/n and n/n: rounding would otherwise leave 0.9999999999999999 < 1.0
+    low = 0.0 if successes == 0 else max(0.0, centre - half)
+    high = 1.0 if successes == n else min(1.0, centre + half)
+    return low, high
 
 
 def _binomial_cdf(n: int, p: float) -> list[float]:
@@ -48,21 +51,40 @@ def _binomial_cdf(n: int, p: float) -> list[float]:
     return cdf
 
 
+class DifferenceDistribution:
+    """Bootstrap draws of ``k1/n1 − k2/n2`` (see the module docstring), for intervals at any level."""
+
+    def __init__(
+        self, k1: int, n1: int, k2: int, n2: int, rng: random.Random, draws: int = BOOTSTRAP_DRAWS
+    ) -> None:
+        self._samples: list[float] = []
+        if n1 == 0 or n2 == 0:
+            return
+        p1, p2 = (k1 + 1) / (n1 + 2), (k2 + 1) / (n2 + 2)
+        cdf1, cdf2 = _binomial_cdf(n1, p1), _binomial_cdf(n2, p2)
+        self._samples = sorted(
+            bisect.bisect_left(cdf1, rng.random()) / n1
+            - bisect.bisect_left(cdf2, rng.random()) / n2
+            for _ in range(draws)
+        )
+
+    def quantile(self, q: float) -> float:
+        if not self._samples:
+            return -1.0 if q < 0.5 else 1.0
+        draws = len(self._samples)
+        return self._samples[min(draws - 1, max(0, math.ceil(q * draws) - 1))]
+
+    def interval(self, coverage: float = 0.95) -> tuple[float, float]:
+        """Central interval: ``(1 − coverage) / 2`` in each tail."""
+        tail = (1 - coverage) / 2
+        return self.quantile(tail), self.quantile(1 - tail)
+
+
 def difference_interval(
     k1: int, n1: int, k2: int, n2: int, rng: random.Random, draws: int = BOOTSTRAP_DRAWS
 ) -> tuple[float, float]:
     """95 % interval for ``k1/n1 − k2/n2`` (see the module docstring for the method)."""
-    if n1 == 0 or n2 == 0:
-        return -1.0, 1.0
-    p1, p2 = (k1 + 1) / (n1 + 2), (k2 + 1) / (n2 + 2)
-    cdf1, cdf2 = _binomial_cdf(n1, p1), _binomial_cdf(n2, p2)
-    samples = sorted(
-        bisect.bisect_left(cdf1, rng.random()) / n1 - bisect.bisect_left(cdf2, rng.random()) / n2
-        for _ in range(draws)
-    )
-    low = samples[int(0.025 * draws)]
-    high = samples[min(draws - 1, math.ceil(0.975 * draws) - 1)]
-    return low, high
+    return DifferenceDistribution(k1, n1, k2, n2, rng, draws).interval(0.95)
 
 
 def rollouts_needed(effect: float, half_width: float, n: int) -> int | None:

@@ -209,8 +209,10 @@ def _render(result: AttributionResult, config: AttributionConfig) -> None:
     if result.shapley is not None:
         s = result.shapley
         console.print(
-            f"Shapley: Σφ = {s.total:+.2f} vs {'v(all) − v(∅)' if s.mode is Mode.FAILURE else 'v(∅) − v(all)'} = {s.expected_total:+.2f} "
-            f"(gap {s.efficiency_gap:+.2f}, {s.permutations} permutations)"
+            f"Shapley: Σφ = {s.total:+.2f} ± {s.total_se:.2f} vs "
+            f"{'v(all) − v(∅)' if s.mode is Mode.FAILURE else 'v(∅) − v(all)'} = "
+            f"{s.expected_total:+.2f} estimated apart (gap {s.efficiency_gap:+.2f}, "
+            f"{s.permutations} permutations)"
         )
     if result.repair is not None:
         r = result.repair

@@ -161,7 +161,10 @@ def fork_command(
     outcome: Annotated[
         str | None, typer.Option(help="module:function scoring the forked run.")
     ] = None,
-    seed: Annotated[int, typer.Option(help="Seed of the fork's fresh randomness.")] = 0,
+    seed: Annotated[
+        int | None,
+        typer.Option(help="New randomness where the run diverges (default: the recorded seed)."),
+    ] = None,
     json: JsonOption = False,
     store: StoreOption = None,
 ) -> None:
@@ -197,6 +200,12 @@ def fork_command(
     stale = forked.metadata.get("stale_steps")
     if stale:
         console.print(f"[yellow]steps {stale} had no resample function: held, and may be stale[/]")
+    served = forked.metadata.get("served_after_fork")
+    if served:
+        console.print(
+            f"steps {served} after the fork still matched a recorded call and were served from the "
+            "record (a stateful tool might answer differently now)"
+        )
     _print_diff(result)
 
 

@@ -74,26 +74,28 @@ class AgentContext:
         registry: Registry | None = None,
         *,
         fresh_seed: int | None = None,
-        fresh_from: int | None = None,
+        holds: Callable[[int], bool] | None = None,
     ) -> None:
         self.seed = seed
         self.registry = registry or Registry()
         self.ledger = Ledger()
-        # Positions from ``fresh_from`` on draw from ``fresh_seed``: a rollout replays its held
-        # prefix draw for draw and gets new randomness only where its future starts.
+        # Common random numbers: a position the plan holds draws from the recorded seed, so a
+        # rollout replays its held steps draw for draw; positions it resamples, and every position
+        # once the run has diverged from the record, draw from ``fresh_seed`` (when given).
         self._fresh_seed = fresh_seed
-        self._fresh_from = fresh_from
+        self._holds = holds
         self._rng: random.Random | None = None
         self._rng_position = -1
 
     def _seed_at(self, position: int) -> int:
-        if (
-            self._fresh_seed is not None
-            and self._fresh_from is not None
-            and position >= self._fresh_from
-        ):
+        if self._fresh_seed is None:
+            return self.seed
+        diverged = self.ledger.diverged_at
+        if diverged is not None and position >= diverged:
             return self._fresh_seed
-        return self.seed
+        if self._holds is not None and self._holds(position):
+            return self.seed
+        return self._fresh_seed
 
     @property
     def rng(self) -> random.Random:
@@ -328,10 +330,10 @@ class ReplayContext(AgentContext):
         on_miss: str = "resample",
         live_kinds: Collection[StepKind] = (),
         fresh_seed: int | None = None,
-        fresh_from: int | None = None,
+        holds: Callable[[int], bool] | None = None,
         lax: bool = False,
     ) -> None:
-        super().__init__(seed, registry, fresh_seed=fresh_seed, fresh_from=fresh_from)
+        super().__init__(seed, registry, fresh_seed=fresh_seed, holds=holds)
         self.lax = lax  # outputs run live that are not JSON: an error, or (lax) a lossy copy
         if on_miss not in ("resample", "error"):
             raise ValueError(f"on_miss={on_miss!r}; expected 'resample' or 'error'")
@@ -364,7 +366,11 @@ class ReplayContext(AgentContext):
             if self.ledger.diverged_at is None:
                 self.ledger.diverged_at = len(self.ledger.steps)
             return self._live(kind, name, inputs, produce, started, None)
+        if recorded.index != len(self.ledger.steps) and self.ledger.diverged_at is None:
+            self.ledger.diverged_at = len(self.ledger.steps)  # matched, but out of recorded order
         action = self.plan.at(recorded.index).action if self.plan is not None else Action.HOLD
+        if action is Action.RESAMPLE and not recorded.resamplable:
+            action = Action.HOLD  # observed-only: always served from the record, as in trace mode
         if action is Action.HOLD and kind in self.live_kinds:
             action = Action.RESAMPLE
         if action is Action.HOLD:

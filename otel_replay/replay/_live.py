@@ -166,7 +166,11 @@ def replay(
 
 
 def fork_id(
-    original: Trajectory, at: int, intervention: Intervention, driver: str = "", seed: int = 0
+    original: Trajectory,
+    at: int,
+    intervention: Intervention,
+    driver: str = "",
+    seed: int | None = None,
 ) -> str:
     """``fork-`` and a digest of everything that makes the fork what it is: its own namespace, so a
     prefix of the original's id stays unique."""
@@ -185,7 +189,7 @@ def fork(
     agent: AgentFunction | None = None,
     registry: Registry | None = None,
     outcome: OutcomeFunction | None = None,
-    seed: int = 0,
+    seed: int | None = None,
 ) -> Trajectory:
     """Hold the steps before ``at``, inject at ``at``, and let the run continue.
 
@@ -208,9 +212,11 @@ def fork(
     if agent is not None:
         driver = f"agent:{describe(agent)}"
         plan = Plan.intervene(len(original.steps), at, intervention, then=HOLD)
+        # the recorded seed throughout unless --seed asks for new randomness where the run diverges
         ctx = ReplayContext(
             original.steps, recorded_seed, plan=plan, registry=registry, on_miss="resample",
-            fresh_seed=step_seed(seed, plan.identity, 0, -1), fresh_from=at,
+            fresh_seed=None if seed is None else step_seed(seed, plan.identity, 0, -1),
+            holds=lambda position: True,
         )  # fmt: skip
         answer, error = run_agent(agent, ctx, arguments)
         steps = ctx.ledger.steps
@@ -219,10 +225,17 @@ def fork(
             metadata["agent_error"] = error
         if ctx.ledger.diverged_at is not None:
             metadata["diverged_at"] = ctx.ledger.diverged_at
+        # later calls that still matched were served from the record: for a stateful tool the
+        # recorded output may no longer be what the world would answer
+        metadata["served_after_fork"] = [
+            position
+            for position, matched in enumerate(ctx.ledger.matched)
+            if position > at and matched is not None and matched != at
+        ]
     else:
         driver = "resamplers:" + ",".join(registry.descriptions())
         plan = Plan.intervene(len(original.steps), at, intervention, then=RESAMPLE)
-        result = rollout(original, plan, registry, seed, 0)
+        result = rollout(original, plan, registry, seed or 0, 0)
         steps = list(result.trajectory.steps)
         metadata["stale_steps"] = [
             s.index for s in original.steps if s.index > at and registry.lookup(s) is None
@@ -254,13 +267,15 @@ def agent_driver(
     arguments, recorded_seed = _inputs_of(factual)
 
     def drive(plan: Plan, index: int) -> Rollout:
-        first_change = next(
-            (i for i, x in enumerate(plan.interventions) if x.action is not Action.HOLD),
-            len(plan.interventions),
-        )
+        def holds(position: int) -> bool:  # held and forced positions replay the recorded draws
+            return position < len(plan.interventions) and plan.at(position).action in (
+                Action.HOLD,
+                Action.FORCE,
+            )
+
         ctx = ReplayContext(
             factual.steps, recorded_seed, plan=plan, registry=registry, on_miss="resample",
-            fresh_seed=step_seed(seed, plan.identity, index, -1), fresh_from=first_change,
+            fresh_seed=step_seed(seed, plan.identity, index, -1), holds=holds,
         )  # fmt: skip
         answer, error = run_agent(agent, ctx, arguments)
         live = sum(

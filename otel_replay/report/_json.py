@@ -53,6 +53,8 @@ def _step(step: StepAttribution) -> dict[str, Any]:
         "n": step.kept.n if step.kept is not None else None,
         "shapley": _r(step.shapley),
         "shapley_se": _r(step.shapley_se),
+        "significant": step.significant,
+        "no_effect": step.no_effect,
     }
 
 
@@ -93,6 +95,10 @@ def build_report(
             "on_resampler_error": config.on_resampler_error.value,
             "resamplers": list(result.resamplers),
             "verifier": result.verifier,
+            "decisions": (
+                "matters: difference above 0, one-sided at 0.05/m (Bonferroni over the m "
+                "resamplable steps); no effect: two one-sided tests at 0.05 against +-margin"
+            ),
             "interval_methods": {
                 "proportion": WILSON,
                 "difference": BOOTSTRAP,
@@ -127,6 +133,7 @@ def build_report(
         else {
             "permutations": shapley.permutations,
             "sum": _r(shapley.total),
+            "sum_se": _r(shapley.total_se),
             "expected_sum": _r(shapley.expected_total),
             "v_all": _proportion(shapley.v_all),
             "v_none": _proportion(shapley.v_none),

@@ -26,7 +26,8 @@ _STEP: dict[str, Any] = {
     "type": "object",
     "required": [
         "index", "kind", "name", "resamplable", "attribution", "ci_low", "ci_high",
-        "p_fail_kept", "p_fail_ablated", "n", "shapley", "shapley_se",
+        "p_fail_kept", "p_fail_ablated", "n", "shapley", "shapley_se", "significant",
+        "no_effect",
     ],
     "additionalProperties": False,
     "properties": {
@@ -42,6 +43,8 @@ _STEP: dict[str, Any] = {
         "n": _INT_OR_NULL,
         "shapley": _NUMBER_OR_NULL,
         "shapley_se": _NUMBER_OR_NULL,
+        "significant": {"type": ["boolean", "null"], "description": "shown to matter"},
+        "no_effect": {"type": ["boolean", "null"], "description": "shown not to matter beyond the margin"},
     },
 }  # fmt: skip
 
@@ -67,8 +70,8 @@ REPORT_SCHEMA: dict[str, Any] = {
             "type": "object",
             "required": [
                 "rollouts", "permutations", "seed", "method", "fail_threshold", "margin", "repair",
-                "on_resampler_error", "resamplers", "verifier", "interval_methods", "driver",
-                "rerun",
+                "on_resampler_error", "resamplers", "verifier", "decisions", "interval_methods",
+                "driver", "rerun",
             ],
             "additionalProperties": False,
             "properties": {
@@ -88,6 +91,7 @@ REPORT_SCHEMA: dict[str, Any] = {
                     "additionalProperties": {"type": "string"},
                 },
                 "driver": {"type": "string", "description": "trace, or agent:<module:function>"},
+                "decisions": {"type": "string"},
                 "rerun": {"type": "string", "description": "the command that reproduces this report"},
             },
         },
@@ -126,11 +130,15 @@ REPORT_SCHEMA: dict[str, Any] = {
         "repair_note": {"type": ["string", "null"]},
         "shapley": {
             "type": ["object", "null"],
-            "required": ["permutations", "sum", "expected_sum", "v_all", "v_none", "efficiency_gap"],
+            "required": [
+                "permutations", "sum", "sum_se", "expected_sum", "v_all", "v_none",
+                "efficiency_gap",
+            ],
             "additionalProperties": False,
             "properties": {
                 "permutations": {"type": "integer"},
                 "sum": {"type": "number"},
+                "sum_se": {"type": "number", "minimum": 0},
                 "expected_sum": {"type": "number", "description": "v(all) - v(none); negated in credit mode"},
                 "v_all": _PROPORTION,
                 "v_none": _PROPORTION,

@@ -178,7 +178,11 @@ def test_holding_steps_does_not_shift_the_draws_of_later_positions(resampled: in
 def test_fresh_randomness_starts_exactly_where_asked() -> None:
     recording = record(drawing, arguments={"steps": 5}, seed=1)
     ctx = ReplayContext(
-        recording.trajectory.steps, 1, on_miss="resample", fresh_seed=999, fresh_from=3
+        recording.trajectory.steps,
+        1,
+        on_miss="resample",
+        fresh_seed=999,
+        holds=lambda position: position < 3,  # the plan holds positions 0-2
     )
     answer, _ = run_agent(drawing, ctx, {"steps": 5})
     assert answer[:3] == recording.answer[:3]
