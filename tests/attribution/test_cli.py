@@ -8,36 +8,14 @@ from typing import Any
 import orjson
 import pytest
 from jsonschema import Draft202012Validator
-from typer.testing import CliRunner, Result
+from typer.testing import CliRunner
 
 from otel_replay.cli import app
 from otel_replay.report import REPORT_SCHEMA
 from tests.attribution.models import BUTTERFLY, CHAIN, SCM
+from tests.cli_helpers import invoke, ok, one_line_error
 
 ROOT = Path(__file__).resolve().parent.parent.parent
-WIDE = {"COLUMNS": "200"}  # the table is not squeezed, so whole cells can be compared
-
-
-def _invoke(runner: CliRunner, store: Path, *args: str) -> Result:
-    result = runner.invoke(app, [*args, "--store", str(store)], env=WIDE)
-    assert result.exception is None or isinstance(result.exception, SystemExit), repr(
-        result.exception
-    )
-    assert "Traceback" not in result.output
-    return result
-
-
-def _ok(result: Result) -> Result:
-    assert result.exit_code == 0, result.output
-    return result
-
-
-def _one_line_error(result: Result) -> str:
-    assert result.exit_code == 1, result.output
-    lines = [line for line in result.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("error: ")
-    return lines[0]
 
 
 def _report(path: Path) -> dict[str, Any]:
@@ -50,7 +28,7 @@ def _report(path: Path) -> dict[str, Any]:
 def store(runner: CliRunner, store_path: Path) -> Path:
     """A store holding the chain (failed and passing) and the butterfly."""
     files = [CHAIN.jsonl, SCM / "chain_passing.jsonl", BUTTERFLY.jsonl]
-    _ok(_invoke(runner, store_path, "import", *map(str, files)))
+    ok(invoke(runner, store_path, "import", *map(str, files)))
     return store_path
 
 
@@ -63,8 +41,8 @@ def test_attribute_prints_the_table_and_the_verdict_and_writes_the_report(
     runner: CliRunner, store: Path, tmp_path: Path
 ) -> None:
     out = tmp_path / "reports" / "out.json"
-    result = _ok(
-        _invoke(
+    result = ok(
+        invoke(
             runner, store, "attribute", "scm-chain", "--resamplers", str(CHAIN.resamplers),
             "--json-out", str(out),
         )
@@ -85,8 +63,8 @@ def test_attribute_prints_the_table_and_the_verdict_and_writes_the_report(
 
 def test_attribute_all_methods_with_repair(runner: CliRunner, store: Path, tmp_path: Path) -> None:
     out = tmp_path / "all.json"
-    result = _ok(
-        _invoke(
+    result = ok(
+        invoke(
             runner, store, "attribute", "scm-chain", "--resamplers", str(CHAIN.resamplers),
             "--method", "all", "--repair", "--rollouts", "60", "--permutations", "16",
             "--seed", "3", "--workers", "2", "--json-out", str(out),
@@ -106,7 +84,7 @@ def test_attribute_all_methods_with_repair(runner: CliRunner, store: Path, tmp_p
 def test_report_schema_prints_a_valid_draft_2020_12_schema(
     runner: CliRunner, store_path: Path
 ) -> None:
-    result = _ok(runner.invoke(app, ["report", "schema"]))
+    result = ok(runner.invoke(app, ["report", "schema"]))
     schema = orjson.loads(result.stdout)
     Draft202012Validator.check_schema(schema)
     assert schema == REPORT_SCHEMA
@@ -123,8 +101,8 @@ def test_verifier_option_overrides_the_modules_verifier(
         "    return 1.0 if chosen.output.get('strategy') == 'cautious' else 0.0\n"
     )
     out = tmp_path / "judged.json"
-    _ok(
-        _invoke(
+    ok(
+        invoke(
             runner, store, "attribute", "scm-butterfly", "--resamplers", str(BUTTERFLY.resamplers),
             "--verifier", f"{judge}:cautious_strategy", "--json-out", str(out),
         )
@@ -136,8 +114,8 @@ def test_verifier_option_overrides_the_modules_verifier(
 
 def test_credit_mode_from_the_command_line(runner: CliRunner, store: Path, tmp_path: Path) -> None:
     out = tmp_path / "credit.json"
-    result = _ok(
-        _invoke(
+    result = ok(
+        invoke(
             runner, store, "attribute", "scm-chain-passing", "--resamplers",
             str(CHAIN.resamplers), "--on-success", "credit", "--json-out", str(out),
         )
@@ -149,8 +127,8 @@ def test_credit_mode_from_the_command_line(runner: CliRunner, store: Path, tmp_p
 
 
 def test_unknown_id_is_a_one_line_error(runner: CliRunner, store: Path) -> None:
-    line = _one_line_error(
-        _invoke(runner, store, "attribute", "no-such-run", "--resamplers", str(CHAIN.resamplers))
+    line = one_line_error(
+        invoke(runner, store, "attribute", "no-such-run", "--resamplers", str(CHAIN.resamplers))
     )
     assert "no-such-run" in line
 
@@ -158,7 +136,7 @@ def test_unknown_id_is_a_one_line_error(runner: CliRunner, store: Path) -> None:
 def test_no_resamplers_is_a_one_line_error_mentioning_resampler(
     runner: CliRunner, store: Path
 ) -> None:
-    line = _one_line_error(_invoke(runner, store, "attribute", "scm-chain", "--no-entry-points"))
+    line = one_line_error(invoke(runner, store, "attribute", "scm-chain", "--no-entry-points"))
     assert "@resampler" in line
 
 
@@ -169,15 +147,15 @@ def test_a_module_with_only_a_verifier_is_a_one_line_error_mentioning_resampler(
     judge_only.write_text(
         "from otel_replay import verifier\n\n\n@verifier\ndef judge(trajectory):\n    return 0.0\n"
     )
-    line = _one_line_error(
-        _invoke(runner, store, "attribute", "scm-chain", "--resamplers", str(judge_only))
+    line = one_line_error(
+        invoke(runner, store, "attribute", "scm-chain", "--resamplers", str(judge_only))
     )
     assert "@resampler" in line
 
 
 def test_a_passing_run_without_credit_is_a_one_line_error(runner: CliRunner, store: Path) -> None:
-    line = _one_line_error(
-        _invoke(
+    line = one_line_error(
+        invoke(
             runner, store, "attribute", "scm-chain-passing", "--resamplers", str(CHAIN.resamplers)
         )
     )
@@ -189,8 +167,8 @@ def test_an_unloadable_module_is_a_one_line_error(
 ) -> None:
     broken = tmp_path / "broken_resamplers.py"
     broken.write_text("def broken(:\n")
-    line = _one_line_error(
-        _invoke(runner, store, "attribute", "scm-chain", "--resamplers", str(broken))
+    line = one_line_error(
+        invoke(runner, store, "attribute", "scm-chain", "--resamplers", str(broken))
     )
     assert "broken_resamplers.py" in line
 
@@ -208,8 +186,8 @@ def test_a_resampler_that_raises_is_a_one_line_error_naming_the_step(
         "def judge(trajectory):\n"
         "    return 0.0\n"
     )
-    line = _one_line_error(
-        _invoke(runner, store, "attribute", "scm-chain", "--resamplers", str(flaky))
+    line = one_line_error(
+        invoke(runner, store, "attribute", "scm-chain", "--resamplers", str(flaky))
     )
     assert "step 1" in line and "read_config" in line
     assert "TimeoutError: config server timed out" in line
@@ -218,10 +196,10 @@ def test_a_resampler_that_raises_is_a_one_line_error_naming_the_step(
 def test_the_bundled_sample_names_list_deploys(
     runner: CliRunner, store_path: Path, tmp_path: Path
 ) -> None:
-    _ok(_invoke(runner, store_path, "import", str(ROOT / "sample_traces" / "incident.otlp.jsonl")))
+    ok(invoke(runner, store_path, "import", str(ROOT / "sample_traces" / "incident.otlp.jsonl")))
     out = tmp_path / "incident.json"
-    result = _ok(
-        _invoke(
+    result = ok(
+        invoke(
             runner, store_path, "attribute", "ef2843ff", "--resamplers",
             str(ROOT / "examples" / "incident" / "resamplers.py"), "--json-out", str(out),
         )
@@ -237,8 +215,8 @@ def test_an_inconclusive_run_writes_its_report(
     runner: CliRunner, store: Path, tmp_path: Path
 ) -> None:
     out = tmp_path / "inconclusive.json"
-    result = _ok(
-        _invoke(
+    result = ok(
+        invoke(
             runner, store, "attribute", "scm-butterfly", "--resamplers",
             str(BUTTERFLY.resamplers), "--rollouts", "10", "--seed", "2", "--json-out", str(out),
         )

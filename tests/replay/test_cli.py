@@ -15,7 +15,7 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from otel_replay import StepStatus, Store, Trajectory
-from otel_replay.cli import app
+from tests.cli_helpers import invoke, ok, one_line_error
 
 ROOT = Path(__file__).resolve().parents[2]
 AGENT_FILE = ROOT / "examples" / "incident" / "agent.py"
@@ -24,29 +24,6 @@ OUTCOME = f"{AGENT_FILE}:outcome"
 TEST_AGENTS = Path(__file__).resolve().parent / "agents.py"
 #: Run the investigator live and score it.
 LIVE = ("--agent", INVESTIGATE, "--outcome", OUTCOME)
-WIDE = {"COLUMNS": "250"}  # tables and messages are not wrapped, so whole lines can be compared
-
-
-def _invoke(runner: CliRunner, store: Path, *args: str) -> Result:
-    result = runner.invoke(app, [*args, "--store", str(store)], env=WIDE)
-    assert result.exception is None or isinstance(result.exception, SystemExit), repr(
-        result.exception
-    )
-    assert "Traceback" not in result.output
-    return result
-
-
-def _ok(result: Result) -> Result:
-    assert result.exit_code == 0, result.output
-    return result
-
-
-def _one_line_error(result: Result) -> str:
-    assert result.exit_code == 1, result.output
-    lines = [line for line in result.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("error: ")
-    return lines[0]
 
 
 def _last_line(result: Result) -> str:
@@ -81,7 +58,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Recorded]:
     """The incident investigator, recorded once through the CLI (with its spans as OTLP JSON)."""
     folder = tmp_path_factory.mktemp("incident")
     store, otlp = folder / "store.db", folder / "spans.json"
-    result = _ok(_invoke(CliRunner(), store, "record", *LIVE, "--otlp-out", str(otlp)))
+    result = ok(invoke(CliRunner(), store, "record", *LIVE, "--otlp-out", str(otlp)))
     yield Recorded(store, _last_line(result), otlp, result.stdout)
 
 
@@ -112,7 +89,7 @@ def test_record_writes_otlp_json_that_import_accepts(recorded: Recorded, tmp_pat
     assert {span["traceId"] for span in spans} == {recorded.id}
 
     other = tmp_path / "other.db"
-    result = _ok(_invoke(CliRunner(), other, "import", str(recorded.otlp)))
+    result = ok(invoke(CliRunner(), other, "import", str(recorded.otlp)))
     assert "1 added" in result.stdout
     imported, original = _load(other, recorded.id), _load(recorded.store, recorded.id)
     assert [(s.kind, s.name) for s in imported.steps] == [(s.kind, s.name) for s in original.steps]
@@ -126,8 +103,8 @@ def test_an_exported_recording_replays_after_import_elsewhere(
     """Last night's run, shipped as OTLP and imported on a laptop, re-executes hash for hash."""
     laptop = tmp_path / "laptop.db"
     runner = CliRunner()
-    _ok(_invoke(runner, laptop, "import", str(recorded.otlp)))
-    result = _invoke(runner, laptop, "replay", recorded.id, "--agent", INVESTIGATE)
+    ok(invoke(runner, laptop, "import", str(recorded.otlp)))
+    result = invoke(runner, laptop, "replay", recorded.id, "--agent", INVESTIGATE)
     assert result.exit_code == 0, result.stdout
     assert result.stdout.startswith("identical (5 steps, hash")
 
@@ -137,8 +114,8 @@ def test_an_exported_recording_replays_after_import_elsewhere(
 
 @pytest.mark.parametrize("live", [[], ["--live", "tool"]], ids=["served", "live-tools"])
 def test_replay_is_identical(recorded: Recorded, live: list[str]) -> None:
-    result = _ok(
-        _invoke(CliRunner(), recorded.store, "replay", recorded.id, "--agent", INVESTIGATE, *live)
+    result = ok(
+        invoke(CliRunner(), recorded.store, "replay", recorded.id, "--agent", INVESTIGATE, *live)
     )
     final_hash = _load(recorded.store, recorded.id).final_hash
     assert result.stdout.strip() == f"identical (5 steps, hash {final_hash[:16]})"
@@ -147,8 +124,8 @@ def test_replay_is_identical(recorded: Recorded, live: list[str]) -> None:
 def test_replay_of_an_agent_that_became_non_deterministic_fails(tmp_path: Path) -> None:
     runner, store = CliRunner(), tmp_path / "store.db"
     agent = f"{TEST_AGENTS}:clock_agent"
-    trajectory_id = _last_line(_ok(_invoke(runner, store, "record", "--agent", agent)))
-    result = _invoke(runner, store, "replay", trajectory_id, "--agent", agent)
+    trajectory_id = _last_line(ok(invoke(runner, store, "record", "--agent", agent)))
+    result = invoke(runner, store, "replay", trajectory_id, "--agent", agent)
     assert result.exit_code == 1
     assert "non-determinism at step 1" in result.stdout
     assert "step 1 (llm 'think'): inputs differ in 'now'" in result.stdout
@@ -164,7 +141,7 @@ def _fork_without_v841(recorded: Recorded) -> tuple[Result, int, list[dict[str, 
     assert len(deploys) == len(original.steps[at].output) - 1
     output = orjson.dumps(deploys).decode()
     fork = ["fork", recorded.id, "--at", str(at), "--output", output, *LIVE]
-    result = _ok(_invoke(CliRunner(), recorded.store, *fork))
+    result = ok(invoke(CliRunner(), recorded.store, *fork))
     return result, at, deploys
 
 
@@ -197,9 +174,9 @@ def test_diff_text_and_json_agree(recorded: Recorded) -> None:
     fork_result, at, _ = _fork_without_v841(recorded)
     forked_id = fork_result.stdout.splitlines()[0].removeprefix("forked ")
     runner = CliRunner()
-    text = _ok(_invoke(runner, recorded.store, "diff", recorded.id, forked_id)).stdout
+    text = ok(invoke(runner, recorded.store, "diff", recorded.id, forked_id)).stdout
     record = orjson.loads(
-        _ok(_invoke(runner, recorded.store, "diff", recorded.id, forked_id, "--json")).stdout
+        ok(invoke(runner, recorded.store, "diff", recorded.id, forked_id, "--json")).stdout
     )
     assert record["identical"] is False
     assert record["first_divergence"] == record["common_prefix"] == at
@@ -216,11 +193,11 @@ def test_diff_text_and_json_agree(recorded: Recorded) -> None:
     )
 
     same = orjson.loads(
-        _ok(_invoke(runner, recorded.store, "diff", recorded.id, recorded.id, "--json")).stdout
+        ok(invoke(runner, recorded.store, "diff", recorded.id, recorded.id, "--json")).stdout
     )
     assert same["identical"] is True
     assert same["first_divergence"] is None
-    same_text = _ok(_invoke(runner, recorded.store, "diff", recorded.id, recorded.id)).stdout
+    same_text = ok(invoke(runner, recorded.store, "diff", recorded.id, recorded.id)).stdout
     assert same_text.strip() == "identical: 5 steps, same hashes"
 
 
@@ -245,9 +222,9 @@ def test_fork_with_each_built_in_fault(
     runner = CliRunner()
     at = _step_named(_load(recorded.store, recorded.id), "list_deploys")
     args = ["fork", recorded.id, "--at", str(at), "--fault", fault]
-    result = _ok(_invoke(runner, recorded.store, *args, *LIVE))
+    result = ok(invoke(runner, recorded.store, *args, *LIVE))
     assert f"first divergence at step {at}" in result.stdout
-    as_json = orjson.loads(_ok(_invoke(runner, recorded.store, *args, *LIVE, "--json")).stdout)
+    as_json = orjson.loads(ok(invoke(runner, recorded.store, *args, *LIVE, "--json")).stdout)
     assert as_json["id"] in result.stdout  # the same fork: same id
     assert as_json["diff"]["first_divergence"] == at
     forked = _load(recorded.store, as_json["id"])
@@ -285,15 +262,15 @@ ERRORS = [
 @pytest.mark.parametrize(("args", "needle"), ERRORS)
 def test_errors_are_one_line_and_exit_1(recorded: Recorded, args: list[str], needle: str) -> None:
     before = _count(recorded.store)
-    result = _invoke(CliRunner(), recorded.store, *[a.replace("<ID>", recorded.id) for a in args])
-    line = _one_line_error(result)
+    result = invoke(CliRunner(), recorded.store, *[a.replace("<ID>", recorded.id) for a in args])
+    line = one_line_error(result)
     assert needle.replace("<ID>", recorded.id) in line
     assert _count(recorded.store) == before
 
 
 def test_an_agent_that_cannot_be_loaded_is_named_as_the_agent(tmp_path: Path) -> None:
-    line = _one_line_error(
-        _invoke(CliRunner(), tmp_path / "s.db", "record", "--agent", "nope_agent_module:run")
+    line = one_line_error(
+        invoke(CliRunner(), tmp_path / "s.db", "record", "--agent", "nope_agent_module:run")
     )
     assert "--agent" in line, line  # not "resampler module": the user passed no resamplers
 
@@ -301,7 +278,7 @@ def test_an_agent_that_cannot_be_loaded_is_named_as_the_agent(tmp_path: Path) ->
 def test_record_lax_stores_a_lossy_copy_and_warns(tmp_path: Path) -> None:
     store = tmp_path / "store.db"
     agent = f"{TEST_AGENTS}:set_output"
-    result = _ok(_invoke(CliRunner(), store, "record", "--agent", agent, "--lax"))
+    result = ok(invoke(CliRunner(), store, "record", "--agent", agent, "--lax"))
     assert "warning: step 1's output was not JSON; stored a lossy copy" in result.stdout
     trajectory = _load(store, _last_line(result))
     assert trajectory.metadata["lossy_steps"] == [1]
@@ -313,9 +290,7 @@ def test_record_lax_stores_a_lossy_copy_and_warns(tmp_path: Path) -> None:
 
 def test_attribute_with_the_agent_names_the_list_deploys_step(tmp_path: Path) -> None:
     runner, store, report = CliRunner(), tmp_path / "store.db", tmp_path / "report.json"
-    result = _ok(
-        _invoke(runner, store, "record", *LIVE, "--input", '{"flaky": 0.3}', "--seed", "3")
-    )
+    result = ok(invoke(runner, store, "record", *LIVE, "--input", '{"flaky": 0.3}', "--seed", "3"))
     trajectory_id = _last_line(result)
     failing = _load(store, trajectory_id)
     assert failing.outcome == 0.0, "seed 3 no longer makes the flaky deploy API fail"
@@ -325,7 +300,7 @@ def test_attribute_with_the_agent_names_the_list_deploys_step(tmp_path: Path) ->
 
     scoring = ["--verifier", OUTCOME, "--rollouts", "40", "--json-out", str(report)]
     attribute = ["attribute", trajectory_id, "--agent", INVESTIGATE, *scoring]
-    result = _ok(_invoke(runner, store, *attribute))
+    result = ok(invoke(runner, store, *attribute))
     assert (
         f"culprit: The failure became inevitable at step {at} (tool list_deploys)" in result.stdout
     )
