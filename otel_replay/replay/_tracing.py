@@ -11,13 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import orjson
-from opentelemetry import trace
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from opentelemetry.trace import Status, StatusCode
 
 from otel_replay.model import Step, StepKind, StepStatus
 from otel_replay.otlp_encode import spans_to_request
@@ -99,6 +93,15 @@ def emit_spans(
     agent_spec: str = "",
 ) -> RecordedSpans:
     """Emit the run's spans with the SDK and return them encoded as one OTLP request."""
+    # The SDK is imported here, not at module level: only `record` needs it, and every CLI
+    # command would otherwise pay for it at start-up.
+    from opentelemetry import trace
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    from opentelemetry.trace import Status, StatusCode
+
     exporter = InMemorySpanExporter()
     provider = TracerProvider(resource=Resource.create({"service.name": agent_name}))
     provider.add_span_processor(SimpleSpanProcessor(exporter))

@@ -7,7 +7,6 @@ import importlib
 import importlib.util
 import sys
 from collections.abc import Iterable
-from importlib.metadata import entry_points
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -89,6 +88,8 @@ def load_entry_points(registry: Registry) -> list[str]:
 
     An entry point may name a module (its decorators register) or a callable taking the registry.
     """
+    from importlib.metadata import entry_points  # slow to import; only attribute needs it
+
     loaded = []
     for entry in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
         try:
