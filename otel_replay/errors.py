@@ -13,7 +13,9 @@
     ├── RolloutError (RuntimeError)      a resample function raised during a rollout
     ├── AttributionError (ValueError)    attribution asked of a run it cannot be done on
     ├── NonDeterminismError (RuntimeError) a replayed agent made a call the record does not have
-    └── AgentError (RuntimeError)        an agent cannot be loaded or run as asked
+    ├── AgentError (RuntimeError)        an agent cannot be loaded or run as asked
+    └── InterventionError (ValueError)   a fork or plan names a step the run does not have, or an
+                                         unknown fault or option
 
 Messages show the offending value; the CLI adds nothing but the exit code.
 """
@@ -26,6 +28,7 @@ __all__ = [
     "AgentError",
     "AttributionError",
     "CanonicalJSONError",
+    "InterventionError",
     "NonDeterminismError",
     "NotFoundError",
     "PluginLoadError",
@@ -35,7 +38,14 @@ __all__ = [
     "StoreError",
     "TraceFormatError",
     "VerifierError",
+    "preview",
 ]
+
+
+def preview(value: object, limit: int = 60) -> str:
+    """``repr(value)``, cut to ``limit`` characters: how messages show an offending value."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 class ReplayError(Exception):
@@ -145,3 +155,8 @@ class NonDeterminismError(ReplayError, RuntimeError):
 
 class AgentError(ReplayError, RuntimeError):
     """An agent function cannot be loaded, or was called with inputs it does not accept."""
+
+
+class InterventionError(ReplayError, ValueError):
+    """A fork, fault or plan asks for something the run cannot take: a step it does not have, an
+    unknown fault, an option outside its range."""

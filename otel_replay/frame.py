@@ -38,31 +38,11 @@ def steps_frame(store: Store, ids: Iterable[str] | None = None) -> pl.DataFrame:
     """One row per step (all trajectories, or those in ``ids``), ordered by trajectory then index."""
     columns: dict[str, list[object]] = {name: [] for name in STEP_SCHEMA}
     for row in store.iter_step_rows(ids):
-        (
-            tid,
-            idx,
-            kind,
-            name,
-            status,
-            error,
-            start,
-            end,
-            span,
-            parent,
-            resamplable,
-            key,
-            hash_,
-            outcome,
-            source,
-            inputs,
-            output,
-        ) = row
-        values = (
-            tid, idx, kind, name, status, error, start, end,
-            (end - start) / 1e6 if start and end and end >= start else None,
-            span, parent, bool(resamplable), key, hash_, outcome, source,
-            bytes(inputs).decode(), bytes(output).decode(),
-        )  # fmt: skip
-        for column, value in zip(columns, values, strict=True):
-            columns[column].append(value)
+        start, end = row["start_time_unix_nano"], row["end_time_unix_nano"]
+        row["duration_ms"] = (end - start) / 1e6 if start and end and end >= start else None
+        row["resamplable"] = bool(row["resamplable"])
+        row["inputs"] = bytes(row["inputs"]).decode()
+        row["output"] = bytes(row["output"]).decode()
+        for name, values in columns.items():
+            values.append(row[name])
     return pl.DataFrame(columns, schema=STEP_SCHEMA)

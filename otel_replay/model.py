@@ -2,19 +2,29 @@
 
 All three are frozen. A trajectory is built with `Trajectory.build`, which numbers the steps and chains
 their hashes; nothing else assigns ``index``, ``op_key`` or ``hash``.
+
+Each value's record form lives here, beside it: ``to_record()`` gives the plain JSON object the native
+JSONL format, the store and ``show --json`` use, and ``from_record()`` reads one back, checking every
+field and naming the offending value (`TraceFormatError`). Copies with a new result (`Step.with_result`)
+or without their place in a chain (`Step.unlinked`) are made here too, so adding a field touches this
+file and the store's schema, nothing else.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+from otel_replay.errors import TraceFormatError, preview
 from otel_replay.hashing import GENESIS, link_hash, op_key, result_digest
 
-__all__ = ["SpanNode", "Step", "StepKind", "StepStatus", "Trajectory"]
+__all__ = ["FAIL_THRESHOLD", "SpanNode", "Step", "StepKind", "StepStatus", "Trajectory"]
+
+#: An outcome below this is a failure (1.0 success … 0.0 failure); attribution can be told otherwise.
+FAIL_THRESHOLD = 0.5
 
 
 class StepKind(str, Enum):
@@ -32,6 +42,9 @@ class StepKind(str, Enum):
 class StepStatus(str, Enum):
     OK = "ok"
     ERROR = "error"
+
+
+_KINDS = ", ".join(k.value for k in StepKind)
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +77,116 @@ class Step:
             return end - start
         return None
 
+    # --- copies ------------------------------------------------------------------------------------
+
+    def with_result(self, output: Any, status: StepStatus, error: str | None) -> Step:
+        """The same operation with another result. Its chain hash no longer describes it and is
+        cleared (``index`` and ``op_key`` stay: the operation is the same)."""
+        # direct construction: dataclasses.replace costs twice as much, and a rollout calls this
+        # once per step (measured in benchmarks/attribution_bench.py)
+        return Step(
+            self.kind,
+            self.name,
+            self.inputs,
+            output,
+            status,
+            error,
+            self.start_time_unix_nano,
+            self.end_time_unix_nano,
+            self.span_id,
+            self.parent_span_id,
+            self.resamplable,
+            self.index,
+            self.op_key,
+            "",
+        )
+
+    def unlinked(self) -> Step:
+        """A copy outside any trajectory (no index, op_key or hash), ready for `Trajectory.build`."""
+        return dataclasses.replace(self, index=-1, op_key="", hash="")
+
+    # --- record form -------------------------------------------------------------------------------
+
+    def to_record(self) -> dict[str, Any]:
+        """Plain JSON form (keys in this order: the native JSONL format and ``show --json``)."""
+        return {
+            "index": self.index,
+            "kind": self.kind.value,
+            "name": self.name,
+            "inputs": self.inputs,
+            "output": self.output,
+            "status": self.status.value,
+            "error": self.error,
+            "start_time_unix_nano": self.start_time_unix_nano,
+            "end_time_unix_nano": self.end_time_unix_nano,
+            "span_id": self.span_id,
+            "parent_span_id": self.parent_span_id,
+            "resamplable": self.resamplable,
+            "op_key": self.op_key,
+            "hash": self.hash,
+        }
+
+    @classmethod
+    def from_record(
+        cls, record: Any, where: str = "step", *, extra_fields: Collection[str] = ()
+    ) -> Step:
+        """Read a step's record form, checking every field (`TraceFormatError` names the bad one).
+
+        Only ``kind`` and ``name`` are required. ``index``, ``op_key`` and ``hash`` are kept when
+        well-formed (the store's own rows) and otherwise ignored: `Trajectory.build` computes them
+        afresh. ``extra_fields``
+        are keys the caller's format adds around the record (tolerated, not read).
+        """
+        if not isinstance(record, dict):
+            raise TraceFormatError(f"{where} must be an object, got {preview(record)}")
+        _check_fields(record, STEP_FIELDS, extra_fields, "step")
+        kind = record.get("kind")
+        try:
+            step_kind = StepKind(kind)
+        except ValueError:
+            raise TraceFormatError(
+                f"{where}.kind = {kind!r} is not a step kind; known kinds: {_KINDS}"
+            ) from None
+        name = record.get("name")
+        if not isinstance(name, str):
+            raise TraceFormatError(f"{where}.name must be a string, got {preview(name)}")
+        inputs = record.get("inputs", {})
+        if not isinstance(inputs, dict):
+            raise TraceFormatError(f"{where}.inputs must be an object, got {preview(inputs)}")
+        status = record.get("status", "ok")
+        if status not in ("ok", "error"):
+            raise TraceFormatError(f"{where}.status = {status!r}; expected 'ok' or 'error'")
+        error = record.get("error")
+        if error is not None and not isinstance(error, str):
+            raise TraceFormatError(f"{where}.error must be a string or null, got {preview(error)}")
+        resamplable = record.get("resamplable", True)
+        if not isinstance(resamplable, bool):
+            raise TraceFormatError(
+                f"{where}.resamplable must be true or false, got {preview(resamplable)}"
+            )
+        # recomputed by `Trajectory.build`; kept as given only for the store's own rows
+        index, key, chained = record.get("index"), record.get("op_key"), record.get("hash")
+        return cls(
+            kind=step_kind,
+            name=name,
+            inputs=inputs,
+            output=record.get("output"),
+            status=StepStatus(status),
+            error=error,
+            start_time_unix_nano=_optional_time(record, "start_time_unix_nano", where),
+            end_time_unix_nano=_optional_time(record, "end_time_unix_nano", where),
+            span_id=_optional_str(record, "span_id", where),
+            parent_span_id=_optional_str(record, "parent_span_id", where),
+            resamplable=resamplable,
+            index=index if isinstance(index, int) and not isinstance(index, bool) else -1,
+            op_key=key if isinstance(key, str) else "",
+            hash=chained if isinstance(chained, str) else "",
+        )
+
+
+#: The keys of a step's record form.
+STEP_FIELDS = tuple(f.name for f in dataclasses.fields(Step))
+
 
 @dataclass(frozen=True, slots=True)
 class SpanNode:
@@ -95,6 +218,26 @@ class SpanNode:
             "status": self.status.value,
             "step_index": self.step_index,
         }
+
+    @classmethod
+    def from_record(cls, record: Any, where: str = "span") -> SpanNode:
+        """Read a span's record form. Only ``span_id`` is required: the span tree is for display,
+        so a name or role that is not a string is shown as text rather than refused."""
+        if not isinstance(record, dict) or not isinstance(record.get("span_id"), str):
+            raise TraceFormatError(
+                f"{where} must be an object with a 'span_id', got {preview(record)}"
+            )
+        step_index = record.get("step_index")
+        return cls(
+            span_id=record["span_id"],
+            parent_span_id=_optional_str(record, "parent_span_id", where),
+            name=str(record.get("name", "")),
+            role=str(record.get("role", "span")),
+            start_time_unix_nano=_optional_time(record, "start_time_unix_nano", where),
+            end_time_unix_nano=_optional_time(record, "end_time_unix_nano", where),
+            status=StepStatus.ERROR if record.get("status") == "error" else StepStatus.OK,
+            step_index=step_index if isinstance(step_index, int) else None,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,5 +284,90 @@ class Trajectory:
 
     @property
     def failed(self) -> bool | None:
-        """Whether the outcome marks a failure (outcome < 0.5); ``None`` when unknown."""
-        return None if self.outcome is None else self.outcome < 0.5
+        """Whether the outcome marks a failure (below `FAIL_THRESHOLD`); ``None`` when unknown."""
+        return None if self.outcome is None else self.outcome < FAIL_THRESHOLD
+
+    # --- record form -------------------------------------------------------------------------------
+
+    def to_record(self) -> dict[str, Any]:
+        """The whole-trajectory line of the native JSONL format (and ``show --json``)."""
+        return {
+            "trajectory_id": self.id,
+            "outcome": self.outcome,
+            "metadata": dict(self.metadata),
+            "steps": [s.to_record() for s in self.steps],
+            "spans": [s.to_record() for s in self.spans],
+            "final_hash": self.final_hash,
+        }
+
+    @classmethod
+    def from_record(cls, record: Any, where: str = "trajectory") -> Trajectory:
+        """Read a trajectory's record form, checking every field; steps are numbered and their
+        hashes chained afresh (a stored ``final_hash`` is informative, not trusted)."""
+        if not isinstance(record, dict):
+            raise TraceFormatError(f"{where} must be an object, got {preview(record)}")
+        _check_fields(record, TRAJECTORY_FIELDS, (), "trajectory")
+        trajectory_id = record.get("trajectory_id")
+        if not isinstance(trajectory_id, str) or not trajectory_id:
+            raise TraceFormatError(
+                f"'trajectory_id' must be a non-empty string, got {preview(trajectory_id)}"
+            )
+        steps = record.get("steps", [])
+        if not isinstance(steps, list):
+            raise TraceFormatError(f"'steps' must be a list, got {preview(steps)}")
+        metadata = record.get("metadata") or {}
+        if not isinstance(metadata, dict):
+            raise TraceFormatError(f"'metadata' must be an object, got {preview(metadata)}")
+        spans = record.get("spans") or []
+        if not isinstance(spans, list):
+            raise TraceFormatError(f"'spans' must be a list, got {preview(spans)}")
+        return cls.build(
+            trajectory_id,
+            [
+                Step.from_record(s, f"steps[{i}]", extra_fields=("trajectory_id",))
+                for i, s in enumerate(steps)
+            ],
+            outcome=read_outcome(record.get("outcome")),
+            metadata=metadata,
+            spans=[SpanNode.from_record(s, f"spans[{i}]") for i, s in enumerate(spans)],
+        )
+
+
+#: The keys of a trajectory's record form.
+TRAJECTORY_FIELDS = ("trajectory_id", "outcome", "metadata", "steps", "spans", "final_hash")
+
+
+def read_outcome(value: Any) -> float | None:
+    """An outcome as a record holds it: a number, or null for unknown."""
+    if value is None:
+        return None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    raise TraceFormatError(f"'outcome' must be a number or null, got {preview(value)}")
+
+
+def _check_fields(
+    record: dict[str, Any], known: Collection[str], extra: Collection[str], what: str
+) -> None:
+    unknown = sorted(k for k in record if k not in known and k not in extra)
+    if unknown:
+        listed = ", ".join(sorted({*known, *extra}))
+        raise TraceFormatError(f"unknown {what} field {unknown[0]!r}; known: {listed}")
+
+
+def _optional_time(record: dict[str, Any], key: str, where: str) -> int | None:
+    value = record.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TraceFormatError(f"{where}.{key} must be an integer or null, got {preview(value)}")
+    if not 0 <= value < 1 << 63:
+        raise TraceFormatError(f"{where}.{key} = {value} is not a time in nanoseconds (0 to 2**63)")
+    return value
+
+
+def _optional_str(record: dict[str, Any], key: str, where: str) -> str | None:
+    value = record.get(key)
+    if value is None or isinstance(value, str):
+        return value
+    raise TraceFormatError(f"{where}.{key} must be a string or null, got {preview(value)}")

@@ -1,11 +1,16 @@
 """The local store: SQLite with WAL, a schema version, content-addressed deduplicated blobs.
 
 One function opens connections (`Store.open`, every PRAGMA commented), one context manager commits or
-rolls back (`Store.transaction`), the schema is one SQL constant. Step inputs, outputs, metadata and the
-span tree live in ``blobs`` keyed by the sha256 of their JSON, so the history an agent resends
-on every model call is stored once (inputs with ``messages`` keep each message as its own blob, so a
-history that grows by one message per turn costs one message per turn). A trajectory's rows are written in the same transaction as its
-blobs: a killed import leaves the store with whole trajectories only.
+rolls back (`Store.transaction`), the schema is one SQL constant, and rows are read by column name.
+Step inputs, outputs, metadata and the span tree live in ``blobs`` keyed by the sha256 of their JSON,
+so the history an agent resends on every model call is stored once (inputs with ``messages`` keep each
+message as its own blob, so a history that grows by one message per turn costs one message per turn).
+A trajectory's rows are written in the same transaction as its blobs: a killed import leaves the store
+with whole trajectories only.
+
+The store holds no policy: `Store.put` writes what it is given (replacing a stored run of the same
+id), and `content_digest` says what "the same content" means. Whether an arriving run is added,
+unchanged, merged or replaced is decided one floor up, in `otel_replay.ingest`.
 """
 
 from __future__ import annotations
@@ -16,7 +21,6 @@ import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from enum import Enum
 from pathlib import Path
 from typing import Any
 
@@ -24,16 +28,16 @@ import orjson
 
 from otel_replay.errors import NotFoundError, StoreError
 from otel_replay.hashing import canonical_json, digest
-from otel_replay.importers._merge import merge_partial, mergeable
-from otel_replay.model import SpanNode, Step, StepKind, StepStatus, Trajectory
+from otel_replay.model import SpanNode, Step, Trajectory
 
 __all__ = [
     "DEFAULT_STORE",
     "SCHEMA_VERSION",
-    "PutResult",
     "Store",
     "TrajectorySummary",
+    "content_digest",
     "default_store_path",
+    "summarize",
 ]
 
 SCHEMA_VERSION = 1
@@ -86,15 +90,10 @@ def default_store_path() -> Path:
     return Path(env) if env else DEFAULT_STORE
 
 
-class PutResult(str, Enum):
-    ADDED = "added"
-    UNCHANGED = "unchanged"
-    REPLACED = "replaced"
-    MERGED = "merged"  # another part of a trace already stored from another file
-
-
 @dataclass(frozen=True, slots=True)
 class TrajectorySummary:
+    """One stored run, without its steps (the columns of ``trajectories``, by name)."""
+
     id: str
     n_steps: int
     outcome: float | None
@@ -102,15 +101,52 @@ class TrajectorySummary:
     source: str | None
     format: str | None
     start_time_unix_nano: int | None
+    content_digest: str  # see `content_digest`
 
 
-@dataclass(frozen=True, slots=True)
-class _Prepared:
-    summary: TrajectorySummary
-    content: str
-    blobs: dict[str, bytes]
-    row: tuple[Any, ...]
-    step_rows: list[tuple[Any, ...]]
+def summarize(trajectory: Trajectory) -> TrajectorySummary:
+    """The summary `Store.put` would store for ``trajectory`` (without storing it)."""
+    return _summarize(trajectory, digest(_spans_blob(trajectory)))
+
+
+def content_digest(trajectory: Trajectory) -> str:
+    """What makes two stored runs the same: their steps (the final hash), outcome and span tree —
+    not where or in which format they were read."""
+    return summarize(trajectory).content_digest
+
+
+def _spans_blob(trajectory: Trajectory) -> bytes:
+    return orjson.dumps([s.to_record() for s in trajectory.spans])
+
+
+def _summarize(trajectory: Trajectory, spans_digest: str) -> TrajectorySummary:
+    starts = [s.start_time_unix_nano for s in trajectory.steps if s.start_time_unix_nano]
+    return TrajectorySummary(
+        id=trajectory.id,
+        n_steps=len(trajectory.steps),
+        outcome=trajectory.outcome,
+        final_hash=trajectory.final_hash,
+        source=trajectory.metadata.get("source"),
+        format=trajectory.metadata.get("format"),
+        start_time_unix_nano=min(starts) if starts else None,
+        content_digest=digest(
+            canonical_json([trajectory.final_hash, trajectory.outcome, spans_digest])
+        ),
+    )
+
+
+_SUMMARY_COLUMNS = (
+    "id, n_steps, outcome, final_hash, source, format, start_time_unix_nano, content_digest"
+)
+# A step row, named as `Step.to_record` names its fields; inputs and output are blob data.
+_STEP_QUERY = (
+    'SELECT s.idx AS "index", s.kind, s.name, i.data AS inputs, s.inputs_layout, '
+    "o.data AS output, s.status, s.error, s.start_time_unix_nano, s.end_time_unix_nano, "
+    "s.span_id, s.parent_span_id, s.resamplable, s.op_key, s.hash"
+)
+_STEP_JOINS = (
+    "JOIN blobs i ON i.digest = s.inputs_digest JOIN blobs o ON o.digest = s.output_digest"
+)
 
 
 class Store:
@@ -129,6 +165,7 @@ class Store:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             db = sqlite3.connect(path, isolation_level=None)  # transaction() issues BEGIN/COMMIT
+            db.row_factory = sqlite3.Row  # rows are read by column name, never by position
             db.execute("PRAGMA busy_timeout=10000")  # wait for a concurrent importer, do not fail
             # Look before writing anything: a file that is not ours must be left byte-for-byte alone.
             version = db.execute("PRAGMA user_version").fetchone()[0]
@@ -180,237 +217,146 @@ class Store:
 
     # --- writing -----------------------------------------------------------------------------------
 
-    def _blob(self, value: Any, pending: dict[str, bytes]) -> str:
-        """Queue ``value`` as a blob of the trajectory being prepared; return its digest.
-
-        Blobs keep the key order they were recorded with (hashes use canonical JSON, which sorts
-        keys): a replayed agent that serialises a served output must see exactly what it saw live.
+    def put(self, trajectory: Trajectory) -> TrajectorySummary:
+        """Store ``trajectory``, replacing a stored run of the same id; a run whose content is
+        already stored (`content_digest`) is left as it is. Inside `transaction`, or in one of its own.
         """
-        data = orjson.dumps(value)
-        key = digest(data)
-        pending[key] = data
-        return key
-
-    def _inputs_blob(self, inputs: dict[str, Any], pending: dict[str, bytes]) -> tuple[str, int]:
-        messages = inputs.get("messages")
-        if not isinstance(messages, list) or len(messages) < 2:
-            return self._blob(inputs, pending), 0
-        shell = dict(inputs, messages=[self._blob(m, pending) for m in messages])
-        return self._blob(shell, pending), 1
-
-    def _prepare(self, trajectory: Trajectory) -> _Prepared:
-        """Everything CPU-bound about storing a trajectory: canonical JSON, digests, rows."""
-        meta = dict(trajectory.metadata)
-        pending: dict[str, bytes] = {}
-        meta_digest = self._blob(meta, pending)
-        spans_digest = self._blob([s.to_record() for s in trajectory.spans], pending)
-        # What makes a stored run the same: its steps, outcome and span tree (not where it was read)
-        content = digest(canonical_json([trajectory.final_hash, trajectory.outcome, spans_digest]))
-        step_rows = []
-        for step in trajectory.steps:
-            inputs_digest, layout = self._inputs_blob(step.inputs, pending)
-            step_rows.append(
-                (
-                    trajectory.id,
-                    step.index,
-                    step.kind.value,
-                    step.name,
-                    inputs_digest,
-                    layout,
-                    self._blob(step.output, pending),
-                    step.status.value,
-                    step.error,
-                    step.start_time_unix_nano,
-                    step.end_time_unix_nano,
-                    step.span_id,
-                    step.parent_span_id,
-                    int(step.resamplable),
-                    step.op_key,
-                    step.hash,
-                )
-            )
-        starts = [s.start_time_unix_nano for s in trajectory.steps if s.start_time_unix_nano]
-        summary = TrajectorySummary(
-            id=trajectory.id,
-            n_steps=len(trajectory.steps),
-            outcome=trajectory.outcome,
-            final_hash=trajectory.final_hash,
-            source=meta.get("source"),
-            format=meta.get("format"),
-            start_time_unix_nano=min(starts) if starts else None,
-        )
-        row = (
-            summary.id,
-            summary.outcome,
-            summary.n_steps,
-            summary.final_hash,
-            content,
-            meta_digest,
-            spans_digest,
-            summary.source,
-            summary.format,
-            summary.start_time_unix_nano,
-            time.time_ns(),
-        )
-        return _Prepared(summary, content, pending, row, step_rows)
-
-    def _write(self, prepared: _Prepared) -> PutResult:
-        """Everything SQLite does to store a prepared trajectory (inside a transaction)."""
-        trajectory_id = prepared.summary.id
-        existing = self._db.execute(
-            "SELECT content_digest FROM trajectories WHERE id = ?", (trajectory_id,)
-        ).fetchone()
-        if existing is not None and existing[0] == prepared.content:
-            return PutResult.UNCHANGED
+        if not self._db.in_transaction:
+            with self.transaction():
+                return self.put(trajectory)
+        row, steps, blobs = self._rows(trajectory)
+        stored = self.summary(trajectory.id)
+        if stored is not None and stored.content_digest == row["content_digest"]:
+            return stored
         known = self._known  # blobs this transaction has already written
-        fresh = [(k, v) for k, v in prepared.blobs.items() if k not in known]
+        fresh = [(k, v) for k, v in blobs.items() if k not in known]
         self._db.executemany("INSERT OR IGNORE INTO blobs VALUES (?, ?)", fresh)
         known.update(k for k, _ in fresh)
-        if existing is not None:
-            self._db.execute("DELETE FROM trajectories WHERE id = ?", (trajectory_id,))
-        self._db.execute(
-            "INSERT INTO trajectories VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", prepared.row
-        )
-        self._db.executemany(
-            "INSERT INTO steps VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            prepared.step_rows,
-        )
-        return PutResult.ADDED if existing is None else PutResult.REPLACED
+        if stored is not None:
+            self._db.execute("DELETE FROM trajectories WHERE id = ?", (trajectory.id,))
+        self._db.execute(_insert("trajectories", row), row)
+        if steps:
+            self._db.executemany(_insert("steps", steps[0]), steps)
+        return _summary(row)
 
-    def put(self, trajectory: Trajectory) -> PutResult:
-        """Store ``trajectory`` (call inside `transaction`).
-
-        Same id and content: nothing changes. Both built from spans (OTLP): a trace id names one
-        trace, so the new part is merged in (the Collector spreads traces over rotated files). Same
-        steps and outcome in another form: the first copy is kept. Otherwise the new one replaces
-        the old.
-        """
-        return self._store(trajectory)[1]
-
-    def _store(self, trajectory: Trajectory) -> tuple[TrajectorySummary, PutResult]:
-        """Add, keep, merge or replace: see `put`."""
-        prepared = self._prepare(trajectory)
-        row = self._db.execute(
-            "SELECT content_digest, format, final_hash, outcome FROM trajectories WHERE id = ?",
-            (trajectory.id,),
-        ).fetchone()
-        if row is None or row[0] == prepared.content:
-            return prepared.summary, self._write(prepared)
-        if mergeable(row[1], trajectory):
-            merged = self._prepare(merge_partial(self.get(trajectory.id), trajectory))
-            result = self._write(merged)
-            return (
-                merged.summary,
-                PutResult.UNCHANGED if result is PutResult.UNCHANGED else PutResult.MERGED,
-            )
-        if (row[2], row[3]) == (trajectory.final_hash, trajectory.outcome):
-            # the same run in another dress (a recording exported and imported again): keep the
-            # first, richer copy (a recording knows its input and seed)
-            return prepared.summary, PutResult.UNCHANGED
-        return prepared.summary, self._write(prepared)
-
-    def put_all(
-        self, trajectories: Iterable[Trajectory]
-    ) -> list[tuple[TrajectorySummary, PutResult]]:
+    def put_all(self, trajectories: Iterable[Trajectory]) -> list[TrajectorySummary]:
         """Store every trajectory in one transaction: all of them, or (if anything raises) none.
 
         Returns a summary per trajectory, not the trajectories, so memory stays bounded by one run.
-        (A writer thread overlapping SQLite with parsing was measured slower: the sqlite3 module holds
+        """
+        with self.transaction():
+            return [self.put(trajectory) for trajectory in trajectories]
+
+    def _rows(
+        self, trajectory: Trajectory
+    ) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, bytes]]:
+        """Everything CPU-bound about storing a trajectory: its row, its step rows, its blobs.
+
+        (A writer thread overlapping SQLite with this was measured slower: the sqlite3 module holds
         the GIL while it binds parameters, which is most of the work here.)
         """
-        results: list[tuple[TrajectorySummary, PutResult]] = []
-        with self.transaction():
-            for trajectory in trajectories:
-                results.append(self._store(trajectory))
-        return results
+        blobs: dict[str, bytes] = {}
+        meta = dict(trajectory.metadata)
+        spans_digest = _put_blob(blobs, _spans_blob(trajectory))
+        steps = []
+        for step in trajectory.steps:
+            inputs_digest, layout = _inputs_blob(blobs, step.inputs)
+            steps.append(
+                {
+                    "trajectory_id": trajectory.id,
+                    "idx": step.index,
+                    "kind": step.kind.value,
+                    "name": step.name,
+                    "inputs_digest": inputs_digest,
+                    "inputs_layout": layout,
+                    "output_digest": _put_blob(blobs, orjson.dumps(step.output)),
+                    "status": step.status.value,
+                    "error": step.error,
+                    "start_time_unix_nano": step.start_time_unix_nano,
+                    "end_time_unix_nano": step.end_time_unix_nano,
+                    "span_id": step.span_id,
+                    "parent_span_id": step.parent_span_id,
+                    "resamplable": int(step.resamplable),
+                    "op_key": step.op_key,
+                    "hash": step.hash,
+                }
+            )
+        summary = _summarize(trajectory, spans_digest)
+        row = {
+            **{name: getattr(summary, name) for name in _SUMMARY_FIELDS},
+            "metadata_digest": _put_blob(blobs, orjson.dumps(meta)),
+            "spans_digest": spans_digest,
+            "imported_at_unix_nano": time.time_ns(),
+        }
+        return row, steps, blobs
 
     # --- reading -----------------------------------------------------------------------------------
 
     def resolve(self, id_or_prefix: str) -> str:
         """The full id of the one trajectory whose id is, or starts with, ``id_or_prefix``."""
-        exact = self._db.execute(
-            "SELECT id FROM trajectories WHERE id = ?", (id_or_prefix,)
-        ).fetchone()
-        if exact:
-            return str(exact[0])
+        if self.summary(id_or_prefix) is not None:
+            return id_or_prefix
         escaped = id_or_prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-        rows = self._db.execute(
-            "SELECT id FROM trajectories WHERE id LIKE ? ESCAPE '\\' ORDER BY id LIMIT 6",
-            (escaped + "%",),
-        ).fetchall()
-        if not rows:
-            raise NotFoundError(f"no trajectory id starts with {id_or_prefix!r} in {self.path}")
-        if len(rows) > 1:
-            shown = ", ".join(r[0] for r in rows[:5])
-            raise NotFoundError(
-                f"{id_or_prefix!r} is ambiguous: it matches {shown}{', ...' if len(rows) > 5 else ''}"
+        ids = [
+            row["id"]
+            for row in self._db.execute(
+                "SELECT id FROM trajectories WHERE id LIKE ? ESCAPE '\\' ORDER BY id LIMIT 6",
+                (escaped + "%",),
             )
-        return str(rows[0][0])
+        ]
+        if not ids:
+            raise NotFoundError(f"no trajectory id starts with {id_or_prefix!r} in {self.path}")
+        if len(ids) > 1:
+            shown = ", ".join(ids[:5])
+            raise NotFoundError(
+                f"{id_or_prefix!r} is ambiguous: it matches {shown}{', ...' if len(ids) > 5 else ''}"
+            )
+        return str(ids[0])
+
+    def summary(self, trajectory_id: str) -> TrajectorySummary | None:
+        """The stored run with exactly this id, without its steps; None if there is none."""
+        row = self._db.execute(
+            f"SELECT {_SUMMARY_COLUMNS} FROM trajectories WHERE id = ?", (trajectory_id,)
+        ).fetchone()
+        return None if row is None else _summary(row)
 
     def summaries(self) -> list[TrajectorySummary]:
         """Every trajectory, oldest run first."""
         rows = self._db.execute(
-            "SELECT id, n_steps, outcome, final_hash, source, format, start_time_unix_nano "
-            "FROM trajectories ORDER BY start_time_unix_nano IS NULL, start_time_unix_nano, id"
-        ).fetchall()
-        return [TrajectorySummary(*row) for row in rows]
+            f"SELECT {_SUMMARY_COLUMNS} FROM trajectories "
+            "ORDER BY start_time_unix_nano IS NULL, start_time_unix_nano, id"
+        )
+        return [_summary(row) for row in rows]
 
     def get(self, id_or_prefix: str) -> Trajectory:
         """Load one trajectory by id or unique id prefix."""
         trajectory_id = self.resolve(id_or_prefix)
-        outcome, meta_digest, spans_digest = self._db.execute(
+        head = self._db.execute(
             "SELECT outcome, metadata_digest, spans_digest FROM trajectories WHERE id = ?",
             (trajectory_id,),
         ).fetchone()
         rows = self._db.execute(
-            "SELECT s.idx, s.kind, s.name, i.data, o.data, s.status, s.error, "
-            "s.start_time_unix_nano, s.end_time_unix_nano, s.span_id, s.parent_span_id, "
-            "s.resamplable, s.op_key, s.hash, s.inputs_layout FROM steps s "
-            "JOIN blobs i ON i.digest = s.inputs_digest JOIN blobs o ON o.digest = s.output_digest "
-            "WHERE s.trajectory_id = ? ORDER BY s.idx",
+            f"{_STEP_QUERY} FROM steps s {_STEP_JOINS} WHERE s.trajectory_id = ? ORDER BY s.idx",
             (trajectory_id,),
-        ).fetchall()
-        steps = tuple(
-            Step(
-                index=r[0],
-                kind=StepKind(r[1]),
-                name=r[2],
-                inputs=self._inputs(r[3], r[14]),
-                output=orjson.loads(r[4]),
-                status=StepStatus(r[5]),
-                error=r[6],
-                start_time_unix_nano=r[7],
-                end_time_unix_nano=r[8],
-                span_id=r[9],
-                parent_span_id=r[10],
-                resamplable=bool(r[11]),
-                op_key=r[12],
-                hash=r[13],
-            )
-            for r in rows
         )
-        spans = tuple(
-            SpanNode(**dict(s, status=StepStatus(s["status"]))) for s in self._load(spans_digest)
-        )
+        steps = tuple(Step.from_record(self._step_record(row)) for row in rows)
         return Trajectory(
             id=trajectory_id,
             steps=steps,
-            outcome=outcome,
-            metadata=self._load(meta_digest),
-            spans=spans,
+            outcome=head["outcome"],
+            metadata=self._load(head["metadata_digest"]),
+            spans=tuple(SpanNode.from_record(s) for s in self._load(head["spans_digest"])),
         )
 
-    def iter_step_rows(self, ids: Iterable[str] | None = None) -> Iterator[tuple[Any, ...]]:
-        """Raw step rows joined with their trajectory (for `steps_frame`), in (trajectory, index) order."""
+    def iter_step_rows(self, ids: Iterable[str] | None = None) -> Iterator[dict[str, Any]]:
+        """Step rows with their trajectory's ``trajectory_id``, ``outcome`` and ``source``, keyed as
+        `Step.to_record` names fields (``inputs`` and ``output`` as JSON bytes), in (trajectory,
+        index) order: for `steps_frame`, without building `Step` objects."""
         query = (
-            "SELECT s.trajectory_id, s.idx, s.kind, s.name, s.status, s.error, "
-            "s.start_time_unix_nano, s.end_time_unix_nano, s.span_id, s.parent_span_id, "
-            "s.resamplable, s.op_key, s.hash, t.outcome, t.source, i.data, s.inputs_layout, "
-            "o.data FROM steps s "
-            "JOIN trajectories t ON t.id = s.trajectory_id "
-            "JOIN blobs i ON i.digest = s.inputs_digest JOIN blobs o ON o.digest = s.output_digest"
+            f"{_STEP_QUERY}, s.trajectory_id, t.outcome AS outcome, t.source AS source "
+            f"FROM steps s JOIN trajectories t ON t.id = s.trajectory_id {_STEP_JOINS}"
         )
-        batches = (
+        cursors = (
             [self._db.execute(query + " ORDER BY s.trajectory_id, s.idx")]
             if ids is None
             else (
@@ -418,12 +364,12 @@ class Store:
                 for i in ids
             )
         )
-        for cursor in batches:
-            for row in cursor.fetchall():
-                *head, inputs, layout, output = row
-                if layout == 1:
-                    inputs = orjson.dumps(self._inputs(inputs, layout))
-                yield (*head, inputs, output)
+        for cursor in cursors:
+            for row in cursor:
+                record = dict(row)
+                if record.pop("inputs_layout") == 1:
+                    record["inputs"] = orjson.dumps(self._inputs(record["inputs"], 1))
+                yield record
 
     def counts(self) -> dict[str, int]:
         """Row counts, for tests and ``list`` footers."""
@@ -431,6 +377,13 @@ class Store:
             table: self._db.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
             for table in ("trajectories", "steps", "blobs")
         }
+
+    def _step_record(self, row: sqlite3.Row) -> dict[str, Any]:
+        record = dict(row)
+        record["inputs"] = self._inputs(record["inputs"], record.pop("inputs_layout"))
+        record["output"] = orjson.loads(record["output"])
+        record["resamplable"] = bool(record["resamplable"])
+        return record
 
     def _inputs(self, data: bytes, layout: int) -> dict[str, Any]:
         inputs: dict[str, Any] = orjson.loads(data)
@@ -442,4 +395,38 @@ class Store:
         row = self._db.execute("SELECT data FROM blobs WHERE digest = ?", (blob_digest,)).fetchone()
         if row is None:
             raise StoreError(f"{self.path} is missing blob {blob_digest}")
-        return orjson.loads(row[0])
+        return orjson.loads(row["data"])
+
+
+def _summary(row: sqlite3.Row | dict[str, Any]) -> TrajectorySummary:
+    return TrajectorySummary(**{name: row[name] for name in _SUMMARY_FIELDS})
+
+
+_SUMMARY_FIELDS = tuple(name.strip() for name in _SUMMARY_COLUMNS.split(","))
+
+
+def _insert(table: str, row: dict[str, Any]) -> str:
+    """``INSERT INTO table (a, b) VALUES (:a, :b)`` for a row keyed by column name."""
+    return (
+        f"INSERT INTO {table} ({', '.join(row)}) VALUES ({', '.join(':' + name for name in row)})"
+    )
+
+
+def _put_blob(blobs: dict[str, bytes], data: bytes) -> str:
+    """Queue JSON ``data`` as a blob; return its digest.
+
+    Blobs keep the key order they were recorded with (hashes use canonical JSON, which sorts keys):
+    a replayed agent that serialises a served output must see exactly what it saw live.
+    """
+    key = digest(data)
+    blobs[key] = data
+    return key
+
+
+def _inputs_blob(blobs: dict[str, bytes], inputs: dict[str, Any]) -> tuple[str, int]:
+    """Inputs with ``messages`` store each message as its own blob (layout 1); others whole (0)."""
+    messages = inputs.get("messages")
+    if not isinstance(messages, list) or len(messages) < 2:
+        return _put_blob(blobs, orjson.dumps(inputs)), 0
+    shell = dict(inputs, messages=[_put_blob(blobs, orjson.dumps(m)) for m in messages])
+    return _put_blob(blobs, orjson.dumps(shell)), 1

@@ -94,7 +94,6 @@ def batches(runs: Sequence[Finished]) -> Iterator[ExportTraceServiceRequest]:
 def write_native_steps(source: Path, runs: Sequence[Finished], path: Path) -> bool:
     """Write the native step JSONL via the library; False when the library is not there yet."""
     try:
-        from otel_replay.export import trajectory_to_record
         from otel_replay.importers import read_path
     except ImportError as exc:
         print(f"skipped {path.name}: {exc}", file=sys.stderr)
@@ -112,7 +111,7 @@ def write_native_steps(source: Path, runs: Sequence[Finished], path: Path) -> bo
             for key, value in trajectory.metadata.items()
         }
         renamed = dataclasses.replace(trajectory, id=names[trajectory.id], metadata=metadata)
-        record = trajectory_to_record(renamed)
+        record = renamed.to_record()
         lines.append(orjson.dumps(record) + b"\n")
     if len(lines) != len(runs):
         raise SystemExit(f"{source}: expected {len(runs)} trajectories, read {len(lines)}")

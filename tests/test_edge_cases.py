@@ -12,6 +12,7 @@ import pytest
 from otel_replay import ReadOptions, Registry, StepFailed, Store, TraceFormatError, read_path
 from otel_replay.attribution._stats import levenshtein
 from otel_replay.errors import RolloutError
+from otel_replay.ingest import ingest
 from otel_replay.replay import AgentContext, Intervention, fork, record, replay
 from tests.conftest import SAMPLES
 
@@ -175,7 +176,7 @@ def test_a_recording_imported_again_keeps_its_replay_facts(tmp_path: Path) -> No
     write_otlp_json_lines([recording.spans.request], path)
     with Store.open(tmp_path / "s.db") as store:
         store.put_all([recording.trajectory])
-        store.put_all(read_path(path))  # same steps and outcome: the recording is kept
+        ingest(store, read_path(path))  # same steps and outcome: the recording is kept
         kept = store.get(recording.trajectory.id)
     assert kept.metadata["seed"] == 3 and kept.metadata["format"] == "agent"
     (imported,) = read_path(path)

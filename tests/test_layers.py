@@ -1,30 +1,48 @@
-"""DESIGN §3: each layer imports only the layers below it."""
+"""DESIGN §3: each layer imports only the layers below it, in DESIGN's order."""
 
 from __future__ import annotations
 
 import ast
+import os
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parent.parent / "otel_replay"
+import pytest
 
-# lowest first; a module may import its own layer and those before it
-LAYERS: list[set[str]] = [
-    {"errors", "hashing", "model", "otlp_encode"},
-    {"importers"},
-    {"store", "export"},
-    {"frame", "resamplers"},
-    {"replay"},
-    {"attribution"},
-    {"report"},
-    {"cli", "__main__"},
+from tests.conftest import ROOT
+
+PACKAGE = ROOT / "otel_replay"
+DESIGN = ROOT.parent / "shared" / "DESIGN.md"
+
+# DESIGN §3's floors, lowest first, exactly as DESIGN draws them (a floor not built yet is listed too).
+LAYERS: list[tuple[str, ...]] = [
+    ("model", "hashing", "errors"),
+    ("store",),
+    ("importers",),
+    ("ingest",),
+    ("resamplers",),
+    ("executors",),
+    ("replay",),
+    ("attribution",),
+    ("fleet",),
+    ("report",),
+    ("cli",),
 ]
+
+# Modules DESIGN does not name, and the floor they live on (the floor of the named component).
+RESIDENTS = {
+    "frame": "store",  # a polars view of the store's steps
+    "otlp_encode": "importers",  # the OTLP wire format, written rather than read
+    "export": "importers",  # the native JSONL format, written rather than read
+    "__main__": "cli",
+}
 
 
 def _layer(component: str) -> int:
+    component = RESIDENTS.get(component, component)
     for rank, members in enumerate(LAYERS):
         if component in members:
             return rank
-    raise AssertionError(f"otel_replay.{component} is in no layer; add it to LAYERS")
+    raise AssertionError(f"otel_replay.{component} is in no layer; add it to LAYERS or RESIDENTS")
 
 
 def _component(path: Path) -> str:
@@ -48,3 +66,22 @@ def test_layers_import_downward_only() -> None:
                 if _layer(target) > own:
                     violations.append(f"{path.relative_to(PACKAGE)} imports otel_replay.{target}")
     assert violations == []
+
+
+def _design_floors(text: str) -> list[tuple[str, ...]]:
+    """The floors of DESIGN §3's drawing, lowest first: the first column of the fenced block."""
+    section = text[text.index("## 3. Layers") :]
+    block = section.split("```")[1]
+    floors = []
+    for line in block.strip("\n").splitlines():
+        names = line.split("  ")[0]  # two spaces part a floor's names from its description
+        floors.append(tuple(name.strip().rstrip("/") for name in names.split("·")))
+    return floors[::-1]
+
+
+def test_layers_are_designs_floors() -> None:
+    if not DESIGN.is_file():
+        if os.environ.get("CI"):
+            pytest.fail(f"DESIGN.md missing at {DESIGN} (CI must have ../shared beside the clone)")
+        pytest.skip(f"DESIGN.md not found at {DESIGN}")
+    assert _design_floors(DESIGN.read_text()) == LAYERS

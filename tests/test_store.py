@@ -32,6 +32,7 @@ from otel_replay import (
 from otel_replay.cli import _import as cli_import
 from otel_replay.cli import app
 from otel_replay.importers import otlp_json, otlp_proto
+from otel_replay.ingest import ingest
 from otel_replay.otlp_encode import (
     spans_to_request,
     write_otlp_json_lines,
@@ -307,7 +308,10 @@ def _built(trajectory_id: str, n_steps: int) -> Trajectory:
     return Trajectory.build(trajectory_id, steps, outcome=1.0)
 
 
-def test_put_all_stores_all_or_nothing(store_path: Path) -> None:
+@pytest.mark.parametrize("write", [Store.put_all, ingest], ids=["put_all", "ingest"])
+def test_writes_are_all_or_nothing(
+    store_path: Path, write: Callable[[Store, Iterator[Trajectory]], object]
+) -> None:
     def failing_late() -> Iterator[Trajectory]:
         yield _built("one", 2)
         yield _built("two", 3)
@@ -317,10 +321,13 @@ def test_put_all_stores_all_or_nothing(store_path: Path) -> None:
         db.put_all([_built("kept", 1)])
         before = (db.counts(), db.summaries())
         with pytest.raises(TraceFormatError, match="record 3"):
-            db.put_all(failing_late())
+            write(db, failing_late())
         assert (db.counts(), db.summaries()) == before
-        stored = db.put_all([_built("one", 2), _built("two", 3)])
-        assert [(s.id, r.value) for s, r in stored] == [("one", "added"), ("two", "added")]
+        stored = ingest(db, [_built("one", 2), _built("two", 3)])
+        assert [(s.summary.id, s.result.value) for s in stored] == [
+            ("one", "added"),
+            ("two", "added"),
+        ]
         assert db.counts()["steps"] == 1 + 2 + 3
 
 

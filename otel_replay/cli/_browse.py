@@ -20,7 +20,6 @@ from otel_replay.cli._common import (
     trajectory_table,
     user_errors,
 )
-from otel_replay.export import trajectory_to_record
 from otel_replay.model import Step, StepStatus, Trajectory
 
 
@@ -63,7 +62,7 @@ def show_command(
     with user_errors(), open_store(store) as db:
         trajectory = db.get(trajectory_id)
     if json:
-        print_json(trajectory_to_record(trajectory))
+        print_json(trajectory.to_record())
         return
     meta = trajectory.metadata
     outcome = "unknown" if trajectory.outcome is None else f"{trajectory.outcome:g}"

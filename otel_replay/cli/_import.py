@@ -24,7 +24,8 @@ from otel_replay.cli._common import (
 )
 from otel_replay.errors import ReplayError
 from otel_replay.importers import Format, ReadOptions, read_path
-from otel_replay.store import PutResult, Store
+from otel_replay.ingest import IngestResult, ingest
+from otel_replay.store import Store
 
 _PROGRESS_MIN_BYTES = 4 * 1024 * 1024
 _SKIP_FILES = {".md", ".txt", ".py", ".yaml", ".yml", ".toml", ".db", ".db-wal", ".db-shm"}
@@ -57,7 +58,8 @@ def expand(paths: list[Path]) -> list[Path]:
 def import_file(store: Store, path: Path, fmt: Format, options: ReadOptions) -> FileResult:
     """Import one file in one transaction; on error nothing of it is kept."""
     result = FileResult(path)
-    for summary, outcome in store.put_all(read_path(path, fmt, options)):
+    for ingested in ingest(store, read_path(path, fmt, options)):
+        summary = ingested.summary
         result.rows.append(
             {
                 "id": summary.id,
@@ -65,7 +67,7 @@ def import_file(store: Store, path: Path, fmt: Format, options: ReadOptions) -> 
                 "outcome": summary.outcome,
                 "source": str(path),
                 "format": summary.format,
-                "result": outcome.value,
+                "result": ingested.result.value,
                 "final_hash": summary.final_hash,
             }
         )
@@ -160,7 +162,7 @@ def _render(results: list[FileResult]) -> None:
     if len(rows) > _TABLE_ROWS:
         table.caption = f"… and {len(rows) - _TABLE_ROWS} more (agent-replay list shows all)"
     console.print(table)
-    counts = {r.value: sum(1 for row in rows if row["result"] == r.value) for r in PutResult}
+    counts = {r.value: sum(1 for row in rows if row["result"] == r.value) for r in IngestResult}
     console.print(", ".join(f"{n} {what}" for what, n in counts.items()))
     for r in results:
         if r.skipped:

@@ -20,7 +20,6 @@ from otel_replay.cli._common import (
     user_errors,
 )
 from otel_replay.errors import ReplayError
-from otel_replay.export import step_to_record
 from otel_replay.model import Step, StepKind, Trajectory
 from otel_replay.otlp_encode import request_to_otlp_json
 from otel_replay.replay import (
@@ -245,8 +244,8 @@ def _diff_record(result: TrajectoryDiff) -> dict[str, Any]:
         "common_prefix": result.common,
         "first_divergence": result.divergence,
         "differences": list(result.differences),
-        "left_step": step_to_record(a) if a else None,
-        "right_step": step_to_record(b) if b else None,
+        "left_step": a.to_record() if a else None,
+        "right_step": b.to_record() if b else None,
     }
 
 

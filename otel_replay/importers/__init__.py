@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+from otel_replay.importers._merge import built_from_spans, merge_partial
 from otel_replay.importers._options import DEFAULT_OUTCOME_ATTRIBUTES, ReadOptions, ReadReport
 from otel_replay.importers._sniff import Format, detect
 from otel_replay.importers.jsonl import read_jsonl
@@ -21,7 +22,9 @@ __all__ = [
     "Format",
     "ReadOptions",
     "ReadReport",
+    "built_from_spans",
     "detect",
+    "merge_partial",
     "read_jsonl",
     "read_otlp_json",
     "read_otlp_proto",

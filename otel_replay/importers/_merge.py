@@ -1,5 +1,6 @@
 """One trace, two files: the Collector rotates its output and batches spans, so a trace's spans can
-arrive in different files. `merge_partial` joins two trajectories built from parts of one trace.
+arrive in different files. `merge_partial` joins two trajectories built from parts of one trace
+(`otel_replay.ingest` decides when).
 
 Steps and spans are matched by span id; a step whose span turns out to contain another step's span
 (it looked innermost only because its child was in the other file) becomes structure; steps are
@@ -14,18 +15,20 @@ from typing import Any
 from otel_replay.model import SpanNode, Step, Trajectory
 
 #: Formats whose trajectories are built from spans (and so can be joined by span id).
-SPAN_FORMATS = frozenset(
+_SPAN_FORMATS = frozenset(
     {"otlp-json", "otlp-jsonl", "otlp-proto", "otlp-proto-stream", "span-dump"}
 )
 
 
-def mergeable(existing_format: str | None, new: Trajectory) -> bool:
-    """Both built from spans: a trace id names one trace, so what arrives later joins it (merging a
-    part that is already in is a no-op)."""
-    return existing_format in SPAN_FORMATS and new.metadata.get("format") in SPAN_FORMATS
+def built_from_spans(format: str | None) -> bool:
+    """Whether a trajectory whose metadata names ``format`` was built from spans (OTLP, span dumps):
+    then a trace id names one trace, and `merge_partial` can join its parts."""
+    return format in _SPAN_FORMATS
 
 
 def merge_partial(existing: Trajectory, new: Trajectory) -> Trajectory:
+    """``existing`` and ``new`` (parts of one trace) as one trajectory; merging a part that is
+    already in gives ``existing`` again."""
     spans: dict[str, SpanNode] = {s.span_id: s for s in existing.spans}
     for span in new.spans:
         spans.setdefault(span.span_id, span)
@@ -66,7 +69,7 @@ def merge_partial(existing: Trajectory, new: Trajectory) -> Trajectory:
     outcome = existing.outcome if existing.outcome is not None else new.outcome
     return Trajectory.build(
         existing.id,
-        [dataclasses.replace(s, index=-1, op_key="", hash="") for s in kept],
+        [s.unlinked() for s in kept],
         outcome=outcome,
         metadata=metadata,
         spans=nodes,

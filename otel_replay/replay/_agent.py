@@ -34,7 +34,13 @@ from typing import Any
 
 import orjson
 
-from otel_replay.errors import CanonicalJSONError, NonDeterminismError, ReplayError, RolloutError
+from otel_replay.errors import (
+    CanonicalJSONError,
+    InterventionError,
+    NonDeterminismError,
+    ReplayError,
+    RolloutError,
+)
 from otel_replay.hashing import check_json_value, op_key
 from otel_replay.model import Step, StepKind, StepStatus, Trajectory
 from otel_replay.replay._diff import flat_inputs
@@ -336,7 +342,7 @@ class ReplayContext(AgentContext):
         super().__init__(seed, registry, fresh_seed=fresh_seed, holds=holds)
         self.lax = lax  # outputs run live that are not JSON: an error, or (lax) a lossy copy
         if on_miss not in ("resample", "error"):
-            raise ValueError(f"on_miss={on_miss!r}; expected 'resample' or 'error'")
+            raise InterventionError(f"on_miss={on_miss!r}; expected 'resample' or 'error'")
         self.recorded = list(recorded)
         self.plan = plan
         self.on_miss = on_miss

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from otel_replay.errors import ReplayError
+from otel_replay.errors import InterventionError
 from otel_replay.replay._plan import Intervention
 
 
@@ -45,5 +45,7 @@ def fault(name: str, recorded_output: Any) -> Intervention:
     """The intervention that injects fault ``name`` into a step that returned ``recorded_output``."""
     make = FAULTS.get(name)
     if make is None:
-        raise ReplayError(f"unknown fault {name!r}; built-in faults: {', '.join(sorted(FAULTS))}")
+        raise InterventionError(
+            f"unknown fault {name!r}; built-in faults: {', '.join(sorted(FAULTS))}"
+        )
     return make(recorded_output)

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any
 
-from otel_replay.errors import CanonicalJSONError, NonDeterminismError, ReplayError
+from otel_replay.errors import (
+    CanonicalJSONError,
+    InterventionError,
+    NonDeterminismError,
+    ReplayError,
+)
 from otel_replay.hashing import canonical_json, check_json_value, digest
-from otel_replay.model import SpanNode, Step, StepKind, Trajectory
+from otel_replay.model import SpanNode, StepKind, Trajectory
 from otel_replay.replay._agent import RecordingContext, ReplayContext, lossy, run_agent
 from otel_replay.replay._diff import TrajectoryDiff, diff
 from otel_replay.replay._plan import HOLD, RESAMPLE, Action, Intervention, Plan
@@ -72,24 +78,40 @@ def record(
         value = 0.0
     name = getattr(agent, "__name__", "agent")
     spans = emit_spans(
-        steps, agent_name=name, arguments=metadata["input"], answer=answer, outcome=value,
-        started=started, ended=ended, error=error, seed=seed, agent_spec=agent_spec,
-    )  # fmt: skip
+        steps,
+        agent_name=name,
+        arguments=metadata["input"],
+        answer=answer,
+        outcome=value,
+        started=started,
+        ended=ended,
+        error=error,
+        seed=seed,
+        agent_spec=agent_spec,
+    )
     span_ids = _span_ids(spans)
     linked = [
-        Step(
-            s.kind, s.name, s.inputs, s.output, s.status, s.error, s.start_time_unix_nano,
-            s.end_time_unix_nano, span_ids[i + 1] if i + 1 < len(span_ids) else None,
-            span_ids[0] if span_ids else None,
+        dataclasses.replace(
+            step.unlinked(),
+            span_id=span_ids[i + 1] if i + 1 < len(span_ids) else None,
+            parent_span_id=span_ids[0] if span_ids else None,
         )
-        for i, s in enumerate(steps)
-    ]  # fmt: skip
+        for i, step in enumerate(steps)
+    ]
     nodes = [SpanNode(span_ids[0], None, name, "agent", started, ended)] if span_ids else []
     nodes += [
-        SpanNode(s.span_id or f"#{i}", s.parent_span_id, f"{s.kind.value} {s.name}", "step",
-                 s.start_time_unix_nano, s.end_time_unix_nano, s.status, i)
-        for i, s in enumerate(linked)
-    ]  # fmt: skip
+        SpanNode(
+            step.span_id or f"#{i}",
+            step.parent_span_id,
+            f"{step.kind.value} {step.name}",
+            "step",
+            step.start_time_unix_nano,
+            step.end_time_unix_nano,
+            step.status,
+            i,
+        )
+        for i, step in enumerate(linked)
+    ]
     trajectory = Trajectory.build(
         spans.trace_id, linked, outcome=value, metadata=metadata, spans=nodes
     )
@@ -175,9 +197,16 @@ def fork_id(
     """``fork-`` and a digest of everything that makes the fork what it is: its own namespace, so a
     prefix of the original's id stays unique."""
     what = canonical_json(
-        [original.id, at, intervention.action.value, intervention.output, intervention.error,
-         driver, seed]
-    )  # fmt: skip
+        [
+            original.id,
+            at,
+            intervention.action.value,
+            intervention.output,
+            intervention.error,
+            driver,
+            seed,
+        ]
+    )
     return f"fork-{digest(what)[:24]}"
 
 
@@ -198,7 +227,9 @@ def fork(
     ``metadata["stale_steps"]`` (their recorded outputs may no longer follow from what came before).
     """
     if not 0 <= at < len(original.steps):
-        raise ValueError(f"--at {at} is not a step of {original.id} (it has {len(original.steps)})")
+        raise InterventionError(
+            f"--at {at} is not a step of {original.id} (it has {len(original.steps)})"
+        )
     registry = registry or Registry()
     arguments, recorded_seed = _inputs_of(original)
     metadata: dict[str, Any] = {
@@ -214,10 +245,14 @@ def fork(
         plan = Plan.intervene(len(original.steps), at, intervention, then=HOLD)
         # the recorded seed throughout unless --seed asks for new randomness where the run diverges
         ctx = ReplayContext(
-            original.steps, recorded_seed, plan=plan, registry=registry, on_miss="resample",
+            original.steps,
+            recorded_seed,
+            plan=plan,
+            registry=registry,
+            on_miss="resample",
             fresh_seed=None if seed is None else step_seed(seed, plan.identity, 0, -1),
             holds=lambda position: True,
-        )  # fmt: skip
+        )
         answer, error = run_agent(agent, ctx, arguments)
         steps = ctx.ledger.steps
         metadata["answer"] = _json_or_repr(answer)
@@ -240,24 +275,14 @@ def fork(
         metadata["stale_steps"] = [
             s.index for s in original.steps if s.index > at and registry.lookup(s) is None
         ]
-    draft = Trajectory.build("fork", _fresh(steps), metadata=metadata)
+    fresh = [s.unlinked() for s in steps]
+    draft = Trajectory.build("fork", fresh, metadata=metadata)
     value = score(outcome, draft) if outcome is not None else None
     if value is None and registry.verifier is not None:
         value = score(registry.verifier, draft)
     return Trajectory.build(
-        fork_id(original, at, intervention, driver, seed),
-        _fresh(steps),
-        outcome=value,
-        metadata=metadata,
+        fork_id(original, at, intervention, driver, seed), fresh, outcome=value, metadata=metadata
     )
-
-
-def _fresh(steps: list[Step]) -> list[Step]:
-    return [
-        Step(s.kind, s.name, s.inputs, s.output, s.status, s.error, s.start_time_unix_nano,
-             s.end_time_unix_nano, s.span_id, s.parent_span_id, s.resamplable)
-        for s in steps
-    ]  # fmt: skip
 
 
 def agent_driver(
@@ -274,9 +299,14 @@ def agent_driver(
             )
 
         ctx = ReplayContext(
-            factual.steps, recorded_seed, plan=plan, registry=registry, on_miss="resample",
-            fresh_seed=step_seed(seed, plan.identity, index, -1), holds=holds,
-        )  # fmt: skip
+            factual.steps,
+            recorded_seed,
+            plan=plan,
+            registry=registry,
+            on_miss="resample",
+            fresh_seed=step_seed(seed, plan.identity, index, -1),
+            holds=holds,
+        )
         answer, error = run_agent(agent, ctx, arguments)
         live = sum(
             1

@@ -62,9 +62,9 @@ def rollout(
             continue
         if intervention.action is Action.FORCE:
             if intervention.error is not None:
-                history.append(_with_output(step, None, StepStatus.ERROR, intervention.error))
+                history.append(step.with_result(None, StepStatus.ERROR, intervention.error))
             else:
-                history.append(_with_output(step, intervention.output, StepStatus.OK, None))
+                history.append(step.with_result(intervention.output, StepStatus.OK, None))
             continue
         registration = found[step.index] if intervention.action is Action.RESAMPLE else None
         if registration is None:
@@ -80,7 +80,7 @@ def rollout(
         try:
             output = registration.function(step, ctx)
         except StepFailed as failure:
-            history.append(_with_output(step, None, StepStatus.ERROR, str(failure) or "failed"))
+            history.append(step.with_result(None, StepStatus.ERROR, str(failure) or "failed"))
             continue
         except Exception as exc:
             raise _failure(step, registration, f"raised {type(exc).__name__}: {exc}") from exc
@@ -90,7 +90,7 @@ def rollout(
             raise _failure(
                 step, registration, f"returned a value that is not JSON: {exc}"
             ) from None
-        history.append(_with_output(step, output, StepStatus.OK, None))
+        history.append(step.with_result(output, StepStatus.OK, None))
     # Steps keep their factual index (a removed step leaves a gap). Held steps keep their hashes; a
     # changed step's chain hash no longer describes it and is cleared: rollouts are scored, not stored.
     trajectory = Trajectory(
@@ -107,26 +107,6 @@ def _failure(step: Step, registration: Registration, what: str) -> RolloutError:
         f"step {step.index} ({step.kind.value} {step.name!r}): resample function {function} {what}",
         step_index=step.index,
         function=function,
-    )
-
-
-def _with_output(step: Step, output: Any, status: StepStatus, error: str | None) -> Step:
-    # direct construction: dataclasses.replace costs twice as much, and this runs once per step
-    return Step(
-        step.kind,
-        step.name,
-        step.inputs,
-        output,
-        status,
-        error,
-        step.start_time_unix_nano,
-        step.end_time_unix_nano,
-        step.span_id,
-        step.parent_span_id,
-        step.resamplable,
-        step.index,
-        step.op_key,
-        "",
     )
 
 

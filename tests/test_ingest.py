@@ -1,12 +1,13 @@
-"""A trace whose spans arrive in two files (rotated Collector output) becomes one trajectory."""
+"""The ingest policy: added, unchanged, merged, replaced. A trace whose spans arrive in two files
+(rotated Collector output) becomes one trajectory."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from otel_replay import StepKind, Store, read_path
+from otel_replay.ingest import IngestResult, ingest
 from otel_replay.otlp_encode import spans_to_request, write_otlp_json_lines, write_otlp_proto_stream
-from otel_replay.store import PutResult
 from tests.sdk import Recorder
 
 
@@ -31,8 +32,8 @@ def test_parts_in_either_order_make_the_whole_run(tmp_path: Path) -> None:
     expected = [(StepKind.LLM, "m"), (StepKind.TOOL, "lookup")]
     for order in ((first, second), (second, first)):
         with Store.open(tmp_path / f"{order[0].stem}.db") as store:
-            results = [store.put_all(read_path(p))[0][1] for p in order]
-            assert results == [PutResult.ADDED, PutResult.MERGED]
+            results = [ingest(store, read_path(p))[0].result for p in order]
+            assert results == [IngestResult.ADDED, IngestResult.MERGED]
             (summary,) = store.summaries()
             run = store.get(summary.id)
             # "research" contains "inner": structure, once both files are in
@@ -41,5 +42,5 @@ def test_parts_in_either_order_make_the_whole_run(tmp_path: Path) -> None:
             assert {s.name for s in run.spans} == {"agent", "research", "inner", "lookup"}
             assert sorted(run.metadata["sources"]) == sorted(str(p) for p in order)
             # importing a part again changes nothing
-            assert store.put_all(read_path(order[0]))[0][1] is PutResult.UNCHANGED
+            assert ingest(store, read_path(order[0]))[0].result is IngestResult.UNCHANGED
             assert store.get(summary.id).final_hash == run.final_hash
