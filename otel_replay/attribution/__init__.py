@@ -6,7 +6,10 @@ from otel_replay.attribution._config import (
     Method,
     OnResamplerError,
     OnSuccess,
+    rerun_command,
 )
+from otel_replay.attribution._engine import Progress
+from otel_replay.attribution._repair import repair_bound
 from otel_replay.attribution._results import (
     AttributionResult,
     Mode,
@@ -16,6 +19,7 @@ from otel_replay.attribution._results import (
     StepAttribution,
     Verdict,
 )
+from otel_replay.attribution._run import attribute_stored
 from otel_replay.attribution._stats import BOOTSTRAP, WILSON
 
 __all__ = [
@@ -27,11 +31,15 @@ __all__ = [
     "Mode",
     "OnResamplerError",
     "OnSuccess",
+    "Progress",
     "Proportion",
     "Repair",
     "ShapleySummary",
     "StepAttribution",
     "Verdict",
     "attribute",
+    "attribute_stored",
     "planned_rollouts",
+    "repair_bound",
+    "rerun_command",
 ]

@@ -1,14 +1,23 @@
-"""`attribute`: one failed (or, in credit mode, passing) run in, an `AttributionResult` out."""
+"""`attribute`: one failed (or, in credit mode, passing) run in, an `AttributionResult` out.
+
+A composition of the methods: each says which plans it runs (`contrastive_plans`, `shapley_plans`,
+`repair_bound`), and the same lists are what runs and what `planned_rollouts` counts.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from otel_replay.attribution._config import AttributionConfig, Method, OnSuccess
-from otel_replay.attribution._contrastive import kept_plan, localise
-from otel_replay.attribution._engine import Engine
+from otel_replay.attribution._contrastive import (
+    Localisation,
+    contrastive_plans,
+    kept_plan,
+    localise,
+)
+from otel_replay.attribution._engine import Engine, Progress
 from otel_replay.attribution._repair import search
 from otel_replay.attribution._results import (
     AttributionResult,
@@ -18,11 +27,11 @@ from otel_replay.attribution._results import (
     StepAttribution,
     Verdict,
 )
-from otel_replay.attribution._shapley import shapley
+from otel_replay.attribution._shapley import shapley, shapley_plans
 from otel_replay.errors import AttributionError, VerifierError
 from otel_replay.model import Trajectory
 from otel_replay.replay import Plan, Rollout, score
-from otel_replay.resamplers import Registry, describe
+from otel_replay.resamplers import Registry, VerifierFunction, describe
 
 
 def _resamplable(trajectory: Trajectory, registry: Registry, agent_driven: bool) -> list[int]:
@@ -33,27 +42,35 @@ def _resamplable(trajectory: Trajectory, registry: Registry, agent_driven: bool)
     return [s.index for s in trajectory.steps if registry.lookup(s) is not None]
 
 
+def _method_plans(
+    n_steps: int, resamplable: Sequence[int], config: AttributionConfig
+) -> list[tuple[Plan, int]]:
+    """The plans the chosen methods run before any repair search."""
+    plans = []
+    if config.method in (Method.CONTRASTIVE, Method.ALL):
+        plans += contrastive_plans(n_steps, resamplable, config.rollouts)
+    if config.method in (Method.SHAPLEY, Method.ALL):
+        plans += shapley_plans(n_steps, resamplable, config)
+    return plans
+
+
 def planned_rollouts(
     trajectory: Trajectory,
     registry: Registry,
     config: AttributionConfig,
     agent_driven: bool = False,
 ) -> int:
-    """How many rollouts `attribute` will run before any repair search (for progress bars)."""
+    """How many rollouts `attribute` runs before any repair search (which adds at most
+    `otel_replay.attribution.repair_bound`)."""
     resamplable = _resamplable(trajectory, registry, agent_driven)
-    total = 0
-    if config.method in (Method.CONTRASTIVE, Method.ALL):
-        total += (len(resamplable) + 1) * config.rollouts
-    if config.method in (Method.SHAPLEY, Method.ALL):
-        total += 2 * ((config.permutations + 1) // 2) * (len(resamplable) + 1) + 2 * config.rollouts
-    return total
+    return sum(count for _, count in _method_plans(len(trajectory.steps), resamplable, config))
 
 
 def attribute(
     trajectory: Trajectory,
     registry: Registry,
     config: AttributionConfig | None = None,
-    progress: Callable[[int], None] | None = None,
+    progress: Progress | None = None,
     driver: Callable[[Plan, int], Rollout] | None = None,
 ) -> AttributionResult:
     """Find the step where ``trajectory``'s failure became inevitable (or, in credit mode, its save).
@@ -63,81 +80,44 @@ def attribute(
         AttributionError: the run passed and ``on_success`` is ``error``; nothing is resamplable.
         RolloutError: a resample function raised (unless ``on_resampler_error`` is ``fail-rollout``).
 
-    ``driver`` replaces the trace-driven rollout, e.g. with `otel_replay.replay.agent_driver` to run
-    the live agent; then every step is resamplable (its live code re-runs it).
+    ``progress(completed, total)`` follows the rollouts; ``total`` is exact before a repair search
+    and grows by what the search may try once it knows its candidates. ``driver`` replaces the
+    trace-driven rollout, e.g. with `otel_replay.replay.agent_driver` to run the live agent; then
+    every step is resamplable (its live code re-runs it).
     """
     config = config or AttributionConfig()
     started = time.perf_counter()
     resamplable = _resamplable(trajectory, registry, driver is not None)
-    if not resamplable:
-        raise AttributionError(
-            f"no step of run {trajectory.id} has a resample function; register one with "
-            "@resampler(kind, name=...) for the steps that could have gone differently"
-        )
-    verifier = registry.verifier
-    if verifier is None:
-        raise VerifierError(
-            "no verifier: add a function decorated with @verifier (trajectory -> float, 1.0 = "
-            "success … 0.0 = failure) to your resamplers module, or pass --verifier module:function"
-        )
+    verifier = _verifier(trajectory, registry, resamplable)
     factual_score = score(verifier, trajectory)
-    failed = factual_score < config.fail_threshold
-    if not failed and config.on_success is OnSuccess.ERROR:
-        raise AttributionError(
-            f"run {trajectory.id} passed (verifier {describe(verifier)} scored it "
-            f"{factual_score:g}, threshold {config.fail_threshold:g}); there is no failure to "
-            "attribute. Use --on-success credit to find the step that saved it."
-        )
-    mode = Mode.FAILURE if failed else Mode.CREDIT
+    mode = _mode(trajectory, verifier, factual_score, config)
     engine = Engine(trajectory, registry, verifier, config, progress, driver)
-    steps: tuple[StepAttribution, ...] = tuple(
-        StepAttribution(s.index, s.kind.value, s.name, s.index in resamplable)
-        for s in trajectory.steps
+    engine.announce(
+        sum(count for _, count in _method_plans(len(trajectory.steps), resamplable, config))
     )
-    poc: int | None = None
-    bracket: tuple[int, int] | None = None
-    needed: int | None = None
-    repair: Repair | None = None
-    repair_note: str | None = None
-    summary: ShapleySummary | None = None
-    outcomes = {}
+    found = None
     if config.method in (Method.CONTRASTIVE, Method.ALL):
         found = localise(engine, resamplable, mode, config)
-        steps, poc, bracket, needed, outcomes = (
-            found.steps, found.point_of_commitment, found.bracket, found.rollouts_needed, found.outcomes
-        )  # fmt: skip
+    credit = None
     if config.method in (Method.SHAPLEY, Method.ALL):
-        values, summary = shapley(engine, resamplable, mode, config)
-        steps = tuple(
-            dataclasses.replace(s, shapley=values[s.index][0], shapley_se=values[s.index][1])
-            if s.index in values
-            else s
-            for s in steps
-        )
+        credit = shapley(engine, resamplable, mode, config)
+    repair, repair_note = None, None
     if config.repair and mode is Mode.FAILURE:
-        if poc is None:
-            repair_note = "no repair search: there is no Point of Commitment to repair"
-        else:
-            kept = kept_plan(len(trajectory.steps), resamplable, resamplable.index(poc))
-            repair, repair_note = search(engine, poc, kept, outcomes[f"ablate_from:{poc}"], config)
-    if mode is Mode.CREDIT:
-        verdict = Verdict.NO_FAILURE  # the located step, if any, is the save point
-    else:
-        verdict = Verdict.CULPRIT if poc is not None else Verdict.INCONCLUSIVE
+        repair, repair_note = _repair(engine, found, resamplable, config)
     return AttributionResult(
         trajectory_id=trajectory.id,
         mode=mode,
         outcome=factual_score,
-        failed=failed,
-        steps=steps,
-        point_of_commitment=poc,
-        verdict=verdict,
-        explanation=_explain(trajectory, mode, poc, bracket, needed, config),
-        bracket=bracket,
-        rollouts_needed=needed,
+        failed=mode is Mode.FAILURE,
+        steps=_steps(trajectory, resamplable, found, credit),
+        point_of_commitment=found.point_of_commitment if found else None,
+        verdict=_verdict(mode, found),
+        explanation=_explain(trajectory, mode, found, config),
+        bracket=found.bracket if found else None,
+        rollouts_needed=found.rollouts_needed if found else None,
         repair=repair,
         repair_note=repair_note,
-        shapley=summary,
+        shapley=credit[1] if credit else None,
         resamplers=tuple(registry.descriptions()),
         verifier=describe(verifier),
         rollouts=engine.rollouts,
@@ -147,20 +127,93 @@ def attribute(
     )
 
 
-def _explain(
+def _verifier(
+    trajectory: Trajectory, registry: Registry, resamplable: Sequence[int]
+) -> VerifierFunction:
+    if not resamplable:
+        raise AttributionError(
+            f"no step of run {trajectory.id} has a resample function; register one with "
+            "@resampler(kind, name=...) for the steps that could have gone differently"
+        )
+    if registry.verifier is None:
+        raise VerifierError(
+            "no verifier: add a function decorated with @verifier (trajectory -> float, 1.0 = "
+            "success … 0.0 = failure) to your resamplers module, or pass --verifier module:function"
+        )
+    return registry.verifier
+
+
+def _mode(
     trajectory: Trajectory,
-    mode: Mode,
-    poc: int | None,
-    bracket: tuple[int, int] | None,
-    needed: int | None,
+    verifier: VerifierFunction,
+    factual_score: float,
     config: AttributionConfig,
+) -> Mode:
+    """Failure attribution for a failed run; credit mode (or an error) for a passing one."""
+    if factual_score < config.fail_threshold:
+        return Mode.FAILURE
+    if config.on_success is OnSuccess.ERROR:
+        raise AttributionError(
+            f"run {trajectory.id} passed (verifier {describe(verifier)} scored it "
+            f"{factual_score:g}, threshold {config.fail_threshold:g}); there is no failure to "
+            "attribute. Use --on-success credit to find the step that saved it."
+        )
+    return Mode.CREDIT
+
+
+def _steps(
+    trajectory: Trajectory,
+    resamplable: Sequence[int],
+    found: Localisation | None,
+    credit: tuple[dict[int, tuple[float, float]], ShapleySummary] | None,
+) -> tuple[StepAttribution, ...]:
+    """Each step's estimates from the methods that ran."""
+    steps = (
+        found.steps
+        if found is not None
+        else tuple(
+            StepAttribution(s.index, s.kind.value, s.name, s.index in resamplable)
+            for s in trajectory.steps
+        )
+    )
+    if credit is None:
+        return steps
+    values = credit[0]
+    return tuple(
+        dataclasses.replace(s, shapley=values[s.index][0], shapley_se=values[s.index][1])
+        if s.index in values
+        else s
+        for s in steps
+    )
+
+
+def _repair(
+    engine: Engine, found: Localisation | None, resamplable: list[int], config: AttributionConfig
+) -> tuple[Repair | None, str]:
+    poc = found.point_of_commitment if found is not None else None
+    if found is None or poc is None:
+        return None, "no repair search: there is no Point of Commitment to repair"
+    kept = kept_plan(len(engine.factual.steps), resamplable, resamplable.index(poc))
+    return search(engine, poc, kept, found.resampled_from(poc), config)
+
+
+def _verdict(mode: Mode, found: Localisation | None) -> Verdict:
+    if mode is Mode.CREDIT:
+        return Verdict.NO_FAILURE  # the located step, if any, is the save point
+    located = found is not None and found.point_of_commitment is not None
+    return Verdict.CULPRIT if located else Verdict.INCONCLUSIVE
+
+
+def _explain(
+    trajectory: Trajectory, mode: Mode, found: Localisation | None, config: AttributionConfig
 ) -> str:
     def name(i: int) -> str:
         step = trajectory.steps[i]
         return f"step {i} ({step.kind.value} {step.name})"
 
-    if config.method is Method.SHAPLEY:
+    if found is None:
         return "Shapley credit only: run with --method contrastive or all to locate the commitment."
+    poc, bracket, needed = found.point_of_commitment, found.bracket, found.rollouts_needed
     if poc is not None:
         if mode is Mode.FAILURE:
             return (

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass
 from enum import Enum
 
 from otel_replay.errors import AttributionError
+from otel_replay.model import FAIL_THRESHOLD
+from otel_replay.resamplers import UserCode
 
 
 class Method(str, Enum):
@@ -44,7 +47,7 @@ class AttributionConfig:
     permutations: int = 32
     seed: int = 0
     method: Method = Method.CONTRASTIVE
-    fail_threshold: float = 0.5
+    fail_threshold: float = FAIL_THRESHOLD
     margin: float = 0.1
     repair: bool = False
     max_repair_candidates: int = 8
@@ -61,3 +64,31 @@ class AttributionConfig:
             raise AttributionError(f"workers={self.workers} must be at least 1")
         if not 0.0 < self.margin < 1.0:
             raise AttributionError(f"margin={self.margin} must be between 0 and 1")
+
+    def flags(self) -> list[str]:
+        """The command-line options that set this configuration (``--workers`` never changes
+        results, so it is left out)."""
+        flags = [
+            "--method",
+            self.method.value,
+            "--rollouts",
+            str(self.rollouts),
+            "--permutations",
+            str(self.permutations),
+            "--seed",
+            str(self.seed),
+            "--fail-threshold",
+            f"{self.fail_threshold:g}",
+            "--margin",
+            f"{self.margin:g}",
+            "--on-success",
+            self.on_success.value,
+            "--on-resampler-error",
+            self.on_resampler_error.value,
+        ]
+        return [*flags, "--repair"] if self.repair else flags
+
+
+def rerun_command(trajectory_id: str, config: AttributionConfig, code: UserCode) -> str:
+    """The ``agent-replay attribute`` command line that reproduces an attribution."""
+    return shlex.join(["agent-replay", "attribute", trajectory_id, *code.flags(), *config.flags()])

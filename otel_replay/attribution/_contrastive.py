@@ -34,12 +34,25 @@ class Localisation:
     point_of_commitment: int | None
     bracket: tuple[int, int] | None
     rollouts_needed: int | None
-    outcomes: dict[str, list[Outcome]]
+    outcomes: dict[Plan, list[Outcome]]
+
+    def resampled_from(self, index: int) -> list[Outcome]:
+        """The rollouts that held the steps before ``index`` and resampled the rest."""
+        n_steps = len(self.steps)
+        return self.outcomes[Plan.ablate_from(n_steps, index)]
 
 
 def kept_plan(n_steps: int, resamplable: Sequence[int], position: int) -> Plan:
+    """The plan that keeps the resamplable step at ``position`` (and every step before it)."""
     later = resamplable[position + 1] if position + 1 < len(resamplable) else n_steps
     return Plan.ablate_from(n_steps, later)
+
+
+def contrastive_plans(
+    n_steps: int, resamplable: Sequence[int], rollouts: int
+) -> list[tuple[Plan, int]]:
+    """What `localise` runs: resampling from each resamplable step on, and holding them all."""
+    return [(Plan.ablate_from(n_steps, start), rollouts) for start in [*resamplable, n_steps]]
 
 
 def _proportion(outcomes: list[Outcome]) -> Proportion:
@@ -53,16 +66,13 @@ def localise(
 ) -> Localisation:
     factual = engine.factual
     n_steps = len(factual.steps)
-    plans = [Plan.ablate_from(n_steps, i) for i in resamplable] + [
-        Plan.ablate_from(n_steps, n_steps)
-    ]
-    outcomes = engine.run([(plan, config.rollouts) for plan in plans])
+    outcomes = engine.run(contrastive_plans(n_steps, resamplable, config.rollouts))
     sign = 1.0 if mode is Mode.FAILURE else -1.0
     estimates: dict[int, StepAttribution] = {}
     for position, index in enumerate(resamplable):
         step = factual.steps[index]
-        kept = _proportion(outcomes[kept_plan(n_steps, resamplable, position).identity])
-        ablated = _proportion(outcomes[f"ablate_from:{index}"])
+        kept = _proportion(outcomes[kept_plan(n_steps, resamplable, position)])
+        ablated = _proportion(outcomes[Plan.ablate_from(n_steps, index)])
         rng = random.Random(step_seed(config.seed, "bootstrap", 0, index))
         dist = DifferenceDistribution(kept.failures, kept.n, ablated.failures, ablated.n, rng)
         low, high = dist.interval(0.95)

@@ -8,7 +8,7 @@ and the live agent re-run under the replay context.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -23,7 +23,7 @@ from otel_replay.resamplers import Registry, VerifierFunction
 class Outcome:
     """One scored rollout. ``trajectory`` is None when the rollout failed on a resampler error."""
 
-    plan: str
+    plan: Plan
     index: int
     score: float
     failed: bool
@@ -32,14 +32,24 @@ class Outcome:
     resampler_error: str | None = None
 
 
+#: ``progress(completed, total)``: rollouts run so far, and rollouts announced in all.
+Progress = Callable[[int, int], None]
+
+
 class Engine:
+    """Rolls plans out and scores them, and keeps the count of what was announced and what ran.
+
+    Methods announce the rollouts they will run (`announce`) before running them, and withdraw what
+    an early stop leaves unrun (`withdraw`), so ``progress`` always sees the true total.
+    """
+
     def __init__(
         self,
         factual: Trajectory,
         registry: Registry,
         verifier: VerifierFunction,
         config: AttributionConfig,
-        progress: Callable[[int], None] | None = None,
+        progress: Progress | None = None,
         driver: Callable[[Plan, int], Rollout] | None = None,
     ) -> None:
         self.factual = factual
@@ -48,6 +58,7 @@ class Engine:
         self.config = config
         self.progress = progress
         self.rollouts = 0
+        self.planned = 0
         self.step_executions = 0
         self.resampler_errors = 0
         self._registrations = registrations(factual, registry)
@@ -56,6 +67,16 @@ class Engine:
             lambda plan, index: rollout(factual, plan, self._registrations, config.seed, index)
         )
 
+    def announce(self, rollouts: int) -> None:
+        """``rollouts`` more will run."""
+        self.planned += rollouts
+        self._report()
+
+    def withdraw(self, rollouts: int) -> None:
+        """``rollouts`` announced will not run after all (a search that stopped early)."""
+        self.planned -= rollouts
+        self._report()
+
     def _one(self, task: tuple[Plan, int]) -> Outcome:
         plan, index = task
         try:
@@ -63,34 +84,32 @@ class Engine:
         except RolloutError as exc:
             if self.config.on_resampler_error is not OnResamplerError.FAIL_ROLLOUT:
                 raise
-            return Outcome(plan.identity, index, 0.0, True, 0, None, str(exc))
+            return Outcome(plan, index, 0.0, True, 0, None, str(exc))
         value = score(self.verifier, result.trajectory)
         failed = value < self.config.fail_threshold
-        return Outcome(
-            plan.identity, index, value, failed, result.step_executions, result.trajectory
-        )
+        return Outcome(plan, index, value, failed, result.step_executions, result.trajectory)
 
-    def run(self, plans: Sequence[tuple[Plan, int]]) -> dict[str, list[Outcome]]:
-        """Roll each plan out the given number of times; outcomes per plan identity, in order."""
+    def run(self, plans: Sequence[tuple[Plan, int]]) -> dict[Plan, list[Outcome]]:
+        """Roll each plan out the given number of times; outcomes per plan, in rollout order."""
         tasks = [(plan, r) for plan, count in plans for r in range(count)]
-        outcomes: list[Outcome] = []
+        # work nobody announced still shows (a caller of `run` alone); methods announce theirs
+        self.planned = max(self.planned, self.rollouts + len(tasks))
+        grouped: dict[Plan, list[Outcome]] = {plan: [] for plan, _ in plans}
         if self.config.workers == 1:
-            for task in tasks:
-                outcomes.append(self._one(task))
-                self._advance()
+            self._collect(map(self._one, tasks), grouped)
         else:
             with ThreadPoolExecutor(self.config.workers, thread_name_prefix="rollout") as pool:
-                for outcome in pool.map(self._one, tasks):
-                    outcomes.append(outcome)
-                    self._advance()
-        grouped: dict[str, list[Outcome]] = {}
+                self._collect(pool.map(self._one, tasks), grouped)
+        return grouped
+
+    def _collect(self, outcomes: Iterable[Outcome], grouped: dict[Plan, list[Outcome]]) -> None:
         for outcome in outcomes:
-            grouped.setdefault(outcome.plan, []).append(outcome)
+            grouped[outcome.plan].append(outcome)
             self.rollouts += 1
             self.step_executions += outcome.step_executions
             self.resampler_errors += outcome.resampler_error is not None
-        return grouped
+            self._report()
 
-    def _advance(self) -> None:
+    def _report(self) -> None:
         if self.progress is not None:
-            self.progress(1)
+            self.progress(self.rollouts, self.planned)

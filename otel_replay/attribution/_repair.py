@@ -69,6 +69,11 @@ def candidates(engine: Engine, index: int, rollouts: list[Outcome]) -> list[_Can
     return sorted(seen.values(), key=lambda c: (-c.similarity, c.key))
 
 
+def repair_bound(config: AttributionConfig) -> int:
+    """The most rollouts `search` runs: a fresh baseline and every candidate it may try."""
+    return (1 + config.max_repair_candidates) * config.rollouts
+
+
 def search(
     engine: Engine,
     index: int,
@@ -79,20 +84,23 @@ def search(
     """The repair, or None and why not.
 
     ``kept`` is the culprit's kept plan: it is rolled out afresh as the baseline, because the
-    estimate that picked the culprit is biased by having been picked.
+    estimate that picked the culprit is biased by having been picked. The rollouts a search may run
+    are announced to the engine once the candidates are known, and what an early success leaves
+    unrun is withdrawn.
     """
     found = candidates(engine, index, rollouts)
     if not found:
         return None, f"no candidate output for step {index}: no rollout that resampled it succeeded"
     n_steps = len(engine.factual.steps)
-    baseline_plan = Plan(f"repair-baseline:{index}", kept.interventions)
-    baseline = engine.run([(baseline_plan, config.rollouts)])[baseline_plan.identity]
-    baseline_failures = sum(o.failed for o in baseline)
     trials = min(len(found), config.max_repair_candidates)
+    engine.announce((1 + trials) * config.rollouts)
+    baseline_plan = kept.repair_baseline(index)
+    baseline = engine.run([(baseline_plan, config.rollouts)])[baseline_plan]
+    baseline_failures = sum(o.failed for o in baseline)
     alpha = _ALPHA / trials  # Bonferroni over the candidates tried
     for tried, candidate in enumerate(found[:trials], start=1):
         plan = Plan.forced(n_steps, index, candidate.output)
-        outcomes = engine.run([(plan, config.rollouts)])[plan.identity]
+        outcomes = engine.run([(plan, config.rollouts)])[plan]
         failures = sum(o.failed for o in outcomes)
         rng = random.Random(step_seed(config.seed, "repair", tried, index))
         difference = DifferenceDistribution(
@@ -100,6 +108,7 @@ def search(
         )
         # a repair must save some runs, and fail less than the record does, beyond chance
         if failures < len(outcomes) and difference.quantile(1 - alpha) < 0.0:
+            engine.withdraw((trials - tried) * config.rollouts)
             successes = len(outcomes) - failures
             s_low, s_high = wilson(successes, len(outcomes))
             return (
@@ -116,5 +125,4 @@ def search(
                 ),
                 f"tried {tried} of {len(found)} candidates",
             )
-    tried = min(len(found), config.max_repair_candidates)
-    return None, f"none of the {tried} most similar candidates (of {len(found)}) saved the run"
+    return None, f"none of the {trials} most similar candidates (of {len(found)}) saved the run"

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-import shlex
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich import box
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+from rich.progress import Progress as RichProgress
 from rich.table import Table
 
 from otel_replay.attribution import (
@@ -19,19 +21,20 @@ from otel_replay.attribution import (
     Mode,
     OnResamplerError,
     OnSuccess,
-    attribute,
-    planned_rollouts,
+    Progress,
+    attribute_stored,
 )
-from otel_replay.cli._common import StoreOption, console, err_console, open_store, user_errors
-from otel_replay.replay import agent_driver
+from otel_replay.cli._common import (
+    StoreOption,
+    console,
+    err_console,
+    open_store,
+    short,
+    user_errors,
+)
+from otel_replay.model import FAIL_THRESHOLD
 from otel_replay.report import build_report, dumps_report
-from otel_replay.resamplers import (
-    Registry,
-    load_entry_points,
-    load_object,
-    load_resamplers,
-    load_verifier,
-)
+from otel_replay.resamplers import UserCode
 
 
 def attribute_command(
@@ -53,7 +56,9 @@ def attribute_command(
         int, typer.Option(help="Shapley permutations (antithetic pairs).")
     ] = 32,
     seed: Annotated[int, typer.Option(help="Seed of every random draw.")] = 0,
-    fail_threshold: Annotated[float, typer.Option(help="Outcome below this is a failure.")] = 0.5,
+    fail_threshold: Annotated[
+        float, typer.Option(help="Outcome below this is a failure.")
+    ] = FAIL_THRESHOLD,
     margin: Annotated[float, typer.Option(help="Equivalence margin for 'no effect'.")] = 0.1,
     repair: Annotated[
         bool, typer.Option("--repair", help="Search the smallest saving change.")
@@ -80,80 +85,35 @@ def attribute_command(
     """Attribute a failed run to the step where its failure became inevitable."""
     with user_errors():
         config = AttributionConfig(
-            rollouts=rollouts, permutations=permutations, seed=seed, method=method,
-            fail_threshold=fail_threshold, margin=margin, repair=repair, on_success=on_success,
-            on_resampler_error=on_resampler_error, workers=workers,
-        )  # fmt: skip
-        registry = Registry()
-        load_resamplers(resamplers or [], registry)
-        if entry_points:
-            load_entry_points(registry)
-        if verifier is not None:
-            load_verifier(verifier, registry)
-        with open_store(store) as db:
-            trajectory = db.get(trajectory_id)
-        driver = (
-            agent_driver(trajectory, load_object(agent, "--agent"), registry, seed)
-            if agent
-            else None
+            rollouts=rollouts,
+            permutations=permutations,
+            seed=seed,
+            method=method,
+            fail_threshold=fail_threshold,
+            margin=margin,
+            repair=repair,
+            on_success=on_success,
+            on_resampler_error=on_resampler_error,
+            workers=workers,
         )
-        with Progress(
-            TextColumn("rollouts"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-            console=err_console, transient=True,
-        ) as progress:  # fmt: skip
-            task = progress.add_task(
-                "rollouts", total=planned_rollouts(trajectory, registry, config)
-            )
-
-            def advance(n: int) -> None:
-                current = progress.tasks[0]
-                if current.total is not None and current.completed + n > current.total:
-                    progress.update(task, total=current.completed + n)  # repair trials come on top
-                progress.advance(task, n)
-
-            result = attribute(trajectory, registry, config, advance, driver)
-        report = build_report(
-            result,
-            config,
-            command=_command(trajectory.id, config, resamplers, verifier, agent, entry_points),
-            driver=f"agent:{agent}" if agent else "trace",
-        )
+        code = UserCode(tuple(resamplers or ()), verifier, agent, entry_points)
+        with open_store(store) as db, _progress() as progress:
+            result = attribute_stored(db, trajectory_id, config, code, progress)
         if json_out is not None:
             json_out.parent.mkdir(parents=True, exist_ok=True)
-            json_out.write_bytes(dumps_report(report))
+            json_out.write_bytes(dumps_report(build_report(result, config, code)))
     _render(result, config)
     if json_out is not None:
         console.print(f"report written to {escape(str(json_out))}")
 
 
-def _command(
-    trajectory_id: str,
-    config: AttributionConfig,
-    resamplers: list[str] | None,
-    verifier: str | None,
-    agent: str | None,
-    entry_points: bool,
-) -> str:
-    """The command line that reproduces this report (``--workers`` never changes results)."""
-    parts = ["agent-replay", "attribute", trajectory_id]
-    for spec in resamplers or []:
-        parts += ["--resamplers", spec]
-    if verifier:
-        parts += ["--verifier", verifier]
-    if agent:
-        parts += ["--agent", agent]
-    if not entry_points:
-        parts.append("--no-entry-points")
-    parts += [
-        "--method", config.method.value, "--rollouts", str(config.rollouts),
-        "--permutations", str(config.permutations), "--seed", str(config.seed),
-        "--fail-threshold", f"{config.fail_threshold:g}", "--margin", f"{config.margin:g}",
-        "--on-success", config.on_success.value,
-        "--on-resampler-error", config.on_resampler_error.value,
-    ]  # fmt: skip
-    if config.repair:
-        parts.append("--repair")
-    return shlex.join(parts)
+@contextmanager
+def _progress() -> Iterator[Progress]:
+    """A rollouts bar on stderr that follows the engine's count of what ran and what is planned."""
+    columns = (TextColumn("rollouts"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with RichProgress(*columns, console=err_console, transient=True) as bar:
+        task = bar.add_task("rollouts", total=None)
+        yield lambda completed, total: bar.update(task, completed=completed, total=total)
 
 
 def _interval(low: float | None, high: float | None) -> str:
@@ -217,7 +177,7 @@ def _render(result: AttributionResult, config: AttributionConfig) -> None:
     if result.repair is not None:
         r = result.repair
         console.print(
-            f"repair: step {r.step_index} returning {escape(_short(r.output))} saves the run "
+            f"repair: step {r.step_index} returning {escape(short(r.output, 80))} saves the run "
             f"{r.success_rate:.0%} of the time [{r.success_low:.2f}, {r.success_high:.2f}] "
             f"(similarity to the record {r.similarity:.2f}; from {escape(r.source)})"
         )
@@ -227,9 +187,3 @@ def _render(result: AttributionResult, config: AttributionConfig) -> None:
         console.print(
             f"[yellow]{result.resampler_errors} rollout(s) failed on a resampler error[/]"
         )
-
-
-def _short(value: object, width: int = 80) -> str:
-    from otel_replay.cli._common import short
-
-    return short(value, width)

@@ -94,32 +94,10 @@ def import_command(
     store: StoreOption = None,
 ) -> None:
     """Import OTLP JSON / JSON Lines / protobuf files or native JSONL into the store."""
-    results: list[FileResult] = []
     with user_errors():
         files = expand(paths)
-        total = sum(p.stat().st_size for p in files)
-        with open_store(store) as db, _progress(total, json) as progress:
-            task = progress.add_task("importing", total=total)
-            done = 0
-            for path in files:
-                progress.update(task, description=path.name)
-
-                def advance(n: int, base: int = done) -> None:
-                    progress.update(task, completed=base + n)
-
-                options = ReadOptions(
-                    outcome_attribute=outcome_attribute, skip_invalid=skip_invalid, progress=advance
-                )
-                try:
-                    results.append(import_file(db, path, format, options))
-                except ReplayError as exc:
-                    progress.stop()
-                    imported = sum(1 for r in results if r.rows)
-                    note = f"; {imported} earlier file(s) were imported" if imported else ""
-                    print_error(exc)
-                    err_console.print(f"nothing from {path} was imported{note}", markup=False)
-                    raise typer.Exit(1) from None
-                done += path.stat().st_size
+        with open_store(store) as db:
+            results = _import_files(db, files, format, outcome_attribute, skip_invalid, json)
     if json:
         print_json(
             [
@@ -134,6 +112,43 @@ def import_command(
         )
     else:
         _render(results)
+
+
+def _import_files(
+    db: Store,
+    files: list[Path],
+    fmt: Format,
+    outcome_attribute: str | None,
+    skip_invalid: bool,
+    quiet: bool,
+) -> list[FileResult]:
+    """Each file in its own transaction, under one progress bar; the first file that fails stops
+    the import with its error and a note of what earlier files brought in."""
+    results: list[FileResult] = []
+    total = sum(p.stat().st_size for p in files)
+    with _progress(total, quiet) as progress:
+        task = progress.add_task("importing", total=total)
+        done = 0
+        for path in files:
+            progress.update(task, description=path.name)
+
+            def advance(n: int, base: int = done) -> None:
+                progress.update(task, completed=base + n)
+
+            options = ReadOptions(
+                outcome_attribute=outcome_attribute, skip_invalid=skip_invalid, progress=advance
+            )
+            try:
+                results.append(import_file(db, path, fmt, options))
+            except ReplayError as exc:
+                progress.stop()
+                imported = sum(1 for r in results if r.rows)
+                note = f"; {imported} earlier file(s) were imported" if imported else ""
+                print_error(exc)
+                err_console.print(f"nothing from {path} was imported{note}", markup=False)
+                raise typer.Exit(1) from None
+            done += path.stat().st_size
+    return results
 
 
 def _progress(total: int, quiet: bool) -> Progress:

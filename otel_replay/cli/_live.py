@@ -32,7 +32,7 @@ from otel_replay.replay import (
     record,
     replay,
 )
-from otel_replay.resamplers import Registry, load_object, load_resamplers
+from otel_replay.resamplers import load_object, load_registry
 
 AgentOption = Annotated[
     str | None,
@@ -80,8 +80,7 @@ def record_command(
     """Run an agent live, store the recorded trajectory, print its id."""
     with user_errors():
         function = _agent(agent)
-        registry = Registry()
-        load_resamplers(resamplers or [], registry)
+        registry = load_registry(resamplers or ())
         scorer = load_object(outcome, "--outcome") if outcome else None
         recording = record(
             function, arguments=_json_option(input, "--input"), seed=seed, registry=registry,
@@ -183,8 +182,7 @@ def fork_command(
                 if output is not None
                 else fault(fault_name or "", recorded)
             )
-            registry = Registry()
-            load_resamplers(resamplers or [], registry)
+            registry = load_registry(resamplers or ())
             scorer = load_object(outcome, "--outcome") if outcome else None
             forked = fork(
                 original, at, intervention, agent=_agent(agent) if agent else None,

@@ -1,14 +1,15 @@
 """Plans: one intervention per recorded step, and the plan families attribution is built from.
 
-A plan's ``identity`` names it completely (``ablate_from:3``, ``coalition:p7:2``, ...); rollout ``r``
+A plan's ``identity`` names it completely (``ablate_from:3``, ``coalition:p7a:2``, ...); rollout ``r``
 of a plan draws its randomness from ``(seed, identity, r)``, so results never depend on the order in
-which rollouts run.
+which rollouts run. Identities are made here and nowhere else: a plan compares and hashes by its
+identity, so the plan itself is the key of its outcomes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
@@ -44,8 +45,11 @@ REMOVE = Intervention(Action.REMOVE)
 
 @dataclass(frozen=True, slots=True)
 class Plan:
+    """One intervention per recorded step, under an identity that names the plan completely (two
+    plans with one identity are the same plan: equality and hashing use the identity alone)."""
+
     identity: str
-    interventions: tuple[Intervention, ...]
+    interventions: tuple[Intervention, ...] = field(compare=False)
 
     def at(self, index: int) -> Intervention:
         return self.interventions[index]
@@ -65,11 +69,27 @@ class Plan:
 
     @classmethod
     def coalition(cls, n_steps: int, kept: Collection[int], label: str) -> Plan:
-        """Hold the steps in ``kept``, resample every other step."""
+        """Hold the steps in ``kept``, resample every other step (``label`` names the coalition)."""
         return cls(
-            f"coalition:{label}",
-            tuple(HOLD if i in kept else RESAMPLE for i in range(n_steps)),
+            f"coalition:{label}", tuple(HOLD if i in kept else RESAMPLE for i in range(n_steps))
         )
+
+    @classmethod
+    def permutation_coalition(
+        cls, n_steps: int, kept: Collection[int], *, permutation: int, size: int
+    ) -> Plan:
+        """The coalition of the first ``size`` players of Shapley permutation number
+        ``permutation``. Permutations come in antithetic pairs: an even number is pair
+        ``permutation // 2``'s order, the odd one after it that order reversed."""
+        pair, reverse = divmod(permutation, 2)
+        return cls.coalition(n_steps, kept, f"p{pair}{'ab'[reverse]}:{size}")
+
+    @classmethod
+    def coalition_end(cls, n_steps: int, players: Collection[int], *, kept: bool) -> Plan:
+        """Every player held (``kept``) or every player resampled: the two ends Shapley efficiency
+        is checked against, estimated apart from the permutations."""
+        label = "efficiency:all" if kept else "efficiency:none"
+        return cls.coalition(n_steps, players if kept else (), label)
 
     @classmethod
     def forced(
@@ -88,3 +108,9 @@ class Plan:
         )
         what = digest(canonical_json([at.action.value, at.output, at.error]))[:16]
         return cls(f"forced:{index}:{what}:{then.action.value}", interventions)
+
+    def repair_baseline(self, index: int) -> Plan:
+        """This plan's interventions under an identity of their own: rollouts independent of this
+        plan's, the fresh baseline a repair of step ``index`` is judged against (the estimate that
+        picked the step is biased by having been picked)."""
+        return Plan(f"repair-baseline:{index}", self.interventions)

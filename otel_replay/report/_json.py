@@ -18,7 +18,9 @@ from otel_replay.attribution import (
     Mode,
     Proportion,
     StepAttribution,
+    rerun_command,
 )
+from otel_replay.resamplers import UserCode
 
 REPORT_VERSION = 1
 
@@ -59,17 +61,15 @@ def _step(step: StepAttribution) -> dict[str, Any]:
 
 
 def build_report(
-    result: AttributionResult,
-    config: AttributionConfig,
-    *,
-    command: str | None = None,
-    driver: str = "trace",
+    result: AttributionResult, config: AttributionConfig, code: UserCode | None = None
 ) -> dict[str, Any]:
     """The report as plain JSON data (see `REPORT_SCHEMA`).
 
-    ``command`` is how to rerun it (the CLI passes its full command line); ``driver`` says how
-    rollouts were made: ``trace`` (the recorded steps) or ``agent:<module:function>``.
+    ``code`` is the user code the attribution ran with (the CLI's ``--resamplers``, ``--verifier``,
+    ``--agent``): the report names the command that reproduces it, and its driver: ``trace`` (the
+    recorded steps) or ``agent:<module:function>``.
     """
+    code = code or UserCode()
     repair = result.repair
     shapley = result.shapley
     located = result.point_of_commitment
@@ -104,8 +104,8 @@ def build_report(
                 "difference": BOOTSTRAP,
                 "shapley": "monte-carlo-antithetic-se",
             },
-            "driver": driver,
-            "rerun": command or _rerun(result, config),
+            "driver": f"agent:{code.agent}" if code.agent else "trace",
+            "rerun": rerun_command(result.trajectory_id, config, code),
         },
         "steps": [_step(s) for s in result.steps],
         "point_of_commitment": located if result.mode is Mode.FAILURE else None,
@@ -146,15 +146,6 @@ def build_report(
             "wall_seconds": round(result.wall_seconds, 3),
         },
     }
-
-
-def _rerun(result: AttributionResult, config: AttributionConfig) -> str:
-    return (
-        f"agent-replay attribute {result.trajectory_id} --method {config.method.value} "
-        f"--rollouts {config.rollouts} --permutations {config.permutations} --seed {config.seed} "
-        f"--fail-threshold {config.fail_threshold:g} --margin {config.margin:g}"
-        + (" --repair" if config.repair else "")
-    )
 
 
 def dumps_report(report: dict[str, Any]) -> bytes:

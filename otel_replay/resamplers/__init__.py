@@ -8,8 +8,10 @@ loads user modules that way, and tests build their own).
 from otel_replay.resamplers._context import History, RolloutContext, StepFailed, step_seed
 from otel_replay.resamplers._loading import (
     ENTRY_POINT_GROUP,
+    UserCode,
     load_entry_points,
     load_object,
+    load_registry,
     load_resamplers,
     load_verifier,
 )
@@ -35,11 +37,13 @@ __all__ = [
     "ResampleFunction",
     "RolloutContext",
     "StepFailed",
+    "UserCode",
     "VerifierFunction",
     "current_registry",
     "describe",
     "load_entry_points",
     "load_object",
+    "load_registry",
     "load_resamplers",
     "load_verifier",
     "repair_candidates",

@@ -1,4 +1,6 @@
-"""Loading user resample functions: ``--resamplers PATH.py|module.name`` and installed entry points."""
+"""Loading user code: ``--resamplers PATH.py|module.name``, installed entry points, ``--verifier`` and
+``--agent`` (``module:function``); `UserCode` names all of it, and `load_registry` builds the registry.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ import importlib
 import importlib.util
 import sys
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -15,6 +18,53 @@ from otel_replay.errors import PluginLoadError, ReplayError
 from otel_replay.resamplers._registry import USER_MODULE_PREFIX, Registry
 
 ENTRY_POINT_GROUP = "otel_replay.resamplers"
+
+
+@dataclass(frozen=True, slots=True)
+class UserCode:
+    """Where a run's user code comes from, as the command line names it.
+
+    Attributes:
+        resamplers: ``.py`` files or module names registering resample functions (and a verifier).
+        verifier: ``module:function`` replacing any registered verifier.
+        agent: ``module:function`` of a live agent, when rollouts re-run it.
+        entry_points: whether installed ``otel_replay.resamplers`` entry points are loaded too.
+    """
+
+    resamplers: tuple[str, ...] = ()
+    verifier: str | None = None
+    agent: str | None = None
+    entry_points: bool = True
+
+    def registry(self) -> Registry:
+        return load_registry(
+            self.resamplers, entry_points=self.entry_points, verifier=self.verifier
+        )
+
+    def flags(self) -> list[str]:
+        """The command-line options that name this code (for a command that reproduces a run)."""
+        flags = [part for spec in self.resamplers for part in ("--resamplers", spec)]
+        if self.verifier:
+            flags += ["--verifier", self.verifier]
+        if self.agent:
+            flags += ["--agent", self.agent]
+        if not self.entry_points:
+            flags.append("--no-entry-points")
+        return flags
+
+
+def load_registry(
+    specs: Iterable[str], *, entry_points: bool = False, verifier: str | None = None
+) -> Registry:
+    """A fresh registry holding what the modules ``specs`` register, then (with ``entry_points``) the
+    installed entry points' registrations, then ``verifier`` in place of any registered one."""
+    registry = Registry()
+    load_resamplers(specs, registry)
+    if entry_points:
+        load_entry_points(registry)
+    if verifier is not None:
+        load_verifier(verifier, registry)
+    return registry
 
 
 def load_resamplers(specs: Iterable[str], registry: Registry) -> None:

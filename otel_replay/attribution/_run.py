@@ -1,0 +1,29 @@
+"""`attribute_stored`: attribute a stored run with the user's code, as ``agent-replay attribute`` does."""
+
+from __future__ import annotations
+
+from otel_replay.attribution._api import attribute
+from otel_replay.attribution._config import AttributionConfig
+from otel_replay.attribution._engine import Progress
+from otel_replay.attribution._results import AttributionResult
+from otel_replay.replay import agent_driver
+from otel_replay.resamplers import UserCode, load_object
+from otel_replay.store import Store
+
+
+def attribute_stored(
+    store: Store,
+    id_or_prefix: str,
+    config: AttributionConfig,
+    code: UserCode,
+    progress: Progress | None = None,
+) -> AttributionResult:
+    """Load ``code`` (its mistakes are reported before anything runs), then the run, then attribute
+    it: by re-running ``code.agent`` under the replay context when one is named, else by walking
+    the record with the registered resample functions."""
+    registry = code.registry()
+    trajectory = store.get(id_or_prefix)
+    driver = None
+    if code.agent:
+        driver = agent_driver(trajectory, load_object(code.agent, "--agent"), registry, config.seed)
+    return attribute(trajectory, registry, config, progress, driver)
