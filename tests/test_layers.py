@@ -1,4 +1,5 @@
-"""DESIGN §3: each layer imports only the layers below it, in DESIGN's order."""
+"""DESIGN §3: each layer imports only the layers below it, in DESIGN's order; CLI commands are thin;
+plan identities are made in one place."""
 
 from __future__ import annotations
 
@@ -85,3 +86,39 @@ def test_layers_are_designs_floors() -> None:
             pytest.fail(f"DESIGN.md missing at {DESIGN} (CI must have ../shared beside the clone)")
         pytest.skip(f"DESIGN.md not found at {DESIGN}")
     assert _design_floors(DESIGN.read_text()) == LAYERS
+
+
+def _functions(path: Path) -> list[ast.FunctionDef]:
+    return [n for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.FunctionDef)]
+
+
+def test_cli_commands_are_thin() -> None:
+    """A command parses, calls one library function and renders: its body stays under 40 lines."""
+    long = {
+        f"{path.name}:{function.name} ({function.end_lineno - function.body[0].lineno + 1} lines)"
+        for path in sorted((PACKAGE / "cli").glob("*.py"))
+        for function in _functions(path)
+        if function.name.endswith("_command")
+        and function.end_lineno is not None
+        and function.end_lineno - function.body[0].lineno + 1 >= 40
+    }
+    assert long == set()
+
+
+# The prefixes `otel_replay.replay.Plan` gives identities; nothing else spells them.
+_PLAN_PREFIXES = ("ablate_from:", "coalition:", "forced:", "repair-baseline:")
+
+
+def test_plan_identities_are_made_only_by_plan() -> None:
+    spelled = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if path == PACKAGE / "replay" / "_plan.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (
+                isinstance(node, ast.Constant)
+                and isinstance(node.value, str)
+                and node.value.startswith(_PLAN_PREFIXES)
+            ):
+                spelled.append(f"{path.relative_to(PACKAGE)}:{node.lineno} {node.value!r}")
+    assert spelled == []

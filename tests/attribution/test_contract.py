@@ -42,6 +42,7 @@ from otel_replay.attribution import (
     Verdict,
     attribute,
     planned_rollouts,
+    repair_bound,
 )
 from otel_replay.importers.jsonl import read_jsonl
 from otel_replay.replay import REMOVE, RESAMPLE, Plan, rollout
@@ -596,6 +597,26 @@ def test_shapley_spends_a_fresh_rollout_on_every_coalition(method: Method, expec
     config = AttributionConfig(rollouts=20, permutations=10, method=method)
     result = attribute(factual, registry, config)
     assert result.rollouts == planned_rollouts(factual, registry, config) == expected
+
+
+@pytest.mark.parametrize("repair", [False, True], ids=["no-repair", "repair"])
+@pytest.mark.parametrize("permutations", [1, 2, 5])
+@pytest.mark.parametrize("method", list(Method), ids=[m.value for m in Method])
+def test_progress_totals_are_the_rollouts_that_run(
+    method: Method, permutations: int, repair: bool
+) -> None:
+    """The total ``progress`` is given is what runs: exact before a repair search, grown by what the
+    search may try once it knows its candidates, and shrunk by what an early success leaves."""
+    factual, registry = CHAIN.trajectory(), CHAIN.registry()
+    config = AttributionConfig(rollouts=10, permutations=permutations, method=method, repair=repair)
+    calls: list[tuple[int, int]] = []
+    result = attribute(factual, registry, config, lambda done, total: calls.append((done, total)))
+    planned = planned_rollouts(factual, registry, config)
+    assert calls[0] == (0, planned)
+    assert all(done <= total <= planned + repair_bound(config) for done, total in calls)
+    assert calls[-1] == (result.rollouts, result.rollouts)
+    searched = repair and result.point_of_commitment is not None
+    assert (result.rollouts > planned) is searched
 
 
 def test_every_inconclusive_report_serialises() -> None:
