@@ -19,7 +19,7 @@ from typing import Any
 
 import orjson
 
-from otel_replay.errors import CanonicalJSONError
+from otel_replay.errors import CanonicalJSONError, preview
 
 __all__ = [
     "CORRELATION_KEYS",
@@ -89,7 +89,7 @@ def canonical_json(value: Any) -> bytes:
     try:
         return orjson.dumps(value, option=_DUMPS_OPTIONS)
     except TypeError as exc:  # orjson.JSONEncodeError subclasses TypeError
-        raise CanonicalJSONError(f"cannot serialize {_short(value)}: {exc}") from None
+        raise CanonicalJSONError(f"cannot serialize {preview(value, 80)}: {exc}") from None
 
 
 def digest(data: bytes) -> str:
@@ -114,8 +114,3 @@ def result_digest(output: Any, status: str, error: str | None) -> str:
 def link_hash(previous: str, key: str, result: str) -> str:
     """The Merkle link ``H(previous hash, op_key, H(result))``."""
     return digest(f"{previous}:{key}:{result}".encode("ascii"))
-
-
-def _short(value: Any, limit: int = 80) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -21,10 +21,23 @@ from typing import Any
 from otel_replay.errors import TraceFormatError, preview
 from otel_replay.hashing import GENESIS, link_hash, op_key, result_digest
 
-__all__ = ["FAIL_THRESHOLD", "SpanNode", "Step", "StepKind", "StepStatus", "Trajectory"]
+__all__ = [
+    "FAIL_THRESHOLD",
+    "SpanNode",
+    "Step",
+    "StepKind",
+    "StepStatus",
+    "Trajectory",
+    "is_failure",
+]
 
 #: An outcome below this is a failure (1.0 success … 0.0 failure); attribution can be told otherwise.
 FAIL_THRESHOLD = 0.5
+
+
+def is_failure(outcome: float | None) -> bool | None:
+    """Whether ``outcome`` marks a failure (below `FAIL_THRESHOLD`); ``None`` when unknown."""
+    return None if outcome is None else outcome < FAIL_THRESHOLD
 
 
 class StepKind(str, Enum):
@@ -284,8 +297,8 @@ class Trajectory:
 
     @property
     def failed(self) -> bool | None:
-        """Whether the outcome marks a failure (below `FAIL_THRESHOLD`); ``None`` when unknown."""
-        return None if self.outcome is None else self.outcome < FAIL_THRESHOLD
+        """Whether the outcome marks a failure (`is_failure`)."""
+        return is_failure(self.outcome)
 
     # --- record form -------------------------------------------------------------------------------
 

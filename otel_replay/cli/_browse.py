@@ -20,7 +20,7 @@ from otel_replay.cli._common import (
     trajectory_table,
     user_errors,
 )
-from otel_replay.model import Step, StepStatus, Trajectory
+from otel_replay.model import Step, StepStatus, Trajectory, is_failure
 
 
 def list_command(json: JsonOption = False, store: StoreOption = None) -> None:
@@ -30,20 +30,25 @@ def list_command(json: JsonOption = False, store: StoreOption = None) -> None:
     if json:
         print_json(
             [
-                {"id": s.id, "steps": s.n_steps, "outcome": s.outcome, "final_hash": s.final_hash,
-                 "source": s.source, "format": s.format}
+                {
+                    "id": s.id,
+                    "steps": s.n_steps,
+                    "outcome": s.outcome,
+                    "final_hash": s.final_hash,
+                    "source": s.source,
+                    "format": s.format,
+                }
                 for s in summaries
             ]
-        )  # fmt: skip
+        )
         return
     table = trajectory_table(
         f"{len(summaries)} trajectories", ("trajectory id", "steps", "outcome", "format", "source")
     )
     for s in summaries:
-        failed = s.outcome is not None and s.outcome < 0.5
         outcome = "—" if s.outcome is None else f"{s.outcome:g}"
         cells = (s.id, str(s.n_steps), outcome, s.format or "", display_path(s.source))
-        table.add_row(*map(escape, cells), style="red" if failed else None)
+        table.add_row(*map(escape, cells), style="red" if is_failure(s.outcome) else None)
     console.print(table)
 
 
@@ -81,10 +86,14 @@ def show_command(
         ms = "" if step.duration_ns is None else f"{step.duration_ns / 1e6:.1f}"
         failed = step.status is StepStatus.ERROR
         cells = (
-            str(step.index), step.kind.value, step.name, step.status.value, ms,
+            str(step.index),
+            step.kind.value,
+            step.name,
+            step.status.value,
+            ms,
             short(_input_preview(step), width),
             short(step.error if failed else _output_preview(step.output), width),
-        )  # fmt: skip
+        )
         table.add_row(*map(escape, cells), style="red" if failed else None)
     console.print(table)
     if tree:

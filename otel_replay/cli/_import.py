@@ -25,6 +25,7 @@ from otel_replay.cli._common import (
 from otel_replay.errors import ReplayError
 from otel_replay.importers import Format, ReadOptions, read_path
 from otel_replay.ingest import IngestResult, ingest
+from otel_replay.model import is_failure
 from otel_replay.store import Store
 
 _PROGRESS_MIN_BYTES = 4 * 1024 * 1024
@@ -171,7 +172,7 @@ def _render(results: list[FileResult]) -> None:
     )
     for row in rows[:_TABLE_ROWS]:
         outcome = "—" if row["outcome"] is None else f"{row['outcome']:g}"
-        style = "red" if row["outcome"] is not None and row["outcome"] < 0.5 else None
+        style = "red" if is_failure(row["outcome"]) else None
         cells = (row["id"], str(row["steps"]), outcome, display_path(row["source"]), row["result"])
         table.add_row(*map(escape, cells), style=style)
     if len(rows) > _TABLE_ROWS:

@@ -83,9 +83,14 @@ def record_command(
         registry = load_registry(resamplers or ())
         scorer = load_object(outcome, "--outcome") if outcome else None
         recording = record(
-            function, arguments=_json_option(input, "--input"), seed=seed, registry=registry,
-            lax=lax, outcome=scorer, agent_spec=agent,
-        )  # fmt: skip
+            function,
+            arguments=_json_option(input, "--input"),
+            seed=seed,
+            registry=registry,
+            lax=lax,
+            outcome=scorer,
+            agent_spec=agent,
+        )
         trajectory = recording.trajectory
         with open_store(store) as db:
             db.put_all([trajectory])
@@ -168,31 +173,40 @@ def fork_command(
 ) -> None:
     """Hold the steps before --at, inject an output or a fault there, continue, store the fork."""
     with user_errors():
-        if (output is None) == (fault_name is None):
-            raise ReplayError("give exactly one of --output JSON or --fault NAME")
         with open_store(store) as db:
             original = db.get(trajectory_id)
-            if not 0 <= at < len(original.steps):
-                raise ReplayError(
-                    f"--at {at}: {original.id} has steps 0..{len(original.steps) - 1}"
-                )
-            recorded = original.steps[at].output
-            intervention = (
-                Intervention.force(_json_option(output, "--output"))
-                if output is not None
-                else fault(fault_name or "", recorded)
-            )
-            registry = load_registry(resamplers or ())
-            scorer = load_object(outcome, "--outcome") if outcome else None
+            intervention = _injection(original, at, output, fault_name)
             forked = fork(
-                original, at, intervention, agent=_agent(agent) if agent else None,
-                registry=registry, outcome=scorer, seed=seed,
-            )  # fmt: skip
+                original,
+                at,
+                intervention,
+                agent=_agent(agent) if agent else None,
+                registry=load_registry(resamplers or ()),
+                outcome=load_object(outcome, "--outcome") if outcome else None,
+                seed=seed,
+            )
             db.put_all([forked])
     result = diff(original, forked)
     if json:
         print_json({"id": forked.id, "diff": _diff_record(result)})
-        return
+    else:
+        _print_fork(forked, result)
+
+
+def _injection(
+    original: Trajectory, at: int, output: str | None, fault_name: str | None
+) -> Intervention:
+    """What ``--output`` or ``--fault`` asks to inject at step ``at``."""
+    if (output is None) == (fault_name is None):
+        raise ReplayError("give exactly one of --output JSON or --fault NAME")
+    if not 0 <= at < len(original.steps):
+        raise ReplayError(f"--at {at}: {original.id} has steps 0..{len(original.steps) - 1}")
+    if output is not None:
+        return Intervention.force(_json_option(output, "--output"))
+    return fault(fault_name or "", original.steps[at].output)
+
+
+def _print_fork(forked: Trajectory, result: TrajectoryDiff) -> None:
     console.print(f"forked {escape(forked.id)}", highlight=False)
     stale = forked.metadata.get("stale_steps")
     if stale:

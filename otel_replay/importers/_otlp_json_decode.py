@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from otel_replay.errors import TraceFormatError
+from otel_replay.errors import TraceFormatError, preview
 from otel_replay.importers._spans import (
     SPAN_KINDS,
     STATUS_CODES,
@@ -40,7 +40,7 @@ def _list(value: Any, where: str) -> list[Any]:
     if value is None:
         return []
     if not isinstance(value, list):
-        raise TraceFormatError(f"expected a list, got {_short(value)}", where=where)
+        raise TraceFormatError(f"expected a list, got {preview(value)}", where=where)
     return value
 
 
@@ -48,7 +48,7 @@ def _dict(value: Any, where: str) -> dict[str, Any]:
     if value is None:
         return {}
     if not isinstance(value, dict):
-        raise TraceFormatError(f"expected an object, got {_short(value)}", where=where)
+        raise TraceFormatError(f"expected an object, got {preview(value)}", where=where)
     return value
 
 
@@ -56,7 +56,7 @@ def resource_spans_of(document: Any) -> list[Any]:
     """The ``resourceSpans`` list of any accepted envelope; raise if the document holds no traces."""
     if not isinstance(document, dict):
         raise TraceFormatError(
-            f"expected an OTLP JSON object with resourceSpans, got {_short(document)}"
+            f"expected an OTLP JSON object with resourceSpans, got {preview(document)}"
         )
     for key in ("resourceSpans", "resource_spans", "batches"):
         if key in document:
@@ -129,7 +129,7 @@ def decode_span(span: Any, where: str) -> SpanRecord:
         raise TraceFormatError(exc.reason, where=where) from None
     name = obj.get("name") or ""
     if not isinstance(name, str):
-        raise TraceFormatError(f"span name must be a string, got {_short(name)}", where=where)
+        raise TraceFormatError(f"span name must be a string, got {preview(name)}", where=where)
     status = _dict(obj.get("status"), f"{where}.status")
     code = _enum(status.get("code"), STATUS_CODES, f"{where}.status.code")
     if code == STATUS_UNSET and _deprecated_error(
@@ -173,14 +173,14 @@ def _attributes(items: Any, where: str) -> dict[str, Any]:
         return {}
     if not isinstance(items, list):
         raise TraceFormatError(
-            f"attributes must be a list of key/value objects, got {_short(items)}", where=where
+            f"attributes must be a list of key/value objects, got {preview(items)}", where=where
         )
     out: dict[str, Any] = {}
     for i, kv in enumerate(items):
         key = kv.get("key") if type(kv) is dict else None
         if type(key) is not str:
             raise TraceFormatError(
-                f"expected {{'key': str, 'value': ...}}, got {_short(kv)}", where=f"{where}[{i}]"
+                f"expected {{'key': str, 'value': ...}}, got {preview(kv)}", where=f"{where}[{i}]"
             )
         value = kv.get("value")
         # Most attribute values are strings: take them without building an error path.
@@ -197,23 +197,25 @@ def any_value(value: Any, where: str) -> Any:
     if not value:
         return None
     if not isinstance(value, dict):
-        raise TraceFormatError(f"expected an AnyValue object, got {_short(value)}", where=where)
+        raise TraceFormatError(f"expected an AnyValue object, got {preview(value)}", where=where)
     text = value.get("stringValue")
     if text is not None:
         if not isinstance(text, str):
-            raise TraceFormatError(f"stringValue must be a string, got {_short(text)}", where=where)
+            raise TraceFormatError(
+                f"stringValue must be a string, got {preview(text)}", where=where
+            )
         return text
     for key, item in value.items():
         if key in ("stringValue", "string_value"):
             if not isinstance(item, str):
-                raise TraceFormatError(f"{key} must be a string, got {_short(item)}", where=where)
+                raise TraceFormatError(f"{key} must be a string, got {preview(item)}", where=where)
             return item
         if key in ("intValue", "int_value"):
             return _int64(item, f"{where}.{key}")
         if key in ("boolValue", "bool_value"):
             if not isinstance(item, bool):
                 raise TraceFormatError(
-                    f"{key} must be true or false, got {_short(item)}", where=where
+                    f"{key} must be true or false, got {preview(item)}", where=where
                 )
             return item
         if key in ("doubleValue", "double_value"):
@@ -226,7 +228,7 @@ def any_value(value: Any, where: str) -> Any:
         if key in ("bytesValue", "bytes_value"):
             if not isinstance(item, str):
                 raise TraceFormatError(
-                    f"{key} must be base64 text, got {_short(item)}", where=where
+                    f"{key} must be base64 text, got {preview(item)}", where=where
                 )
             return item
     return None  # only unknown members: an "empty" value, which is legal
@@ -251,7 +253,7 @@ def _int64(value: Any, where: str) -> int:
             return number
         raise TraceFormatError(f"integer {value!r} does not fit in 64 bits", where=where)
     raise TraceFormatError(
-        f"expected an integer (number or decimal string), got {_short(value)}", where=where
+        f"expected an integer (number or decimal string), got {preview(value)}", where=where
     )
 
 
@@ -273,7 +275,7 @@ def _double(value: Any, where: str) -> float | str:
             return json_safe_float(float(value))
         except ValueError:
             pass
-    raise TraceFormatError(f"expected a double, got {_short(value)}", where=where)
+    raise TraceFormatError(f"expected a double, got {preview(value)}", where=where)
 
 
 def _enum(value: Any, names: dict[str, int], where: str) -> int:
@@ -287,7 +289,7 @@ def _enum(value: Any, names: dict[str, int], where: str) -> int:
         if value.isdecimal():
             return int(value)
         return 0  # unknown enum names are legal per the proto3 JSON mapping: read as unspecified
-    raise TraceFormatError(f"expected an enum name or number, got {_short(value)}", where=where)
+    raise TraceFormatError(f"expected an enum name or number, got {preview(value)}", where=where)
 
 
 def _deprecated_error(value: Any) -> bool:
@@ -296,8 +298,3 @@ def _deprecated_error(value: Any) -> bool:
     if isinstance(value, str):
         return value not in ("DEPRECATED_STATUS_CODE_OK", "0")
     return bool(value != 0)
-
-
-def _short(value: Any, limit: int = 60) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -25,17 +25,36 @@ _PROPORTION: dict[str, Any] = {
 _STEP: dict[str, Any] = {
     "type": "object",
     "required": [
-        "index", "kind", "name", "resamplable", "attribution", "ci_low", "ci_high",
-        "p_fail_kept", "p_fail_ablated", "n", "shapley", "shapley_se", "significant",
+        "index",
+        "kind",
+        "name",
+        "resamplable",
+        "attribution",
+        "ci_low",
+        "ci_high",
+        "p_fail_kept",
+        "p_fail_ablated",
+        "n",
+        "shapley",
+        "shapley_se",
+        "significant",
         "no_effect",
     ],
     "additionalProperties": False,
     "properties": {
         "index": {"type": "integer", "minimum": 0},
-        "kind": {"enum": ["llm", "tool", "retriever", "embedding", "reranker", "guardrail", "other"]},
+        "kind": {
+            "enum": ["llm", "tool", "retriever", "embedding", "reranker", "guardrail", "other"]
+        },
         "name": {"type": "string"},
-        "resamplable": {"type": "boolean", "description": "false: observed-only, served from the record"},
-        "attribution": {**_NUMBER_OR_NULL, "description": "signed by mode: failure attribution or rescue credit"},
+        "resamplable": {
+            "type": "boolean",
+            "description": "false: observed-only, served from the record",
+        },
+        "attribution": {
+            **_NUMBER_OR_NULL,
+            "description": "signed by mode: failure attribution or rescue credit",
+        },
         "ci_low": _NUMBER_OR_NULL,
         "ci_high": _NUMBER_OR_NULL,
         "p_fail_kept": _PROPORTION,
@@ -44,9 +63,12 @@ _STEP: dict[str, Any] = {
         "shapley": _NUMBER_OR_NULL,
         "shapley_se": _NUMBER_OR_NULL,
         "significant": {"type": ["boolean", "null"], "description": "shown to matter"},
-        "no_effect": {"type": ["boolean", "null"], "description": "shown not to matter beyond the margin"},
+        "no_effect": {
+            "type": ["boolean", "null"],
+            "description": "shown not to matter beyond the margin",
+        },
     },
-}  # fmt: skip
+}
 
 REPORT_SCHEMA: dict[str, Any] = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -54,9 +76,24 @@ REPORT_SCHEMA: dict[str, Any] = {
     "title": "agent-replay attribution report",
     "type": "object",
     "required": [
-        "version", "trajectory_id", "mode", "estimand", "outcome", "failed", "config", "steps",
-        "point_of_commitment", "save_point", "verdict", "explanation", "bracket", "rollouts_needed",
-        "repair", "repair_note", "shapley", "cost",
+        "version",
+        "trajectory_id",
+        "mode",
+        "estimand",
+        "outcome",
+        "failed",
+        "config",
+        "steps",
+        "point_of_commitment",
+        "save_point",
+        "verdict",
+        "explanation",
+        "bracket",
+        "rollouts_needed",
+        "repair",
+        "repair_note",
+        "shapley",
+        "cost",
     ],
     "additionalProperties": False,
     "properties": {
@@ -69,9 +106,20 @@ REPORT_SCHEMA: dict[str, Any] = {
         "config": {
             "type": "object",
             "required": [
-                "rollouts", "permutations", "seed", "method", "fail_threshold", "margin", "repair",
-                "on_resampler_error", "resamplers", "verifier", "decisions", "interval_methods",
-                "driver", "rerun",
+                "rollouts",
+                "permutations",
+                "seed",
+                "method",
+                "fail_threshold",
+                "margin",
+                "repair",
+                "on_resampler_error",
+                "resamplers",
+                "verifier",
+                "decisions",
+                "interval_methods",
+                "driver",
+                "rerun",
             ],
             "additionalProperties": False,
             "properties": {
@@ -92,7 +140,10 @@ REPORT_SCHEMA: dict[str, Any] = {
                 },
                 "driver": {"type": "string", "description": "trace, or agent:<module:function>"},
                 "decisions": {"type": "string"},
-                "rerun": {"type": "string", "description": "the command that reproduces this report"},
+                "rerun": {
+                    "type": "string",
+                    "description": "the command that reproduces this report",
+                },
             },
         },
         "steps": {"type": "array", "items": _STEP},
@@ -111,8 +162,15 @@ REPORT_SCHEMA: dict[str, Any] = {
         "repair": {
             "type": ["object", "null"],
             "required": [
-                "step_index", "output", "minimality", "success_rate", "ci_low", "ci_high", "n",
-                "source", "candidates_tried",
+                "step_index",
+                "output",
+                "minimality",
+                "success_rate",
+                "ci_low",
+                "ci_high",
+                "n",
+                "source",
+                "candidates_tried",
             ],
             "additionalProperties": False,
             "properties": {
@@ -131,7 +189,12 @@ REPORT_SCHEMA: dict[str, Any] = {
         "shapley": {
             "type": ["object", "null"],
             "required": [
-                "permutations", "sum", "sum_se", "expected_sum", "v_all", "v_none",
+                "permutations",
+                "sum",
+                "sum_se",
+                "expected_sum",
+                "v_all",
+                "v_none",
                 "efficiency_gap",
             ],
             "additionalProperties": False,
@@ -139,7 +202,10 @@ REPORT_SCHEMA: dict[str, Any] = {
                 "permutations": {"type": "integer"},
                 "sum": {"type": "number"},
                 "sum_se": {"type": "number", "minimum": 0},
-                "expected_sum": {"type": "number", "description": "v(all) - v(none); negated in credit mode"},
+                "expected_sum": {
+                    "type": "number",
+                    "description": "v(all) - v(none); negated in credit mode",
+                },
                 "v_all": _PROPORTION,
                 "v_none": _PROPORTION,
                 "efficiency_gap": {"type": "number"},
@@ -157,4 +223,4 @@ REPORT_SCHEMA: dict[str, Any] = {
             },
         },
     },
-}  # fmt: skip
+}
