@@ -17,8 +17,8 @@ import otel_replay
 from otel_replay import Store, Trajectory, read_path
 from otel_replay.cli import app
 from otel_replay.hashing import GENESIS, link_hash, op_key, result_digest
+from tests.conftest import SAMPLES
 
-SAMPLES = Path(__file__).resolve().parent.parent / "sample_traces"
 WIDE = {"COLUMNS": "250"}  # tables are not truncated, so whole cells can be compared
 
 #: The columns of the step table (``steps_frame`` and ``export --format parquet``), in order.

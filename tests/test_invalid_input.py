@@ -19,8 +19,8 @@ from typer.testing import CliRunner, Result
 
 from otel_replay import Store
 from otel_replay.cli import app
+from tests.conftest import SAMPLES
 
-SAMPLES = Path(__file__).resolve().parent.parent / "sample_traces"
 OTLP_JSONL = SAMPLES / "incident.otlp.jsonl"
 OTLP_STREAM = SAMPLES / "incident.otlp.pb"
 

@@ -39,9 +39,9 @@ from otel_replay.otlp_encode import (
     write_otlp_proto_stream,
 )
 from otel_replay.store import SCHEMA_VERSION, TrajectorySummary
+from tests.conftest import SAMPLES
 from tests.sdk import Recorder, dumps, encodings
 
-SAMPLES = Path(__file__).resolve().parent.parent / "sample_traces"
 SAMPLE_FILES = sorted(p.name for p in SAMPLES.iterdir() if p.is_file())
 
 # --- helpers ---------------------------------------------------------------------------------------

@@ -14,8 +14,7 @@ from otel_replay.cli import app
 from otel_replay.report import REPORT_SCHEMA
 from tests.attribution.models import BUTTERFLY, CHAIN, SCM
 from tests.cli_helpers import invoke, ok, one_line_error
-
-ROOT = Path(__file__).resolve().parent.parent.parent
+from tests.conftest import ROOT, SAMPLES
 
 
 def _report(path: Path) -> dict[str, Any]:
@@ -196,7 +195,7 @@ def test_a_resampler_that_raises_is_a_one_line_error_naming_the_step(
 def test_the_bundled_sample_names_list_deploys(
     runner: CliRunner, store_path: Path, tmp_path: Path
 ) -> None:
-    ok(invoke(runner, store_path, "import", str(ROOT / "sample_traces" / "incident.otlp.jsonl")))
+    ok(invoke(runner, store_path, "import", str(SAMPLES / "incident.otlp.jsonl")))
     out = tmp_path / "incident.json"
     result = ok(
         invoke(
