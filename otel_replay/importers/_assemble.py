@@ -11,10 +11,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from otel_replay.importers._conversation import reconstruct
+from otel_replay.importers._operations import build_operation, operations
 from otel_replay.importers._options import ReadOptions
 from otel_replay.importers._semconv import STEP_KINDS, build_step, is_placeholder, recognise
 from otel_replay.importers._spans import STATUS_ERROR, SpanRecord, maybe_json
-from otel_replay.model import SpanNode, Step, StepKind, StepStatus, Trajectory
+from otel_replay.model import SpanNode, StepKind, StepStatus, Trajectory
 
 _SESSION_KEYS = (
     "session.id",
@@ -88,27 +90,36 @@ def assemble(
     order, roots, parent = _tree(spans)
     position = {node: rank for rank, node in enumerate(order)}
     roles = [recognise(s) for s in spans]
-    # A recognised operation that contains another (an agent used as a tool) is structure, not a step.
-    has_op_below = [False] * len(spans)
-    for node in reversed(order):
-        p = parent[node]
-        if p is not None and (has_op_below[node] or roles[node][0] in STEP_KINDS):
-            has_op_below[p] = True
-    step_nodes = [i for i in order if roles[i][0] in STEP_KINDS and not has_op_below[i]]
-    kinds: dict[int, StepKind] = {i: STEP_KINDS[roles[i][0]] for i in step_nodes}
-    if not step_nodes:  # plain service trace: its leaves are the operations
+    kinds: dict[int, StepKind] = {
+        i: STEP_KINDS[roles[i][0]] for i in order if roles[i][0] in STEP_KINDS
+    }
+    found = operations(spans, order, parent, kinds)
+    exchanges: dict[int, list[int]] = {}
+    if found:
+        # a model call that ran a whole exchange is its last turn: it comes after its tools
+        found.sort(key=lambda op: (_when(spans[op.head], op.exchange != []), position[op.head]))
+        built = [build_operation(spans, op) for op in found]
+        at = {op.head: k for k, op in enumerate(found)}
+        exchanges = {
+            at[op.head]: sorted(at[t.head] for t in op.exchange) for op in found if op.exchange
+        }
+    else:  # plain service trace: its leaves are the operations
         has_child = {p for p in parent if p is not None}
-        leaves = [i for i in order if i not in has_child]
-        step_nodes = leaves
-        kinds = dict.fromkeys(leaves, StepKind.OTHER)
-    step_nodes.sort(key=lambda i: (spans[i].start_time_unix_nano, position[i]))
-    steps: list[Step] = [build_step(spans[i], kinds[i]) for i in step_nodes]
-    step_index = {node: k for k, node in enumerate(step_nodes)}
+        leaves = sorted(
+            (i for i in order if i not in has_child),
+            key=lambda i: (spans[i].start_time_unix_nano, position[i]),
+        )
+        built = [(build_step(spans[i], StepKind.OTHER), i) for i in leaves]
+    steps, rebuilt, placed = reconstruct([step for step, _ in built], exchanges)
+    # the span each step was read from is drawn as the step; the others keep what they were taken for
+    step_index = {source: placed[k] for k, (_, source) in enumerate(built)}
 
     present = {s.span_id for s in spans if s.span_id}
     root = _main_root(spans, roots)
     meta = dict(metadata)
     meta.update(_describe(spans, roots, root, roles))
+    if rebuilt:
+        meta["reconstructed_steps"] = rebuilt
     return Trajectory.build(
         trajectory_id,
         steps,
@@ -128,6 +139,10 @@ def assemble(
             for i in order
         ],
     )
+
+
+def _when(span: SpanRecord, ends: bool) -> int:
+    return span.end_time_unix_nano if ends else span.start_time_unix_nano
 
 
 def _parent_id(

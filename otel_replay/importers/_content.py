@@ -271,7 +271,9 @@ def _with_finish_reason(output: Any, attrs: dict[str, Any]) -> Any:
 # --- tools -----------------------------------------------------------------------------------------
 
 
-def tool_content(span: SpanRecord) -> tuple[str, dict[str, Any], Any]:
+def tool_content(span: SpanRecord) -> tuple[str, dict[str, Any], Any, str | None]:
+    """A tool call's name, ``{"arguments", "tool_call_id"}``, result, and the error its result
+    reports (a framework that catches a tool's exception hands it back as a failed result)."""
     attrs = span.attributes
     name = _first(
         attrs, "gen_ai.tool.name", "tool.name", "ai.toolCall.name", "traceloop.entity.name"
@@ -285,7 +287,7 @@ def tool_content(span: SpanRecord) -> tuple[str, dict[str, Any], Any]:
             attrs, "traceloop.entity.input", "langfuse.observation.input", "gen_ai.prompt", "input"
         )
     if arguments is not _MISSING:
-        inputs["arguments"] = maybe_json(arguments)
+        inputs["arguments"] = _call_arguments(maybe_json(arguments))
     call_id = _first(attrs, "gen_ai.tool.call.id", "tool.id", "tool_call.id", "ai.toolCall.id")
     if isinstance(call_id, str):
         inputs["tool_call_id"] = call_id
@@ -300,8 +302,59 @@ def tool_content(span: SpanRecord) -> tuple[str, dict[str, Any], Any]:
             "gen_ai.completion",
             "output",
         )
-    output = None if result is _MISSING else maybe_json(result)
-    return (name if isinstance(name, str) else span.name), inputs, output
+    output, envelope_id, error = _tool_result(None if result is _MISSING else maybe_json(result))
+    if envelope_id is not None:
+        inputs.setdefault("tool_call_id", envelope_id)
+    return (name if isinstance(name, str) else _callable_name(span.name)), inputs, output, error
+
+
+def _call_arguments(value: Any) -> Any:
+    """A traced function's recorded call (``{"args": [], "kwargs": {...}}``) as the keyword arguments
+    the tool was called with; anything else as it is."""
+    if (
+        isinstance(value, dict)
+        and set(value) <= {"args", "kwargs"}
+        and isinstance(value.get("kwargs"), dict)
+        and not value.get("args")
+    ):
+        return value["kwargs"]
+    return value
+
+
+def _tool_result(value: Any) -> tuple[Any, str | None, str | None]:
+    """``(result, call id, error)`` out of a framework's tool-output object, when the span recorded
+    one (a tool message ``{content, tool_call_id, status}``, possibly serialised by LangChain, or a
+    tool output ``{raw_output, tool_name, is_error}``); else the value itself."""
+    if not isinstance(value, dict):
+        return value, None, None
+    body = value
+    if isinstance(value.get("kwargs"), dict) and value.get("lc"):  # LangChain's serialisation
+        body = value["kwargs"]
+    elif value.get("type") == "tool" and isinstance(value.get("data"), dict):
+        body = value["data"]
+    if "tool_call_id" in body and "content" in body:
+        content = maybe_json(body["content"])
+        call_id = body["tool_call_id"] if isinstance(body["tool_call_id"], str) else None
+        if body.get("status") == "error":
+            return None, call_id, content if isinstance(content, str) else str(content)
+        return content, call_id, None
+    if "raw_output" in body and "tool_name" in body and "is_error" in body:
+        if body["is_error"] is True:
+            return None, None, str(body.get("raw_output") or body.get("content") or "failed")
+        return body["raw_output"], None, None
+    return value, None, None
+
+
+#: Method names a framework appends when it names a tool's span after the method it traced.
+_METHOD_SUFFIXES = (".__call__", ".forward", ".__acall__")
+
+
+def _callable_name(span_name: str) -> str:
+    """A tool's name from a span named after the method that ran it (``lookup_order.__call__``)."""
+    for suffix in _METHOD_SUFFIXES:
+        if span_name.endswith(suffix) and len(span_name) > len(suffix):
+            return span_name[: -len(suffix)]
+    return span_name
 
 
 # --- everything else -------------------------------------------------------------------------------
@@ -317,6 +370,13 @@ def _documents(attrs: dict[str, Any], prefix: str) -> list[Any]:
     return docs
 
 
+def _task_value(attrs: dict[str, Any], which: str) -> Any:
+    """OpenLLMetry's input or output of a decorated task: ``traceloop.entity.<which>`` (a JSON
+    string, often ``{"args": [...], "kwargs": {...}}`` for inputs) or ``gen_ai.task.<which>``."""
+    raw = _first(attrs, f"traceloop.entity.{which}", f"gen_ai.task.{which}")
+    return raw if raw is _MISSING else maybe_json(raw)
+
+
 def other_content(span: SpanRecord, kind: StepKind) -> tuple[str, dict[str, Any], Any]:
     attrs = span.attributes
     if kind is StepKind.OTHER:
@@ -327,6 +387,14 @@ def other_content(span: SpanRecord, kind: StepKind) -> tuple[str, dict[str, Any]
         inputs["model"] = model
     query = _first(attrs, "reranker.query", "gen_ai.retrieval.query.text")
     raw_input = _io_value(attrs, "input")
+    if raw_input is _MISSING:
+        raw_input = _task_value(attrs, "input")
+    if (
+        query is _MISSING
+        and isinstance(raw_input, dict)
+        and isinstance(raw_input.get("query"), str)
+    ):
+        query = raw_input["query"]  # the retriever's keyword arguments, recorded whole
     if query is not _MISSING:
         inputs["query"] = query
     elif raw_input is not _MISSING:
@@ -336,6 +404,9 @@ def other_content(span: SpanRecord, kind: StepKind) -> tuple[str, dict[str, Any]
         output = _documents(attrs, "retrieval.documents") or maybe_json(
             attrs.get("gen_ai.retrieval.documents")
         )
+        if not output:
+            found = _task_value(attrs, "output")
+            output = None if found is _MISSING else found
     elif kind is StepKind.RERANKER:
         documents = _documents(attrs, "reranker.input_documents")
         if documents:
@@ -350,7 +421,8 @@ def other_content(span: SpanRecord, kind: StepKind) -> tuple[str, dict[str, Any]
             if isinstance(e, dict)
         ]
         texts = [e["text"] for e in embeddings if isinstance(e, dict) and "text" in e]
-        if texts and "input" not in inputs:
+        if texts:  # the texts themselves beat an input recorded as one string (often a repr)
+            inputs.pop("input", None)
             inputs["texts"] = texts
         vectors = [e["vector"] for e in embeddings if isinstance(e, dict) and "vector" in e]
         output = vectors or None

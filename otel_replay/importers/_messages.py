@@ -125,7 +125,7 @@ def normalize_message(message: dict[str, Any]) -> dict[str, Any]:
     elif tool_response is not None:
         out["content"] = tool_response
     if tool_calls:
-        out["tool_calls"] = tool_calls
+        out["tool_calls"] = _distinct_calls(tool_calls)
     for key in ("tool_call_id", "name", "finish_reason"):
         if isinstance(message.get(key), str) and message[key]:
             out[key] = message[key]
@@ -176,6 +176,21 @@ def _split_parts(parts: list[Any], tool_calls: list[dict[str, Any]], out: dict[s
             kept.append(part)
     parts[:] = kept
     return response
+
+
+def _distinct_calls(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A call recorded twice (OpenInference writes a call in ``tool_calls`` and again as a
+    ``contents`` part) counts once: calls with the same id are one call."""
+    seen: set[str] = set()
+    distinct = []
+    for call in calls:
+        call_id = call.get("id")
+        if isinstance(call_id, str):
+            if call_id in seen:
+                continue
+            seen.add(call_id)
+        distinct.append(call)
+    return distinct
 
 
 def _tool_call(raw: Any) -> dict[str, Any]:

@@ -46,6 +46,7 @@ _GENAI = {
     "embeddings": "embedding",
     "retrieval": "retriever",
     "search_memory": "retriever",
+    "vector_db_retrieve": "retriever",  # OpenLLMetry's retrieval tasks
     "execute_tool": "tool",
     "invoke_agent": "agent",
     "create_agent": "agent",
@@ -157,13 +158,16 @@ def is_placeholder(span: SpanRecord) -> bool:
 
 def build_step(span: SpanRecord, kind: StepKind) -> Step:
     """The step a recognised operation span (or, for plain traces, a leaf span) becomes."""
+    reported: str | None = None
     if kind is StepKind.LLM:
         name, inputs, output = llm_content(span)
     elif kind is StepKind.TOOL:
-        name, inputs, output = tool_content(span)
+        name, inputs, output, reported = tool_content(span)
     else:
         name, inputs, output = other_content(span, kind)
     status, error = step_status(span)
+    if reported is not None and status is StepStatus.OK:
+        status, error = StepStatus.ERROR, reported
     return Step(
         kind=kind,
         name=name,
@@ -202,4 +206,10 @@ def step_status(span: SpanRecord) -> tuple[StepStatus, str | None]:
         message = ": ".join(str(p) for p in (kind, text) if p) or None
     if message is None:
         message = attrs.get("langfuse.observation.status_message") or attrs.get("error.type")
-    return StepStatus.ERROR, None if message is None else str(message)
+    return StepStatus.ERROR, None if message is None else _without_traceback(str(message))
+
+
+def _without_traceback(message: str) -> str:
+    """An error message without the Python traceback some instrumentations append to it."""
+    head, marker, _ = message.partition("Traceback (most recent call last)")
+    return head.rstrip() or message if marker else message

@@ -1,0 +1,320 @@
+"""Operations that only the conversation shows, rebuilt as steps, and tool steps completed from it.
+
+Some agents run their tools without a span: a call exists only as a ``tool_calls`` entry of a model
+turn's output, and its result only as a ``role: tool`` message in the next turn's input. Others record
+one span for a whole exchange (automatic function calling), the turns between the user's message and
+the final answer visible only in that span's input, or not at all. `reconstruct` rebuilds them:
+
+* a **tool step** for every call a model turn made whose result the conversation holds and that no
+  tool step records: its arguments, the result the model was given, status ``error`` when that result
+  reports an error;
+* an **llm step** for every model turn since the user last spoke that no llm step records, with the
+  conversation up to it; in an exchange whose span shows no turns at all, one model turn before each
+  group of its tool calls (calls that run back to back, without a model call between them).
+
+A tool step a span recorded is paired with the call it answers: by call id, else the first open call
+of the same tool name since the last model turn. The call completes what the span left out (the call
+id, arguments recorded as one bare value, a result the span did not keep).
+
+Rebuilt steps go just before the model call whose input first shows them, and are listed in the
+trajectory's ``metadata["reconstructed_steps"]``: no span recorded them, so they have no span id or
+timestamps. Turns before the user's last message are history (an earlier session), never rebuilt.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Hashable, Mapping, Sequence
+from typing import Any
+
+from otel_replay.hashing import canonical_json
+from otel_replay.importers._spans import maybe_json
+from otel_replay.model import Step, StepKind, StepStatus
+
+_ERROR_TEXT = re.compile(r"^\s*(error|exception|traceback)\b", re.IGNORECASE)
+
+#: Tool calls that start within this long of the previous call's end ran in one model turn.
+_SAME_TURN_NS = 1_000_000
+
+
+def reconstruct(
+    steps: Sequence[Step], exchanges: Mapping[int, Sequence[int]] | None = None
+) -> tuple[list[Step], list[int], list[int]]:
+    """``(steps with the rebuilt ones put in, positions of the rebuilt, new position of each given
+    step)``. ``exchanges`` maps a model call that ran a whole exchange to the tool steps inside it."""
+    turns = _exchange_turns(steps, exchanges or {})
+    if not turns and not any(s.kind is StepKind.LLM and _messages(s) for s in steps):
+        return list(steps), [], list(range(len(steps)))
+    results = _all_results(steps)
+    book = _Book()
+    out: list[Step] = []
+    rebuilt: list[int] = []
+    placed: list[int] = []
+    for k, step in enumerate(steps):
+        for turn in turns.get(k, ()):
+            rebuilt.append(len(out))
+            out.append(turn)
+            book.open(turn.output)
+        if step.kind is StepKind.LLM:
+            for found in book.unrecorded(step):
+                rebuilt.append(len(out))
+                out.append(found)
+            book.open(step.output)
+        elif step.kind is StepKind.TOOL:
+            step = book.pair(step, results)
+        placed.append(len(out))
+        out.append(step)
+    return out, rebuilt, placed
+
+
+class _Book:
+    """Model turns met so far, the calls they made that no step has answered yet, and the calls
+    steps record, so nothing is made twice."""
+
+    def __init__(self) -> None:
+        self.turns: set[Hashable] = set()
+        self.calls: set[Hashable] = set()
+        self.waiting: list[dict[str, Any]] = []  # calls of the latest model turns, not yet paired
+
+    def open(self, output: Any) -> None:
+        """A model turn happened: remember it, and wait for its calls to be answered."""
+        for message in _outputs(output):
+            self.turns.update(_turn_keys(message))
+            self.waiting.extend(c for c in _calls(message) if not self._recorded(c))
+
+    def pair(self, step: Step, results: Mapping[str, Any]) -> Step:
+        """A tool step a span recorded: pair it with the call it answers, complete it from there."""
+        call_id = step.inputs.get("tool_call_id")
+        call = next(
+            (c for c in self.waiting if isinstance(call_id, str) and c.get("id") == call_id),
+            None,
+        ) or next((c for c in self.waiting if c.get("name") == step.name), None)
+        if call is None:
+            self._remember(step.name, step.inputs.get("arguments"), call_id)
+            return step
+        self.waiting.remove(call)
+        self._remember(call.get("name"), call.get("arguments"), call.get("id"))
+        return _completed(step, call, results)
+
+    def unrecorded(self, step: Step) -> list[Step]:
+        """The model turns and tool calls ``step``'s input shows that no step records."""
+        messages = _messages(step)
+        spoke = [i for i, m in enumerate(messages) if m.get("role") == "user" and not _is_result(m)]
+        last_user = spoke[-1] if spoke else -1
+        results = _results(messages)
+        found: list[Step] = []
+        for position, message in enumerate(messages):
+            if message.get("role") != "assistant":
+                continue
+            keys = _turn_keys(message)
+            if self.turns.isdisjoint(keys):
+                if position < last_user:
+                    continue  # history from before the user's last message: not this run's
+                found.append(_model_turn(step, messages[:position], message))
+                self.turns.update(keys)
+            for call in _calls(message):
+                result = results.get(_result_key(call, position))
+                if result is None or self._recorded(call):
+                    continue
+                self._remember(call.get("name"), call.get("arguments"), call.get("id"))
+                found.append(_tool_step(call, result.get("content")))
+        self.waiting = [c for c in self.waiting if not self._recorded(c)]
+        return found
+
+    def _remember(self, name: Any, arguments: Any, call_id: Any) -> None:
+        self.calls.add(_call_key(name, arguments))
+        if isinstance(call_id, str):
+            self.calls.add(call_id)
+
+    def _recorded(self, call: dict[str, Any]) -> bool:
+        call_id = call.get("id")
+        if isinstance(call_id, str) and call_id in self.calls:
+            return True
+        return _call_key(call.get("name"), call.get("arguments")) in self.calls
+
+
+def _completed(step: Step, call: dict[str, Any], results: Mapping[str, Any]) -> Step:
+    """A recorded tool step with what its call says and the span left out."""
+    inputs = dict(step.inputs)
+    arguments = maybe_json(call.get("arguments"))
+    if isinstance(arguments, dict) and not isinstance(inputs.get("arguments"), dict):
+        inputs["arguments"] = arguments
+    call_id = call.get("id")
+    if isinstance(call_id, str):
+        inputs.setdefault("tool_call_id", call_id)
+    output = step.output
+    if output is None and step.status is StepStatus.OK and isinstance(call_id, str):
+        output = maybe_json(results.get(call_id))
+    if inputs == step.inputs and output is step.output:
+        return step
+    return dataclasses.replace(step, inputs=inputs, output=output)
+
+
+def _exchange_turns(
+    steps: Sequence[Step], exchanges: Mapping[int, Sequence[int]]
+) -> dict[int, list[Step]]:
+    """For each exchange whose span shows none of its turns: a model turn to put before the first
+    tool step of each group of calls, keyed by that tool step's position."""
+    turns: dict[int, list[Step]] = {}
+    for last, tools in exchanges.items():
+        exchange = steps[last]
+        if any(m.get("role") == "assistant" for m in _messages(exchange)) or not tools:
+            continue  # the conversation shows the turns: rebuilt from it
+        history = list(_messages(exchange))
+        for group in _groups([steps[t] for t in tools], list(tools)):
+            calls = [_call_of(steps[t]) for t in group]
+            turn = {"role": "assistant", "tool_calls": calls}
+            turns.setdefault(group[0], []).append(_model_turn(exchange, list(history), turn))
+            history.append(turn)
+            for t in group:
+                history.append(_result_message(steps[t]))
+    return turns
+
+
+def _groups(tools: list[Step], positions: list[int]) -> list[list[int]]:
+    """Tool calls that ran back to back (no model call between them) form one model turn's group."""
+    groups: list[list[int]] = []
+    previous_end: int | None = None
+    for step, position in zip(tools, positions, strict=True):
+        start = step.start_time_unix_nano
+        if (
+            groups
+            and start is not None
+            and previous_end is not None
+            and start - previous_end <= _SAME_TURN_NS
+        ):
+            groups[-1].append(position)
+            previous_end = step.end_time_unix_nano or start
+            continue
+        groups.append([position])
+        previous_end = step.end_time_unix_nano or start
+    return groups
+
+
+def _call_of(step: Step) -> dict[str, Any]:
+    call: dict[str, Any] = {}
+    if isinstance(step.inputs.get("tool_call_id"), str):
+        call["id"] = step.inputs["tool_call_id"]
+    call["name"] = step.name
+    call["arguments"] = step.inputs.get("arguments")
+    return call
+
+
+def _result_message(step: Step) -> dict[str, Any]:
+    content = step.output if step.status is StepStatus.OK else {"error": step.error}
+    message: dict[str, Any] = {"role": "tool", "content": content, "name": step.name}
+    if isinstance(step.inputs.get("tool_call_id"), str):
+        message["tool_call_id"] = step.inputs["tool_call_id"]
+    return message
+
+
+def _messages(step: Step) -> list[dict[str, Any]]:
+    messages = step.inputs.get("messages")
+    return [m for m in messages if isinstance(m, dict)] if isinstance(messages, list) else []
+
+
+def _outputs(output: Any) -> list[dict[str, Any]]:
+    if isinstance(output, dict):
+        return [output]
+    if isinstance(output, list):
+        return [m for m in output if isinstance(m, dict)]
+    return []
+
+
+def _calls(message: dict[str, Any]) -> list[dict[str, Any]]:
+    calls = message.get("tool_calls")
+    return [c for c in calls if isinstance(c, dict)] if isinstance(calls, list) else []
+
+
+def _is_result(message: dict[str, Any]) -> bool:
+    """A tool result, whatever role carries it (Anthropic sends them in user messages)."""
+    return message.get("role") == "tool" or isinstance(message.get("tool_call_id"), str)
+
+
+def _turn_keys(message: dict[str, Any]) -> set[Hashable]:
+    """How a later history may show a model turn: by its call ids, by its calls, or (a turn without
+    calls) by its text."""
+    calls = _calls(message)
+    keys: set[Hashable] = set()
+    ids = tuple(c["id"] for c in calls if isinstance(c.get("id"), str))
+    if ids:
+        keys.add(("ids", ids))
+    if calls:
+        keys.add(("calls", tuple(_call_key(c.get("name"), c.get("arguments")) for c in calls)))
+    else:
+        text = message.get("content")
+        keys.add(
+            ("text", " ".join(text.split()) if isinstance(text, str) else canonical_json(text))
+        )
+    return keys
+
+
+def _call_key(name: Any, arguments: Any) -> Hashable:
+    return ("call", str(name), canonical_json(maybe_json(arguments)))
+
+
+def _result_key(call: dict[str, Any], position: int) -> Hashable:
+    call_id = call.get("id")
+    return call_id if isinstance(call_id, str) else (position, str(call.get("name")))
+
+
+def _results(messages: list[dict[str, Any]]) -> dict[Hashable, dict[str, Any]]:
+    """Tool results by the call they answer: its id, else (the calling turn, the tool's name), else
+    the calling turn's calls in order."""
+    found: dict[Hashable, dict[str, Any]] = {}
+    pending: list[tuple[int, str]] = []  # (turn position, tool name) of calls without ids, in order
+    for position, message in enumerate(messages):
+        if message.get("role") == "assistant":
+            pending = [
+                (position, str(c.get("name")))
+                for c in _calls(message)
+                if not isinstance(c.get("id"), str)
+            ]
+        elif _is_result(message):
+            call_id = message.get("tool_call_id")
+            if isinstance(call_id, str):
+                found[call_id] = message
+                continue
+            name = message.get("name")
+            match = next((p for p in pending if p[1] == name), pending[0] if pending else None)
+            if match is not None:
+                pending.remove(match)
+                found[match] = message
+    return found
+
+
+def _all_results(steps: Sequence[Step]) -> dict[str, Any]:
+    """Every tool result the model calls' inputs show, by call id."""
+    found: dict[str, Any] = {}
+    for step in steps:
+        if step.kind is StepKind.LLM:
+            for key, message in _results(_messages(step)).items():
+                if isinstance(key, str):
+                    found.setdefault(key, message.get("content"))
+    return found
+
+
+def _model_turn(call: Step, history: list[dict[str, Any]], output: dict[str, Any]) -> Step:
+    inputs: dict[str, Any] = {k: call.inputs[k] for k in ("model",) if k in call.inputs}
+    inputs["messages"] = history
+    inputs.update({k: call.inputs[k] for k in ("tools", "parameters") if k in call.inputs})
+    return Step(kind=StepKind.LLM, name=call.name, inputs=inputs, output=output)
+
+
+def _tool_step(call: dict[str, Any], content: Any) -> Step:
+    inputs: dict[str, Any] = {"arguments": maybe_json(call.get("arguments"))}
+    if isinstance(call.get("id"), str):
+        inputs["tool_call_id"] = call["id"]
+    output = maybe_json(content)
+    if _is_error(output):
+        text = output if isinstance(output, str) else canonical_json(output).decode()
+        return Step(StepKind.TOOL, str(call.get("name")), inputs, None, StepStatus.ERROR, text)
+    return Step(StepKind.TOOL, str(call.get("name")), inputs, output)
+
+
+def _is_error(result: Any) -> bool:
+    """A result that reports a failure: an object with an ``error``, or text opening with one."""
+    if isinstance(result, dict):
+        return bool(result.get("error")) or result.get("is_error") is True
+    return isinstance(result, str) and bool(_ERROR_TEXT.match(result))

@@ -1,0 +1,181 @@
+"""Which spans are the operations of a trace: one step per real operation, whoever recorded it.
+
+The base rule (DESIGN §2): the innermost recognised operation spans are steps; an operation that
+contains another (an agent used as a tool) is structure. Three shapes break it, and are folded here:
+
+* **One operation recorded twice.** An operation span whose only operation below it is one span of
+  the same kind describes one operation seen twice — two instrumentations of one call (a framework's
+  span around the SDK's own), or a framework's wrapper around the function it calls. One step, read
+  from whichever span holds the richer content (`build_operation`).
+* **An operation and its parts.** A retrieval that embeds its query (or reranks what it found) is the
+  operation the agent performed; the embedding and reranking spans inside it are part of it. So is a
+  retrieval, embedding or reranking inside a tool call: how the tool did its work. (A model call
+  inside a tool is an agent used as a tool: structure, as above.)
+* **A model call that ran a whole exchange.** A model-call span with response evidence that contains
+  tool calls (and no other model call) ran the exchange itself, automatic function calling: its
+  tools are steps, and the span is the exchange's last model turn, after them (the turns before are
+  rebuilt by `otel_replay.importers._conversation`).
+* **A span that prepares a model call.** An llm span without response evidence (no output message,
+  no token counts, no finish reason) beside a later llm span that has it, under the same parent, is
+  the request being built, not a call: it is folded into the call it prepared.
+
+Each group of spans becomes one step; its first span is the one that names the operation.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from otel_replay.importers._semconv import build_step
+from otel_replay.importers._spans import STATUS_ERROR, SpanRecord
+from otel_replay.model import Step, StepKind, StepStatus
+
+#: Operations that are how another did its work when its span contains them: a retrieval embeds
+#: its query and reranks what it found; a tool call may retrieve, embed or rerank.
+_PARTS_OF = {
+    StepKind.RETRIEVER: frozenset({StepKind.EMBEDDING, StepKind.RERANKER}),
+    StepKind.TOOL: frozenset({StepKind.RETRIEVER, StepKind.EMBEDDING, StepKind.RERANKER}),
+}
+
+#: Attribute prefixes that only a model's response sets: output messages, token counts, finish
+#: reasons, response ids.
+_RESPONSE_KEYS = (
+    "llm.output_messages.",
+    "llm.token_count.",
+    "llm.usage.",
+    "llm.finish_reason",
+    "gen_ai.completion.",
+    "gen_ai.output.messages",
+    "gen_ai.usage.",
+    "gen_ai.response.",
+    "ai.response.",
+)
+
+
+@dataclass
+class Operation:
+    """The spans of one operation: those that record it (the naming span first) and those that are
+    only part of it (a retrieval's embedding, the preparation of a model call). ``exchange`` lists
+    the tool calls inside a model-call span that ran a whole exchange (automatic function calling):
+    the span's step is the exchange's last model turn, and those tools came before it."""
+
+    kind: StepKind
+    records: list[int]
+    parts: list[int]
+    exchange: list[Operation] = field(default_factory=list)
+
+    @property
+    def head(self) -> int:
+        return self.records[0]
+
+    def spans(self) -> list[int]:
+        return [*self.records, *self.parts]
+
+
+def operations(
+    spans: Sequence[SpanRecord],
+    order: Sequence[int],
+    parent: Sequence[int | None],
+    kinds: dict[int, StepKind],
+) -> list[Operation]:
+    """The operations of a trace. ``order`` is the tree's pre-order, ``parent`` each span's parent
+    position, ``kinds`` the step kind of each span a convention recognises as an operation."""
+    nearest: list[int | None] = [None] * len(spans)  # the nearest operation span above each span
+    for node in order:
+        p = parent[node]
+        nearest[node] = None if p is None else (p if p in kinds else nearest[p])
+    below: dict[int, list[Operation]] = {i: [] for i in kinds}
+    found: list[Operation] = []
+    for node in reversed(order):  # children before parents
+        if node not in kinds:
+            continue
+        inner = below[node]
+        kind = kinds[node]
+        if not inner:
+            pending = [Operation(kind, [node], [])]
+        elif len(inner) == 1 and _same_operation(spans, node, kind, inner[0]):  # recorded twice
+            pending = [Operation(kind, [node, *inner[0].records], inner[0].parts)]
+        elif kind in _PARTS_OF and all(op.kind in _PARTS_OF[kind] for op in inner):
+            pending = [Operation(kind, [node], [i for op in inner for i in op.spans()])]
+        elif kind is StepKind.LLM and all(op.kind is StepKind.TOOL for op in inner):
+            exchange = Operation(kind, [node], [], exchange=inner)
+            pending = [*inner, exchange] if _answered(exchange, spans) else inner
+        else:  # structure: what it contains stands on its own
+            pending = inner
+        up = nearest[node]
+        if up is None:
+            found.extend(pending)
+        else:
+            below[up].extend(pending)
+    return _without_preparations(found, spans, parent)
+
+
+def _same_operation(
+    spans: Sequence[SpanRecord], outer: int, kind: StepKind, inner: Operation
+) -> bool:
+    """Whether an operation span and the one operation inside it are the same call: the same kind,
+    and for tools the same tool (an agent used as a tool that calls one tool is two operations)."""
+    if inner.kind is not kind:
+        return False
+    if inner.kind is not StepKind.TOOL:
+        return True
+    return (
+        build_step(spans[outer], inner.kind).name == build_step(spans[inner.head], inner.kind).name
+    )
+
+
+def _without_preparations(
+    found: list[Operation], spans: Sequence[SpanRecord], parent: Sequence[int | None]
+) -> list[Operation]:
+    """Fold each llm operation without response evidence into the next llm call beside it."""
+    siblings: dict[int | None, list[Operation]] = {}
+    for op in found:
+        if op.kind is StepKind.LLM:
+            siblings.setdefault(parent[op.head], []).append(op)
+    folded: set[int] = set()
+    for members in siblings.values():
+        members.sort(key=lambda op: (spans[op.head].start_time_unix_nano, spans[op.head].order))
+        for current, following in itertools.pairwise(members):
+            if _prepares(current, spans) and _answered(following, spans):
+                following.parts.extend(current.spans())
+                folded.add(current.head)
+    return [op for op in found if op.head not in folded]
+
+
+def _prepares(op: Operation, spans: Sequence[SpanRecord]) -> bool:
+    """An llm operation that neither answered nor failed: the request being built."""
+    return not _answered(op, spans) and all(
+        spans[i].status_code != STATUS_ERROR for i in op.records
+    )
+
+
+def _answered(op: Operation, spans: Sequence[SpanRecord]) -> bool:
+    """Whether a span recording an llm operation carries evidence of a model's response."""
+    return any(
+        key.startswith(_RESPONSE_KEYS) for i in op.records for key in spans[i].attributes
+    ) or any(e.name == "gen_ai.choice" for i in op.records for e in spans[i].events)
+
+
+def build_operation(spans: Sequence[SpanRecord], op: Operation) -> tuple[Step, int]:
+    """The step of one operation and the span it was read from: the richest of the steps its
+    recording spans give (the naming span's when they tie); a failure any of them recorded fails it.
+    """
+    candidates = [(build_step(spans[i], op.kind), i) for i in op.records]
+    step, source = max(candidates, key=lambda candidate: _richness(candidate[0]))
+    if step.status is StepStatus.OK:
+        failed = next((c for c, _ in candidates if c.status is StepStatus.ERROR), None)
+        if failed is not None:
+            step = step.with_result(step.output, StepStatus.ERROR, failed.error)
+    return step, source
+
+
+def _richness(step: Step) -> tuple[bool, int, int]:
+    """How much of the operation a step holds: an output, input messages, then input size."""
+    messages = step.inputs.get("messages")
+    return (
+        step.output is not None,
+        len(messages) if isinstance(messages, list) else 0,
+        len(step.inputs),
+    )
