@@ -141,11 +141,22 @@ def _openai_choice(value: Any) -> Any:
             if isinstance(c, dict)
         ]
         return _one_or_many(normalize_messages(choices))
+    if isinstance(value, list) and value and all(_is_function_call(v) for v in value):
+        return normalize_messages([{"role": "assistant", "tool_calls": value}])[0]
     if isinstance(value, list):
         messages = normalize_messages(value)
         if messages and len(messages) == len(value):
             return _one_or_many(messages)
     return value
+
+
+def _is_function_call(value: Any) -> bool:
+    """An OpenAI tool call on its own (a model turn recorded as just the calls it made)."""
+    return (
+        isinstance(value, dict)
+        and value.get("type") == "function"
+        and isinstance(value.get("function"), dict)
+    )
 
 
 def _vercel_output(attrs: dict[str, Any]) -> dict[str, Any]:
@@ -309,13 +320,14 @@ def tool_content(span: SpanRecord) -> tuple[str, dict[str, Any], Any, str | None
 
 
 def _call_arguments(value: Any) -> Any:
-    """A traced function's recorded call (``{"args": [], "kwargs": {...}}``) as the keyword arguments
-    the tool was called with; anything else as it is."""
+    """A traced method's recorded call (``{"args": [], "kwargs": {...}, ...}``: the bound signature,
+    not the tool's arguments) as the keyword arguments the tool was called with; anything else as it
+    is."""
     if (
         isinstance(value, dict)
-        and set(value) <= {"args", "kwargs"}
         and isinstance(value.get("kwargs"), dict)
         and not value.get("args")
+        and ("args" in value or set(value) == {"kwargs"})
     ):
         return value["kwargs"]
     return value

@@ -76,12 +76,15 @@ class _Book:
         self.turns: set[Hashable] = set()
         self.calls: set[Hashable] = set()
         self.waiting: list[dict[str, Any]] = []  # calls of the latest model turns, not yet paired
+        self.outputs: list[dict[str, Any]] = []  # the model turns met so far, in order
 
     def open(self, output: Any) -> None:
         """A model turn happened: remember it, and wait for its calls to be answered."""
         for message in _outputs(output):
             self.turns.update(_turn_keys(message))
             self.waiting.extend(c for c in _calls(message) if not self._recorded(c))
+        if _outputs(output):
+            self.outputs.append(_outputs(output)[0])
 
     def pair(self, step: Step, results: Mapping[str, Any]) -> Step:
         """A tool step a span recorded: pair it with the call it answers, complete it from there."""
@@ -99,7 +102,7 @@ class _Book:
 
     def unrecorded(self, step: Step) -> list[Step]:
         """The model turns and tool calls ``step``'s input shows that no step records."""
-        messages = _messages(step)
+        messages = self._filled(_messages(step))
         spoke = [i for i, m in enumerate(messages) if m.get("role") == "user" and not _is_result(m)]
         last_user = spoke[-1] if spoke else -1
         results = _results(messages)
@@ -108,6 +111,8 @@ class _Book:
             if message.get("role") != "assistant":
                 continue
             keys = _turn_keys(message)
+            if _emptied(message):
+                continue  # a turn whose text and calls were not kept: evidence of nothing
             if self.turns.isdisjoint(keys):
                 if position < last_user:
                     continue  # history from before the user's last message: not this run's
@@ -121,6 +126,24 @@ class _Book:
                 found.append(_tool_step(call, result.get("content")))
         self.waiting = [c for c in self.waiting if not self._recorded(c)]
         return found
+
+    def _filled(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The history with each emptied model turn (an instrumentation that kept its role but not
+        its text or calls) replaced by the recorded turn it stands for: the k-th model turn since
+        the user last spoke is the k-th of as many latest recorded turns."""
+        spoke = [i for i, m in enumerate(messages) if m.get("role") == "user" and not _is_result(m)]
+        since = [
+            i
+            for i, m in enumerate(messages)
+            if m.get("role") == "assistant" and i > (spoke[-1] if spoke else -1)
+        ]
+        if not any(_emptied(messages[i]) for i in since) or len(since) > len(self.outputs):
+            return messages
+        filled = list(messages)
+        for i, output in zip(since, self.outputs[-len(since) :], strict=True):
+            if _emptied(messages[i]):
+                filled[i] = output
+        return filled
 
     def _remember(self, name: Any, arguments: Any, call_id: Any) -> None:
         self.calls.add(_call_key(name, arguments))
@@ -225,6 +248,10 @@ def _outputs(output: Any) -> list[dict[str, Any]]:
 def _calls(message: dict[str, Any]) -> list[dict[str, Any]]:
     calls = message.get("tool_calls")
     return [c for c in calls if isinstance(c, dict)] if isinstance(calls, list) else []
+
+
+def _emptied(message: dict[str, Any]) -> bool:
+    return not message.get("content") and not _calls(message)
 
 
 def _is_result(message: dict[str, Any]) -> bool:

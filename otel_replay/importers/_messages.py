@@ -204,7 +204,7 @@ def _tool_call(raw: Any) -> dict[str, Any]:
         out["id"] = call_id.strip()
     name = function.get("name") or call.get("name") or call.get("toolName")
     if name is not None:
-        out["name"] = name
+        out["name"] = _unquoted(name)
     for source, key in (
         (function, "arguments"),
         (call, "arguments"),
@@ -215,6 +215,13 @@ def _tool_call(raw: Any) -> dict[str, Any]:
             out["arguments"] = maybe_json(source[key])
             break
     return out
+
+
+def _unquoted(name: Any) -> Any:
+    """A tool name some instrumentations record with its quotes (``"'lookup_order'"``)."""
+    if isinstance(name, str) and len(name) > 2 and name[0] == name[-1] and name[0] in "'\"":
+        return name[1:-1]
+    return name
 
 
 def _content(parts: list[Any]) -> Any:
@@ -302,7 +309,7 @@ def _flat_message(flat: dict[str, Any]) -> dict[str, Any]:
                 if call_field == "arguments":
                     call[call_field] = maybe_json(value)
                 elif isinstance(value, str) and value:
-                    call[call_field] = value.strip() if call_field == "id" else value
+                    call[call_field] = value.strip() if call_field == "id" else _unquoted(value)
                 continue
         return normalize_message(_expand(flat))  # a shape the fast path does not know
     if calls:

@@ -17,13 +17,15 @@ contains another (an agent used as a tool) is structure. Three shapes break it, 
   rebuilt by `otel_replay.importers._conversation`).
 * **A span that prepares a model call.** An llm span without response evidence (no output message,
   no token counts, no finish reason) beside a later llm span that has it, under the same parent, is
-  the request being built, not a call: it is folded into the call it prepared.
+  the request being built, not a call: it is folded into the call it prepared. Likewise an
+  embedding straight before a retrieval beside it is the retrieval's query encoding.
 
 Each group of spans becomes one step; its first span is the one that names the operation.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -129,16 +131,22 @@ def _same_operation(
 def _without_preparations(
     found: list[Operation], spans: Sequence[SpanRecord], parent: Sequence[int | None]
 ) -> list[Operation]:
-    """Fold each llm operation without response evidence into the next llm call beside it."""
+    """Fold, among operations side by side under one parent, each llm operation without response
+    evidence into the llm call after it, and an embedding straight before a retrieval (the query's
+    encoding) into that retrieval."""
     siblings: dict[int | None, list[Operation]] = {}
     for op in found:
-        if op.kind is StepKind.LLM:
-            siblings.setdefault(parent[op.head], []).append(op)
+        siblings.setdefault(parent[op.head], []).append(op)
     folded: set[int] = set()
     for members in siblings.values():
         members.sort(key=lambda op: (spans[op.head].start_time_unix_nano, spans[op.head].order))
-        for current, following in itertools.pairwise(members):
+        llm_calls = [op for op in members if op.kind is StepKind.LLM]
+        for current, following in itertools.pairwise(llm_calls):
             if _prepares(current, spans) and _answered(following, spans):
+                following.parts.extend(current.spans())
+                folded.add(current.head)
+        for current, following in itertools.pairwise(members):
+            if current.kind is StepKind.EMBEDDING and following.kind is StepKind.RETRIEVER:
                 following.parts.extend(current.spans())
                 folded.add(current.head)
     return [op for op in found if op.head not in folded]
@@ -164,11 +172,24 @@ def build_operation(spans: Sequence[SpanRecord], op: Operation) -> tuple[Step, i
     """
     candidates = [(build_step(spans[i], op.kind), i) for i in op.records]
     step, source = max(candidates, key=lambda candidate: _richness(candidate[0]))
+    if op.kind is StepKind.RETRIEVER and "query" not in step.inputs:
+        step = _with_query(step, [build_step(spans[i], StepKind.EMBEDDING) for i in op.parts])
     if step.status is StepStatus.OK:
         failed = next((c for c, _ in candidates if c.status is StepStatus.ERROR), None)
         if failed is not None:
             step = step.with_result(step.output, StepStatus.ERROR, failed.error)
     return step, source
+
+
+def _with_query(step: Step, encodings: list[Step]) -> Step:
+    """A retrieval whose span lost its query (a vector in its place) takes it from the embedding
+    that encoded it."""
+    for encoding in encodings:
+        texts = encoding.inputs.get("texts")
+        if isinstance(texts, list) and len(texts) == 1 and isinstance(texts[0], str):
+            inputs = {"query": texts[0], **step.inputs}
+            return dataclasses.replace(step, inputs=inputs)
+    return step
 
 
 def _richness(step: Step) -> tuple[bool, int, int]:
