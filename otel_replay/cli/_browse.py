@@ -77,7 +77,11 @@ def show_command(
         f"{k}: {meta[k]}" for k in ("root_span", "service", "session", "source") if k in meta
     ]
     console.print("  ".join(details), highlight=False, markup=False)
-    table = Table(caption=f"final hash {trajectory.final_hash[:16]}…")
+    rebuilt = set(meta.get("reconstructed_steps", []))
+    caption = f"final hash {trajectory.final_hash[:16]}…"
+    if rebuilt:
+        caption = f"† reconstructed from the conversation (no span recorded it); {caption}"
+    table = Table(caption=caption)
     for column in ("#", "kind", "name", "status", "ms", "inputs", "output"):
         table.add_column(
             column, justify="right" if column in ("#", "ms") else "left", overflow="fold"
@@ -86,7 +90,7 @@ def show_command(
         ms = "" if step.duration_ns is None else f"{step.duration_ns / 1e6:.1f}"
         failed = step.status is StepStatus.ERROR
         cells = (
-            str(step.index),
+            f"{step.index}{'†' if step.index in rebuilt else ''}",
             step.kind.value,
             step.name,
             step.status.value,
