@@ -418,6 +418,8 @@ def other_content(span: SpanRecord, kind: StepKind) -> tuple[str, dict[str, Any]
         )
         if not output:
             found = _task_value(attrs, "output")
+            if isinstance(found, dict) and isinstance(found.get("documents"), list):
+                found = found["documents"]  # {"documents": [...], "count": n}
             output = None if found is _MISSING else found
     elif kind is StepKind.RERANKER:
         documents = _documents(attrs, "reranker.input_documents")

@@ -18,7 +18,8 @@ id, arguments recorded as one bare value, a result the span did not keep).
 
 Rebuilt steps go just before the model call whose input first shows them, and are listed in the
 trajectory's ``metadata["reconstructed_steps"]``: no span recorded them, so they have no span id or
-timestamps. Turns before the user's last message are history (an earlier session), never rebuilt.
+timestamps. Turns before the user's last message are history (an earlier session), never rebuilt,
+nor are the calls they made.
 """
 
 from __future__ import annotations
@@ -61,7 +62,10 @@ def reconstruct(
                 rebuilt.append(len(out))
                 out.append(found)
             book.open(step.output)
-        elif step.kind is StepKind.TOOL:
+        elif step.kind in (
+            StepKind.TOOL,
+            StepKind.RETRIEVER,
+        ):  # a tool may be traced as a retrieval
             step = book.pair(step, results)
         placed.append(len(out))
         out.append(step)
@@ -77,6 +81,7 @@ class _Book:
         self.calls: set[Hashable] = set()
         self.waiting: list[dict[str, Any]] = []  # calls of the latest model turns, not yet paired
         self.outputs: list[dict[str, Any]] = []  # the model turns met so far, in order
+        self.history: list[dict[str, Any]] = []  # the previous model call's input
 
     def open(self, output: Any) -> None:
         """A model turn happened: remember it, and wait for its calls to be answered."""
@@ -105,17 +110,20 @@ class _Book:
         messages = self._filled(_messages(step))
         spoke = [i for i, m in enumerate(messages) if m.get("role") == "user" and not _is_result(m)]
         last_user = spoke[-1] if spoke else -1
+        # an agent resends its history: what the previous call's input held was seen then
+        seen = len(self.history)
+        start = seen if messages[:seen] == self.history else 0
+        self.history = messages
         results = _results(messages)
         found: list[Step] = []
-        for position, message in enumerate(messages):
+        for position in range(max(start, last_user + 1), len(messages)):
+            message = messages[position]
             if message.get("role") != "assistant":
                 continue
-            keys = _turn_keys(message)
             if _emptied(message):
                 continue  # a turn whose text and calls were not kept: evidence of nothing
+            keys = _turn_keys(message)
             if self.turns.isdisjoint(keys):
-                if position < last_user:
-                    continue  # history from before the user's last message: not this run's
                 found.append(_model_turn(step, messages[:position], message))
                 self.turns.update(keys)
             for call in _calls(message):
@@ -158,7 +166,10 @@ class _Book:
 
 
 def _completed(step: Step, call: dict[str, Any], results: Mapping[str, Any]) -> Step:
-    """A recorded tool step with what its call says and the span left out."""
+    """A recorded tool step with what its call says and the span left out (a retrieval answering
+    a call keeps its own inputs)."""
+    if step.kind is not StepKind.TOOL:
+        return step
     inputs = dict(step.inputs)
     arguments = maybe_json(call.get("arguments"))
     if isinstance(arguments, dict) and not isinstance(inputs.get("arguments"), dict):

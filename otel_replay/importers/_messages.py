@@ -109,12 +109,13 @@ def normalize_message(message: dict[str, Any]) -> dict[str, Any]:
         parts.extend(content)
     elif content is not None:
         parts.append({"type": "text", "text": content} if isinstance(content, str) else content)
+    has_text = isinstance(content, str) and content != ""
     for item in _as_list(message.get("contents")):  # OpenInference multi-part content
         part = item.get("message_content", item) if isinstance(item, dict) else item
         if isinstance(item, dict) and isinstance(item.get("tool_call"), dict):
             tool_calls.append(_tool_call(item))
-        else:
-            parts.append(part)
+        elif not (has_text and isinstance(part, dict) and part.get("type", "text") == "text"):
+            parts.append(part)  # text parts beside a text content are that text spelt again
     parts.extend(_as_list(message.get("parts")))  # GenAI
     tool_response = _split_parts(parts, tool_calls, out)
     if tool_response is not None:

@@ -56,7 +56,9 @@ def policy(messages: list[dict[str, Any]], tools: list[str]) -> dict[str, Any]:
     ``tool`` (``name`` when the protocol says which tool). Results are matched to tools by name,
     else by the order calls were made.
     """
-    called = [c["name"] for m in messages if m["role"] == "assistant" for c in m.get("tool_calls") or []]
+    called = [
+        c["name"] for m in messages if m["role"] == "assistant" for c in m.get("tool_calls") or []
+    ]
     results = [m for m in messages if m["role"] == "tool"]
     asked = " ".join(str(m.get("content") or "") for m in messages if m["role"] == "user")
     if results and _is_error(results[-1].get("content")):
@@ -113,7 +115,14 @@ def _openai_conversation(body: dict[str, Any]) -> tuple[list[dict[str, Any]], li
             names[c.get("id", "")] = function.get("name", "")
             calls.append({"name": function.get("name", ""), "arguments": function.get("arguments")})
         name = names.get(m.get("tool_call_id", ""), m.get("name"))
-        messages.append({"role": m.get("role"), "content": _text(m.get("content")), "tool_calls": calls, "name": name})
+        messages.append(
+            {
+                "role": m.get("role"),
+                "content": _text(m.get("content")),
+                "tool_calls": calls,
+                "name": name,
+            }
+        )
     tools = [t.get("function", {}).get("name", "") for t in body.get("tools") or []]
     return messages, tools
 
@@ -143,7 +152,11 @@ def openai_chat(body: dict[str, Any]) -> dict[str, Any]:
         "created": 1_767_225_600,
         "model": body.get("model", "fake-model"),
         "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
-        "usage": {"prompt_tokens": 20 * len(messages), "completion_tokens": 12, "total_tokens": 20 * len(messages) + 12},
+        "usage": {
+            "prompt_tokens": 20 * len(messages),
+            "completion_tokens": 12,
+            "total_tokens": 20 * len(messages) + 12,
+        },
     }
 
 
@@ -151,18 +164,54 @@ def openai_chat_stream(body: dict[str, Any]) -> list[dict[str, Any]]:
     """The chunks of a streamed chat completion (the last one with usage when asked)."""
     whole = openai_chat(body)
     choice = whole["choices"][0]
-    base = {"id": whole["id"], "object": "chat.completion.chunk", "created": whole["created"], "model": whole["model"]}
-    chunks = [{**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]}]
+    base = {
+        "id": whole["id"],
+        "object": "chat.completion.chunk",
+        "created": whole["created"],
+        "model": whole["model"],
+    }
+    chunks = [
+        {
+            **base,
+            "choices": [
+                {"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}
+            ],
+        }
+    ]
     content = choice["message"].get("content")
     if content:
         for piece in re.findall(r"\S+\s*", content):
-            chunks.append({**base, "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]})
+            chunks.append(
+                {
+                    **base,
+                    "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}],
+                }
+            )
     for i, call in enumerate(choice["message"].get("tool_calls") or []):
-        head = {"index": i, "id": call["id"], "type": "function", "function": {"name": call["function"]["name"], "arguments": ""}}
-        chunks.append({**base, "choices": [{"index": 0, "delta": {"tool_calls": [head]}, "finish_reason": None}]})
+        head = {
+            "index": i,
+            "id": call["id"],
+            "type": "function",
+            "function": {"name": call["function"]["name"], "arguments": ""},
+        }
+        chunks.append(
+            {
+                **base,
+                "choices": [{"index": 0, "delta": {"tool_calls": [head]}, "finish_reason": None}],
+            }
+        )
         arguments = {"index": i, "function": {"arguments": call["function"]["arguments"]}}
-        chunks.append({**base, "choices": [{"index": 0, "delta": {"tool_calls": [arguments]}, "finish_reason": None}]})
-    chunks.append({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": choice["finish_reason"]}]})
+        chunks.append(
+            {
+                **base,
+                "choices": [
+                    {"index": 0, "delta": {"tool_calls": [arguments]}, "finish_reason": None}
+                ],
+            }
+        )
+    chunks.append(
+        {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": choice["finish_reason"]}]}
+    )
     if (body.get("stream_options") or {}).get("include_usage"):
         chunks.append({**base, "choices": [], "usage": whole["usage"]})
     return chunks
@@ -180,20 +229,51 @@ def openai_responses(body: dict[str, Any]) -> dict[str, Any]:
         kind = item.get("type", "message")
         if kind == "function_call":
             names[item.get("call_id", "")] = item.get("name", "")
-            messages.append({"role": "assistant", "content": "", "tool_calls": [{"name": item.get("name"), "arguments": item.get("arguments")}]})
+            messages.append(
+                {
+                    "role": "assistant",
+                    "content": "",
+                    "tool_calls": [{"name": item.get("name"), "arguments": item.get("arguments")}],
+                }
+            )
         elif kind == "function_call_output":
-            messages.append({"role": "tool", "content": _text(item.get("output")), "name": names.get(item.get("call_id", ""))})
+            messages.append(
+                {
+                    "role": "tool",
+                    "content": _text(item.get("output")),
+                    "name": names.get(item.get("call_id", "")),
+                }
+            )
         else:
-            messages.append({"role": item.get("role", "user"), "content": _text(item.get("content"))})
+            messages.append(
+                {"role": item.get("role", "user"), "content": _text(item.get("content"))}
+            )
     tools = [t.get("name", "") for t in body.get("tools") or [] if t.get("type") == "function"]
     reply = policy(messages, tools)
     output: list[dict[str, Any]] = []
     if "tool_calls" in reply:
         for c in reply["tool_calls"]:
             call_id = _call_id(c["name"], messages)
-            output.append({"type": "function_call", "id": f"fc_{call_id}", "call_id": call_id, "name": c["name"], "arguments": json.dumps(c["arguments"]), "status": "completed"})
+            output.append(
+                {
+                    "type": "function_call",
+                    "id": f"fc_{call_id}",
+                    "call_id": call_id,
+                    "name": c["name"],
+                    "arguments": json.dumps(c["arguments"]),
+                    "status": "completed",
+                }
+            )
     else:
-        output.append({"type": "message", "id": f"msg_{len(messages)}", "role": "assistant", "status": "completed", "content": [{"type": "output_text", "text": reply["content"], "annotations": []}]})
+        output.append(
+            {
+                "type": "message",
+                "id": f"msg_{len(messages)}",
+                "role": "assistant",
+                "status": "completed",
+                "content": [{"type": "output_text", "text": reply["content"], "annotations": []}],
+            }
+        )
     return {
         "id": f"resp_{len(messages)}",
         "object": "response",
@@ -204,7 +284,13 @@ def openai_responses(body: dict[str, Any]) -> dict[str, Any]:
         "parallel_tool_calls": False,
         "tool_choice": "auto",
         "tools": body.get("tools") or [],
-        "usage": {"input_tokens": 20 * len(messages), "output_tokens": 12, "total_tokens": 20 * len(messages) + 12, "input_tokens_details": {"cached_tokens": 0}, "output_tokens_details": {"reasoning_tokens": 0}},
+        "usage": {
+            "input_tokens": 20 * len(messages),
+            "output_tokens": 12,
+            "total_tokens": 20 * len(messages) + 12,
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens_details": {"reasoning_tokens": 0},
+        },
     }
 
 
@@ -214,7 +300,10 @@ def openai_embeddings(body: dict[str, Any]) -> dict[str, Any]:
     return {
         "object": "list",
         "model": body.get("model", "fake-embedding"),
-        "data": [{"object": "embedding", "index": i, "embedding": embed(str(t))} for i, t in enumerate(texts)],
+        "data": [
+            {"object": "embedding", "index": i, "embedding": embed(str(t))}
+            for i, t in enumerate(texts)
+        ],
         "usage": {"prompt_tokens": 4 * len(texts), "total_tokens": 4 * len(texts)},
     }
 
@@ -230,7 +319,11 @@ def _anthropic_conversation(body: dict[str, Any]) -> tuple[list[dict[str, Any]],
     for m in body.get("messages", []):
         content = m.get("content")
         blocks = content if isinstance(content, list) else []
-        calls = [{"name": b.get("name"), "arguments": b.get("input")} for b in blocks if isinstance(b, dict) and b.get("type") == "tool_use"]
+        calls = [
+            {"name": b.get("name"), "arguments": b.get("input")}
+            for b in blocks
+            if isinstance(b, dict) and b.get("type") == "tool_use"
+        ]
         for b in blocks:
             if isinstance(b, dict) and b.get("type") == "tool_use":
                 names[b.get("id", "")] = b.get("name", "")
@@ -239,7 +332,9 @@ def _anthropic_conversation(body: dict[str, Any]) -> tuple[list[dict[str, Any]],
             text = _text(r.get("content"))
             if r.get("is_error"):
                 text = f"error: {text}"
-            messages.append({"role": "tool", "content": text, "name": names.get(r.get("tool_use_id", ""))})
+            messages.append(
+                {"role": "tool", "content": text, "name": names.get(r.get("tool_use_id", ""))}
+            )
         if not results:
             messages.append({"role": m.get("role"), "content": _text(content), "tool_calls": calls})
     tools = [t.get("name", "") for t in body.get("tools") or []]
@@ -250,7 +345,15 @@ def anthropic_message(body: dict[str, Any]) -> dict[str, Any]:
     messages, tools = _anthropic_conversation(body)
     reply = policy(messages, tools)
     if "tool_calls" in reply:
-        content = [{"type": "tool_use", "id": f"toolu_{c['name']}_{len(messages)}", "name": c["name"], "input": c["arguments"]} for c in reply["tool_calls"]]
+        content = [
+            {
+                "type": "tool_use",
+                "id": f"toolu_{c['name']}_{len(messages)}",
+                "name": c["name"],
+                "input": c["arguments"],
+            }
+            for c in reply["tool_calls"]
+        ]
         stop = "tool_use"
     else:
         content = [{"type": "text", "text": reply["content"]}]
@@ -269,17 +372,72 @@ def anthropic_message(body: dict[str, Any]) -> dict[str, Any]:
 
 def anthropic_stream(body: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     whole = anthropic_message(body)
-    start = {**whole, "content": [], "stop_reason": None, "usage": {"input_tokens": whole["usage"]["input_tokens"], "output_tokens": 0}}
-    events: list[tuple[str, dict[str, Any]]] = [("message_start", {"type": "message_start", "message": start})]
+    start = {
+        **whole,
+        "content": [],
+        "stop_reason": None,
+        "usage": {"input_tokens": whole["usage"]["input_tokens"], "output_tokens": 0},
+    }
+    events: list[tuple[str, dict[str, Any]]] = [
+        ("message_start", {"type": "message_start", "message": start})
+    ]
     for i, block in enumerate(whole["content"]):
         if block["type"] == "text":
-            events.append(("content_block_start", {"type": "content_block_start", "index": i, "content_block": {"type": "text", "text": ""}}))
-            events.append(("content_block_delta", {"type": "content_block_delta", "index": i, "delta": {"type": "text_delta", "text": block["text"]}}))
+            events.append(
+                (
+                    "content_block_start",
+                    {
+                        "type": "content_block_start",
+                        "index": i,
+                        "content_block": {"type": "text", "text": ""},
+                    },
+                )
+            )
+            events.append(
+                (
+                    "content_block_delta",
+                    {
+                        "type": "content_block_delta",
+                        "index": i,
+                        "delta": {"type": "text_delta", "text": block["text"]},
+                    },
+                )
+            )
         else:
-            events.append(("content_block_start", {"type": "content_block_start", "index": i, "content_block": {**block, "input": {}}}))
-            events.append(("content_block_delta", {"type": "content_block_delta", "index": i, "delta": {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}}))
+            events.append(
+                (
+                    "content_block_start",
+                    {
+                        "type": "content_block_start",
+                        "index": i,
+                        "content_block": {**block, "input": {}},
+                    },
+                )
+            )
+            events.append(
+                (
+                    "content_block_delta",
+                    {
+                        "type": "content_block_delta",
+                        "index": i,
+                        "delta": {
+                            "type": "input_json_delta",
+                            "partial_json": json.dumps(block["input"]),
+                        },
+                    },
+                )
+            )
         events.append(("content_block_stop", {"type": "content_block_stop", "index": i}))
-    events.append(("message_delta", {"type": "message_delta", "delta": {"stop_reason": whole["stop_reason"], "stop_sequence": None}, "usage": {"output_tokens": 12}}))
+    events.append(
+        (
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": whole["stop_reason"], "stop_sequence": None},
+                "usage": {"output_tokens": 12},
+            },
+        )
+    )
     events.append(("message_stop", {"type": "message_stop"}))
     return events
 
@@ -291,25 +449,59 @@ def gemini_generate(body: dict[str, Any], model: str) -> dict[str, Any]:
     messages: list[dict[str, Any]] = []
     system = body.get("systemInstruction") or body.get("system_instruction")
     if system:
-        messages.append({"role": "system", "content": " ".join(p.get("text", "") for p in system.get("parts", []))})
+        messages.append(
+            {
+                "role": "system",
+                "content": " ".join(p.get("text", "") for p in system.get("parts", [])),
+            }
+        )
     for content in body.get("contents", []):
         parts = content.get("parts", [])
-        calls = [{"name": p["functionCall"]["name"], "arguments": p["functionCall"].get("args")} for p in parts if "functionCall" in p]
-        responses = [p.get("functionResponse") or p.get("function_response") for p in parts if "functionResponse" in p or "function_response" in p]
+        calls = [
+            {"name": p["functionCall"]["name"], "arguments": p["functionCall"].get("args")}
+            for p in parts
+            if "functionCall" in p
+        ]
+        responses = [
+            p.get("functionResponse") or p.get("function_response")
+            for p in parts
+            if "functionResponse" in p or "function_response" in p
+        ]
         for r in responses:
-            messages.append({"role": "tool", "content": json.dumps(r.get("response")), "name": r.get("name")})
+            messages.append(
+                {"role": "tool", "content": json.dumps(r.get("response")), "name": r.get("name")}
+            )
         if not responses:
             role = "assistant" if content.get("role") == "model" else "user"
-            messages.append({"role": role, "content": " ".join(p.get("text", "") for p in parts if "text" in p), "tool_calls": calls})
-    tools = [d.get("name", "") for t in body.get("tools") or [] for d in t.get("functionDeclarations") or t.get("function_declarations") or []]
+            messages.append(
+                {
+                    "role": role,
+                    "content": " ".join(p.get("text", "") for p in parts if "text" in p),
+                    "tool_calls": calls,
+                }
+            )
+    tools = [
+        d.get("name", "")
+        for t in body.get("tools") or []
+        for d in t.get("functionDeclarations") or t.get("function_declarations") or []
+    ]
     reply = policy(messages, tools)
     if "tool_calls" in reply:
-        parts = [{"functionCall": {"name": c["name"], "args": c["arguments"]}} for c in reply["tool_calls"]]
+        parts = [
+            {"functionCall": {"name": c["name"], "args": c["arguments"]}}
+            for c in reply["tool_calls"]
+        ]
     else:
         parts = [{"text": reply["content"]}]
     return {
-        "candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}],
-        "usageMetadata": {"promptTokenCount": 20 * len(messages), "candidatesTokenCount": 12, "totalTokenCount": 20 * len(messages) + 12},
+        "candidates": [
+            {"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}
+        ],
+        "usageMetadata": {
+            "promptTokenCount": 20 * len(messages),
+            "candidatesTokenCount": 12,
+            "totalTokenCount": 20 * len(messages) + 12,
+        },
         "modelVersion": model,
     }
 
@@ -374,7 +566,9 @@ class _Handler(BaseHTTPRequestHandler):
 Handler = _Handler  # subclass it to add a route a framework needs (see `serve`)
 
 
-def serve(port: int = 0, handler: type[BaseHTTPRequestHandler] = Handler) -> tuple[ThreadingHTTPServer, str]:
+def serve(
+    port: int = 0, handler: type[BaseHTTPRequestHandler] = Handler
+) -> tuple[ThreadingHTTPServer, str]:
     """Start the server on 127.0.0.1 (``port`` 0: any free one); return it and its base URL.
 
     A framework that needs another route passes a subclass of `Handler`; one whose model must answer

@@ -136,7 +136,27 @@ EXPECTED: dict[str, dict[str, list[Op]]] = {
         "tool-error": _error_run("fake-model"),
         "retrieval": _policy_run("fake-model"),
     },
+    # the tool is traced as a retrieval (the instrumentation's tool_span_kinds option)
+    "openai-agents": {
+        "pass": [
+            *_order_run("gpt-fake")[:5],
+            Op("retriever", "search_policies"),
+            Op("llm", "gpt-fake"),
+        ],
+        "tool-error": _error_run("gpt-fake"),
+        "retrieval": [
+            Op("llm", "gpt-fake"),
+            Op("retriever", "search_policies"),
+            Op("llm", "gpt-fake"),
+        ],
+    },
     "pydantic-ai": {
+        "pass": _order_run("gpt-fake"),
+        "tool-error": _error_run("gpt-fake"),
+        "retrieval": _policy_run("gpt-fake"),
+    },
+    # OpenLLMetry decorators; the retrieval is a @task inside the search tool: part of the tool
+    "traceloop": {
         "pass": _order_run("gpt-fake"),
         "tool-error": _error_run("gpt-fake"),
         "retrieval": _policy_run("gpt-fake"),
@@ -196,7 +216,11 @@ def test_tool_results_are_what_the_model_was_given(name: str) -> None:
         if step.kind.value == "tool" and step.name in results and step.output is not None:
             assert step.output == results[step.name] or step.output == str(results[step.name])
     failed = [s for s in _runs(name)["tool-error"].steps if s.status.value == "error"]
-    assert all("order service unavailable" in (s.error or "") for s in failed)
+    # the Agents SDK redacts a tool's error by default: the model is told only that it failed
+    reason = (
+        "Error details are redacted" if name == "openai-agents" else "order service unavailable"
+    )
+    assert all(reason in (s.error or "") for s in failed)
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
@@ -207,7 +231,7 @@ def test_protobuf_and_json_are_the_same_runs(name: str) -> None:
 
 
 def test_retrievals_keep_their_documents() -> None:
-    for name in ("dspy", "haystack"):
+    for name in ("dspy", "haystack", "openai-agents"):
         (retrieval,) = [s for s in _runs(name)["retrieval"].steps if s.kind.value == "retriever"]
         assert "refund" in str(retrieval.inputs.get("query", "")).lower()
         assert REFUND_POLICY in str(retrieval.output)

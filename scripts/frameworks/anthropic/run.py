@@ -21,7 +21,11 @@ SCHEMAS = [
         "description": function.__doc__,
         "input_schema": {
             "type": "object",
-            "properties": {parameter: {"type": "string"} for parameter in function.__annotations__ if parameter != "return"},
+            "properties": {
+                parameter: {"type": "string"}
+                for parameter in function.__annotations__
+                if parameter != "return"
+            },
         },
     }
     for name, function in TOOLS.items()
@@ -37,7 +41,11 @@ def agent(run: str, url: str, stream: bool = False) -> Any:
     messages: list[dict[str, Any]] = [{"role": "user", "content": harness.question(run)}]
     for _ in range(6):
         reply = client.messages.create(
-            model="claude-fake", max_tokens=256, system=harness.SYSTEM_PROMPT, messages=messages, tools=SCHEMAS
+            model="claude-fake",
+            max_tokens=256,
+            system=harness.SYSTEM_PROMPT,
+            messages=messages,
+            tools=SCHEMAS,
         )
         messages.append({"role": "assistant", "content": [b.model_dump() for b in reply.content]})
         calls = [b for b in reply.content if b.type == "tool_use"]
@@ -49,10 +57,21 @@ def agent(run: str, url: str, stream: bool = False) -> Any:
                 output, failed = json.dumps(TOOLS[call.name](**call.input)), False
             except harness.ToolFailure as exc:
                 output, failed = f"error: {exc}", True
-            results.append({"type": "tool_result", "tool_use_id": call.id, "content": output, "is_error": failed})
+            results.append(
+                {
+                    "type": "tool_result",
+                    "tool_use_id": call.id,
+                    "content": output,
+                    "is_error": failed,
+                }
+            )
         messages.append({"role": "user", "content": results})
     return None
 
 
 if __name__ == "__main__":
-    harness.main("anthropic", instrument, {run: (lambda url, run=run: agent(run, url)) for run in harness.RUNS})
+    harness.main(
+        "anthropic",
+        instrument,
+        {run: (lambda url, run=run: agent(run, url)) for run in harness.RUNS},
+    )

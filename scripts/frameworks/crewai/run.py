@@ -107,7 +107,9 @@ def crew_run(run: str, url: str) -> Any:
         temperature=0,
         is_litellm=LLM_SPANS == "litellm",
     )
-    tools = [search_policies] if run == "retrieval" else [lookup_order, track_shipment, search_policies]
+    tools = (
+        [search_policies] if run == "retrieval" else [lookup_order, track_shipment, search_policies]
+    )
     agent = Agent(
         role="support agent",
         goal="Answer the customer's question about their order and the store policies.",
@@ -118,10 +120,20 @@ def crew_run(run: str, url: str) -> Any:
         max_iter=6,
         verbose=False,
     )
-    task = Task(description=harness.question(run), expected_output="A short answer for the customer.", agent=agent)
-    crew = Crew(name="support crew", agents=[agent], tasks=[task], process=Process.sequential, verbose=False)
+    task = Task(
+        description=harness.question(run),
+        expected_output="A short answer for the customer.",
+        agent=agent,
+    )
+    crew = Crew(
+        name="support crew", agents=[agent], tasks=[task], process=Process.sequential, verbose=False
+    )
     return crew.kickoff().raw
 
 
 if __name__ == "__main__":
-    harness.main("crewai", instrument, {run: (lambda url, run=run: crew_run(run, url)) for run in harness.RUNS})
+    harness.main(
+        "crewai",
+        instrument,
+        {run: (lambda url, run=run: crew_run(run, url)) for run in harness.RUNS},
+    )

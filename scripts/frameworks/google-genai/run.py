@@ -25,18 +25,17 @@ os.environ.setdefault("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "SPA
 os.environ["GOOGLE_API_KEY"] = "fake"
 os.environ.pop("GOOGLE_GENAI_USE_VERTEXAI", None)
 
-import json  # noqa: E402
-import math  # noqa: E402
-import re  # noqa: E402
-from typing import Any  # noqa: E402
+import json
+import math
+import re
+from typing import Any
 
-import harness  # noqa: E402
-from google import genai  # noqa: E402
-from google.genai import types  # noqa: E402
-from opentelemetry.instrumentation.google_genai import GoogleGenAiSdkInstrumentor  # noqa: E402
-from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
-
-import fake_models  # noqa: E402
+import fake_models
+import harness
+from google import genai
+from google.genai import types
+from opentelemetry.instrumentation.google_genai import GoogleGenAiSdkInstrumentor
+from opentelemetry.sdk.trace import TracerProvider
 
 MODEL = "gemini-fake"
 EMBEDDING_MODEL = "text-embedding-fake"
@@ -50,7 +49,10 @@ class Handler(fake_models.Handler):
             return super().do_POST()
         length = int(self.headers.get("content-length") or 0)
         body = json.loads(self.rfile.read(length) or b"{}")
-        texts = [" ".join(p.get("text", "") for p in r.get("content", {}).get("parts", [])) for r in body.get("requests", [])]
+        texts = [
+            " ".join(p.get("text", "") for p in r.get("content", {}).get("parts", []))
+            for r in body.get("requests", [])
+        ]
         return self._json({"embeddings": [{"values": fake_models.embed(t)} for t in texts]})
 
 
@@ -68,7 +70,7 @@ def _embed(client: genai.Client, texts: list[str]) -> list[list[float]]:
 
 
 def _cosine(a: list[float], b: list[float]) -> float:
-    dot = sum(x * y for x, y in zip(a, b))
+    dot = sum(x * y for x, y in zip(a, b, strict=True))
     norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
     return dot / norm if norm else 0.0
 
@@ -87,9 +89,17 @@ def retriever_tool(client: genai.Client, index: list[tuple[str, list[float]]]):
 def _offline_index(client: genai.Client) -> list[tuple[str, list[float]]]:
     """The policies' vectors, embedded before the agent runs and left out of the trace, like an
     indexing job: through the SDK method the instrumentation wrapped (``__wrapped__``)."""
-    embed_content = getattr(genai.models.Models.embed_content, "__wrapped__", genai.models.Models.embed_content)
+    embed_content = getattr(
+        genai.models.Models.embed_content, "__wrapped__", genai.models.Models.embed_content
+    )
     response = embed_content(client.models, model=EMBEDDING_MODEL, contents=fake_models.POLICIES)
-    return list(zip(fake_models.POLICIES, [list(e.values or []) for e in response.embeddings or []]))
+    return list(
+        zip(
+            fake_models.POLICIES,
+            [list(e.values or []) for e in response.embeddings or []],
+            strict=True,
+        )
+    )
 
 
 def agent(run: str, url: str) -> Any:

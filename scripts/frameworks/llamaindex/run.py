@@ -16,22 +16,22 @@ os.environ.setdefault("OPENAI_API_KEY", "fake")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-import asyncio  # noqa: E402
-import hashlib  # noqa: E402
-import json  # noqa: E402
-import re  # noqa: E402
-from typing import Any  # noqa: E402
+import asyncio
+import hashlib
+import json
+import re
+from typing import Any
 
-import fake_models  # noqa: E402
-import harness  # noqa: E402
-from llama_index.core import VectorStoreIndex  # noqa: E402
-from llama_index.core.agent.workflow import FunctionAgent  # noqa: E402
-from llama_index.core.schema import TextNode  # noqa: E402
-from llama_index.core.tools import FunctionTool  # noqa: E402
-from llama_index.embeddings.openai import OpenAIEmbedding  # noqa: E402
-from llama_index.llms.openai_like import OpenAILike  # noqa: E402
-from openinference.instrumentation.llama_index import LlamaIndexInstrumentor  # noqa: E402
-from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
+import fake_models
+import harness
+from llama_index.core import VectorStoreIndex
+from llama_index.core.agent.workflow import FunctionAgent
+from llama_index.core.schema import TextNode
+from llama_index.core.tools import FunctionTool
+from llama_index.embeddings.openai import OpenAIEmbedding
+from llama_index.llms.openai_like import OpenAILike
+from openinference.instrumentation.llama_index import LlamaIndexInstrumentor
+from opentelemetry.sdk.trace import TracerProvider
 
 DIMENSIONS = 16
 
@@ -58,14 +58,19 @@ class WordHandler(fake_models.Handler):
             {
                 "object": "list",
                 "model": body.get("model", "fake-embedding"),
-                "data": [{"object": "embedding", "index": i, "embedding": word_embedding(str(t))} for i, t in enumerate(texts)],
+                "data": [
+                    {"object": "embedding", "index": i, "embedding": word_embedding(str(t))}
+                    for i, t in enumerate(texts)
+                ],
                 "usage": {"prompt_tokens": 4 * len(texts), "total_tokens": 4 * len(texts)},
             }
         )
 
 
 def embedder(url: str) -> OpenAIEmbedding:
-    return OpenAIEmbedding(model_name="fake-embedding", api_base=f"{url}/v1", api_key="fake", max_retries=0)
+    return OpenAIEmbedding(
+        model_name="fake-embedding", api_base=f"{url}/v1", api_key="fake", max_retries=0
+    )
 
 
 def build_index() -> VectorStoreIndex:
@@ -73,7 +78,9 @@ def build_index() -> VectorStoreIndex:
     is not part of any run."""
     server, url = fake_models.serve(handler=WordHandler)
     try:
-        nodes = [TextNode(text=text, id_=f"policy-{i}") for i, text in enumerate(fake_models.POLICIES)]
+        nodes = [
+            TextNode(text=text, id_=f"policy-{i}") for i, text in enumerate(fake_models.POLICIES)
+        ]
         return VectorStoreIndex(nodes, embed_model=embedder(url))
     finally:
         server.shutdown()
@@ -105,7 +112,10 @@ def agent(run: str, url: str) -> Any:
             return [hit.node.get_content() for hit in retriever.retrieve(query)]
 
         search = search_policies
-    tools = [FunctionTool.from_defaults(fn=f) for f in (harness.lookup_order, harness.track_shipment, search)]
+    tools = [
+        FunctionTool.from_defaults(fn=f)
+        for f in (harness.lookup_order, harness.track_shipment, search)
+    ]
     support = FunctionAgent(tools=tools, llm=llm, system_prompt=harness.SYSTEM_PROMPT)
 
     async def ask() -> Any:
@@ -115,4 +125,9 @@ def agent(run: str, url: str) -> Any:
 
 
 if __name__ == "__main__":
-    harness.main("llamaindex", instrument, {run: (lambda url, run=run: agent(run, url)) for run in harness.RUNS}, handler=WordHandler)
+    harness.main(
+        "llamaindex",
+        instrument,
+        {run: (lambda url, run=run: agent(run, url)) for run in harness.RUNS},
+        handler=WordHandler,
+    )

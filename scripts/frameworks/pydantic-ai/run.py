@@ -19,19 +19,18 @@ import os
 
 os.environ.setdefault("OPENAI_API_KEY", "fake")
 
-import math  # noqa: E402
-from typing import Any  # noqa: E402
+import math
+from typing import Any
 
-import harness  # noqa: E402
-from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
-from pydantic_ai import Agent, Embedder  # noqa: E402
-from pydantic_ai.embeddings.openai import OpenAIEmbeddingModel  # noqa: E402
-from pydantic_ai.exceptions import ToolFailed  # noqa: E402
-from pydantic_ai.models.instrumented import InstrumentationSettings  # noqa: E402
-from pydantic_ai.models.openai import OpenAIChatModel  # noqa: E402
-from pydantic_ai.providers.openai import OpenAIProvider  # noqa: E402
-
-import fake_models  # noqa: E402
+import fake_models
+import harness
+from opentelemetry.sdk.trace import TracerProvider
+from pydantic_ai import Agent, Embedder
+from pydantic_ai.embeddings.openai import OpenAIEmbeddingModel
+from pydantic_ai.exceptions import ToolFailed
+from pydantic_ai.models.instrumented import InstrumentationSettings
+from pydantic_ai.models.openai import OpenAIChatModel
+from pydantic_ai.providers.openai import OpenAIProvider
 
 
 def instrument(provider: TracerProvider) -> None:
@@ -49,7 +48,7 @@ def lookup_order(order_id: str) -> dict[str, Any]:
 
 
 def _cosine(a: list[float], b: list[float]) -> float:
-    dot = sum(x * y for x, y in zip(a, b))
+    dot = sum(x * y for x, y in zip(a, b, strict=True))
     norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
     return dot / norm if norm else 0.0
 
@@ -73,7 +72,7 @@ def agent(run: str, url: str) -> Any:
         embedding_model = OpenAIEmbeddingModel("text-embedding-fake", provider=provider)
         offline = Embedder(embedding_model, instrument=False)
         vectors = offline.embed_documents_sync(fake_models.POLICIES).embeddings
-        index = list(zip(fake_models.POLICIES, vectors))
+        index = list(zip(fake_models.POLICIES, vectors, strict=True))
         tools.append(retriever_tool(Embedder(embedding_model), index))
     else:
         tools.append(harness.search_policies)
@@ -82,4 +81,8 @@ def agent(run: str, url: str) -> Any:
 
 
 if __name__ == "__main__":
-    harness.main("pydantic-ai", instrument, {run: (lambda url, run=run: agent(run, url)) for run in harness.RUNS})
+    harness.main(
+        "pydantic-ai",
+        instrument,
+        {run: (lambda url, run=run: agent(run, url)) for run in harness.RUNS},
+    )
