@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Hashable, Iterator, Mapping, Sequence
 from typing import Any
 
 from otel_replay.hashing import canonical_json
@@ -47,7 +47,7 @@ def reconstruct(
     turns = _exchange_turns(steps, exchanges or {})
     if not turns and not any(s.kind is StepKind.LLM and _messages(s) for s in steps):
         return list(steps), [], list(range(len(steps)))
-    results = _all_results(steps)
+    results = _AllResults(steps)
     book = _Book()
     out: list[Step] = []
     rebuilt: list[int] = []
@@ -77,19 +77,25 @@ class _Book:
     steps record, so nothing is made twice."""
 
     def __init__(self) -> None:
+        # Keys (canonical JSON of arguments) are made only when a history is examined: most runs
+        # record every operation, and their histories are never examined.
         self.turns: set[Hashable] = set()
         self.calls: set[Hashable] = set()
         self.waiting: list[dict[str, Any]] = []  # calls of the latest model turns, not yet paired
         self.outputs: list[dict[str, Any]] = []  # the model turns met so far, in order
         self.history: list[dict[str, Any]] = []  # the previous model call's input
+        self._keyed = 0  # outputs whose keys are in ``turns``
+        self._answered: list[
+            tuple[Any, Any, Any]
+        ] = []  # (name, arguments, id) not yet in ``calls``
 
     def open(self, output: Any) -> None:
         """A model turn happened: remember it, and wait for its calls to be answered."""
-        for message in _outputs(output):
-            self.turns.update(_turn_keys(message))
-            self.waiting.extend(c for c in _calls(message) if not self._recorded(c))
-        if _outputs(output):
-            self.outputs.append(_outputs(output)[0])
+        messages = _outputs(output)
+        for message in messages:
+            self.waiting.extend(_calls(message))
+        if messages:
+            self.outputs.append(messages[0])
 
     def pair(self, step: Step, results: Mapping[str, Any]) -> Step:
         """A tool step a span recorded: pair it with the call it answers, complete it from there."""
@@ -107,16 +113,26 @@ class _Book:
 
     def unrecorded(self, step: Step) -> list[Step]:
         """The model turns and tool calls ``step``'s input shows that no step records."""
-        messages = self._filled(_messages(step))
+        messages = _messages(step)
         spoke = [i for i, m in enumerate(messages) if m.get("role") == "user" and not _is_result(m)]
         last_user = spoke[-1] if spoke else -1
+        turns = sum(1 for m in messages[last_user + 1 :] if m.get("role") == "assistant")
+        if not self.waiting and turns <= len(self.outputs):
+            self.history = messages
+            return []  # every call answered by a step, no turn that was not met: nothing to rebuild
+        for output in self.outputs[self._keyed :]:
+            self.turns.update(_turn_keys(output))
+        self._keyed = len(self.outputs)
+        messages = self._filled(messages)
         # an agent resends its history: what the previous call's input held was seen then
         seen = len(self.history)
-        start = seen if messages[:seen] == self.history else 0
+        extends = 0 < seen <= len(messages) and messages[seen - 1] == self.history[-1]
+        start = seen if extends else 0
         self.history = messages
-        results = _results(messages)
+        begin = max(start, last_user + 1)
+        results = _results(messages, begin)
         found: list[Step] = []
-        for position in range(max(start, last_user + 1), len(messages)):
+        for position in range(begin, len(messages)):
             message = messages[position]
             if message.get("role") != "assistant":
                 continue
@@ -154,11 +170,14 @@ class _Book:
         return filled
 
     def _remember(self, name: Any, arguments: Any, call_id: Any) -> None:
-        self.calls.add(_call_key(name, arguments))
-        if isinstance(call_id, str):
-            self.calls.add(call_id)
+        self._answered.append((name, arguments, call_id))
 
     def _recorded(self, call: dict[str, Any]) -> bool:
+        for name, arguments, call_id in self._answered:
+            self.calls.add(_call_key(name, arguments))
+            if isinstance(call_id, str):
+                self.calls.add(call_id)
+        self._answered.clear()
         call_id = call.get("id")
         if isinstance(call_id, str) and call_id in self.calls:
             return True
@@ -297,12 +316,13 @@ def _result_key(call: dict[str, Any], position: int) -> Hashable:
     return call_id if isinstance(call_id, str) else (position, str(call.get("name")))
 
 
-def _results(messages: list[dict[str, Any]]) -> dict[Hashable, dict[str, Any]]:
-    """Tool results by the call they answer: its id, else (the calling turn, the tool's name), else
-    the calling turn's calls in order."""
+def _results(messages: list[dict[str, Any]], begin: int = 0) -> dict[Hashable, dict[str, Any]]:
+    """Tool results (from position ``begin`` on) by the call they answer: its id, else (the calling
+    turn, the tool's name), else the calling turn's calls in order."""
     found: dict[Hashable, dict[str, Any]] = {}
     pending: list[tuple[int, str]] = []  # (turn position, tool name) of calls without ids, in order
-    for position, message in enumerate(messages):
+    for position in range(begin, len(messages)):
+        message = messages[position]
         if message.get("role") == "assistant":
             pending = [
                 (position, str(c.get("name")))
@@ -322,15 +342,32 @@ def _results(messages: list[dict[str, Any]]) -> dict[Hashable, dict[str, Any]]:
     return found
 
 
-def _all_results(steps: Sequence[Step]) -> dict[str, Any]:
-    """Every tool result the model calls' inputs show, by call id."""
-    found: dict[str, Any] = {}
-    for step in steps:
-        if step.kind is StepKind.LLM:
-            for key, message in _results(_messages(step)).items():
-                if isinstance(key, str):
-                    found.setdefault(key, message.get("content"))
-    return found
+class _AllResults(Mapping[str, Any]):
+    """Every tool result the model calls' inputs show, by call id; gathered on first use (only a
+    tool step whose span kept no result needs them)."""
+
+    def __init__(self, steps: Sequence[Step]) -> None:
+        self._steps = steps
+        self._found: dict[str, Any] | None = None
+
+    def _gathered(self) -> dict[str, Any]:
+        if self._found is None:
+            self._found = {}
+            for step in self._steps:
+                if step.kind is StepKind.LLM:
+                    for key, message in _results(_messages(step)).items():
+                        if isinstance(key, str):
+                            self._found.setdefault(key, message.get("content"))
+        return self._found
+
+    def __getitem__(self, key: str) -> Any:
+        return self._gathered()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._gathered())
+
+    def __len__(self) -> int:
+        return len(self._gathered())
 
 
 def _model_turn(call: Step, history: list[dict[str, Any]], output: dict[str, Any]) -> Step:

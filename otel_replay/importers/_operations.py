@@ -55,6 +55,15 @@ _RESPONSE_KEYS = (
     "ai.response.",
 )
 
+_USUAL_RESPONSE_KEYS = (
+    "llm.token_count.total",
+    "llm.output_messages.0.message.role",
+    "gen_ai.output.messages",
+    "gen_ai.usage.output_tokens",
+    "gen_ai.response.finish_reasons",
+    "gen_ai.response.id",
+)
+
 
 @dataclass
 class Operation:
@@ -161,9 +170,16 @@ def _prepares(op: Operation, spans: Sequence[SpanRecord]) -> bool:
 
 def _answered(op: Operation, spans: Sequence[SpanRecord]) -> bool:
     """Whether a span recording an llm operation carries evidence of a model's response."""
-    return any(
-        key.startswith(_RESPONSE_KEYS) for i in op.records for key in spans[i].attributes
-    ) or any(e.name == "gen_ai.choice" for i in op.records for e in spans[i].events)
+    for i in op.records:
+        attrs = spans[i].attributes
+        # the usual keys first: a span resending a long history has hundreds of attributes
+        if any(key in attrs for key in _USUAL_RESPONSE_KEYS):
+            return True
+        if any(key.startswith(_RESPONSE_KEYS) for key in attrs):
+            return True
+        if any(e.name == "gen_ai.choice" for e in spans[i].events):
+            return True
+    return False
 
 
 def build_operation(spans: Sequence[SpanRecord], op: Operation) -> tuple[Step, int]:
