@@ -44,3 +44,36 @@ def test_parts_in_either_order_make_the_whole_run(tmp_path: Path) -> None:
             # importing a part again changes nothing
             assert ingest(store, read_path(order[0]))[0].result is IngestResult.UNCHANGED
             assert store.get(summary.id).final_hash == run.final_hash
+
+
+def test_steps_rebuilt_from_the_conversation_survive_a_split_trace(tmp_path: Path) -> None:
+    """A raw SDK tool loop (tool calls only in the conversation) whose spans arrive in two files
+    becomes the same run as when they arrive in one: rebuilt steps once each, in place."""
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    from tests.conftest import ROOT
+
+    fixture = ROOT / "tests" / "fixtures" / "frameworks" / "anthropic.otlp.pb"
+    request = ExportTraceServiceRequest.FromString(fixture.read_bytes())
+    (whole,) = [r for r in read_path(fixture) if r.metadata["root_span"] == "support run pass"]
+    first, second = ExportTraceServiceRequest(), ExportTraceServiceRequest()
+    for resource in request.resource_spans:
+        for target in (first, second):
+            part = target.resource_spans.add(resource=resource.resource)
+            for scope in resource.scope_spans:
+                kept = [
+                    s
+                    for s in scope.spans
+                    if s.trace_id.hex() == whole.id
+                    and (s.start_time_unix_nano % 2 == 0) == (target is first)
+                ]
+                part.scope_spans.add(scope=scope.scope).spans.extend(kept)
+    paths = [tmp_path / "first.pb", tmp_path / "second.pb"]
+    for path, part_request in zip(paths, (first, second), strict=True):
+        path.write_bytes(part_request.SerializeToString())
+    with Store.open(tmp_path / "store.db") as store:
+        results = [ingest(store, read_path(p))[0].result for p in paths]
+        merged = store.get(whole.id)
+    assert results == [IngestResult.ADDED, IngestResult.MERGED]
+    assert [(s.kind, s.name) for s in merged.steps] == [(s.kind, s.name) for s in whole.steps]
+    assert merged.metadata["reconstructed_steps"] == whole.metadata["reconstructed_steps"]

@@ -35,6 +35,9 @@ from otel_replay.model import Step, StepKind, StepStatus
 
 _ERROR_TEXT = re.compile(r"^\s*(error|exception|traceback)\b", re.IGNORECASE)
 
+#: Steps that answer a model's tool call (a tool may be traced as a retrieval).
+_ANSWERS = frozenset({StepKind.TOOL, StepKind.RETRIEVER})
+
 #: Tool calls that start within this long of the previous call's end ran in one model turn.
 _SAME_TURN_NS = 1_000_000
 
@@ -62,10 +65,7 @@ def reconstruct(
                 rebuilt.append(len(out))
                 out.append(found)
             book.open(step.output)
-        elif step.kind in (
-            StepKind.TOOL,
-            StepKind.RETRIEVER,
-        ):  # a tool may be traced as a retrieval
+        elif step.kind in _ANSWERS:
             step = book.pair(step, results)
         placed.append(len(out))
         out.append(step)

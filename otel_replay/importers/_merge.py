@@ -12,7 +12,10 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from otel_replay.model import SpanNode, Step, Trajectory
+from otel_replay.hashing import canonical_json
+from otel_replay.importers._conversation import reconstruct
+from otel_replay.importers._operations import PARTS_OF, richness, same_operation
+from otel_replay.model import SpanNode, Step, StepKind, Trajectory
 
 #: Formats whose trajectories are built from spans (and so can be joined by span id).
 _SPAN_FORMATS = frozenset(
@@ -34,23 +37,24 @@ def merge_partial(existing: Trajectory, new: Trajectory) -> Trajectory:
         spans.setdefault(span.span_id, span)
     parent = {s.span_id: s.parent_span_id for s in spans.values()}
     steps: dict[str, Step] = {}
-    loose: list[Step] = []
-    for step in (*existing.steps, *new.steps):
-        if step.span_id is None:
-            loose.append(step)
-        else:
-            steps.setdefault(step.span_id, step)
-    # a step whose span is an ancestor of another step's span is structure, not a step
-    ancestors: set[str] = set()
-    for span_id in steps:
-        seen: set[str] = set()
-        current = parent.get(span_id)
-        while current is not None and current not in seen:
-            seen.add(current)
-            ancestors.add(current)
-            current = parent.get(current)
-    kept = [s for key, s in steps.items() if key not in ancestors] + loose
-    kept.sort(key=lambda s: (s.start_time_unix_nano or 0, s.index))
+    turns: list[Step] = []  # model turns rebuilt inside an exchange span (see below)
+    when: dict[int, int] = {}  # sort time of each step
+    for part in (existing.steps, new.steps):
+        following = 0
+        for step in reversed(part):  # a rebuilt step sorts just before the recorded step after it
+            following = step.start_time_unix_nano or following
+            when[id(step)] = following
+        for step, after in zip(part, [*part[1:], None], strict=True):
+            if step.span_id is not None:
+                steps.setdefault(step.span_id, step)
+            elif _exchange_turn(step, after):
+                turns.append(step)
+    recorded = [steps[key] for key in steps if key not in _contained(steps, parent)]
+    ordered = sorted(
+        [*recorded, *_distinct(turns)], key=lambda s: (when[id(s)], s.span_id is not None, s.index)
+    )
+    # what the conversation shows is rebuilt from the whole trace, not from either part
+    kept, _, _ = reconstruct(ordered)
     index_of = {s.span_id: i for i, s in enumerate(kept) if s.span_id is not None}
     nodes = [
         dataclasses.replace(
@@ -66,6 +70,11 @@ def merge_partial(existing: Trajectory, new: Trajectory) -> Trajectory:
     sources = [existing.metadata.get("sources") or [existing.metadata.get("source")]]
     metadata["sources"] = sorted({*sources[0], new.metadata.get("source")} - {None})
     metadata["spans"] = len(nodes)
+    rebuilt = [i for i, step in enumerate(kept) if step.span_id is None]
+    if rebuilt:
+        metadata["reconstructed_steps"] = rebuilt
+    else:
+        metadata.pop("reconstructed_steps", None)
     outcome = existing.outcome if existing.outcome is not None else new.outcome
     return Trajectory.build(
         existing.id,
@@ -74,6 +83,54 @@ def merge_partial(existing: Trajectory, new: Trajectory) -> Trajectory:
         metadata=metadata,
         spans=nodes,
     )
+
+
+def _contained(steps: dict[str, Step], parent: dict[str, str | None]) -> set[str]:
+    """Steps that, once both parts are in, turn out to be inside another step's span, folded by the
+    rules of `otel_replay.importers._operations`: one operation recorded twice keeps its richer
+    step, an operation keeps its parts' steps out, anything else containing steps is structure."""
+    below: dict[str, list[str]] = {}
+    for span_id in steps:
+        seen: set[str] = set()
+        current = parent.get(span_id)
+        while current is not None and current not in seen:
+            seen.add(current)
+            if current in steps:
+                below.setdefault(current, []).append(span_id)
+            current = parent.get(current)
+    dropped: set[str] = set()
+    for outer, inner in below.items():
+        kinds = [steps[i].kind for i in inner]
+        if len(inner) == 1 and same_operation(steps[outer], steps[inner[0]]):
+            poorer = min((outer, inner[0]), key=lambda i: richness(steps[i]))
+            dropped.add(poorer)
+        elif all(kind in PARTS_OF.get(steps[outer].kind, ()) for kind in kinds):
+            dropped.update(inner)
+        else:
+            dropped.add(outer)
+    return dropped
+
+
+def _exchange_turn(step: Step, after: Step | None) -> bool:
+    """A rebuilt model turn of an exchange span: a span-less llm step followed by a tool step a span
+    recorded (the conversation cannot rebuild it again: the exchange's span does not show it)."""
+    return (
+        step.kind is StepKind.LLM
+        and after is not None
+        and after.span_id is not None
+        and after.kind is StepKind.TOOL
+    )
+
+
+def _distinct(steps: list[Step]) -> list[Step]:
+    seen: set[bytes] = set()
+    distinct = []
+    for step in steps:
+        key = canonical_json([step.name, step.inputs, step.output])
+        if key not in seen:
+            seen.add(key)
+            distinct.append(step)
+    return distinct
 
 
 def _tree_order(spans: dict[str, SpanNode]) -> list[SpanNode]:

@@ -1,10 +1,10 @@
 """Which spans are the operations of a trace: one step per real operation, whoever recorded it.
 
 The base rule (DESIGN §2): the innermost recognised operation spans are steps; an operation that
-contains another (an agent used as a tool) is structure. Three shapes break it, and are folded here:
+contains another (an agent used as a tool) is structure. Four shapes break it, and are folded here:
 
 * **One operation recorded twice.** An operation span whose only operation below it is one span of
-  the same kind describes one operation seen twice — two instrumentations of one call (a framework's
+  the same kind (for tools, the same tool) describes one operation seen twice — two instrumentations of one call (a framework's
   span around the SDK's own), or a framework's wrapper around the function it calls. One step, read
   from whichever span holds the richer content (`build_operation`).
 * **An operation and its parts.** A retrieval that embeds its query (or reranks what it found) is the
@@ -20,7 +20,7 @@ contains another (an agent used as a tool) is structure. Three shapes break it, 
   the request being built, not a call: it is folded into the call it prepared. Likewise an
   embedding straight before a retrieval beside it is the retrieval's query encoding.
 
-Each group of spans becomes one step; its first span is the one that names the operation.
+Each `Operation` becomes one step; its first recording span is the one that names it.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from otel_replay.model import Step, StepKind, StepStatus
 
 #: Operations that are how another did its work when its span contains them: a retrieval embeds
 #: its query and reranks what it found; a tool call may retrieve, embed or rerank.
-_PARTS_OF = {
+PARTS_OF = {
     StepKind.RETRIEVER: frozenset({StepKind.EMBEDDING, StepKind.RERANKER}),
     StepKind.TOOL: frozenset({StepKind.RETRIEVER, StepKind.EMBEDDING, StepKind.RERANKER}),
 }
@@ -55,6 +55,7 @@ _RESPONSE_KEYS = (
     "ai.response.",
 )
 
+#: The response keys most spans have, looked up before scanning every attribute.
 _USUAL_RESPONSE_KEYS = (
     "llm.token_count.total",
     "llm.output_messages.0.message.role",
@@ -108,7 +109,7 @@ def operations(
             pending = [Operation(kind, [node], [])]
         elif len(inner) == 1 and _same_operation(spans, node, kind, inner[0]):  # recorded twice
             pending = [Operation(kind, [node, *inner[0].records], inner[0].parts)]
-        elif kind in _PARTS_OF and all(op.kind in _PARTS_OF[kind] for op in inner):
+        elif kind in PARTS_OF and all(op.kind in PARTS_OF[kind] for op in inner):
             pending = [Operation(kind, [node], [i for op in inner for i in op.spans()])]
         elif kind is StepKind.LLM and all(op.kind is StepKind.TOOL for op in inner):
             exchange = Operation(kind, [node], [], exchange=inner)
@@ -126,14 +127,18 @@ def operations(
 def _same_operation(
     spans: Sequence[SpanRecord], outer: int, kind: StepKind, inner: Operation
 ) -> bool:
-    """Whether an operation span and the one operation inside it are the same call: the same kind,
-    and for tools the same tool (an agent used as a tool that calls one tool is two operations)."""
     if inner.kind is not kind:
         return False
-    if inner.kind is not StepKind.TOOL:
+    if kind is not StepKind.TOOL:  # no need to read the content: only tools compare names
         return True
-    return (
-        build_step(spans[outer], inner.kind).name == build_step(spans[inner.head], inner.kind).name
+    return same_operation(build_step(spans[outer], kind), build_step(spans[inner.head], kind))
+
+
+def same_operation(outer: Step, inner: Step) -> bool:
+    """Whether an operation and the one operation inside it are the same call: the same kind, and
+    for tools the same tool (an agent used as a tool that calls one tool is two operations)."""
+    return outer.kind is inner.kind and (
+        outer.kind is not StepKind.TOOL or outer.name == inner.name
     )
 
 
@@ -187,7 +192,7 @@ def build_operation(spans: Sequence[SpanRecord], op: Operation) -> tuple[Step, i
     recording spans give (the naming span's when they tie); a failure any of them recorded fails it.
     """
     candidates = [(build_step(spans[i], op.kind), i) for i in op.records]
-    step, source = max(candidates, key=lambda candidate: _richness(candidate[0]))
+    step, source = max(candidates, key=lambda candidate: richness(candidate[0]))
     if op.kind is StepKind.RETRIEVER and "query" not in step.inputs:
         step = _with_query(step, [build_step(spans[i], StepKind.EMBEDDING) for i in op.parts])
     if step.status is StepStatus.OK:
@@ -208,7 +213,7 @@ def _with_query(step: Step, encodings: list[Step]) -> Step:
     return step
 
 
-def _richness(step: Step) -> tuple[bool, int, int]:
+def richness(step: Step) -> tuple[bool, int, int]:
     """How much of the operation a step holds: an output, input messages, then input size."""
     messages = step.inputs.get("messages")
     return (
