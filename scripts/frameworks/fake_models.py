@@ -78,10 +78,16 @@ def _is_error(content: Any) -> bool:
     return bool(re.search(r"error|unavailable|exception|failed", str(content or ""), re.I))
 
 
-def embed(text: str, dimensions: int = 8) -> list[float]:
-    """A deterministic unit-less embedding: bytes of the text's sha256, scaled to [-1, 1]."""
-    digest = hashlib.sha256(text.encode()).digest()
-    return [round(b / 127.5 - 1.0, 6) for b in digest[:dimensions]]
+def embed(text: str, dimensions: int = 16) -> list[float]:
+    """A deterministic embedding that means something: a bag of word stems (their first five
+    letters), each hashed into one of ``dimensions`` buckets, scaled to unit length, so texts that
+    share words are near (the refund policy is the nearest document to "late delivery refund")."""
+    vector = [0.0] * dimensions
+    for word in re.findall(r"[a-z0-9]+", text.lower()):
+        if len(word) > 3:
+            vector[hashlib.sha256(word[:5].encode()).digest()[0] % dimensions] += 1.0
+    norm = sum(v * v for v in vector) ** 0.5 or 1.0
+    return [round(v / norm, 6) for v in vector]
 
 
 # --- OpenAI ------------------------------------------------------------------------------------------

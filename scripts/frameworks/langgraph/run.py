@@ -6,10 +6,6 @@ langchain-openai's ChatOpenAI, OpenInference instrumentation (``LangChainInstrum
   the last chunk); ``lookup_order`` raises and the ToolNode hands the error to the model as a tool result.
 * ``retrieval`` — ``search_policies`` is a retriever tool over a LangChain ``InMemoryVectorStore`` of
   the three policies, embedded with ``OpenAIEmbeddings`` on the fake server's ``/v1/embeddings``.
-
-Worked around: the shared fake embedding (sha256 bytes) ranks the refund policy last for the query
-"late delivery refund"; `KeywordEmbeddings` answers ``/v1/embeddings`` with a bag-of-words vector
-instead, so the retriever's top document is the refund policy, as a real embedding model's would be.
 """
 
 from __future__ import annotations
@@ -26,9 +22,6 @@ os.environ.update(
     }
 )
 
-import hashlib
-import json
-import re
 import warnings
 from typing import Any
 
@@ -43,40 +36,6 @@ from openinference.instrumentation.langchain import LangChainInstrumentor
 from opentelemetry.sdk.trace import TracerProvider
 
 warnings.filterwarnings("ignore", message=".*create_react_agent has been moved.*")
-
-DIMENSIONS = 16
-
-
-def keyword_embedding(text: str) -> list[float]:
-    """A bag of word stems (first five letters), each hashed into one of `DIMENSIONS` buckets, normalised."""
-    vector = [0.0] * DIMENSIONS
-    for word in re.findall(r"[a-z]+", text.lower()):
-        if len(word) > 3:
-            vector[hashlib.sha256(word[:5].encode()).digest()[0] % DIMENSIONS] += 1.0
-    norm = sum(v * v for v in vector) ** 0.5 or 1.0
-    return [round(v / norm, 6) for v in vector]
-
-
-class KeywordEmbeddings(fake_models.Handler):
-    """The shared fake server, with ``/v1/embeddings`` answered by `keyword_embedding`."""
-
-    def do_POST(self) -> None:
-        if not self.path.split("?")[0].endswith("/embeddings"):
-            return super().do_POST()
-        body = json.loads(self.rfile.read(int(self.headers.get("content-length") or 0)) or b"{}")
-        inputs = body.get("input")
-        texts = [inputs] if isinstance(inputs, str) else list(inputs or [])
-        self._json(
-            {
-                "object": "list",
-                "model": body.get("model", "fake-embedding"),
-                "data": [
-                    {"object": "embedding", "index": i, "embedding": keyword_embedding(str(t))}
-                    for i, t in enumerate(texts)
-                ],
-                "usage": {"prompt_tokens": 4 * len(texts), "total_tokens": 4 * len(texts)},
-            }
-        )
 
 
 def instrument(provider: TracerProvider) -> None:
@@ -123,5 +82,4 @@ if __name__ == "__main__":
         "langgraph",
         instrument,
         {run: (lambda url, run=run: agent(run, url)) for run in harness.RUNS},
-        handler=KeywordEmbeddings,
     )

@@ -3,8 +3,7 @@ for the retrieval run a VectorStoreIndex over the three policies (OpenAI embeddi
 behind the agent's ``search_policies`` tool. OpenInference instrumentation (LlamaIndexInstrumentor).
 
 The OpenAI LLM class refuses model names it does not know, so the model is ``OpenAILike`` (a subclass
-that takes any name). The fake server's embeddings are hashes of whole texts, which rank the policies
-at random; ``WordHandler`` serves bag-of-words embeddings instead, so the refund policy is the nearest.
+that takes any name).
 """
 
 from __future__ import annotations
@@ -17,9 +16,6 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import asyncio
-import hashlib
-import json
-import re
 from typing import Any
 
 import fake_models
@@ -33,39 +29,6 @@ from llama_index.llms.openai_like import OpenAILike
 from openinference.instrumentation.llama_index import LlamaIndexInstrumentor
 from opentelemetry.sdk.trace import TracerProvider
 
-DIMENSIONS = 16
-
-
-def word_embedding(text: str) -> list[float]:
-    """Bag of words hashed into buckets, unit length: texts sharing words are near."""
-    vector = [0.0] * DIMENSIONS
-    for word in re.findall(r"[a-z0-9]+", text.lower()):
-        vector[hashlib.sha256(word.encode()).digest()[0] % DIMENSIONS] += 1.0
-    norm = sum(x * x for x in vector) ** 0.5 or 1.0
-    return [round(x / norm, 6) for x in vector]
-
-
-class WordHandler(fake_models.Handler):
-    """The fake server, with `word_embedding` behind ``/v1/embeddings``."""
-
-    def do_POST(self) -> None:
-        if not self.path.split("?")[0].endswith("/embeddings"):
-            return super().do_POST()
-        body = json.loads(self.rfile.read(int(self.headers.get("content-length") or 0)) or b"{}")
-        inputs = body.get("input")
-        texts = [inputs] if isinstance(inputs, str) else list(inputs or [])
-        self._json(
-            {
-                "object": "list",
-                "model": body.get("model", "fake-embedding"),
-                "data": [
-                    {"object": "embedding", "index": i, "embedding": word_embedding(str(t))}
-                    for i, t in enumerate(texts)
-                ],
-                "usage": {"prompt_tokens": 4 * len(texts), "total_tokens": 4 * len(texts)},
-            }
-        )
-
 
 def embedder(url: str) -> OpenAIEmbedding:
     return OpenAIEmbedding(
@@ -76,7 +39,7 @@ def embedder(url: str) -> OpenAIEmbedding:
 def build_index() -> VectorStoreIndex:
     """The policy index, built (embedded by a fake server of its own) before instrumentation: ingestion
     is not part of any run."""
-    server, url = fake_models.serve(handler=WordHandler)
+    server, url = fake_models.serve()
     try:
         nodes = [
             TextNode(text=text, id_=f"policy-{i}") for i, text in enumerate(fake_models.POLICIES)
@@ -129,5 +92,4 @@ if __name__ == "__main__":
         "llamaindex",
         instrument,
         {run: (lambda url, run=run: agent(run, url)) for run in harness.RUNS},
-        handler=WordHandler,
     )
