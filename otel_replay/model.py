@@ -296,6 +296,21 @@ class Trajectory:
         return self.steps[-1].hash if self.steps else GENESIS
 
     @property
+    def final_answer(self) -> str | None:
+        """The content of the last model turn that asks for no tool: the run's answer (``None``
+        when no model turn answers; text parts of a multi-part content are joined)."""
+        for step in reversed(self.steps):
+            if step.kind is not StepKind.LLM or step.status is StepStatus.ERROR:
+                continue
+            message = (
+                step.output[0] if isinstance(step.output, list) and step.output else step.output
+            )
+            if not isinstance(message, dict) or message.get("tool_calls"):
+                continue
+            return _text(message.get("content"))
+        return None
+
+    @property
     def failed(self) -> bool | None:
         """Whether the outcome marks a failure (`is_failure`)."""
         return is_failure(self.outcome)
@@ -348,6 +363,17 @@ class Trajectory:
 
 #: The keys of a trajectory's record form.
 TRAJECTORY_FIELDS = ("trajectory_id", "outcome", "metadata", "steps", "spans", "final_hash")
+
+
+def _text(content: Any) -> str | None:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = [
+            p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)
+        ]
+        return "".join(texts) if texts else None
+    return None
 
 
 def read_outcome(value: Any) -> float | None:

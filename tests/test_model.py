@@ -154,3 +154,54 @@ def test_a_bad_trajectory_record_names_the_offending_value(record: Any, message:
     with pytest.raises(TraceFormatError) as caught:
         Trajectory.from_record(record)
     assert message in str(caught.value)
+
+
+def _turn(output: Any, status: StepStatus = StepStatus.OK) -> Step:
+    return Step(StepKind.LLM, "m", {}, output, status, None if status is StepStatus.OK else "boom")
+
+
+@pytest.mark.parametrize(
+    ("outputs", "answer"),
+    [
+        pytest.param([{"role": "assistant", "content": "v841"}], "v841", id="one-turn"),
+        pytest.param(
+            [{"role": "assistant", "content": "first"}, {"role": "assistant", "content": "last"}],
+            "last",
+            id="the-last-answer",
+        ),
+        pytest.param(
+            [
+                {"role": "assistant", "content": "a"},
+                {"role": "assistant", "tool_calls": [{"name": "t"}]},
+            ],
+            "a",
+            id="a-turn-calling-tools-is-no-answer",
+        ),
+        pytest.param(
+            [[{"role": "assistant", "content": "choice 0"}, {"role": "assistant", "content": "1"}]],
+            "choice 0",
+            id="several-choices",
+        ),
+        pytest.param(
+            [
+                {
+                    "role": "assistant",
+                    "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}],
+                }
+            ],
+            "ab",
+            id="text-parts",
+        ),
+        pytest.param([{"role": "assistant", "tool_calls": [{"name": "t"}]}], None, id="no-answer"),
+    ],
+)
+def test_the_final_answer_is_the_last_turn_that_calls_no_tool(
+    outputs: list[Any], answer: Any
+) -> None:
+    steps = [_turn(o) for o in outputs] + [Step(StepKind.TOOL, "t", {}, "result")]
+    assert Trajectory.build("t", steps).final_answer == answer
+
+
+def test_a_failed_model_call_gives_no_answer() -> None:
+    run = Trajectory.build("t", [_turn({"content": "ok"}), _turn(None, StepStatus.ERROR)])
+    assert run.final_answer == "ok"

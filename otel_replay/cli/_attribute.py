@@ -50,6 +50,12 @@ def attribute_command(
     verifier: Annotated[
         str | None, typer.Option(help="module:function (or file.py:function) scoring a trajectory.")
     ] = None,
+    success_if: Annotated[
+        str | None, typer.Option(help="A run succeeds when its final answer matches this regex.")
+    ] = None,
+    fail_if: Annotated[
+        str | None, typer.Option(help="A run fails when its final answer matches this regex.")
+    ] = None,
     method: Annotated[Method, typer.Option(help="What to estimate.")] = Method.CONTRASTIVE,
     rollouts: Annotated[int, typer.Option(help="Rollouts per plan.")] = 100,
     permutations: Annotated[
@@ -96,7 +102,7 @@ def attribute_command(
             on_resampler_error=on_resampler_error,
             workers=workers,
         )
-        code = UserCode(tuple(resamplers or ()), verifier, agent, entry_points)
+        code = UserCode(tuple(resamplers or ()), verifier, agent, entry_points, success_if, fail_if)
         with open_store(store) as db, _progress() as progress:
             result = attribute_stored(db, trajectory_id, config, code, progress)
         if json_out is not None:

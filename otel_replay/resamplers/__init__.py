@@ -27,6 +27,7 @@ from otel_replay.resamplers._registry import (
     resampler,
     verifier,
 )
+from otel_replay.resamplers._verifiers import answer_verifier
 
 __all__ = [
     "DEFAULT_REGISTRY",
@@ -39,6 +40,7 @@ __all__ = [
     "StepFailed",
     "UserCode",
     "VerifierFunction",
+    "answer_verifier",
     "current_registry",
     "describe",
     "load_entry_points",

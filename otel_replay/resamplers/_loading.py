@@ -16,6 +16,7 @@ from typing import Any
 
 from otel_replay.errors import PluginLoadError, ReplayError
 from otel_replay.resamplers._registry import USER_MODULE_PREFIX, Registry
+from otel_replay.resamplers._verifiers import answer_verifier
 
 ENTRY_POINT_GROUP = "otel_replay.resamplers"
 
@@ -27,6 +28,8 @@ class UserCode:
     Attributes:
         resamplers: ``.py`` files or module names registering resample functions (and a verifier).
         verifier: ``module:function`` replacing any registered verifier.
+        success_if, fail_if: regular expressions on the final answer, a verifier without code
+            (`otel_replay.resamplers.answer_verifier`), replacing any registered verifier.
         agent: ``module:function`` of a live agent, when rollouts re-run it.
         entry_points: whether installed ``otel_replay.resamplers`` entry points are loaded too.
     """
@@ -35,17 +38,32 @@ class UserCode:
     verifier: str | None = None
     agent: str | None = None
     entry_points: bool = True
+    success_if: str | None = None
+    fail_if: str | None = None
 
     def registry(self) -> Registry:
-        return load_registry(
+        answer = self.success_if is not None or self.fail_if is not None
+        if answer and self.verifier is not None:
+            raise PluginLoadError(
+                f"--verifier {self.verifier!r} and --success-if/--fail-if both say how to score a "
+                "run; give one of them"
+            )
+        registry = load_registry(
             self.resamplers, entry_points=self.entry_points, verifier=self.verifier
         )
+        if answer:
+            registry.replace_verifier(answer_verifier(self.success_if, self.fail_if))
+        return registry
 
     def flags(self) -> list[str]:
         """The command-line options that name this code (for a command that reproduces a run)."""
         flags = [part for spec in self.resamplers for part in ("--resamplers", spec)]
         if self.verifier:
             flags += ["--verifier", self.verifier]
+        if self.success_if is not None:
+            flags += ["--success-if", self.success_if]
+        if self.fail_if is not None:
+            flags += ["--fail-if", self.fail_if]
         if self.agent:
             flags += ["--agent", self.agent]
         if not self.entry_points:

@@ -222,3 +222,51 @@ def test_an_inconclusive_run_writes_its_report(
     )  # fmt: skip
     assert "inconclusive: Inconclusive at 10 rollouts" in result.stdout
     assert _report(out)["verdict"] == "inconclusive"
+
+
+def test_success_if_scores_runs_by_their_final_answer(
+    runner: CliRunner, store_path: Path, tmp_path: Path
+) -> None:
+    """No verifier code: ``--success-if`` replaces the module's verifier, the report names it and
+    the command that reproduces it, and the culprit is the same."""
+    ok(invoke(runner, store_path, "import", str(SAMPLES / "incident.otlp.jsonl")))
+    out = tmp_path / "incident.json"
+    resamplers = str(ROOT / "examples" / "incident" / "resamplers.py")
+    ok(
+        invoke(
+            runner, store_path, "attribute", "ef2843ff", "--resamplers", resamplers,
+            "--success-if", "v8[0-9]1", "--rollouts", "30", "--json-out", str(out),
+        )
+    )  # fmt: skip
+    report = _report(out)
+    assert report["point_of_commitment"] == 3
+    assert report["config"]["verifier"] == "builtin.success_if('v8[0-9]1')"
+    assert "--success-if 'v8[0-9]1'" in report["config"]["rerun"]
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["--success-if", "v8["], "--success-if 'v8[' is not a regular expression"),
+        (["--fail-if", "("], "--fail-if '(' is not a regular expression"),
+        (
+            [
+                "--success-if",
+                "v841",
+                "--verifier",
+                "examples/incident/resamplers.py:names_the_bad_deploy",
+            ],
+            "give one of them",
+        ),
+    ],
+    ids=["bad-success-regex", "bad-fail-regex", "two-verifiers"],
+)
+def test_answer_verifier_mistakes_are_one_line(
+    runner: CliRunner, store_path: Path, options: list[str], message: str
+) -> None:
+    ok(invoke(runner, store_path, "import", str(SAMPLES / "incident.otlp.jsonl")))
+    resamplers = str(ROOT / "examples" / "incident" / "resamplers.py")
+    line = one_line_error(
+        invoke(runner, store_path, "attribute", "ef2843ff", "--resamplers", resamplers, *options)
+    )
+    assert message in line

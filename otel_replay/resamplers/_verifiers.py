@@ -1,0 +1,54 @@
+"""Verifiers without code: ``--success-if REGEX`` and ``--fail-if REGEX`` on the run's final answer.
+
+`answer_verifier` scores a trajectory 1.0 when its `Trajectory.final_answer` matches the success
+pattern (when given) and does not match the failure pattern (when given), else 0.0; a run without a
+final answer fails. Patterns are Python regular expressions, searched anywhere in the answer.
+"""
+
+from __future__ import annotations
+
+import re
+
+from otel_replay.errors import RegistrationError
+from otel_replay.model import Trajectory
+
+
+class AnswerVerifier:
+    """A verifier on the final answer (the reports name it by its patterns)."""
+
+    def __init__(self, success_if: str | None, fail_if: str | None) -> None:
+        if success_if is None and fail_if is None:
+            raise RegistrationError("an answer verifier needs --success-if or --fail-if (or both)")
+        self._success = _compiled(success_if, "--success-if")
+        self._failure = _compiled(fail_if, "--fail-if")
+        tests = [f"success_if({success_if!r})"] if success_if is not None else []
+        tests += [f"fail_if({fail_if!r})"] if fail_if is not None else []
+        self.__qualname__ = " and ".join(tests)
+        self.__module__ = "builtin"  # how reports name it: builtin.success_if('v841')
+
+    def __call__(self, trajectory: Trajectory) -> float:
+        answer = trajectory.final_answer
+        if answer is None:
+            return 0.0
+        if self._success is not None and not self._success.search(answer):
+            return 0.0
+        if self._failure is not None and self._failure.search(answer):
+            return 0.0
+        return 1.0
+
+
+def answer_verifier(success_if: str | None = None, fail_if: str | None = None) -> AnswerVerifier:
+    """The verifier of ``--success-if`` / ``--fail-if`` (raises `RegistrationError` for a pattern
+    that is not a regular expression, naming it)."""
+    return AnswerVerifier(success_if, fail_if)
+
+
+def _compiled(pattern: str | None, option: str) -> re.Pattern[str] | None:
+    if pattern is None:
+        return None
+    try:
+        return re.compile(pattern)
+    except re.error as exc:
+        raise RegistrationError(
+            f"{option} {pattern!r} is not a regular expression: {exc}"
+        ) from None
