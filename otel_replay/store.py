@@ -371,6 +371,20 @@ class Store:
                     record["inputs"] = orjson.dumps(self._inputs(record["inputs"], 1))
                 yield record
 
+    def results_of(self, op_keys: Iterable[str]) -> dict[str, list[tuple[Any, str, str | None]]]:
+        """Every recorded result of the operations ``op_keys`` name, across all stored runs:
+        ``op_key → [(output, status, error), ...]``, one entry per recorded step, in store order."""
+        found: dict[str, list[tuple[Any, str, str | None]]] = {}
+        for key in dict.fromkeys(op_keys):
+            rows = self._db.execute(
+                "SELECT o.data AS output, s.status, s.error FROM steps s "
+                "JOIN blobs o ON o.digest = s.output_digest WHERE s.op_key = ? "
+                "ORDER BY s.trajectory_id, s.idx",
+                (key,),
+            )
+            found[key] = [(orjson.loads(r["output"]), r["status"], r["error"]) for r in rows]
+        return found
+
     def counts(self) -> dict[str, int]:
         """Row counts, for tests and ``list`` footers."""
         return {

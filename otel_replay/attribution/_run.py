@@ -6,8 +6,9 @@ from otel_replay.attribution._api import attribute
 from otel_replay.attribution._config import AttributionConfig
 from otel_replay.attribution._engine import Progress
 from otel_replay.attribution._results import AttributionResult
+from otel_replay.model import StepKind
 from otel_replay.replay import agent_driver
-from otel_replay.resamplers import UserCode, load_object
+from otel_replay.resamplers import ToolSource, UserCode, load_object, recorded_outcomes
 from otel_replay.store import Store
 
 
@@ -20,9 +21,12 @@ def attribute_stored(
 ) -> AttributionResult:
     """Load ``code`` (its mistakes are reported before anything runs), then the run, then attribute
     it: by re-running ``code.agent`` under the replay context when one is named, else by walking
-    the record with the registered resample functions."""
+    the record with the registered resample functions (with ``code.tools``, a built-in one for the
+    tool steps no registration covers: a user's own wins)."""
     registry = code.registry()
     trajectory = store.get(id_or_prefix)
+    if code.tools is ToolSource.RECORDED and not registry.registered(StepKind.TOOL):
+        registry.add_resampler(StepKind.TOOL, recorded_outcomes(store, trajectory))
     driver = None
     if code.agent:
         driver = agent_driver(trajectory, load_object(code.agent, "--agent"), registry, config.seed)

@@ -34,7 +34,7 @@ from otel_replay.cli._common import (
 )
 from otel_replay.model import FAIL_THRESHOLD
 from otel_replay.report import build_report, dumps_report
-from otel_replay.resamplers import UserCode
+from otel_replay.resamplers import ToolSource, UserCode
 
 
 def attribute_command(
@@ -55,6 +55,10 @@ def attribute_command(
     ] = None,
     fail_if: Annotated[
         str | None, typer.Option(help="A run fails when its final answer matches this regex.")
+    ] = None,
+    tools: Annotated[
+        ToolSource | None,
+        typer.Option(help="Resample tool steps from the results the store recorded for them."),
     ] = None,
     method: Annotated[Method, typer.Option(help="What to estimate.")] = Method.CONTRASTIVE,
     rollouts: Annotated[int, typer.Option(help="Rollouts per plan.")] = 100,
@@ -102,7 +106,9 @@ def attribute_command(
             on_resampler_error=on_resampler_error,
             workers=workers,
         )
-        code = UserCode(tuple(resamplers or ()), verifier, agent, entry_points, success_if, fail_if)
+        code = UserCode(
+            tuple(resamplers or ()), verifier, agent, entry_points, success_if, fail_if, tools
+        )
         with open_store(store) as db, _progress() as progress:
             result = attribute_stored(db, trajectory_id, config, code, progress)
         if json_out is not None:

@@ -8,6 +8,7 @@ loads user modules that way, and tests build their own).
 from otel_replay.resamplers._context import History, RolloutContext, StepFailed, step_seed
 from otel_replay.resamplers._loading import (
     ENTRY_POINT_GROUP,
+    ToolSource,
     UserCode,
     load_entry_points,
     load_object,
@@ -15,6 +16,7 @@ from otel_replay.resamplers._loading import (
     load_resamplers,
     load_verifier,
 )
+from otel_replay.resamplers._recorded import RecordedOutcomes, recorded_outcomes
 from otel_replay.resamplers._registry import (
     DEFAULT_REGISTRY,
     Registration,
@@ -33,11 +35,13 @@ __all__ = [
     "DEFAULT_REGISTRY",
     "ENTRY_POINT_GROUP",
     "History",
+    "RecordedOutcomes",
     "Registration",
     "Registry",
     "ResampleFunction",
     "RolloutContext",
     "StepFailed",
+    "ToolSource",
     "UserCode",
     "VerifierFunction",
     "answer_verifier",
@@ -48,6 +52,7 @@ __all__ = [
     "load_registry",
     "load_resamplers",
     "load_verifier",
+    "recorded_outcomes",
     "repair_candidates",
     "resampler",
     "step_seed",

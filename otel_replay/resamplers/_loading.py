@@ -10,6 +10,7 @@ import importlib.util
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
+from enum import Enum
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -21,6 +22,12 @@ from otel_replay.resamplers._verifiers import answer_verifier
 ENTRY_POINT_GROUP = "otel_replay.resamplers"
 
 
+class ToolSource(str, Enum):
+    """Where ``--tools`` takes tool results from."""
+
+    RECORDED = "recorded"  # what the store recorded for the same tool and arguments
+
+
 @dataclass(frozen=True, slots=True)
 class UserCode:
     """Where a run's user code comes from, as the command line names it.
@@ -30,6 +37,8 @@ class UserCode:
         verifier: ``module:function`` replacing any registered verifier.
         success_if, fail_if: regular expressions on the final answer, a verifier without code
             (`otel_replay.resamplers.answer_verifier`), replacing any registered verifier.
+        tools: a built-in resample function for every tool step no registration covers
+            (``recorded``: `otel_replay.resamplers.recorded_outcomes`).
         agent: ``module:function`` of a live agent, when rollouts re-run it.
         entry_points: whether installed ``otel_replay.resamplers`` entry points are loaded too.
     """
@@ -40,6 +49,7 @@ class UserCode:
     entry_points: bool = True
     success_if: str | None = None
     fail_if: str | None = None
+    tools: ToolSource | None = None
 
     def registry(self) -> Registry:
         answer = self.success_if is not None or self.fail_if is not None
@@ -66,6 +76,8 @@ class UserCode:
             flags += ["--fail-if", self.fail_if]
         if self.agent:
             flags += ["--agent", self.agent]
+        if self.tools is not None:
+            flags += ["--tools", self.tools.value]
         if not self.entry_points:
             flags.append("--no-entry-points")
         return flags

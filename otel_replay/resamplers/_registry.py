@@ -160,6 +160,10 @@ class Registry:
     def repair_sources(self) -> tuple[RepairCandidatesFunction, ...]:
         return tuple(self._repair)
 
+    def registered(self, kind: StepKind, name: str | None = None) -> bool:
+        """Whether a resample function is registered for exactly ``(kind, name)``."""
+        return (kind, name) in self._resamplers
+
     def descriptions(self) -> list[str]:
         """Every registration, sorted, for reports."""
         return sorted(r.description for r in self._resamplers.values())

@@ -270,3 +270,35 @@ def test_answer_verifier_mistakes_are_one_line(
         invoke(runner, store_path, "attribute", "ef2843ff", "--resamplers", resamplers, *options)
     )
     assert message in line
+
+
+def test_tools_recorded_registers_where_the_user_did_not(
+    runner: CliRunner, store_path: Path, tmp_path: Path
+) -> None:
+    ok(invoke(runner, store_path, "import", str(SAMPLES / "incident.otlp.jsonl")))
+    out = tmp_path / "recorded.json"
+    ok(
+        invoke(
+            runner, store_path, "attribute", "ef2843ff", "--tools", "recorded",
+            "--success-if", "v841", "--rollouts", "5", "--json-out", str(out),
+        )
+    )  # fmt: skip
+    report = _report(out)
+    assert report["config"]["resamplers"] == [
+        "tool:* -> builtin.recorded_outcomes(list_deploys: 3, query_metrics: 1, search_logs: 1)"
+    ]
+    assert "--tools recorded" in report["config"]["rerun"]
+    resamplers = str(ROOT / "examples" / "incident" / "resamplers.py")
+    ok(
+        invoke(
+            runner, store_path, "attribute", "ef2843ff", "--resamplers", resamplers,
+            "--tools", "recorded", "--rollouts", "5", "--json-out", str(out),
+        )
+    )  # fmt: skip
+    # the example registers every tool by name: its own resample functions win
+    described = _report(out)["config"]["resamplers"]
+    assert (
+        "tool:* -> builtin.recorded_outcomes(list_deploys: 3, query_metrics: 1, search_logs: 1)"
+        in described
+    )
+    assert any(d.startswith("tool:list_deploys -> ") for d in described)
