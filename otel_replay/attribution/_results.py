@@ -103,3 +103,4 @@ class AttributionResult:
     step_executions: int
     resampler_errors: int
     wall_seconds: float
+    notes: tuple[str, ...] = ()  # what a person should know about how it ran (not in the report)

@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from otel_replay.attribution._api import attribute
 from otel_replay.attribution._config import AttributionConfig
 from otel_replay.attribution._engine import Progress
 from otel_replay.attribution._results import AttributionResult
 from otel_replay.model import StepKind
 from otel_replay.replay import agent_driver
-from otel_replay.resamplers import ToolSource, UserCode, load_object, recorded_outcomes
+from otel_replay.resamplers import (
+    OpenAIChatModel,
+    ToolSource,
+    UserCode,
+    load_object,
+    recorded_outcomes,
+)
 from otel_replay.store import Store
 
 
@@ -27,7 +35,18 @@ def attribute_stored(
     trajectory = store.get(id_or_prefix)
     if code.tools is ToolSource.RECORDED and not registry.registered(StepKind.TOOL):
         registry.add_resampler(StepKind.TOOL, recorded_outcomes(store, trajectory))
+    notes: list[str] = []
+    model = None
+    if code.llm is not None and not registry.registered(StepKind.LLM):
+        model = OpenAIChatModel(code.llm)
+        registry.add_resampler(StepKind.LLM, model)
+        notes += model.notes(trajectory)
     driver = None
     if code.agent:
         driver = agent_driver(trajectory, load_object(code.agent, "--agent"), registry, config.seed)
-    return attribute(trajectory, registry, config, progress, driver)
+    try:
+        result = attribute(trajectory, registry, config, progress, driver)
+    finally:
+        if model is not None:
+            model.close()
+    return dataclasses.replace(result, notes=(*result.notes, *notes)) if notes else result

@@ -34,7 +34,7 @@ from otel_replay.cli._common import (
 )
 from otel_replay.model import FAIL_THRESHOLD
 from otel_replay.report import build_report, dumps_report
-from otel_replay.resamplers import ToolSource, UserCode
+from otel_replay.resamplers import ChatModelOptions, ModelSource, ToolSource, UserCode
 
 
 def attribute_command(
@@ -60,6 +60,17 @@ def attribute_command(
         ToolSource | None,
         typer.Option(help="Resample tool steps from the results the store recorded for them."),
     ] = None,
+    llm: Annotated[
+        ModelSource | None,
+        typer.Option(help="Resample model steps with an OpenAI-compatible chat server."),
+    ] = None,
+    llm_base_url: Annotated[
+        str | None, typer.Option(help="Its /v1 URL (default $OPENAI_BASE_URL).")
+    ] = None,
+    llm_model: Annotated[
+        str | None, typer.Option(help="Model (default: the recorded one).")
+    ] = None,
+    llm_temperature: Annotated[float, typer.Option(help="Sampling temperature.")] = 1.0,
     method: Annotated[Method, typer.Option(help="What to estimate.")] = Method.CONTRASTIVE,
     rollouts: Annotated[int, typer.Option(help="Rollouts per plan.")] = 100,
     permutations: Annotated[
@@ -106,14 +117,24 @@ def attribute_command(
             on_resampler_error=on_resampler_error,
             workers=workers,
         )
+        model = ChatModelOptions(llm_base_url, llm_model, llm_temperature) if llm else None
         code = UserCode(
-            tuple(resamplers or ()), verifier, agent, entry_points, success_if, fail_if, tools
+            tuple(resamplers or ()),
+            verifier,
+            agent,
+            entry_points,
+            success_if,
+            fail_if,
+            tools,
+            model,
         )
         with open_store(store) as db, _progress() as progress:
             result = attribute_stored(db, trajectory_id, config, code, progress)
         if json_out is not None:
             json_out.parent.mkdir(parents=True, exist_ok=True)
             json_out.write_bytes(dumps_report(build_report(result, config, code)))
+    for note in result.notes:
+        err_console.print(f"[yellow]warning:[/] {escape(note)}")
     _render(result, config)
     if json_out is not None:
         console.print(f"report written to {escape(str(json_out))}")

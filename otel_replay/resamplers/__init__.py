@@ -16,6 +16,12 @@ from otel_replay.resamplers._loading import (
     load_resamplers,
     load_verifier,
 )
+from otel_replay.resamplers._openai import (
+    ChatModelOptions,
+    ModelSource,
+    OpenAIChatModel,
+    rebuild_messages,
+)
 from otel_replay.resamplers._recorded import RecordedOutcomes, recorded_outcomes
 from otel_replay.resamplers._registry import (
     DEFAULT_REGISTRY,
@@ -34,7 +40,10 @@ from otel_replay.resamplers._verifiers import answer_verifier
 __all__ = [
     "DEFAULT_REGISTRY",
     "ENTRY_POINT_GROUP",
+    "ChatModelOptions",
     "History",
+    "ModelSource",
+    "OpenAIChatModel",
     "RecordedOutcomes",
     "Registration",
     "Registry",
@@ -52,6 +61,7 @@ __all__ = [
     "load_registry",
     "load_resamplers",
     "load_verifier",
+    "rebuild_messages",
     "recorded_outcomes",
     "repair_candidates",
     "resampler",

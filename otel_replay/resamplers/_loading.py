@@ -16,6 +16,7 @@ from types import ModuleType
 from typing import Any
 
 from otel_replay.errors import PluginLoadError, ReplayError
+from otel_replay.resamplers._openai import ChatModelOptions
 from otel_replay.resamplers._registry import USER_MODULE_PREFIX, Registry
 from otel_replay.resamplers._verifiers import answer_verifier
 
@@ -39,6 +40,8 @@ class UserCode:
             (`otel_replay.resamplers.answer_verifier`), replacing any registered verifier.
         tools: a built-in resample function for every tool step no registration covers
             (``recorded``: `otel_replay.resamplers.recorded_outcomes`).
+        llm: a built-in model for every model step no registration covers (``--llm openai``:
+            `otel_replay.resamplers.OpenAIChatModel`).
         agent: ``module:function`` of a live agent, when rollouts re-run it.
         entry_points: whether installed ``otel_replay.resamplers`` entry points are loaded too.
     """
@@ -50,6 +53,7 @@ class UserCode:
     success_if: str | None = None
     fail_if: str | None = None
     tools: ToolSource | None = None
+    llm: ChatModelOptions | None = None
 
     def registry(self) -> Registry:
         answer = self.success_if is not None or self.fail_if is not None
@@ -78,6 +82,8 @@ class UserCode:
             flags += ["--agent", self.agent]
         if self.tools is not None:
             flags += ["--tools", self.tools.value]
+        if self.llm is not None:
+            flags += self.llm.flags()
         if not self.entry_points:
             flags.append("--no-entry-points")
         return flags

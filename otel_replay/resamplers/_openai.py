@@ -1,0 +1,230 @@
+"""An OpenAI-compatible chat model as a resample function: ``--llm openai``.
+
+Any server speaking ``/v1/chat/completions`` will do (OpenAI, vLLM, Ollama, LiteLLM, ...). A model
+step is asked again with the conversation of *this* rollout (`rebuild_messages`), the recorded tools
+and parameters, and the model (the recorded one unless another is named) at the requested
+temperature; the reply becomes the step's output in the importer's message shape. The ``openai``
+client is an optional extra (``pip install 'otel-replay[openai]'``), imported only when used; its
+retries with backoff cover rate limits and server errors, and a request that still fails raises an
+error naming the server and what it said (the rollout engine adds the step).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+from otel_replay.errors import PluginLoadError
+from otel_replay.model import Step, StepKind, StepStatus, Trajectory
+from otel_replay.resamplers._context import RolloutContext
+
+#: Recorded request parameters passed on to the model (the temperature is the resampler's own).
+_PARAMETERS = ("max_tokens", "top_p", "stop", "presence_penalty", "frequency_penalty")
+
+
+class ModelSource(str, Enum):
+    """Which built-in model ``--llm`` names."""
+
+    OPENAI = "openai"  # any OpenAI-compatible /v1/chat/completions server
+
+
+@dataclass(frozen=True, slots=True)
+class ChatModelOptions:
+    """
+    Attributes:
+        base_url: the server (``…/v1``); default ``$OPENAI_BASE_URL``, else OpenAI's.
+        model: the model to ask; default the recorded one.
+        temperature: 1.0 by default: at 0 a model answers the same every time, and resampling it
+            changes nothing.
+        max_retries: retries (with backoff) of a rate-limited or failed request.
+        timeout_s: how long one request may take.
+    """
+
+    base_url: str | None = None
+    model: str | None = None
+    temperature: float = 1.0
+    max_retries: int = 4
+    timeout_s: float = 60.0
+
+    def flags(self) -> list[str]:
+        flags = ["--llm", ModelSource.OPENAI.value]
+        if self.base_url:
+            flags += ["--llm-base-url", self.base_url]
+        if self.model:
+            flags += ["--llm-model", self.model]
+        return [*flags, "--llm-temperature", f"{self.temperature:g}"]
+
+
+class OpenAIChatModel:
+    """The resample function of ``--llm openai``."""
+
+    def __init__(self, options: ChatModelOptions) -> None:
+        try:
+            import openai
+        except ImportError:
+            raise PluginLoadError(
+                "--llm openai needs the openai client: pip install 'otel-replay[openai]'"
+            ) from None
+        self._errors = (openai.APIStatusError, openai.APIConnectionError)
+        self.options = options
+        self.base_url = options.base_url or os.environ.get("OPENAI_BASE_URL")
+        self._client = openai.OpenAI(
+            base_url=self.base_url,
+            api_key=os.environ.get("OPENAI_API_KEY") or "not-needed",
+            max_retries=options.max_retries,
+            timeout=options.timeout_s,
+        )
+        self.__qualname__ = (
+            f"openai_chat(model={options.model or 'recorded'}, temperature={options.temperature:g})"
+        )
+        self.__module__ = "builtin"
+
+    def __call__(self, step: Step, ctx: RolloutContext) -> Any:
+        request: dict[str, Any] = {
+            "model": self.options.model or step.inputs.get("model") or step.name,
+            "messages": [_openai_message(m) for m in rebuild_messages(step, ctx.history)],
+            "temperature": self.options.temperature,
+        }
+        tools = step.inputs.get("tools")
+        if isinstance(tools, list) and tools:
+            request["tools"] = [_openai_tool(t) for t in tools]
+        parameters = step.inputs.get("parameters")
+        if isinstance(parameters, dict):
+            request.update({k: parameters[k] for k in _PARAMETERS if k in parameters})
+        try:
+            response = self._client.chat.completions.create(**request)
+        except self._errors as exc:
+            status = getattr(exc, "status_code", None)
+            said = f"answered {status}" if status is not None else "could not be reached"
+            where = self.base_url or "the OpenAI API"
+            raise RuntimeError(f"{where} {said}: {_reason(exc)}") from None
+        choice = response.choices[0]
+        return _message(choice.message, choice.finish_reason)
+
+    def close(self) -> None:
+        """Close the client's connections."""
+        self._client.close()
+
+    def notes(self, trajectory: Trajectory) -> list[str]:
+        """What a person should know before paying for the calls: a temperature of 0."""
+        if self.options.temperature == 0:
+            return [
+                "--llm-temperature 0: the model answers the same every time; resampling it "
+                "changes nothing"
+            ]
+        recorded = {
+            s.inputs.get("parameters", {}).get("temperature")
+            for s in trajectory.steps
+            if s.kind is StepKind.LLM and isinstance(s.inputs.get("parameters"), dict)
+        }
+        if 0 in recorded:
+            return [
+                f"the run was recorded at temperature 0; resampling asks at "
+                f"{self.options.temperature:g}"
+            ]
+        return []
+
+
+def _reason(exc: Exception) -> str:
+    """What the server said: its error message when it sent one."""
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        error = body.get("error", body)
+        if isinstance(error, dict) and isinstance(error.get("message"), str):
+            return str(error["message"])
+    return str(getattr(exc, "message", exc))
+
+
+def rebuild_messages(step: Step, history: Sequence[Step]) -> list[dict[str, Any]]:
+    """The conversation a model step sees in this rollout: the recorded one while the run so far
+    is the record; otherwise its opening messages (everything before the first model turn), then
+    each model turn and tool result of ``history`` as it happened in this rollout."""
+    recorded = step.inputs.get("messages")
+    messages = [m for m in recorded if isinstance(m, dict)] if isinstance(recorded, list) else []
+    if all(s.hash for s in history):  # every step so far served from the record, unchanged
+        return messages
+    opening = []
+    for message in messages:
+        if message.get("role") == "assistant":
+            break
+        opening.append(message)
+    rebuilt = list(opening)
+    pending: list[dict[str, Any]] = []
+    for earlier in history:
+        if earlier.kind is StepKind.LLM and isinstance(earlier.output, dict):
+            rebuilt.append(earlier.output)
+            pending = [c for c in earlier.output.get("tool_calls") or [] if isinstance(c, dict)]
+        elif earlier.kind is StepKind.TOOL:
+            call = next((c for c in pending if c.get("name") == earlier.name), None)
+            if call is not None:
+                pending.remove(call)
+            result = earlier.output if earlier.status is StepStatus.OK else {"error": earlier.error}
+            answer: dict[str, Any] = {"role": "tool", "name": earlier.name}
+            answer["content"] = result if isinstance(result, str) else json.dumps(result)
+            call_id = (call or {}).get("id") or earlier.inputs.get("tool_call_id")
+            if isinstance(call_id, str):
+                answer["tool_call_id"] = call_id
+            rebuilt.append(answer)
+    return rebuilt
+
+
+def _openai_message(message: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {"role": message.get("role", "user")}
+    content = message.get("content")
+    if isinstance(content, list):
+        content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    if content is not None:
+        out["content"] = content if isinstance(content, str) else json.dumps(content)
+    calls = message.get("tool_calls")
+    if isinstance(calls, list) and calls:
+        out["tool_calls"] = [
+            {
+                "id": c.get("id") or f"call_{i}",
+                "type": "function",
+                "function": {
+                    "name": c.get("name"),
+                    "arguments": c["arguments"]
+                    if isinstance(c.get("arguments"), str)
+                    else json.dumps(c.get("arguments") or {}),
+                },
+            }
+            for i, c in enumerate(calls)
+            if isinstance(c, dict)
+        ]
+    for key in ("tool_call_id", "name"):
+        if isinstance(message.get(key), str) and out["role"] in ("tool", "user", "assistant"):
+            out[key] = message[key]
+    if out["role"] == "tool":
+        out.pop("name", None)
+    return out
+
+
+def _openai_tool(tool: Any) -> Any:
+    """A recorded tool definition (stored flat) in the request's ``{"type": "function"}`` form."""
+    if not isinstance(tool, dict) or (tool.get("type") == "function" and "function" in tool):
+        return tool
+    definition = {k: tool[k] for k in ("name", "description", "parameters") if k in tool}
+    return {"type": "function", "function": definition}
+
+
+def _message(message: Any, finish_reason: Any) -> dict[str, Any]:
+    """A chat-completions reply in the importer's message shape."""
+    out: dict[str, Any] = {"role": "assistant"}
+    if message.content is not None:
+        out["content"] = message.content
+    calls = []
+    for call in message.tool_calls or []:
+        arguments: Any = call.function.arguments
+        with contextlib.suppress(TypeError, ValueError):  # not JSON: kept as the model wrote it
+            arguments = json.loads(arguments)
+        calls.append({"id": call.id, "name": call.function.name, "arguments": arguments})
+    if calls:
+        out["tool_calls"] = calls
+    if isinstance(finish_reason, str):
+        out["finish_reason"] = finish_reason
+    return out
