@@ -3,6 +3,7 @@
 from otel_replay.attribution._api import attribute, planned_rollouts
 from otel_replay.attribution._config import (
     AttributionConfig,
+    Driver,
     Method,
     OnResamplerError,
     OnSuccess,
@@ -27,6 +28,7 @@ __all__ = [
     "WILSON",
     "AttributionConfig",
     "AttributionResult",
+    "Driver",
     "Method",
     "Mode",
     "OnResamplerError",

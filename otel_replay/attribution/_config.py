@@ -17,6 +17,13 @@ class Method(str, Enum):
     ALL = "all"
 
 
+class Driver(str, Enum):
+    """How rollouts are made when no live agent is given."""
+
+    TRACE = "trace"  # walk the recorded steps in their recorded order
+    CHAT = "chat"  # re-drive a tool-calling run as its loop (a turn's calls decide the next steps)
+
+
 class OnSuccess(str, Enum):
     ERROR = "error"  # attributing a passing run is a mistake: say so
     CREDIT = "credit"  # attribute the success instead: which step saved the run
@@ -41,6 +48,8 @@ class AttributionConfig:
         max_repair_candidates: how many candidate outputs the repair search tries at most.
         on_success, on_resampler_error: see the enums.
         workers: threads running rollouts (results are identical for any number).
+        driver: without a live agent, walk the record (``trace``) or re-drive the tool-calling loop
+            (``chat``).
     """
 
     rollouts: int = 100
@@ -54,6 +63,7 @@ class AttributionConfig:
     on_success: OnSuccess = OnSuccess.ERROR
     on_resampler_error: OnResamplerError = OnResamplerError.FAIL
     workers: int = 1
+    driver: Driver = Driver.TRACE
 
     def __post_init__(self) -> None:
         if self.rollouts < 1:
@@ -86,6 +96,8 @@ class AttributionConfig:
             "--on-resampler-error",
             self.on_resampler_error.value,
         ]
+        if self.driver is not Driver.TRACE:
+            flags += ["--driver", self.driver.value]
         return [*flags, "--repair"] if self.repair else flags
 
 

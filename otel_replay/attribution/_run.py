@@ -5,11 +5,12 @@ from __future__ import annotations
 import dataclasses
 
 from otel_replay.attribution._api import attribute
-from otel_replay.attribution._config import AttributionConfig
+from otel_replay.attribution._config import AttributionConfig, Driver
 from otel_replay.attribution._engine import Progress
 from otel_replay.attribution._results import AttributionResult
+from otel_replay.errors import AttributionError
 from otel_replay.model import StepKind
-from otel_replay.replay import agent_driver
+from otel_replay.replay import agent_driver, chat_driver
 from otel_replay.resamplers import (
     OpenAIChatModel,
     ToolSource,
@@ -44,6 +45,14 @@ def attribute_stored(
     driver = None
     if code.agent:
         driver = agent_driver(trajectory, load_object(code.agent, "--agent"), registry, config.seed)
+    elif config.driver is Driver.CHAT:
+        chat = chat_driver(trajectory, registry, config.seed)
+        if chat is None:
+            raise AttributionError(
+                f"run {trajectory.id} is not a tool-calling chat (model steps with messages whose "
+                "turns ask for the tool steps that follow them); use --driver trace"
+            )
+        driver, trajectory = chat
     try:
         result = attribute(trajectory, registry, config, progress, driver)
     finally:

@@ -17,6 +17,7 @@ from rich.table import Table
 from otel_replay.attribution import (
     AttributionConfig,
     AttributionResult,
+    Driver,
     Method,
     Mode,
     OnResamplerError,
@@ -71,6 +72,9 @@ def attribute_command(
         str | None, typer.Option(help="Model (default: the recorded one).")
     ] = None,
     llm_temperature: Annotated[float, typer.Option(help="Sampling temperature.")] = 1.0,
+    driver: Annotated[
+        Driver, typer.Option(help="Walk the record, or re-drive a tool-calling run as its loop.")
+    ] = Driver.TRACE,
     method: Annotated[Method, typer.Option(help="What to estimate.")] = Method.CONTRASTIVE,
     rollouts: Annotated[int, typer.Option(help="Rollouts per plan.")] = 100,
     permutations: Annotated[
@@ -116,6 +120,7 @@ def attribute_command(
             on_success=on_success,
             on_resampler_error=on_resampler_error,
             workers=workers,
+            driver=driver,
         )
         model = ChatModelOptions(llm_base_url, llm_model, llm_temperature) if llm else None
         code = UserCode(

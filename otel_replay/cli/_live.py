@@ -10,6 +10,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from otel_replay.attribution import Driver
 from otel_replay.cli._common import (
     JsonOption,
     StoreOption,
@@ -26,6 +27,8 @@ from otel_replay.replay import (
     FAULTS,
     Intervention,
     TrajectoryDiff,
+    chat_agent,
+    chat_record,
     diff,
     fault,
     fork,
@@ -116,7 +119,14 @@ def record_command(
 
 def replay_command(
     trajectory_id: Annotated[str, typer.Argument(metavar="ID", help="A recorded trajectory.")],
-    agent: Annotated[str, typer.Option("--agent", help="module:function or file.py:function.")],
+    agent: Annotated[
+        str | None,
+        typer.Option(
+            "--agent",
+            help="module:function or file.py:function (default: an imported tool-calling run "
+            "re-driven as its loop).",
+        ),
+    ] = None,
     live: Annotated[
         list[StepKind] | None,
         typer.Option("--live", help="Step kinds to execute for real (repeatable)."),
@@ -125,10 +135,10 @@ def replay_command(
 ) -> None:
     """Re-run an agent with its recorded outputs served and check it does exactly the same."""
     with user_errors():
-        function = _agent(agent)
+        function = _agent(agent) if agent else None
         with open_store(store) as db:
             original = db.get(trajectory_id)
-        result = replay(original, function, live_kinds=live or ())
+        result = replay(original, function or _chat_loop(original), live_kinds=live or ())
     if result.identical:
         console.print(
             f"identical ({len(original.steps)} steps, hash {original.final_hash[:16]})",
@@ -157,6 +167,10 @@ def fork_command(
         str | None, typer.Option("--fault", help=f"A built-in fault: {', '.join(sorted(FAULTS))}.")
     ] = None,
     agent: AgentOption = None,
+    driver: Annotated[
+        Driver,
+        typer.Option(help="Without --agent: walk the record, or re-drive the tool-calling loop."),
+    ] = Driver.TRACE,
     resamplers: Annotated[
         list[str] | None,
         typer.Option("--resamplers", help="Resample later steps (without --agent)."),
@@ -180,7 +194,7 @@ def fork_command(
                 original,
                 at,
                 intervention,
-                agent=_agent(agent) if agent else None,
+                agent=_agent(agent) if agent else _driven(original, driver),
                 registry=load_registry(resamplers or ()),
                 outcome=load_object(outcome, "--outcome") if outcome else None,
                 seed=seed,
@@ -191,6 +205,21 @@ def fork_command(
         print_json({"id": forked.id, "diff": _diff_record(result)})
     else:
         _print_fork(forked, result)
+
+
+def _chat_loop(original: Trajectory) -> Any:
+    record = chat_record(original)
+    if record is None:
+        raise ReplayError(
+            f"{original.id} is not a tool-calling chat (model steps with messages whose turns ask "
+            "for the tool steps that follow them); give the agent that ran it: --agent module:function"
+        )
+    return chat_agent(record)
+
+
+def _driven(original: Trajectory, driver: Driver) -> Any:
+    """The built-in agent for ``--driver chat``, else None (the record is walked)."""
+    return _chat_loop(original) if driver is Driver.CHAT else None
 
 
 def _injection(

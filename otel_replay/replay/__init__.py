@@ -8,6 +8,7 @@ from otel_replay.replay._agent import (
     StepError,
     run_agent,
 )
+from otel_replay.replay._chat import ChatRecord, chat_agent, chat_driver, chat_record
 from otel_replay.replay._diff import TrajectoryDiff, diff, step_differences
 from otel_replay.replay._faults import FAULTS, fault
 from otel_replay.replay._live import (
@@ -30,6 +31,7 @@ __all__ = [
     "RESAMPLE",
     "Action",
     "AgentContext",
+    "ChatRecord",
     "Intervention",
     "Ledger",
     "Plan",
@@ -41,6 +43,9 @@ __all__ = [
     "StepError",
     "TrajectoryDiff",
     "agent_driver",
+    "chat_agent",
+    "chat_driver",
+    "chat_record",
     "diff",
     "fault",
     "fork",

@@ -128,15 +128,28 @@ class AgentContext:
     ) -> Any:
         """Perform (or replay) one operation and return its output."""
         step_kind = StepKind(kind)
+        return self.call(step_kind, name, _shape(step_kind, name, inputs), produce=produce)
+
+    def call(
+        self,
+        kind: StepKind,
+        name: str,
+        inputs: dict[str, Any],
+        *,
+        produce: Produce | None = None,
+    ) -> Any:
+        """`step` with its inputs already in the recorded shape (``{"arguments", "tool_call_id"}``
+        for tools; ``{"model", "messages", "tools", "parameters"}`` for model calls): what a driver
+        re-driving a recorded run passes."""
         index = len(self.ledger.steps)
         try:
             # a snapshot: agents keep appending to the message list they pass in
-            stored = _plain_json(_shape(step_kind, name, inputs), "inputs")
+            stored = _plain_json(inputs, "inputs")
         except CanonicalJSONError as exc:
             raise self._fatal(
-                CanonicalJSONError(f"step {index} ({step_kind.value} {name!r}): {exc}")
+                CanonicalJSONError(f"step {index} ({kind.value} {name!r}): {exc}")
             ) from None
-        return self._execute(step_kind, name, stored, produce)
+        return self._execute(kind, name, stored, produce)
 
     def _fatal(self, error: ReplayError) -> ReplayError:
         """Remember an error of agent-replay itself: an agent's ``except Exception`` must not hide it

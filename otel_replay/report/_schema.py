@@ -138,7 +138,10 @@ REPORT_SCHEMA: dict[str, Any] = {
                     "required": ["proportion", "difference", "shapley"],
                     "additionalProperties": {"type": "string"},
                 },
-                "driver": {"type": "string", "description": "trace, or agent:<module:function>"},
+                "driver": {
+                    "type": "string",
+                    "description": "trace, chat (the tool-calling loop re-driven), or agent:<module:function>",
+                },
                 "decisions": {"type": "string"},
                 "rerun": {
                     "type": "string",

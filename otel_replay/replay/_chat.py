@@ -1,0 +1,177 @@
+"""The chat-loop driver: an imported tool-calling run re-driven as the agent it was.
+
+No agent code is needed: the standard tool-calling loop is rebuilt from the record — the opening
+messages, the tools, the model and its parameters — and runs as a built-in agent through the agent
+context (`AgentContext.call`), so plans, cassette matching by op_key, divergence and per-position
+randomness all apply unchanged:
+
+    a model turn; each tool call it asks for, in order, with the arguments it asked for; their results
+    back into the conversation as ``role: tool`` messages with the call's id; again, until a turn asks
+    for no tool (the final answer) or the turn limit.
+
+Until the run first departs from the record, every model call is made with its recorded inputs,
+verbatim (so an unmodified run replays hash for hash, whatever instrumentation wrote the messages);
+after it, the conversation is the recorded prefix plus this rollout's own turns and tool results.
+Steps that are neither model turns nor the tool calls they asked for (a retrieval between turns)
+keep their place after the turn they followed, while the run is on the record.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from otel_replay.model import Step, StepKind, Trajectory
+from otel_replay.replay._agent import AgentContext, StepError
+from otel_replay.replay._live import agent_driver
+from otel_replay.replay._plan import Plan
+from otel_replay.replay._rollout import Rollout
+from otel_replay.resamplers import Registry
+
+
+@dataclass(frozen=True, slots=True)
+class ChatRecord:
+    """What a tool-calling run's record says about its loop."""
+
+    model: str
+    turns: tuple[Step, ...]  # the recorded model turns
+    answers: tuple[tuple[Step, ...], ...]  # per turn: the recorded tool steps answering its calls
+    extras: tuple[tuple[Step, ...], ...]  # per turn: the other steps that followed it
+    max_turns: int
+
+    def inputs(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
+        """A model call's inputs in the recorded shape, for a conversation off the record."""
+        recorded = self.turns[-1].inputs
+        inputs: dict[str, Any] = {k: recorded[k] for k in ("model",) if k in recorded}
+        inputs["messages"] = messages
+        inputs.update({k: recorded[k] for k in ("tools", "parameters") if k in recorded})
+        return inputs
+
+
+def chat_record(trajectory: Trajectory, max_turns: int | None = None) -> ChatRecord | None:
+    """The loop a run's record shows, or None when it is not a tool-calling chat (a model step
+    without messages, no turn asking for a tool, or a tool step no turn asked for)."""
+    turns = [s for s in trajectory.steps if s.kind is StepKind.LLM]
+    if not turns or not all(isinstance(s.inputs.get("messages"), list) for s in turns):
+        return None
+    if not any(_calls(s.output) for s in turns):
+        return None
+    answers: list[list[Step]] = [[] for _ in turns]
+    extras: list[list[Step]] = [[] for _ in turns]
+    turn = -1
+    waiting: list[str] = []
+    for step in trajectory.steps:
+        if step.kind is StepKind.LLM:
+            turn += 1
+            waiting = [str(c.get("name")) for c in _calls(step.output)]
+        elif turn < 0:
+            return None  # a step before the first model turn: not this loop
+        elif step.name in waiting:  # a tool call (perhaps traced as a retrieval) a turn asked for
+            waiting.remove(step.name)
+            answers[turn].append(step)
+        elif step.kind is StepKind.TOOL:
+            return None  # a tool no turn asked for
+        else:
+            extras[turn].append(step)
+    return ChatRecord(
+        model=turns[0].name,
+        turns=tuple(turns),
+        answers=tuple(tuple(a) for a in answers),
+        extras=tuple(tuple(e) for e in extras),
+        max_turns=max_turns or 2 * len(turns),
+    )
+
+
+def chat_agent(record: ChatRecord) -> Callable[[AgentContext], Any]:
+    """The built-in agent that runs ``record``'s loop; returns the final answer's content."""
+
+    def run(ctx: AgentContext) -> Any:
+        on_record = True
+        messages: list[dict[str, Any]] = []
+        for turn in range(record.max_turns):
+            recorded = record.turns[turn] if turn < len(record.turns) else None
+            on_record = on_record and recorded is not None
+            inputs = recorded.inputs if on_record and recorded else record.inputs(messages)
+            output = ctx.call(StepKind.LLM, record.model, inputs)
+            on_record = on_record and recorded is not None and output == recorded.output
+            messages = [*inputs["messages"], output] if isinstance(output, dict) else messages
+            calls = _calls(output)
+            if not calls:
+                return output.get("content") if isinstance(output, dict) else output
+            answers = list(record.answers[turn]) if on_record else []
+            result: Any = None
+            for call in calls:
+                expected = answers.pop(0) if answers else None
+                if expected is not None and expected.name == call.get("name"):
+                    # on the record: the call as the record holds it (its kind, its inputs)
+                    kind, name, call_inputs = expected.kind, expected.name, expected.inputs
+                else:
+                    kind, name, call_inputs = StepKind.TOOL, str(call.get("name")), _call(call)
+                    on_record = False
+                try:
+                    result = ctx.call(kind, name, call_inputs)
+                except StepError as failure:
+                    result = {"error": str(failure)}
+                    on_record = (
+                        on_record and expected is not None and expected.error == str(failure)
+                    )
+                else:
+                    on_record = on_record and expected is not None and result == expected.output
+                messages.append(_result_message(call, result))
+            if on_record:
+                for extra in record.extras[turn]:
+                    ctx.call(extra.kind, extra.name, extra.inputs)
+                if turn == len(record.turns) - 1:
+                    return result  # the run ended here: its answer was a tool's (final_answer)
+        return None
+
+    run.__qualname__ = "chat_loop"
+    return run
+
+
+def chat_driver(
+    factual: Trajectory, registry: Registry, seed: int
+) -> tuple[Callable[[Plan, int], Rollout], Trajectory] | None:
+    """Rollouts that re-drive ``factual`` as its tool-calling loop, and the run as they see it
+    (steps without a resample function marked observed-only: served from the record, never run);
+    None when the run is not a tool-calling chat."""
+    record = chat_record(factual)
+    if record is None:
+        return None
+    marked = dataclasses.replace(
+        factual,
+        steps=tuple(
+            s if registry.lookup(s) is not None else dataclasses.replace(s, resamplable=False)
+            for s in factual.steps
+        ),
+    )
+    return agent_driver(marked, chat_agent(record), registry, seed), marked
+
+
+def _call(call: dict[str, Any]) -> dict[str, Any]:
+    """A tool call's inputs in the recorded shape."""
+    inputs: dict[str, Any] = {"arguments": call.get("arguments")}
+    if isinstance(call.get("id"), str):
+        inputs["tool_call_id"] = call["id"]
+    return inputs
+
+
+def _calls(output: Any) -> list[dict[str, Any]]:
+    message = output[0] if isinstance(output, list) and output else output
+    if not isinstance(message, dict):
+        return []
+    calls = message.get("tool_calls")
+    return [c for c in calls if isinstance(c, dict)] if isinstance(calls, list) else []
+
+
+def _result_message(call: dict[str, Any], result: Any) -> dict[str, Any]:
+    message: dict[str, Any] = {
+        "role": "tool",
+        "content": result if isinstance(result, str) else json.dumps(result),
+    }
+    if isinstance(call.get("id"), str):
+        message["tool_call_id"] = call["id"]
+    return message

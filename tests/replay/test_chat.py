@@ -1,0 +1,137 @@
+"""The chat-loop driver: imported tool-calling runs re-driven as the loop they were, no agent code."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from otel_replay import Registry, RolloutContext, Step, Trajectory, read_path
+from otel_replay.replay import Plan, agent_driver, chat_agent, chat_record, replay
+from tests.cli_helpers import invoke, ok, one_line_error
+from tests.conftest import ROOT, SAMPLES
+
+FRAMEWORKS = ROOT / "tests" / "fixtures" / "frameworks"
+RESAMPLERS = str(ROOT / "examples" / "incident" / "resamplers.py")
+V841 = {
+    "author": "mlopez",
+    "commit": "9f3c2e1",
+    "deployed_at": "2026-03-14T14:02:00Z",
+    "service": "checkout",
+    "version": "v841",
+}
+
+
+def _chats(path: Path) -> list[Trajectory]:
+    return [run for run in read_path(path) if chat_record(run) is not None]
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        SAMPLES / "incident.otlp.jsonl",  # OpenInference
+        SAMPLES / "incident-genai.otlp.jsonl",  # OTel GenAI
+        *sorted(FRAMEWORKS.glob("*.otlp.jsonl")),
+    ],
+    ids=lambda p: p.name.removesuffix(".otlp.jsonl"),
+)
+def test_an_unmodified_chat_replays_identically(path: Path) -> None:
+    for run in _chats(path):
+        result = replay(run, chat_agent(chat_record(run)))  # type: ignore[arg-type]
+        assert result.identical, (run.id, result.diff.differences, result.nondeterminism)
+
+
+def test_every_chat_of_the_samples_and_the_corpus_is_recognised() -> None:
+    assert len(_chats(SAMPLES / "incident.otlp.jsonl")) == 3
+    recognised = {p.name: len(_chats(p)) for p in FRAMEWORKS.glob("*.otlp.jsonl")}
+    # DSPy's model answers in text fields, not tool calls; Haystack's retrieval run calls no tool
+    assert recognised.pop("dspy.otlp.jsonl") == 0
+    assert recognised.pop("haystack.otlp.jsonl") == 2
+    assert set(recognised.values()) == {3}
+
+
+def test_a_tool_resample_function_sees_the_call_of_this_rollout() -> None:
+    (failing,) = [r for r in read_path(SAMPLES / "incident.otlp.jsonl") if r.id.startswith("ef28")]
+    asked: list[dict[str, Any]] = []
+
+    def model(step: Step, ctx: RolloutContext) -> Any:
+        call = {"id": "call_x", "name": "search_logs", "arguments": {"service": "payments"}}
+        if not any(s.kind.value == "tool" for s in ctx.history):
+            return {"role": "assistant", "tool_calls": [call]}
+        return {"role": "assistant", "content": "done"}
+
+    def logs(step: Step, ctx: RolloutContext) -> Any:
+        asked.append(step.inputs["arguments"])
+        return []
+
+    registry = Registry()
+    registry.add_resampler("llm", model)
+    registry.add_resampler("tool", logs, name="search_logs")
+    drive = agent_driver(failing, chat_agent(chat_record(failing)), registry, 0)  # type: ignore[arg-type]
+    rollout = drive(Plan.ablate_from(len(failing.steps), 0), 0)
+    assert asked == [{"service": "payments"}]  # the new call's arguments, not the record's
+    assert [s.name for s in rollout.trajectory.steps][-2:] == [
+        "search_logs",
+        "rule-based-investigator",
+    ]
+    assert rollout.trajectory.steps[-1].output == {"role": "assistant", "content": "done"}
+
+
+@pytest.fixture
+def samples(runner: CliRunner, store_path: Path) -> Path:
+    ok(invoke(runner, store_path, "import", str(SAMPLES / "incident.otlp.jsonl")))
+    ok(invoke(runner, store_path, "import", str(FRAMEWORKS / "dspy.otlp.jsonl")))
+    return store_path
+
+
+def test_replay_without_an_agent_re_drives_the_loop(runner: CliRunner, samples: Path) -> None:
+    result = ok(invoke(runner, samples, "replay", "ef2843ff"))
+    assert result.stdout.startswith("identical (7 steps")
+    dspy = [
+        r.id
+        for r in read_path(FRAMEWORKS / "dspy.otlp.jsonl")
+        if r.metadata.get("root_span") == "support run pass"
+    ]
+    line = one_line_error(invoke(runner, samples, "replay", dspy[0]))
+    assert "is not a tool-calling chat" in line and "--agent" in line
+
+
+def _fork(runner: CliRunner, store: Path, run: str, output: Any) -> dict[str, Any]:
+    result = ok(
+        invoke(
+            runner, store, "fork", run, "--at", "3", "--output", json.dumps(output),
+            "--resamplers", RESAMPLERS, "--driver", "chat", "--json",
+        )
+    )  # fmt: skip
+    return dict(json.loads(result.stdout)["diff"]["right"])
+
+
+def test_a_fork_follows_the_model(runner: CliRunner, samples: Path) -> None:
+    # without v841 the passing run searches the logs, blames the database and fails: 7 steps
+    assert {k: v for k, v in _fork(runner, samples, "e88b7591", []).items() if k != "id"} == {
+        "outcome": 0.0,
+        "steps": 7,
+    }
+    # with it the failing run answers at once: the walk would have run 7 steps, the model stops at 5
+    assert {k: v for k, v in _fork(runner, samples, "ef2843ff", [V841]).items() if k != "id"} == {
+        "outcome": 1.0,
+        "steps": 5,
+    }
+
+
+def test_attribution_through_the_loop_names_list_deploys(
+    runner: CliRunner, samples: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "chat.json"
+    ok(
+        invoke(
+            runner, samples, "attribute", "ef2843ff", "--resamplers", RESAMPLERS, "--driver",
+            "chat", "--rollouts", "40", "--json-out", str(out),
+        )
+    )  # fmt: skip
+    report = json.loads(out.read_text())
+    assert report["point_of_commitment"] == 3 and report["config"]["driver"] == "chat"
+    assert "--driver chat" in report["config"]["rerun"]
