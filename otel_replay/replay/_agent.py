@@ -137,10 +137,19 @@ class AgentContext:
         inputs: dict[str, Any],
         *,
         produce: Produce | None = None,
+        recorded: Step | None = None,
+        checked: bool = False,
     ) -> Any:
         """`step` with its inputs already in the recorded shape (``{"arguments", "tool_call_id"}``
         for tools; ``{"model", "messages", "tools", "parameters"}`` for model calls): what a driver
-        re-driving a recorded run passes."""
+        re-driving a recorded run passes. ``recorded``: the inputs are that recorded step's, plain
+        JSON already and not to be changed, with its op_key (checking and hashing them again
+        would cost more than the rest of the call). ``checked``: the inputs are made of values
+        already checked (recorded, or returned by steps), and the caller will not change them."""
+        if recorded is not None:
+            return self._execute(kind, name, recorded.inputs, produce, recorded.op_key or None)
+        if checked:  # made of values already checked, and not to be changed
+            return self._execute(kind, name, inputs, produce)
         index = len(self.ledger.steps)
         try:
             # a snapshot: agents keep appending to the message list they pass in
@@ -164,8 +173,14 @@ class AgentContext:
         return Trajectory("live", tuple(self.ledger.steps))
 
     def _execute(
-        self, kind: StepKind, name: str, inputs: dict[str, Any], produce: Produce | None
+        self,
+        kind: StepKind,
+        name: str,
+        inputs: dict[str, Any],
+        produce: Produce | None,
+        key: str | None = None,
     ) -> Any:
+        """Perform the operation; ``key`` is its op_key when the caller knows it already."""
         raise NotImplementedError
 
     # --- shared machinery --------------------------------------------------------------------------
@@ -213,9 +228,10 @@ class AgentContext:
         started: int,
         matched: int | None,
         lax: bool = False,
+        checked: bool = False,
     ) -> Any:
         index = len(self.ledger.steps)
-        if error is None:
+        if error is None and not checked:
             output = self._checked_output(index, kind, name, output, lax)
         self.ledger.steps.append(
             Step(
@@ -324,7 +340,12 @@ class RecordingContext(AgentContext):
         self.lax = lax
 
     def _execute(
-        self, kind: StepKind, name: str, inputs: dict[str, Any], produce: Produce | None
+        self,
+        kind: StepKind,
+        name: str,
+        inputs: dict[str, Any],
+        produce: Produce | None,
+        key: str | None = None,
     ) -> Any:
         started = time.time_ns()
         try:
@@ -351,9 +372,13 @@ class ReplayContext(AgentContext):
         fresh_seed: int | None = None,
         holds: Callable[[int], bool] | None = None,
         lax: bool = False,
+        shares_record: bool = False,
     ) -> None:
         super().__init__(seed, registry, fresh_seed=fresh_seed, holds=holds)
         self.lax = lax  # outputs run live that are not JSON: an error, or (lax) a lossy copy
+        # an agent that never changes what it is served (the chat loop) is served the recorded
+        # outputs themselves: a copy each would cost more than the rest of the call
+        self.shares_record = shares_record
         if on_miss not in ("resample", "error"):
             raise InterventionError(f"on_miss={on_miss!r}; expected 'resample' or 'error'")
         self.recorded = list(recorded)
@@ -373,10 +398,15 @@ class ReplayContext(AgentContext):
         return [s for s in self.recorded if id(s) in left]
 
     def _execute(
-        self, kind: StepKind, name: str, inputs: dict[str, Any], produce: Produce | None
+        self,
+        kind: StepKind,
+        name: str,
+        inputs: dict[str, Any],
+        produce: Produce | None,
+        key: str | None = None,
     ) -> Any:
         started = time.time_ns()
-        key = op_key(kind.value, name, inputs)
+        key = key or op_key(kind.value, name, inputs)
         queue = self._cassette.get(key)
         recorded = queue.popleft() if queue else None
         if recorded is None:
@@ -401,6 +431,7 @@ class ReplayContext(AgentContext):
                 _recorded_error(recorded),
                 started,
                 recorded.index,
+                checked=self.shares_record,
             )
         if action is Action.FORCE:
             assert self.plan is not None

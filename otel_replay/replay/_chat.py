@@ -94,8 +94,15 @@ def chat_agent(record: ChatRecord) -> Callable[[AgentContext], Any]:
         for turn in range(record.max_turns):
             recorded = record.turns[turn] if turn < len(record.turns) else None
             on_record = on_record and recorded is not None
-            inputs = recorded.inputs if on_record and recorded else record.inputs(messages)
-            output = ctx.call(StepKind.LLM, record.model, inputs)
+            served = on_record and recorded is not None
+            inputs = recorded.inputs if served and recorded else record.inputs(messages)
+            output = ctx.call(
+                StepKind.LLM,
+                record.model,
+                inputs,
+                recorded=recorded if served else None,
+                checked=True,
+            )
             on_record = on_record and recorded is not None and output == recorded.output
             messages = [*inputs["messages"], output] if isinstance(output, dict) else messages
             calls = _calls(output)
@@ -105,14 +112,17 @@ def chat_agent(record: ChatRecord) -> Callable[[AgentContext], Any]:
             result: Any = None
             for call in calls:
                 expected = answers.pop(0) if answers else None
-                if expected is not None and expected.name == call.get("name"):
+                as_recorded = expected is not None and expected.name == call.get("name")
+                if as_recorded and expected is not None:
                     # on the record: the call as the record holds it (its kind, its inputs)
                     kind, name, call_inputs = expected.kind, expected.name, expected.inputs
                 else:
                     kind, name, call_inputs = StepKind.TOOL, str(call.get("name")), _call(call)
                     on_record = False
                 try:
-                    result = ctx.call(kind, name, call_inputs)
+                    result = ctx.call(
+                        kind, name, call_inputs, recorded=expected if as_recorded else None
+                    )
                 except StepError as failure:
                     result = {"error": str(failure)}
                     on_record = (
@@ -148,7 +158,8 @@ def chat_driver(
             for s in factual.steps
         ),
     )
-    return agent_driver(marked, chat_agent(record), registry, seed), marked
+    drive = agent_driver(marked, chat_agent(record), registry, seed, shares_record=True)
+    return drive, marked
 
 
 def _call(call: dict[str, Any]) -> dict[str, Any]:

@@ -286,9 +286,15 @@ def fork(
 
 
 def agent_driver(
-    factual: Trajectory, agent: AgentFunction, registry: Registry, seed: int
+    factual: Trajectory,
+    agent: AgentFunction,
+    registry: Registry,
+    seed: int,
+    *,
+    shares_record: bool = False,
 ) -> Callable[[Plan, int], Rollout]:
-    """Rollouts that run the live agent under the replay context (attribution with ``--agent``)."""
+    """Rollouts that run the live agent under the replay context (attribution with ``--agent``).
+    ``shares_record``: the agent never changes what it is served (see `ReplayContext`)."""
     arguments, recorded_seed = _inputs_of(factual)
 
     def drive(plan: Plan, index: int) -> Rollout:
@@ -306,6 +312,7 @@ def agent_driver(
             on_miss="resample",
             fresh_seed=step_seed(seed, plan.identity, index, -1),
             holds=holds,
+            shares_record=shares_record,
         )
         answer, error = run_agent(agent, ctx, arguments)
         live = sum(
