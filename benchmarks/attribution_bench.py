@@ -70,6 +70,7 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 import otel_replay
@@ -91,6 +92,9 @@ QUICK_INSTANCES = 3
 MIN_PLANTED_EFFECT = 0.25
 
 OVERHEAD_STEPS = 20
+CHAT_ROLLOUTS = 300  # per plan (3 plans), per driver and round
+QUICK_CHAT_ROLLOUTS = 60
+CHAT_LOOP_TARGET = 1.5  # the chat loop may cost at most 1.5x the walk's CPU per rollout
 OVERHEAD_ROLLOUTS = 2000  # Engine.run: 2000 rollouts x 20 resampled steps
 QUICK_OVERHEAD_ROLLOUTS = 500
 ATTRIBUTE_ROLLOUTS = 100  # attribute end to end: (20 + 1) plans x 100 rollouts
@@ -704,6 +708,52 @@ def check(name: str, value: float, target: float, higher_is_better: bool) -> dic
     return {"check": name, "value": round(value, 4), "target": f"{op} {target:g}", "pass": ok}
 
 
+@dataclass(frozen=True)
+class ChatLoop:
+    """CPU per rollout of the chat-loop driver against the trace-driven walk, same plans."""
+
+    rollouts: int
+    walk_us: float  # per rollout
+    chat_us: float
+    walk_calls: float  # resample-function calls per rollout
+    chat_calls: float
+
+    @property
+    def ratio(self) -> float:
+        return self.chat_us / self.walk_us
+
+
+def measure_chat_loop(rollouts: int) -> ChatLoop:
+    """The incident sample's failing run, its example resample functions, three ablation plans;
+    best of three rounds, the two drivers alternating (this machine is noisy)."""
+    from otel_replay import read_path
+    from otel_replay.replay import chat_driver
+    from otel_replay.resamplers import load_registry
+
+    root = Path(__file__).resolve().parent.parent
+    samples = root / "sample_traces" / "incident.otlp.jsonl"
+    (run,) = [r for r in read_path(samples) if r.id.startswith("ef28")]
+    registry = load_registry([str(root / "examples" / "incident" / "resamplers.py")])
+    found = chat_driver(run, registry, 0)
+    assert found is not None and registry.verifier is not None
+    drive, marked = found
+    config = AttributionConfig(rollouts=1)
+    best: dict[str, tuple[float, float]] = {}
+    for _ in range(3):
+        for name, driver, trajectory in (("walk", None, run), ("chat", drive, marked)):
+            engine = Engine(trajectory, registry, registry.verifier, config, None, driver)
+            plans = [(Plan.ablate_from(len(run.steps), i), rollouts) for i in (0, 3, 5)]
+            started = time.perf_counter()
+            engine.run(plans)
+            per_rollout = (time.perf_counter() - started) / engine.rollouts * 1e6
+            calls = engine.step_executions / engine.rollouts
+            if name not in best or per_rollout < best[name][0]:
+                best[name] = (per_rollout, calls)
+    return ChatLoop(
+        3 * rollouts, best["walk"][0], best["chat"][0], best["walk"][1], best["chat"][1]
+    )
+
+
 @dataclass(slots=True)
 class Report:
     seed: int
@@ -714,6 +764,7 @@ class Report:
     accuracy_seconds: float
     overhead: list[Overhead]
     scaling: list[Scaling]
+    chat_loop: ChatLoop | None = None
     profile: str | None = None
 
     def wrong_by_budget(self) -> dict[int, tuple[int, int]]:
@@ -733,6 +784,9 @@ class Report:
         top = max(self.scaling, key=lambda s: s.workers)
         name = f"scaling at {top.workers} workers"
         out.append(check(name, top.fraction, SCALING_TARGET, higher_is_better=True))
+        if self.chat_loop is not None:
+            ratio = self.chat_loop.ratio
+            out.append(check("chat loop/walk per rollout", ratio, CHAT_LOOP_TARGET, False))
         return out
 
 
@@ -843,6 +897,14 @@ def print_report(report: Report, env: dict[str, Any]) -> None:
     print_accuracy(report)
     print_overhead(report)
     print_scaling(report)
+    if report.chat_loop is not None:
+        c = report.chat_loop
+        print()
+        print(
+            f"4. chat loop vs walk ({c.rollouts} rollouts each, incident sample): "
+            f"{c.chat_us:.0f} vs {c.walk_us:.0f} us per rollout ({c.ratio:.2f}x); resample calls "
+            f"per rollout {c.chat_calls:.2f} vs {c.walk_calls:.2f}"
+        )
     print()
     for c in report.checks():
         print(f"{c['check']:<34} {c['value']:>8.4f}  target {c['target']:<8} {verdict(c['pass'])}")
@@ -870,6 +932,7 @@ def report_json(report: Report, env: dict[str, Any]) -> str:
         "overhead": [o.as_dict() for o in report.overhead],
         "engine_vs_floor": {k: round(v, 4) for k, v in engine_vs_floor(report.overhead).items()},
         "scaling": [s.as_dict() for s in report.scaling],
+        "chat_loop": None if report.chat_loop is None else asdict(report.chat_loop),
         "checks": report.checks(),
     }
     if report.profile is not None:
@@ -925,8 +988,18 @@ def main(argv: list[str] | None = None) -> int:
         QUICK_SCALING_WAVES if quick else SCALING_WAVES,
         QUICK_SCALING_SLEEPS_PER_ROLLOUT if quick else SCALING_SLEEPS_PER_ROLLOUT,
     )
+    progress("chat loop against the walk")
+    chat_loop = measure_chat_loop(QUICK_CHAT_ROLLOUTS if quick else CHAT_ROLLOUTS)
     report = Report(
-        args.seed, quick, instances, budgets, attempts, accuracy_seconds, overhead, scaling
+        args.seed,
+        quick,
+        instances,
+        budgets,
+        attempts,
+        accuracy_seconds,
+        overhead,
+        scaling,
+        chat_loop,
     )
     if args.profile:
         progress("profiling Engine.run")
