@@ -20,6 +20,7 @@ class Method(str, Enum):
 class Driver(str, Enum):
     """How rollouts are made when no live agent is given."""
 
+    AUTO = "auto"  # the chat loop when the record is a tool-calling chat, else the walk
     TRACE = "trace"  # walk the recorded steps in their recorded order
     CHAT = "chat"  # re-drive a tool-calling run as its loop (a turn's calls decide the next steps)
 
@@ -48,8 +49,8 @@ class AttributionConfig:
         max_repair_candidates: how many candidate outputs the repair search tries at most.
         on_success, on_resampler_error: see the enums.
         workers: threads running rollouts (results are identical for any number).
-        driver: without a live agent, walk the record (``trace``) or re-drive the tool-calling loop
-            (``chat``).
+        driver: without a live agent, walk the record (``trace``), re-drive the tool-calling loop
+            (``chat``), or the loop whenever the record is a tool-calling chat (``auto``).
     """
 
     rollouts: int = 100
@@ -63,7 +64,7 @@ class AttributionConfig:
     on_success: OnSuccess = OnSuccess.ERROR
     on_resampler_error: OnResamplerError = OnResamplerError.FAIL
     workers: int = 1
-    driver: Driver = Driver.TRACE
+    driver: Driver = Driver.AUTO
 
     def __post_init__(self) -> None:
         if self.rollouts < 1:
@@ -96,7 +97,7 @@ class AttributionConfig:
             "--on-resampler-error",
             self.on_resampler_error.value,
         ]
-        if self.driver is not Driver.TRACE:
+        if self.driver is not Driver.AUTO:
             flags += ["--driver", self.driver.value]
         return [*flags, "--repair"] if self.repair else flags
 

@@ -104,3 +104,4 @@ class AttributionResult:
     resampler_errors: int
     wall_seconds: float
     notes: tuple[str, ...] = ()  # what a person should know about how it ran (not in the report)
+    driver: str = "trace"  # how rollouts were made, and why (the report's config.driver)

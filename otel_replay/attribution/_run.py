@@ -43,19 +43,24 @@ def attribute_stored(
         registry.add_resampler(StepKind.LLM, model)
         notes += model.notes(trajectory)
     driver = None
+    how = "trace" if not code.agent else f"agent:{code.agent}"
     if code.agent:
         driver = agent_driver(trajectory, load_object(code.agent, "--agent"), registry, config.seed)
-    elif config.driver is Driver.CHAT:
+    elif config.driver is not Driver.TRACE:
         chat = chat_driver(trajectory, registry, config.seed)
-        if chat is None:
+        if chat is None and config.driver is Driver.CHAT:
             raise AttributionError(
                 f"run {trajectory.id} is not a tool-calling chat (model steps with messages whose "
                 "turns ask for the tool steps that follow them); use --driver trace"
             )
-        driver, trajectory = chat
+        if chat is not None:
+            driver, trajectory = chat
+            how = "chat: a tool-calling chat, re-driven as its loop"
+        else:
+            how = "trace: not a tool-calling chat, so the record is walked"
     try:
         result = attribute(trajectory, registry, config, progress, driver)
     finally:
         if model is not None:
             model.close()
-    return dataclasses.replace(result, notes=(*result.notes, *notes)) if notes else result
+    return dataclasses.replace(result, notes=(*result.notes, *notes), driver=how)

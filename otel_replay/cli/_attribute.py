@@ -74,7 +74,7 @@ def attribute_command(
     llm_temperature: Annotated[float, typer.Option(help="Sampling temperature.")] = 1.0,
     driver: Annotated[
         Driver, typer.Option(help="Walk the record, or re-drive a tool-calling run as its loop.")
-    ] = Driver.TRACE,
+    ] = Driver.AUTO,
     method: Annotated[Method, typer.Option(help="What to estimate.")] = Method.CONTRASTIVE,
     rollouts: Annotated[int, typer.Option(help="Rollouts per plan.")] = 100,
     permutations: Annotated[

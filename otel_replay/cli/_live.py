@@ -170,7 +170,7 @@ def fork_command(
     driver: Annotated[
         Driver,
         typer.Option(help="Without --agent: walk the record, or re-drive the tool-calling loop."),
-    ] = Driver.TRACE,
+    ] = Driver.AUTO,
     resamplers: Annotated[
         list[str] | None,
         typer.Option("--resamplers", help="Resample later steps (without --agent)."),
@@ -218,8 +218,11 @@ def _chat_loop(original: Trajectory) -> Any:
 
 
 def _driven(original: Trajectory, driver: Driver) -> Any:
-    """The built-in agent for ``--driver chat``, else None (the record is walked)."""
-    return _chat_loop(original) if driver is Driver.CHAT else None
+    """The built-in agent for ``--driver chat`` (and ``auto`` on a tool-calling chat), else None
+    (the record is walked)."""
+    if driver is Driver.CHAT or (driver is Driver.AUTO and chat_record(original) is not None):
+        return _chat_loop(original)
+    return None
 
 
 def _injection(

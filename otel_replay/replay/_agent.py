@@ -373,12 +373,17 @@ class ReplayContext(AgentContext):
         holds: Callable[[int], bool] | None = None,
         lax: bool = False,
         shares_record: bool = False,
+        holds_observed_only: bool = False,
     ) -> None:
         super().__init__(seed, registry, fresh_seed=fresh_seed, holds=holds)
         self.lax = lax  # outputs run live that are not JSON: an error, or (lax) a lossy copy
         # an agent that never changes what it is served (the chat loop) is served the recorded
         # outputs themselves: a copy each would cost more than the rest of the call
         self.shares_record = shares_record
+        # a call the record does not hold, of an operation nothing can run (no produce, no resample
+        # function): served the next recorded step of that operation instead of stopping the run
+        # (a built-in driver asking a model without a resample function a changed conversation)
+        self.holds_observed_only = holds_observed_only
         if on_miss not in ("resample", "error"):
             raise InterventionError(f"on_miss={on_miss!r}; expected 'resample' or 'error'")
         self.recorded = list(recorded)
@@ -414,6 +419,19 @@ class ReplayContext(AgentContext):
                 raise self._fatal(self._miss(kind, name, inputs))
             if self.ledger.diverged_at is None:
                 self.ledger.diverged_at = len(self.ledger.steps)
+            stale = self._observed_only(kind, name, inputs, produce)
+            if stale is not None:  # nothing can run it: served as recorded, though asked anew
+                error = _recorded_error(stale)
+                return self._record(
+                    kind,
+                    name,
+                    inputs,
+                    stale.output,
+                    error,
+                    started,
+                    stale.index,
+                    checked=self.shares_record,
+                )
             return self._live(kind, name, inputs, produce, started, None)
         if recorded.index != len(self.ledger.steps) and self.ledger.diverged_at is None:
             self.ledger.diverged_at = len(self.ledger.steps)  # matched, but out of recorded order
@@ -441,6 +459,22 @@ class ReplayContext(AgentContext):
         if action is Action.REMOVE:
             return None
         return self._live(kind, name, inputs, produce, started, recorded.index)
+
+    def _observed_only(
+        self, kind: StepKind, name: str, inputs: dict[str, Any], produce: Produce | None
+    ) -> Step | None:
+        """With ``holds_observed_only``: the next unconsumed recorded step of an operation nothing
+        can run (no ``produce``, no resample function), taken off the cassette; else None."""
+        if not self.holds_observed_only or produce is not None:
+            return None
+        if self.registry.lookup(Step(kind, name, inputs)) is not None:
+            return None
+        left = {id(s) for queue in self._cassette.values() for s in queue}
+        for step in self.recorded:
+            if id(step) in left and step.kind is kind and step.name == name:
+                self._cassette[step.op_key or _key(step)].remove(step)
+                return step
+        return None
 
     def _live(
         self,

@@ -139,6 +139,7 @@ def chat_agent(record: ChatRecord) -> Callable[[AgentContext], Any]:
         return None
 
     run.__qualname__ = "chat_loop"
+    run.built_in = True  # type: ignore[attr-defined]  # see otel_replay.replay.is_built_in
     return run
 
 
@@ -158,7 +159,7 @@ def chat_driver(
             for s in factual.steps
         ),
     )
-    drive = agent_driver(marked, chat_agent(record), registry, seed, shares_record=True)
+    drive = agent_driver(marked, chat_agent(record), registry, seed)
     return drive, marked
 
 

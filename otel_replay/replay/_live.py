@@ -118,6 +118,13 @@ def record(
     return Recording(trajectory, spans, answer, error)
 
 
+def is_built_in(agent: AgentFunction) -> bool:
+    """Whether ``agent`` is one of agent-replay's own (the chat loop): it never changes what it is
+    served, and an operation nothing can run is served as recorded rather than stopping it (see
+    `ReplayContext`)."""
+    return getattr(agent, "built_in", False) is True
+
+
 def _span_ids(spans: RecordedSpans) -> list[str]:
     """Root first, then one per step, in step order (the SDK exports the root last)."""
     ids = [
@@ -242,6 +249,8 @@ def fork(
     }
     if agent is not None:
         driver = f"agent:{describe(agent)}"
+        if is_built_in(agent):  # its rollouts run the registered functions: they make the fork
+            driver += ":" + ",".join(registry.descriptions())
         plan = Plan.intervene(len(original.steps), at, intervention, then=HOLD)
         # the recorded seed throughout unless --seed asks for new randomness where the run diverges
         ctx = ReplayContext(
@@ -252,6 +261,8 @@ def fork(
             on_miss="resample",
             fresh_seed=None if seed is None else step_seed(seed, plan.identity, 0, -1),
             holds=lambda position: True,
+            shares_record=is_built_in(agent),
+            holds_observed_only=is_built_in(agent),
         )
         answer, error = run_agent(agent, ctx, arguments)
         steps = ctx.ledger.steps
@@ -286,16 +297,11 @@ def fork(
 
 
 def agent_driver(
-    factual: Trajectory,
-    agent: AgentFunction,
-    registry: Registry,
-    seed: int,
-    *,
-    shares_record: bool = False,
+    factual: Trajectory, agent: AgentFunction, registry: Registry, seed: int
 ) -> Callable[[Plan, int], Rollout]:
-    """Rollouts that run the live agent under the replay context (attribution with ``--agent``).
-    ``shares_record``: the agent never changes what it is served (see `ReplayContext`)."""
+    """Rollouts that run the live agent under the replay context (attribution with ``--agent``)."""
     arguments, recorded_seed = _inputs_of(factual)
+    built_in = is_built_in(agent)
 
     def drive(plan: Plan, index: int) -> Rollout:
         def holds(position: int) -> bool:  # held and forced positions replay the recorded draws
@@ -312,7 +318,8 @@ def agent_driver(
             on_miss="resample",
             fresh_seed=step_seed(seed, plan.identity, index, -1),
             holds=holds,
-            shares_record=shares_record,
+            shares_record=built_in,
+            holds_observed_only=built_in,
         )
         answer, error = run_agent(agent, ctx, arguments)
         live = sum(

@@ -104,7 +104,7 @@ def build_report(
                 "difference": BOOTSTRAP,
                 "shapley": "monte-carlo-antithetic-se",
             },
-            "driver": f"agent:{code.agent}" if code.agent else config.driver.value,
+            "driver": result.driver,
             "rerun": rerun_command(result.trajectory_id, config, code),
         },
         "steps": [_step(s) for s in result.steps],

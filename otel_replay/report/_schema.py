@@ -140,7 +140,7 @@ REPORT_SCHEMA: dict[str, Any] = {
                 },
                 "driver": {
                     "type": "string",
-                    "description": "trace, chat (the tool-calling loop re-driven), or agent:<module:function>",
+                    "description": "how rollouts were made and why: trace, chat (the tool-calling loop re-driven), or agent:<module:function>",
                 },
                 "decisions": {"type": "string"},
                 "rerun": {

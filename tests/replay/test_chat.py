@@ -133,5 +133,5 @@ def test_attribution_through_the_loop_names_list_deploys(
         )
     )  # fmt: skip
     report = json.loads(out.read_text())
-    assert report["point_of_commitment"] == 3 and report["config"]["driver"] == "chat"
+    assert report["point_of_commitment"] == 3 and report["config"]["driver"].startswith("chat:")
     assert "--driver chat" in report["config"]["rerun"]
