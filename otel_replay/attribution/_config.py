@@ -51,6 +51,7 @@ class AttributionConfig:
         workers: threads running rollouts (results are identical for any number).
         driver: without a live agent, walk the record (``trace``), re-drive the tool-calling loop
             (``chat``), or the loop whenever the record is a tool-calling chat (``auto``).
+        max_turns: model turns a rollout of the loop may take (default twice the recorded turns).
     """
 
     rollouts: int = 100
@@ -65,6 +66,7 @@ class AttributionConfig:
     on_resampler_error: OnResamplerError = OnResamplerError.FAIL
     workers: int = 1
     driver: Driver = Driver.AUTO
+    max_turns: int | None = None
 
     def __post_init__(self) -> None:
         if self.rollouts < 1:
@@ -73,6 +75,8 @@ class AttributionConfig:
             raise AttributionError(f"permutations={self.permutations} must be at least 1")
         if self.workers < 1:
             raise AttributionError(f"workers={self.workers} must be at least 1")
+        if self.max_turns is not None and self.max_turns < 1:
+            raise AttributionError(f"max_turns={self.max_turns} must be at least 1")
         if not 0.0 < self.margin < 1.0:
             raise AttributionError(f"margin={self.margin} must be between 0 and 1")
 
@@ -99,6 +103,8 @@ class AttributionConfig:
         ]
         if self.driver is not Driver.AUTO:
             flags += ["--driver", self.driver.value]
+        if self.max_turns is not None:
+            flags += ["--max-turns", str(self.max_turns)]
         return [*flags, "--repair"] if self.repair else flags
 
 

@@ -47,7 +47,7 @@ def attribute_stored(
     if code.agent:
         driver = agent_driver(trajectory, load_object(code.agent, "--agent"), registry, config.seed)
     elif config.driver is not Driver.TRACE:
-        chat = chat_driver(trajectory, registry, config.seed)
+        chat = chat_driver(trajectory, registry, config.seed, config.max_turns)
         if chat is None and config.driver is Driver.CHAT:
             raise AttributionError(
                 f"run {trajectory.id} is not a tool-calling chat (model steps with messages whose "

@@ -75,6 +75,9 @@ def attribute_command(
     driver: Annotated[
         Driver, typer.Option(help="Walk the record, or re-drive a tool-calling run as its loop.")
     ] = Driver.AUTO,
+    max_turns: Annotated[
+        int | None, typer.Option(help="Model turns a rollout of the loop may take (default 2x).")
+    ] = None,
     method: Annotated[Method, typer.Option(help="What to estimate.")] = Method.CONTRASTIVE,
     rollouts: Annotated[int, typer.Option(help="Rollouts per plan.")] = 100,
     permutations: Annotated[
@@ -121,6 +124,7 @@ def attribute_command(
             on_resampler_error=on_resampler_error,
             workers=workers,
             driver=driver,
+            max_turns=max_turns,
         )
         model = ChatModelOptions(llm_base_url, llm_model, llm_temperature) if llm else None
         code = UserCode(

@@ -171,6 +171,9 @@ def fork_command(
         Driver,
         typer.Option(help="Without --agent: walk the record, or re-drive the tool-calling loop."),
     ] = Driver.AUTO,
+    max_turns: Annotated[
+        int | None, typer.Option(help="Model turns the loop may take (default 2x the recorded).")
+    ] = None,
     resamplers: Annotated[
         list[str] | None,
         typer.Option("--resamplers", help="Resample later steps (without --agent)."),
@@ -194,7 +197,7 @@ def fork_command(
                 original,
                 at,
                 intervention,
-                agent=_agent(agent) if agent else _driven(original, driver),
+                agent=_agent(agent) if agent else _driven(original, driver, max_turns),
                 registry=load_registry(resamplers or ()),
                 outcome=load_object(outcome, "--outcome") if outcome else None,
                 seed=seed,
@@ -207,8 +210,10 @@ def fork_command(
         _print_fork(forked, result)
 
 
-def _chat_loop(original: Trajectory) -> Any:
-    record = chat_record(original)
+def _chat_loop(original: Trajectory, max_turns: int | None = None) -> Any:
+    if max_turns is not None and max_turns < 1:
+        raise ReplayError(f"--max-turns {max_turns} must be at least 1")
+    record = chat_record(original, max_turns)
     if record is None:
         raise ReplayError(
             f"{original.id} is not a tool-calling chat (model steps with messages whose turns ask "
@@ -217,11 +222,11 @@ def _chat_loop(original: Trajectory) -> Any:
     return chat_agent(record)
 
 
-def _driven(original: Trajectory, driver: Driver) -> Any:
+def _driven(original: Trajectory, driver: Driver, max_turns: int | None) -> Any:
     """The built-in agent for ``--driver chat`` (and ``auto`` on a tool-calling chat), else None
     (the record is walked)."""
     if driver is Driver.CHAT or (driver is Driver.AUTO and chat_record(original) is not None):
-        return _chat_loop(original)
+        return _chat_loop(original, max_turns)
     return None
 
 
@@ -290,6 +295,10 @@ def _diff_record(result: TrajectoryDiff) -> dict[str, Any]:
         "differences": list(result.differences),
         "left_step": a.to_record() if a else None,
         "right_step": b.to_record() if b else None,
+        "structure": [
+            {"only_in": o.side, "steps": [o.start, o.stop - 1], "operations": list(o.operations)}
+            for o in result.structure
+        ],
     }
 
 
@@ -318,6 +327,17 @@ def _print_diff(result: TrajectoryDiff) -> None:
     table.add_row("steps", str(len(left.steps)), str(len(right.steps)))
     table.add_row("outcome", _outcome(left), _outcome(right))
     console.print(table)
+    for only in result.structure:
+        run = left if only.side == "left" else right
+        span = (
+            f"step {only.start}"
+            if only.stop - only.start == 1
+            else f"steps {only.start}..{only.stop - 1}"
+        )
+        console.print(
+            f"only {escape(run.id)} has {span}: {escape(', '.join(only.operations))}",
+            highlight=False,
+        )
 
 
 def _label(step: Step | None) -> str:

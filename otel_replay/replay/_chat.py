@@ -138,18 +138,19 @@ def chat_agent(record: ChatRecord) -> Callable[[AgentContext], Any]:
                     return result  # the run ended here: its answer was a tool's (final_answer)
         return None
 
-    run.__qualname__ = "chat_loop"
+    run.__qualname__ = f"chat_loop(max_turns={record.max_turns})"
     run.built_in = True  # type: ignore[attr-defined]  # see otel_replay.replay.is_built_in
     return run
 
 
 def chat_driver(
-    factual: Trajectory, registry: Registry, seed: int
+    factual: Trajectory, registry: Registry, seed: int, max_turns: int | None = None
 ) -> tuple[Callable[[Plan, int], Rollout], Trajectory] | None:
     """Rollouts that re-drive ``factual`` as its tool-calling loop, and the run as they see it
     (steps without a resample function marked observed-only: served from the record, never run);
-    None when the run is not a tool-calling chat."""
-    record = chat_record(factual)
+    None when the run is not a tool-calling chat. ``max_turns``: model turns a rollout may take
+    (default twice the recorded turns)."""
+    record = chat_record(factual, max_turns)
     if record is None:
         return None
     marked = dataclasses.replace(

@@ -1,7 +1,9 @@
-"""Two runs side by side: how long they agree, and what differs where they first part."""
+"""Two runs side by side: how long they agree, what differs where they first part, and where their
+structures part (the operations one run has and the other has not)."""
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass
 from typing import Any
 
@@ -10,11 +12,23 @@ from otel_replay.model import Step, Trajectory
 
 
 @dataclass(frozen=True, slots=True)
+class OnlyIn:
+    """Steps ``start .. stop - 1`` of one run (``side``: ``left`` or ``right``), operations the other
+    run does not perform at that point."""
+
+    side: str
+    start: int
+    stop: int
+    operations: tuple[str, ...]  # "kind name" of each
+
+
+@dataclass(frozen=True, slots=True)
 class TrajectoryDiff:
     left: Trajectory
     right: Trajectory
     common: int  # steps 0 .. common-1 are identical
     differences: tuple[str, ...]  # what differs at step ``common`` (empty when identical)
+    structure: tuple[OnlyIn, ...] = ()  # after the common prefix, aligned by operation
 
     @property
     def identical(self) -> bool:
@@ -79,8 +93,26 @@ def diff(left: Trajectory, right: Trajectory) -> TrajectoryDiff:
     for a, b in zip(left.steps, right.steps, strict=False):
         differences = step_differences(a, b)
         if differences:
-            return TrajectoryDiff(left, right, common, differences)
+            return TrajectoryDiff(left, right, common, differences, _structure(left, right, common))
         common += 1
     if len(left.steps) != len(right.steps):
-        return TrajectoryDiff(left, right, common, ("length",))
+        return TrajectoryDiff(left, right, common, ("length",), _structure(left, right, common))
     return TrajectoryDiff(left, right, common, ())
+
+
+def _structure(left: Trajectory, right: Trajectory, common: int) -> tuple[OnlyIn, ...]:
+    """The operations (kind and name) one run performs after the common prefix and the other does
+    not, aligned as a sequence diff aligns lines."""
+
+    def operations(run: Trajectory) -> list[str]:
+        return [f"{s.kind.value} {s.name}" for s in run.steps[common:]]
+
+    a, b = operations(left), operations(right)
+    found: list[OnlyIn] = []
+    matcher = difflib.SequenceMatcher(a=a, b=b, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag in ("delete", "replace"):
+            found.append(OnlyIn("left", common + i1, common + i2, tuple(a[i1:i2])))
+        if tag in ("insert", "replace"):
+            found.append(OnlyIn("right", common + j1, common + j2, tuple(b[j1:j2])))
+    return tuple(found)

@@ -99,26 +99,30 @@ def test_replay_without_an_agent_re_drives_the_loop(runner: CliRunner, samples: 
     assert "is not a tool-calling chat" in line and "--agent" in line
 
 
-def _fork(runner: CliRunner, store: Path, run: str, output: Any) -> dict[str, Any]:
+def _fork(runner: CliRunner, store: Path, run: str, output: Any, *more: str) -> dict[str, Any]:
     result = ok(
         invoke(
             runner, store, "fork", run, "--at", "3", "--output", json.dumps(output),
-            "--resamplers", RESAMPLERS, "--driver", "chat", "--json",
+            "--resamplers", RESAMPLERS, "--json", *more,
         )
     )  # fmt: skip
-    return dict(json.loads(result.stdout)["diff"]["right"])
+    diff = json.loads(result.stdout)["diff"]
+    return {**diff["right"], "structure": diff["structure"]}
 
 
 def test_a_fork_follows_the_model(runner: CliRunner, samples: Path) -> None:
     # without v841 the passing run searches the logs, blames the database and fails: 7 steps
+    searched = ["tool search_logs", "llm rule-based-investigator"]
     assert {k: v for k, v in _fork(runner, samples, "e88b7591", []).items() if k != "id"} == {
         "outcome": 0.0,
         "steps": 7,
+        "structure": [{"only_in": "right", "steps": [5, 6], "operations": searched}],
     }
     # with it the failing run answers at once: the walk would have run 7 steps, the model stops at 5
     assert {k: v for k, v in _fork(runner, samples, "ef2843ff", [V841]).items() if k != "id"} == {
         "outcome": 1.0,
         "steps": 5,
+        "structure": [{"only_in": "left", "steps": [5, 6], "operations": searched}],
     }
 
 
@@ -135,3 +139,14 @@ def test_attribution_through_the_loop_names_list_deploys(
     report = json.loads(out.read_text())
     assert report["point_of_commitment"] == 3 and report["config"]["driver"].startswith("chat:")
     assert "--driver chat" in report["config"]["rerun"]
+
+
+def test_the_loop_stops_at_its_turn_limit(runner: CliRunner, samples: Path) -> None:
+    fork = _fork(runner, samples, "e88b7591", [], "--max-turns", "2")
+    assert fork["steps"] == 4  # two model turns and the tool calls they made
+    line = one_line_error(
+        invoke(
+            runner, samples, "fork", "e88b7591", "--at", "3", "--output", "[]", "--max-turns", "0"
+        )
+    )
+    assert "--max-turns 0 must be at least 1" in line
