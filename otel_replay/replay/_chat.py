@@ -13,7 +13,7 @@ Until the run first departs from the record, every model call is made with its r
 verbatim (so an unmodified run replays hash for hash, whatever instrumentation wrote the messages);
 after it, the conversation is the recorded prefix plus this rollout's own turns and tool results.
 Steps that are neither model turns nor the tool calls they asked for (a retrieval between turns)
-keep their place after the turn they followed, while the run is on the record.
+keep their place after the turn they followed, with their recorded inputs.
 """
 
 from __future__ import annotations
@@ -131,11 +131,10 @@ def chat_agent(record: ChatRecord) -> Callable[[AgentContext], Any]:
                 else:
                     on_record = on_record and expected is not None and result == expected.output
                 messages.append(_result_message(call, result))
-            if on_record:
-                for extra in record.extras[turn]:
-                    ctx.call(extra.kind, extra.name, extra.inputs)
-                if turn == len(record.turns) - 1:
-                    return result  # the run ended here: its answer was a tool's (final_answer)
+            for extra in record.extras[turn] if turn < len(record.extras) else ():
+                ctx.call(extra.kind, extra.name, extra.inputs, recorded=extra)
+            if on_record and turn == len(record.turns) - 1:
+                return result  # the run ended here: its answer was a tool's (final_answer)
         return None
 
     run.__qualname__ = f"chat_loop(max_turns={record.max_turns})"

@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from otel_replay import Registry, RolloutContext, Step, Trajectory, read_path
-from otel_replay.replay import Plan, agent_driver, chat_agent, chat_record, replay
+from otel_replay.replay import Plan, agent_driver, chat_agent, chat_driver, chat_record, replay
 from tests.cli_helpers import invoke, ok, one_line_error
 from tests.conftest import ROOT, SAMPLES
 
@@ -150,3 +150,52 @@ def test_the_loop_stops_at_its_turn_limit(runner: CliRunner, samples: Path) -> N
         )
     )
     assert "--max-turns 0 must be at least 1" in line
+
+
+def _with_retrieval() -> Trajectory:
+    """ask → model calls lookup → tool → a retrieval between turns → model answers."""
+    from otel_replay import StepKind
+
+    ask = [{"role": "user", "content": "Where is A-1001?"}]
+    call = {"id": "c1", "name": "lookup", "arguments": {"order": "A-1001"}}
+    turn = {"role": "assistant", "tool_calls": [call]}
+    result = {"role": "tool", "tool_call_id": "c1", "content": '"shipped"'}
+    return Trajectory.build(
+        "with-retrieval",
+        [
+            Step(StepKind.LLM, "m", {"model": "m", "messages": ask}, turn),
+            Step(
+                StepKind.TOOL,
+                "lookup",
+                {"arguments": call["arguments"], "tool_call_id": "c1"},
+                "shipped",
+            ),
+            Step(StepKind.RETRIEVER, "policies", {"query": "late"}, ["Refunds: ..."]),
+            Step(
+                StepKind.LLM,
+                "m",
+                {"model": "m", "messages": [*ask, turn, result]},
+                {"role": "assistant", "content": "Shipped."},
+            ),
+        ],
+    )
+
+
+def test_a_step_between_turns_keeps_its_place_on_and_off_the_record() -> None:
+    run = _with_retrieval()
+    record = chat_record(run)
+    assert record is not None and [len(e) for e in record.extras] == [1, 0]
+    assert replay(run, chat_agent(record)).identical
+    registry = Registry()
+    registry.add_resampler("tool", lambda step, ctx: "lost", name="lookup")
+    registry.add_resampler("llm", lambda step, ctx: {"role": "assistant", "content": "Sorry."})
+    found = chat_driver(run, registry, 0)  # the retrieval has no resample function: held
+    assert found is not None
+    steps = found[0](Plan.ablate_from(4, 1), 0).trajectory.steps  # the lookup answers otherwise
+    assert [(s.kind.value, s.name) for s in steps] == [
+        ("llm", "m"), ("tool", "lookup"), ("retriever", "policies"), ("llm", "m"),
+    ]  # fmt: skip
+    assert steps[1].output == "lost" and steps[3].output == {
+        "role": "assistant",
+        "content": "Sorry.",
+    }
