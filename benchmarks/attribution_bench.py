@@ -733,7 +733,7 @@ def measure_chat_loop(rollouts: int) -> ChatLoop:
     root = Path(__file__).resolve().parent.parent
     samples = root / "sample_traces" / "incident.otlp.jsonl"
     (run,) = [r for r in read_path(samples) if r.id.startswith("ef28")]
-    registry = load_registry([str(root / "examples" / "incident" / "resamplers.py")])
+    registry = load_registry([str(root / "examples" / "incident" / "tools.py")])
     found = chat_driver(run, registry, 0)
     assert found is not None and registry.verifier is not None
     drive, marked = found

@@ -200,7 +200,7 @@ def test_the_bundled_sample_names_list_deploys(
     result = ok(
         invoke(
             runner, store_path, "attribute", "ef2843ff", "--resamplers",
-            str(ROOT / "examples" / "incident" / "resamplers.py"), "--json-out", str(out),
+            str(ROOT / "examples" / "incident" / "tools.py"), "--json-out", str(out),
         )
     )  # fmt: skip
     assert "◀" in _row(result.stdout, "list_deploys")
@@ -231,7 +231,7 @@ def test_success_if_scores_runs_by_their_final_answer(
     the command that reproduces it, and the culprit is the same."""
     ok(invoke(runner, store_path, "import", str(SAMPLES / "incident.otlp.jsonl")))
     out = tmp_path / "incident.json"
-    resamplers = str(ROOT / "examples" / "incident" / "resamplers.py")
+    resamplers = str(ROOT / "examples" / "incident" / "tools.py")
     ok(
         invoke(
             runner, store_path, "attribute", "ef2843ff", "--resamplers", resamplers,
@@ -254,7 +254,7 @@ def test_success_if_scores_runs_by_their_final_answer(
                 "--success-if",
                 "v841",
                 "--verifier",
-                "examples/incident/resamplers.py:names_the_bad_deploy",
+                "examples/incident/tools.py:names_the_bad_deploy",
             ],
             "give one of them",
         ),
@@ -265,7 +265,7 @@ def test_answer_verifier_mistakes_are_one_line(
     runner: CliRunner, store_path: Path, options: list[str], message: str
 ) -> None:
     ok(invoke(runner, store_path, "import", str(SAMPLES / "incident.otlp.jsonl")))
-    resamplers = str(ROOT / "examples" / "incident" / "resamplers.py")
+    resamplers = str(ROOT / "examples" / "incident" / "tools.py")
     line = one_line_error(
         invoke(runner, store_path, "attribute", "ef2843ff", "--resamplers", resamplers, *options)
     )
@@ -288,7 +288,7 @@ def test_tools_recorded_registers_where_the_user_did_not(
         "tool:* -> builtin.recorded_outcomes(list_deploys: 3, query_metrics: 1, search_logs: 1)"
     ]
     assert "--tools recorded" in report["config"]["rerun"]
-    resamplers = str(ROOT / "examples" / "incident" / "resamplers.py")
+    resamplers = str(ROOT / "examples" / "incident" / "tools.py")
     ok(
         invoke(
             runner, store_path, "attribute", "ef2843ff", "--resamplers", resamplers,

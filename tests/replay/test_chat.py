@@ -15,7 +15,7 @@ from tests.cli_helpers import invoke, ok, one_line_error
 from tests.conftest import ROOT, SAMPLES
 
 FRAMEWORKS = ROOT / "tests" / "fixtures" / "frameworks"
-RESAMPLERS = str(ROOT / "examples" / "incident" / "resamplers.py")
+RESAMPLERS = str(ROOT / "examples" / "incident" / "tools.py")
 V841 = {
     "author": "mlopez",
     "commit": "9f3c2e1",

@@ -1,9 +1,10 @@
-"""Resample functions for the incident investigator's recorded runs (``sample_traces/``).
+"""The incident investigator's tools and model, as resample functions for its recorded runs
+(``sample_traces/``).
 
-Use them with ``agent-replay attribute ID --resamplers examples/incident/resamplers.py``. The runs are
-tool-calling chats, so rollouts re-drive them as their loop (the chat-loop driver): each function is
-given the call of *this* rollout — the model the conversation so far, a tool the arguments the model
-asked for — and answers "what else could this step have returned?":
+Use them with ``agent-replay attribute ID --resamplers examples/incident/tools.py --success-if v841``.
+The runs are tool-calling chats, so rollouts re-drive them as their loop (the chat-loop driver): each
+function is given the call of *this* rollout — the model the conversation so far, a tool the
+arguments the model asked for — and answers "what else could this step have returned?":
 
 * the model is the rule-based investigator itself, asked again with the rollout's conversation, so
   it reacts when an earlier tool result changed;
@@ -11,9 +12,10 @@ asked for — and answers "what else could this step have returned?":
   failing sample run), otherwise it returns the real deploy list;
 * ``query_metrics`` and ``search_logs`` are deterministic lookups in the example world.
 
-The verifier reads the investigator's final answer: success when it names deploy ``v841``
-(``--success-if v841`` says the same without code). The repair search also tries single-deploy lists
-(``smaller_deploy_lists``), smaller changes than the whole list a successful rollout returns.
+A run succeeds when its final answer names deploy ``v841``: ``--success-if v841`` on the command
+line; the verifier below says the same in code (``fork`` scores forks with it). The repair search
+also tries single-deploy lists (``smaller_deploy_lists``), smaller changes than the whole list a
+successful rollout returns.
 """
 
 from __future__ import annotations
