@@ -196,11 +196,10 @@ def _openai_message(message: dict[str, Any]) -> dict[str, Any]:
             for i, c in enumerate(calls)
             if isinstance(c, dict)
         ]
-    for key in ("tool_call_id", "name"):
-        if isinstance(message.get(key), str) and out["role"] in ("tool", "user", "assistant"):
-            out[key] = message[key]
-    if out["role"] == "tool":
-        out.pop("name", None)
+    if out["role"] == "tool" and isinstance(message.get("tool_call_id"), str):
+        out["tool_call_id"] = message["tool_call_id"]
+    if out["role"] in ("user", "assistant") and isinstance(message.get("name"), str):
+        out["name"] = message["name"]
     return out
 
 
