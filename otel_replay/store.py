@@ -158,9 +158,14 @@ class Store:
         self._known: set[str] = set()  # blobs written in the current transaction
 
     @classmethod
-    def open(cls, path: str | Path | None = None) -> Store:
-        """Open (creating if needed) the store at ``path`` (default: `default_store_path`)."""
+    def open(cls, path: str | Path | None = None, *, create: bool = True) -> Store:
+        """Open the store at ``path`` (default: `default_store_path`), creating it when ``create``;
+        without, a missing store is a `StoreError` saying how to make one."""
         path = Path(path) if path is not None else default_store_path()
+        if not create and not path.exists():
+            raise StoreError(
+                f"there is no store at {path}; `agent-replay import TRACES --store {path}` makes one"
+            )
         db: sqlite3.Connection | None = None
         try:
             path.parent.mkdir(parents=True, exist_ok=True)

@@ -530,7 +530,12 @@ def test_cli_uses_agent_replay_store_variable(
         ids = [s.id for s in db.summaries()]
     assert len(ids) == len(_results(imported)) > 0
     assert [row["id"] for row in orjson.loads(listed.stdout)] == ids
-    assert orjson.loads(overridden.stdout) == []
+    # --store wins over the variable; a reading command does not create the store it names
+    assert (
+        overridden.exit_code == 1
+        and f"there is no store at {tmp_path / 'x.db'}" in overridden.stderr
+    )
+    assert not (tmp_path / "x.db").exists()
     assert not (tmp_path / ".agent-replay").exists()
 
 

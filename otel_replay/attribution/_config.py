@@ -77,6 +77,11 @@ class AttributionConfig:
             raise AttributionError(f"workers={self.workers} must be at least 1")
         if self.max_turns is not None and self.max_turns < 1:
             raise AttributionError(f"max_turns={self.max_turns} must be at least 1")
+        if not 0.0 < self.fail_threshold <= 1.0:
+            raise AttributionError(
+                f"fail_threshold={self.fail_threshold:g} must be above 0 and at most 1 (outcomes run "
+                "from 0.0, failure, to 1.0, success)"
+            )
         if not 0.0 < self.margin < 1.0:
             raise AttributionError(f"margin={self.margin} must be between 0 and 1")
 

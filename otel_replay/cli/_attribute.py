@@ -9,7 +9,6 @@ from typing import Annotated
 
 import typer
 from rich import box
-from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
 from rich.progress import Progress as RichProgress
 from rich.table import Table
@@ -31,7 +30,9 @@ from otel_replay.cli._common import (
     err_console,
     open_store,
     short,
+    shown,
     user_errors,
+    write_output,
 )
 from otel_replay.model import FAIL_THRESHOLD
 from otel_replay.report import build_report, dumps_report
@@ -103,7 +104,9 @@ def attribute_command(
     entry_points: Annotated[
         bool, typer.Option(help="Also load installed otel_replay.resamplers entry points.")
     ] = True,
-    json_out: Annotated[Path | None, typer.Option(help="Write the JSON report here.")] = None,
+    json_out: Annotated[
+        Path | None, typer.Option(help="Write the JSON report here (- for stdout).")
+    ] = None,
     agent: Annotated[
         str | None,
         typer.Option("--agent", help="Roll out by re-running this live agent (module:function)."),
@@ -140,13 +143,12 @@ def attribute_command(
         with open_store(store) as db, _progress() as progress:
             result = attribute_stored(db, trajectory_id, config, code, progress)
         if json_out is not None:
-            json_out.parent.mkdir(parents=True, exist_ok=True)
-            json_out.write_bytes(dumps_report(build_report(result, config, code)))
+            write_output(json_out, dumps_report(build_report(result, config, code)))
     for note in result.notes:
-        err_console.print(f"[yellow]warning:[/] {escape(note)}")
+        err_console.print(f"[yellow]warning:[/] {shown(note)}")
     _render(result, config)
-    if json_out is not None:
-        console.print(f"report written to {escape(str(json_out))}")
+    if json_out is not None and str(json_out) != "-":
+        console.print(f"report written to {shown(str(json_out))}")
 
 
 @contextmanager
@@ -167,7 +169,7 @@ def _render(result: AttributionResult, config: AttributionConfig) -> None:
     title = "rescue credit" if credit else "failure attribution"
     table = Table(
         box=box.SIMPLE_HEAD,
-        title=f"{title} of {escape(result.trajectory_id)}",
+        title=f"{title} of {shown(result.trajectory_id)}",
         caption=(
             f"{config.rollouts} rollouts per plan, seed {config.seed}; 95% intervals; "
             f"P(fail) with the step kept / resampled; ◀ {'save point' if credit else 'point of commitment'}"
@@ -189,7 +191,7 @@ def _render(result: AttributionResult, config: AttributionConfig) -> None:
         if step.index == result.point_of_commitment:
             marker = "◀"
         if not step.resamplable:
-            cells = [str(step.index), step.kind, escape(step.name), "observed-only", ""]
+            cells = [str(step.index), step.kind, shown(step.name), "observed-only", ""]
             table.add_row(*cells, *([""] if shapley else []), "", style="dim")
             continue
         estimate = ""
@@ -198,7 +200,7 @@ def _render(result: AttributionResult, config: AttributionConfig) -> None:
         rates = (
             f"{step.kept.value:.2f}/{step.ablated.value:.2f}" if step.kept and step.ablated else ""
         )
-        cells = [str(step.index), step.kind, escape(step.name), estimate, rates]
+        cells = [str(step.index), step.kind, shown(step.name), estimate, rates]
         if shapley:
             if step.shapley is not None and step.shapley_se is not None:
                 cells.append(f"{step.shapley:+.2f}±{step.shapley_se:.2f}")
@@ -207,7 +209,7 @@ def _render(result: AttributionResult, config: AttributionConfig) -> None:
         style = ("bold green" if credit else "bold red") if marker else None
         table.add_row(*cells, marker, style=style)
     console.print(table)
-    console.print(f"[bold]{result.verdict.value}[/]: {escape(result.explanation)}")
+    console.print(f"[bold]{result.verdict.value}[/]: {shown(result.explanation)}")
     if result.shapley is not None:
         s = result.shapley
         console.print(
@@ -219,12 +221,12 @@ def _render(result: AttributionResult, config: AttributionConfig) -> None:
     if result.repair is not None:
         r = result.repair
         console.print(
-            f"repair: step {r.step_index} returning {escape(short(r.output, 80))} saves the run "
+            f"repair: step {r.step_index} returning {shown(short(r.output, 80))} saves the run "
             f"{r.success_rate:.0%} of the time [{r.success_low:.2f}, {r.success_high:.2f}] "
-            f"(similarity to the record {r.similarity:.2f}; from {escape(r.source)})"
+            f"(similarity to the record {r.similarity:.2f}; from {shown(r.source)})"
         )
     elif result.repair_note:
-        console.print(f"repair: {escape(result.repair_note)}")
+        console.print(f"repair: {shown(result.repair_note)}")
     if result.resampler_errors:
         console.print(
             f"[yellow]{result.resampler_errors} rollout(s) failed on a resampler error[/]"

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import typer
-from rich.markup import escape
 from rich.table import Table
 from rich.tree import Tree
 
@@ -16,7 +15,9 @@ from otel_replay.cli._common import (
     display_path,
     open_store,
     print_json,
+    printable,
     short,
+    shown,
     trajectory_table,
     user_errors,
 )
@@ -48,7 +49,7 @@ def list_command(json: JsonOption = False, store: StoreOption = None) -> None:
     for s in summaries:
         outcome = "—" if s.outcome is None else f"{s.outcome:g}"
         cells = (s.id, str(s.n_steps), outcome, s.format or "", display_path(s.source))
-        table.add_row(*map(escape, cells), style="red" if is_failure(s.outcome) else None)
+        table.add_row(*map(shown, cells), style="red" if is_failure(s.outcome) else None)
     console.print(table)
 
 
@@ -72,11 +73,11 @@ def show_command(
     meta = trajectory.metadata
     outcome = "unknown" if trajectory.outcome is None else f"{trajectory.outcome:g}"
     verdict = {None: "", True: " [red](failed)[/]", False: " [green](passed)[/]"}[trajectory.failed]
-    console.print(f"[bold]{escape(trajectory.id)}[/]  outcome {outcome}{verdict}", highlight=False)
+    console.print(f"[bold]{shown(trajectory.id)}[/]  outcome {outcome}{verdict}", highlight=False)
     details = [
         f"{k}: {meta[k]}" for k in ("root_span", "service", "session", "source") if k in meta
     ]
-    console.print("  ".join(details), highlight=False, markup=False)
+    console.print(printable("  ".join(details)), highlight=False, markup=False)
     rebuilt = set(meta.get("reconstructed_steps", []))
     caption = f"final hash {trajectory.final_hash[:16]}…"
     if rebuilt:
@@ -98,7 +99,7 @@ def show_command(
             short(_input_preview(step), width),
             short(step.error if failed else _output_preview(step.output), width),
         )
-        table.add_row(*map(escape, cells), style="red" if failed else None)
+        table.add_row(*map(shown, cells), style="red" if failed else None)
     console.print(table)
     if tree:
         console.print(_span_tree(trajectory))
@@ -106,15 +107,15 @@ def show_command(
 
 def _span_tree(trajectory: Trajectory) -> Tree:
     """Spans as imported: steps marked with their index, structure and plumbing dimmed."""
-    root = Tree(f"trace {escape(trajectory.id)}")
+    root = Tree(f"trace {shown(trajectory.id)}")
     nodes: dict[str, Tree] = {}
     for span in trajectory.spans:  # stored in tree (pre-)order: parents before children
         parent = nodes.get(span.parent_span_id or "", root)
         if span.step_index is not None:
             step = trajectory.steps[span.step_index]
-            label = f"[bold]#{span.step_index} {step.kind.value}[/] {escape(span.name)}"
+            label = f"[bold]#{span.step_index} {step.kind.value}[/] {shown(span.name)}"
         else:
-            label = f"[dim]{escape(span.name)} ({span.role})[/]"
+            label = f"[dim]{shown(span.name)} ({span.role})[/]"
         if span.status is StepStatus.ERROR:
             label += " [red]error[/]"
         nodes[span.span_id] = parent.add(label)

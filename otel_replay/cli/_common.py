@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import os
+import re
 import sys
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import IO, Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from otel_replay.errors import ReplayError
 from otel_replay.store import Store, default_store_path
@@ -29,13 +33,29 @@ JsonOption = Annotated[
     bool, typer.Option("--json", help="Print JSON for programs instead of tables.")
 ]
 
-console = Console(highlight=False, soft_wrap=False)
-err_console = Console(stderr=True, highlight=False, soft_wrap=True)
+# no emoji codes: a path like ``line100.jsonl:100:`` is text, not an emoji
+console = Console(highlight=False, soft_wrap=False, emoji=False)
+err_console = Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
+
+#: Control characters (all but tab and newline, and the C1 range): a trace's strings must not move
+#: the cursor, clear the screen or set the window title.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(value: object) -> str:
+    """``value`` as text with every control character written as an escape (``\\x1b``)."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", str(value))
+
+
+def shown(value: object) -> str:
+    """A string that came from a trace (or a user), for rich markup: printable, markup as text.
+    Everything the CLI shows of a trace passes through here."""
+    return escape(printable(value))
 
 
 def print_error(message: object) -> None:
-    """One line on stderr. Trace content is escaped: a message holding ``[/]`` is text, not markup."""
-    err_console.print(f"[bold red]error:[/] {escape(str(message))}", highlight=False)
+    """One line on stderr, never markup: a message holding ``[/]`` or ``:100:`` is text."""
+    err_console.print(Text.assemble(("error:", "bold red"), " ", printable(message)))
 
 
 @contextmanager
@@ -51,8 +71,47 @@ def user_errors() -> Iterator[None]:
         raise typer.Exit(1) from None
 
 
-def open_store(path: Path | None) -> Store:
-    return Store.open(path if path is not None else default_store_path())
+def open_store(path: Path | None, *, create: bool = False) -> Store:
+    """The store at ``path`` (or the default). Only commands that add runs (``import``,
+    ``record``) create one; the others say there is none."""
+    return Store.open(path if path is not None else default_store_path(), create=create)
+
+
+@contextmanager
+def output_file(path: Path) -> Iterator[IO[bytes]]:
+    """A file to write the way no kill or full disk can leave it half-written: into a temporary
+    file beside it, flushed to disk, then renamed over it (nothing is left if writing raises).
+    ``-`` is standard output."""
+    if str(path) == "-":
+        yield sys.stdout.buffer
+        sys.stdout.buffer.flush()
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "wb") as out:
+            yield out
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def write_output(path: Path, data: bytes) -> None:
+    """`output_file` for data in hand."""
+    with output_file(path) as out:
+        out.write(data)
+
+
+def refuse_store(path: Path, store: Path) -> None:
+    """An output path that is the store being read (or its WAL files) would destroy it: refuse."""
+    if str(path) == "-":
+        return
+    target = path.resolve()
+    if target in {store.resolve(), Path(f"{store.resolve()}-wal"), Path(f"{store.resolve()}-shm")}:
+        raise ReplayError(f"{path} is the store being read ({store}); write the output elsewhere")
 
 
 def print_json(value: Any) -> None:

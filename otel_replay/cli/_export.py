@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
-import sys
 from enum import Enum
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from otel_replay.cli._common import StoreOption, err_console, open_store, user_errors
+from otel_replay.cli._common import (
+    StoreOption,
+    err_console,
+    open_store,
+    output_file,
+    refuse_store,
+    user_errors,
+)
 from otel_replay.errors import ReplayError
 from otel_replay.export import write_jsonl
 
@@ -34,6 +40,8 @@ def export_command(
 ) -> None:
     """Export trajectories (native JSONL, re-importable) or all their steps (Parquet)."""
     with user_errors(), open_store(store) as db:
+        if out is not None:
+            refuse_store(out, db.path)
         ids = (
             [db.resolve(i) for i in trajectory_ids]
             if trajectory_ids
@@ -43,16 +51,13 @@ def export_command(
             from otel_replay.frame import steps_frame  # polars loads only when asked for
 
             if out is None:
-                raise ReplayError("--format parquet needs --out FILE.parquet")
+                raise ReplayError("--format parquet needs --out FILE.parquet (or - for stdout)")
             frame = steps_frame(db, ids)
-            frame.write_parquet(out)
+            with output_file(out) as handle:
+                frame.write_parquet(handle)
             err_console.print(f"wrote {frame.height} steps of {len(ids)} trajectories to {out}")
             return
-        trajectories = (db.get(i) for i in ids)
-        if out is None:
-            write_jsonl(trajectories, sys.stdout.buffer)
-            sys.stdout.buffer.flush()
-        else:
-            with open(out, "wb") as handle:
-                count = write_jsonl(trajectories, handle)
+        with output_file(out or Path("-")) as handle:
+            count = write_jsonl((db.get(i) for i in ids), handle)
+        if out is not None and str(out) != "-":
             err_console.print(f"wrote {count} trajectories to {out}")

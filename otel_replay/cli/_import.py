@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.markup import escape
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
 from otel_replay.cli._common import (
@@ -19,6 +18,8 @@ from otel_replay.cli._common import (
     open_store,
     print_error,
     print_json,
+    printable,
+    shown,
     trajectory_table,
     user_errors,
 )
@@ -97,7 +98,7 @@ def import_command(
     """Import OTLP JSON / JSON Lines / protobuf files or native JSONL into the store."""
     with user_errors():
         files = expand(paths)
-        with open_store(store) as db:
+        with open_store(store, create=True) as db:
             results = _import_files(db, files, format, outcome_attribute, skip_invalid, json)
     if json:
         print_json(
@@ -146,7 +147,9 @@ def _import_files(
                 imported = sum(1 for r in results if r.rows)
                 note = f"; {imported} earlier file(s) were imported" if imported else ""
                 print_error(exc)
-                err_console.print(f"nothing from {path} was imported{note}", markup=False)
+                err_console.print(
+                    printable(f"nothing from {path} was imported{note}"), markup=False
+                )
                 raise typer.Exit(1) from None
             done += path.stat().st_size
     return results
@@ -174,7 +177,7 @@ def _render(results: list[FileResult]) -> None:
         outcome = "—" if row["outcome"] is None else f"{row['outcome']:g}"
         style = "red" if is_failure(row["outcome"]) else None
         cells = (row["id"], str(row["steps"]), outcome, display_path(row["source"]), row["result"])
-        table.add_row(*map(escape, cells), style=style)
+        table.add_row(*map(shown, cells), style=style)
     if len(rows) > _TABLE_ROWS:
         table.caption = f"… and {len(rows) - _TABLE_ROWS} more (agent-replay list shows all)"
     console.print(table)
@@ -183,11 +186,11 @@ def _render(results: list[FileResult]) -> None:
     for r in results:
         if r.skipped:
             err_console.print(
-                f"[yellow]skipped {len(r.skipped)} invalid record(s) in {escape(str(r.path))}:[/]"
+                f"[yellow]skipped {len(r.skipped)} invalid record(s) in {shown(str(r.path))}:[/]"
             )
             for reason in r.skipped[:10]:
-                err_console.print(f"  {reason}", markup=False)
+                err_console.print(printable(f"  {reason}"), markup=False)
             if len(r.skipped) > 10:
                 err_console.print(f"  … and {len(r.skipped) - 10} more")
         for warning in r.warnings:
-            err_console.print(f"[yellow]warning:[/] {escape(warning)}")
+            err_console.print(f"[yellow]warning:[/] {shown(warning)}")

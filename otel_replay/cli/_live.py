@@ -7,7 +7,6 @@ from typing import Annotated, Any
 
 import orjson
 import typer
-from rich.markup import escape
 from rich.table import Table
 
 from otel_replay.attribution import Driver
@@ -17,8 +16,11 @@ from otel_replay.cli._common import (
     console,
     open_store,
     print_json,
+    printable,
     short,
+    shown,
     user_errors,
+    write_output,
 )
 from otel_replay.errors import ReplayError
 from otel_replay.model import Step, StepKind, Trajectory
@@ -95,26 +97,24 @@ def record_command(
             agent_spec=agent,
         )
         trajectory = recording.trajectory
-        with open_store(store) as db:
+        with open_store(store, create=True) as db:
             db.put_all([trajectory])
         if otlp_out is not None:
-            otlp_out.write_bytes(
-                orjson.dumps(request_to_otlp_json(recording.spans.request)) + b"\n"
+            write_output(
+                otlp_out, orjson.dumps(request_to_otlp_json(recording.spans.request)) + b"\n"
             )
     if recording.error:
-        console.print(
-            f"[yellow]the agent raised {escape(recording.error)}; recorded up to there[/]"
-        )
+        console.print(f"[yellow]the agent raised {shown(recording.error)}; recorded up to there[/]")
     for index in trajectory.metadata.get("lossy_steps", []):
         console.print(
             f"[yellow]warning: step {index}'s output was not JSON; stored a lossy copy[/]"
         )
     outcome_text = "unknown" if trajectory.outcome is None else f"{trajectory.outcome:g}"
     console.print(
-        f"recorded {escape(trajectory.id)}: {len(trajectory.steps)} steps, outcome {outcome_text}",
+        f"recorded {shown(trajectory.id)}: {len(trajectory.steps)} steps, outcome {outcome_text}",
         highlight=False,
     )
-    console.print(trajectory.id, highlight=False, markup=False)
+    console.print(printable(trajectory.id), highlight=False, markup=False)
 
 
 def replay_command(
@@ -146,11 +146,17 @@ def replay_command(
         )
         return
     if result.nondeterminism is not None:
-        console.print(f"[bold red]diverged:[/] {escape(str(result.nondeterminism))}")
+        console.print(f"[bold red]diverged:[/] {shown(str(result.nondeterminism))}")
+        if "seed" not in original.metadata:
+            console.print(
+                "this run was imported, not recorded by `agent-replay record`: replay it without "
+                "--agent to re-drive its tool-calling loop, or record the agent to replay its code",
+                highlight=False,
+            )
     elif result.diff.identical and result.ending is not None:
         console.print(
             f"[bold red]diverged:[/] all {len(original.steps)} steps identical, but "
-            f"{escape(result.ending)}"
+            f"{shown(result.ending)}"
         )
     else:
         _print_diff(result.diff)
@@ -244,7 +250,7 @@ def _injection(
 
 
 def _print_fork(forked: Trajectory, result: TrajectoryDiff) -> None:
-    console.print(f"forked {escape(forked.id)}", highlight=False)
+    console.print(f"forked {shown(forked.id)}", highlight=False)
     stale = forked.metadata.get("stale_steps")
     if stale:
         console.print(f"[yellow]steps {stale} had no resample function: held, and may be stale[/]")
@@ -315,15 +321,15 @@ def _print_diff(result: TrajectoryDiff) -> None:
     a, b = result.step_pair()
     table = Table(show_lines=True)
     table.add_column("")
-    table.add_column(escape(left.id), overflow="fold")
-    table.add_column(escape(right.id), overflow="fold")
+    table.add_column(shown(left.id), overflow="fold")
+    table.add_column(shown(right.id), overflow="fold")
     rows = [
         ("step", _label(a), _label(b)),
         ("inputs", _value(a, "inputs"), _value(b, "inputs")),
         ("returned", _value(a, "output"), _value(b, "output")),
     ]
     for name, x, y in rows:
-        table.add_row(name, escape(x), escape(y))
+        table.add_row(name, shown(x), shown(y))
     table.add_row("steps", str(len(left.steps)), str(len(right.steps)))
     table.add_row("outcome", _outcome(left), _outcome(right))
     console.print(table)
@@ -335,7 +341,7 @@ def _print_diff(result: TrajectoryDiff) -> None:
             else f"steps {only.start}..{only.stop - 1}"
         )
         console.print(
-            f"only {escape(run.id)} has {span}: {escape(', '.join(only.operations))}",
+            f"only {shown(run.id)} has {span}: {shown(', '.join(only.operations))}",
             highlight=False,
         )
 

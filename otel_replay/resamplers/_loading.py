@@ -122,6 +122,9 @@ def _load_one(spec: str, what: str = "resampler module") -> ModuleType:
         return importlib.import_module(spec)
     except ReplayError:
         raise
+    except ModuleNotFoundError as exc:
+        hint = f"; did you mean the file {spec}.py?" if Path(f"{spec}.py").is_file() else ""
+        raise PluginLoadError(f"cannot load {what} {spec!r}: {exc}{hint}") from exc
     except Exception as exc:
         raise PluginLoadError(f"cannot load {what} {spec!r}: {type(exc).__name__}: {exc}") from exc
 

@@ -1,0 +1,176 @@
+"""What the CLI owes a user's files and terminal: no lost bytes, no escape sequences from a trace,
+no store made by a command that only reads (issue 11's first items)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import orjson
+import pytest
+from typer.testing import CliRunner
+
+from otel_replay import Store
+from otel_replay.cli._common import output_file, printable
+from tests.cli_helpers import invoke, ok, one_line_error
+from tests.conftest import ROOT, SAMPLES
+
+HOSTILE = "\x1b]0;PWNED\x07\x1b[2J[bold]boom[/] :100:"
+
+
+@pytest.fixture
+def store(runner: CliRunner, store_path: Path) -> Path:
+    ok(invoke(runner, store_path, "import", str(SAMPLES / "incident.otlp.jsonl")))
+    return store_path
+
+
+# --- files -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("suffix", ["", "-wal", "-shm"])
+@pytest.mark.parametrize("format", ["jsonl", "parquet"])
+def test_export_never_writes_over_the_store_it_reads(
+    runner: CliRunner, store: Path, suffix: str, format: str
+) -> None:
+    before = Store.open(store).counts()
+    target = Path(f"{store}{suffix}")
+    line = one_line_error(invoke(runner, store, "export", "--format", format, "--out", str(target)))
+    assert "is the store being read" in line
+    with Store.open(store) as db:
+        assert db.counts() == before
+
+
+def test_a_failed_write_leaves_the_previous_file_and_no_debris(tmp_path: Path) -> None:
+    target = tmp_path / "report.json"
+    target.write_bytes(b"the previous good report")
+    with pytest.raises(RuntimeError), output_file(target) as out:
+        out.write(b"half a rep")
+        raise RuntimeError("killed")
+    assert target.read_bytes() == b"the previous good report"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.json"]
+
+
+def test_a_dash_is_standard_output(runner: CliRunner, store: Path) -> None:
+    resamplers = str(ROOT / "examples" / "incident" / "tools.py")
+    result = ok(
+        invoke(
+            runner, store, "attribute", "ef2843ff", "--resamplers", resamplers, "--rollouts", "5",
+            "--json-out", "-",
+        )
+    )  # fmt: skip
+    report, _ = json.JSONDecoder().raw_decode(result.stdout, result.stdout.index("{\n"))
+    assert report["trajectory_id"].startswith("ef2843ff")
+    exported = ok(invoke(runner, store, "export", "ef2843ff", "--out", "-"))
+    assert orjson.loads(exported.stdout)["trajectory_id"].startswith("ef2843ff")
+
+
+# --- the terminal ----------------------------------------------------------------------------------
+
+
+def test_printable_writes_control_characters_as_escapes() -> None:
+    assert printable(HOSTILE) == "\\x1b]0;PWNED\\x07\\x1b[2J[bold]boom[/] :100:"
+    assert printable("tab\tand\nnewline stay") == "tab\tand\nnewline stay"
+    assert printable("\x9b C1 too") == "\\x9b C1 too"
+
+
+def _hostile_run(tmp_path: Path) -> Path:
+    step = {
+        "kind": "tool",
+        "name": HOSTILE,
+        "inputs": {"arguments": {"q": HOSTILE}},
+        "output": HOSTILE,
+    }
+    lines = [
+        {"trajectory_id": "hostile", "outcome": 0.0, "steps": [step]},
+        {"trajectory_id": "other", "outcome": 1.0, "steps": [dict(step, name="calm")]},
+    ]
+    path = tmp_path / "hostile.jsonl"
+    path.write_bytes(b"".join(orjson.dumps(line) + b"\n" for line in lines))
+    return path
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["import", "<FILE>"],
+        ["list"],
+        ["show", "hostile"],
+        ["show", "hostile", "--tree"],
+        ["diff", "hostile", "other"],
+    ],
+    ids=["import", "list", "show", "tree", "diff"],
+)
+def test_trace_content_never_reaches_the_terminal_raw(
+    runner: CliRunner, store_path: Path, tmp_path: Path, command: list[str]
+) -> None:
+    trace = _hostile_run(tmp_path)
+    ok(invoke(runner, store_path, "import", str(trace)))
+    args = [str(trace) if a == "<FILE>" else a for a in command]
+    result = ok(invoke(runner, store_path, *args))
+    assert "\x1b" not in result.output and "\x07" not in result.output
+    if command[0] in ("show", "diff"):
+        assert "\\x1b" in result.output  # shown, as text
+
+
+def test_errors_are_text_not_markup_or_emoji(
+    runner: CliRunner, store_path: Path, tmp_path: Path
+) -> None:
+    path = tmp_path / "line100.jsonl"
+    lines = [f'{{"trajectory_id": "run-{i}", "steps": []}}\n' for i in range(99)]
+    path.write_text("".join(lines) + "{broken\n")
+    result = invoke(runner, store_path, "import", str(path))
+    assert result.exit_code == 1 and f"error: {path}:100:" in result.stderr
+
+
+# --- the store -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["list"], ["show", "x"], ["export"], ["diff", "a", "b"], ["replay", "x"], ["attribute", "x"]],
+    ids=["list", "show", "export", "diff", "replay", "attribute"],
+)
+def test_a_reading_command_does_not_create_a_store(
+    runner: CliRunner, tmp_path: Path, command: list[str]
+) -> None:
+    missing = tmp_path / "nowhere" / "store.db"
+    line = one_line_error(invoke(runner, missing, *command))
+    assert f"there is no store at {missing}" in line and "agent-replay import" in line
+    assert not (tmp_path / "nowhere").exists()
+
+
+# --- surprises -------------------------------------------------------------------------------------
+
+
+def test_replaying_an_imported_run_with_an_agent_says_it_was_not_recorded(
+    runner: CliRunner, store: Path
+) -> None:
+    agent = str(ROOT / "examples" / "incident" / "agent.py") + ":investigate"
+    result = invoke(runner, store, "replay", "ef2843ff", "--agent", agent)
+    assert result.exit_code == 1
+    assert "was imported, not recorded" in result.stdout
+
+
+def test_a_module_name_that_is_a_file_here_gets_a_hint(
+    runner: CliRunner, store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "my_resamplers.py").write_text("")
+    monkeypatch.chdir(tmp_path)
+    line = one_line_error(
+        invoke(runner, store, "attribute", "ef2843ff", "--resamplers", "my_resamplers")
+    )
+    assert "did you mean the file my_resamplers.py?" in line
+
+
+@pytest.mark.parametrize("threshold", ["5", "0", "-1"])
+def test_a_fail_threshold_outside_the_outcome_range_is_refused(
+    runner: CliRunner, store: Path, threshold: str
+) -> None:
+    resamplers = str(ROOT / "examples" / "incident" / "tools.py")
+    line = one_line_error(
+        invoke(
+            runner, store, "attribute", "ef2843ff", "--resamplers", resamplers,
+            "--fail-threshold", threshold,
+        )
+    )  # fmt: skip
+    assert "must be above 0 and at most 1" in line
