@@ -174,3 +174,80 @@ def test_a_fail_threshold_outside_the_outcome_range_is_refused(
         )
     )  # fmt: skip
     assert "must be above 0 and at most 1" in line
+
+
+# --- one-line errors, not tracebacks ---------------------------------------------------------------
+
+
+def _otlp(tmp_path: Path, start: object, value: object) -> Path:
+    span = {
+        "traceId": "0123456789abcdef0123456789abcdef",
+        "spanId": "00f067aa0ba902b7",
+        "name": "x",
+        "startTimeUnixNano": start,
+        "endTimeUnixNano": "2000",
+        "attributes": [{"key": "v", "value": {"intValue": value}}],
+    }
+    path = tmp_path / "trace.json"
+    path.write_bytes(orjson.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]}))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("start", "value", "message"),
+    [
+        ("--5", "1", "expected an integer (number or decimal string), got '--5'"),
+        ("1000", "9" * 5000, "(5000 characters) does not fit in 64 bits"),
+        ("18446744073709551616", "1", "does not fit in 64 bits"),
+    ],
+    ids=["double-minus", "5000-digits", "past-2**64"],
+)
+def test_otlp_integers_are_one_line_errors(
+    runner: CliRunner, store_path: Path, tmp_path: Path, start: str, value: str, message: str
+) -> None:
+    result = invoke(runner, store_path, "import", str(_otlp(tmp_path, start, value)))
+    assert result.exit_code == 1 and message in result.stderr
+
+
+def test_a_span_pointing_past_the_steps_is_drawn_as_a_span(
+    runner: CliRunner, store_path: Path, tmp_path: Path
+) -> None:
+    path = tmp_path / "native.jsonl"
+    line = {
+        "trajectory_id": "t",
+        "steps": [{"kind": "tool", "name": "a"}],
+        "spans": [{"span_id": "s", "step_index": 5}],
+    }
+    path.write_bytes(orjson.dumps(line) + b"\n")
+    ok(invoke(runner, store_path, "import", str(path)))
+    assert "(span)" in ok(invoke(runner, store_path, "show", "t", "--tree")).stdout
+
+
+def test_import_descends_into_folders_and_says_when_there_is_nothing(
+    runner: CliRunner, store_path: Path, tmp_path: Path
+) -> None:
+    nested = tmp_path / "traces" / "2026" / "11"
+    nested.mkdir(parents=True)
+    (nested / "run.jsonl").write_bytes((SAMPLES / "incident.otlp.jsonl").read_bytes())
+    assert "3 added" in ok(invoke(runner, store_path, "import", str(tmp_path / "traces"))).stdout
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    line = one_line_error(invoke(runner, store_path, "import", str(empty)))
+    assert f"no trace files in {empty}" in line
+
+
+def test_record_stores_a_crashed_run_and_exits_1(
+    runner: CliRunner, store_path: Path, tmp_path: Path
+) -> None:
+    agent = tmp_path / "crashing.py"
+    agent.write_text(
+        "def run(ctx):\n"
+        "    ctx.tool('lookup', produce=lambda: 1, key='a')\n"
+        "    raise RuntimeError('boom')\n"
+    )
+    result = invoke(runner, store_path, "record", "--agent", f"{agent}:run")
+    assert result.exit_code == 1
+    assert "the agent raised RuntimeError: boom; recorded up to there" in result.stderr
+    with Store.open(store_path) as db:
+        (summary,) = db.summaries()
+    assert summary.n_steps == 1

@@ -111,7 +111,7 @@ def _span_tree(trajectory: Trajectory) -> Tree:
     nodes: dict[str, Tree] = {}
     for span in trajectory.spans:  # stored in tree (pre-)order: parents before children
         parent = nodes.get(span.parent_span_id or "", root)
-        if span.step_index is not None:
+        if span.step_index is not None and 0 <= span.step_index < len(trajectory.steps):
             step = trajectory.steps[span.step_index]
             label = f"[bold]#{span.step_index} {step.kind.value}[/] {shown(span.name)}"
         else:

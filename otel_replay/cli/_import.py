@@ -43,17 +43,23 @@ class FileResult:
 
 
 def expand(paths: list[Path]) -> list[Path]:
-    """Files as given; directories become their (non-hidden, trace-like) files, sorted."""
+    """Files as given; directories become their trace-like files, subfolders included (hidden files
+    and folders left out), sorted. Finding none is a mistake worth a message."""
     files: list[Path] = []
     for path in paths:
         if path.is_dir():
             files.extend(
                 p
-                for p in sorted(path.iterdir())
-                if p.is_file() and not p.name.startswith(".") and p.suffix not in _SKIP_FILES
+                for p in sorted(path.rglob("*"))
+                if p.is_file()
+                and not any(part.startswith(".") for part in p.relative_to(path).parts)
+                and p.suffix not in _SKIP_FILES
             )
         else:
             files.append(path)
+    if not files:
+        shown_paths = ", ".join(str(p) for p in paths)
+        raise ReplayError(f"no trace files in {shown_paths} (folders are searched with subfolders)")
     return files
 
 

@@ -15,6 +15,7 @@ from otel_replay.cli._common import (
     StoreOption,
     console,
     open_store,
+    print_error,
     print_json,
     printable,
     short,
@@ -103,8 +104,6 @@ def record_command(
             write_output(
                 otlp_out, orjson.dumps(request_to_otlp_json(recording.spans.request)) + b"\n"
             )
-    if recording.error:
-        console.print(f"[yellow]the agent raised {shown(recording.error)}; recorded up to there[/]")
     for index in trajectory.metadata.get("lossy_steps", []):
         console.print(
             f"[yellow]warning: step {index}'s output was not JSON; stored a lossy copy[/]"
@@ -115,6 +114,9 @@ def record_command(
         highlight=False,
     )
     console.print(printable(trajectory.id), highlight=False, markup=False)
+    if recording.error:  # stored (a crash is evidence), but the run did not finish
+        print_error(f"the agent raised {recording.error}; recorded up to there")
+        raise typer.Exit(1)
 
 
 def replay_command(

@@ -14,6 +14,11 @@ from typing import Any
 from otel_replay.importers._spans import maybe_json
 
 
+def _is_index(text: str) -> bool:
+    """A list index in a flattened key (``prefix.3.``): ASCII digits, and not absurdly long."""
+    return text.isascii() and text.isdecimal() and len(text) < 10
+
+
 def unflatten(attributes: dict[str, Any], prefix: str) -> list[Any]:
     """Rebuild ``prefix.<i>.<path>`` attributes into a list ordered by index (sparse indices allowed).
 
@@ -28,7 +33,7 @@ def unflatten(attributes: dict[str, Any], prefix: str) -> list[Any]:
     for key, value in attributes.items():
         if key.startswith(dotted):
             index, _, rest = key[start:].partition(".")
-            if not index.isdecimal():
+            if not _is_index(index):
                 continue
             if not rest:  # prefix.<i> = value: an indexed list of plain values
                 items[int(index)] = value
@@ -64,13 +69,13 @@ def _expand(flat: dict[str, Any]) -> dict[str, Any]:
 
 def _insert(node: dict[Any, Any], parts: list[str], value: Any) -> None:
     for part in parts[:-1]:
-        key: Any = int(part) if part.isdecimal() else part
+        key: Any = int(part) if _is_index(part) else part
         child = node.get(key)
         if not isinstance(child, dict):
             child = node[key] = {}
         node = child
     last = parts[-1]
-    node[int(last) if last.isdecimal() else last] = value
+    node[int(last) if _is_index(last) else last] = value
 
 
 def _listify(node: Any) -> Any:
@@ -283,7 +288,7 @@ def flattened_messages(attributes: dict[str, Any], prefix: str) -> list[dict[str
     for key, value in attributes.items():
         if key.startswith(dotted):
             index, _, rest = key[start:].partition(".")
-            if index.isdecimal():
+            if _is_index(index):
                 group = groups.get(int(index))
                 if group is None:
                     group = groups[int(index)] = {}
@@ -303,7 +308,7 @@ def _flat_message(flat: dict[str, Any]) -> dict[str, Any]:
         if key.startswith(_TOOL_CALLS):
             index, _, rest = key[len(_TOOL_CALLS) :].partition(".")
             call_field = _TOOL_CALL_FIELDS.get(rest)
-            if index.isdecimal() and call_field is not None:
+            if _is_index(index) and call_field is not None:
                 call = calls.get(int(index))
                 if call is None:
                     call = calls[int(index)] = {}

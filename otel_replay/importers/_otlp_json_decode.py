@@ -8,6 +8,7 @@ type raises `TraceFormatError` naming its JSON path.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -237,6 +238,9 @@ def any_value(value: Any, where: str) -> Any:
 _INT64_MIN, _UINT64_MAX = -(1 << 63), (1 << 64) - 1
 
 
+_DECIMAL = re.compile(r"-?[0-9]+")
+
+
 def _int64(value: Any, where: str) -> int:
     """int64 / fixed64 from a number or a decimal string (never through float)."""
     number: int | None = None
@@ -244,9 +248,14 @@ def _int64(value: Any, where: str) -> int:
         return 0
     if isinstance(value, int) and not isinstance(value, bool):
         number = value
-    elif (isinstance(value, str) and value.lstrip("-").isdecimal()) or (
-        isinstance(value, float) and value.is_integer()
-    ):
+    elif isinstance(value, str) and _DECIMAL.fullmatch(value):
+        if len(value) > 21:  # more digits than any 64-bit integer has (and int() has a limit)
+            raise TraceFormatError(
+                f"integer {preview(value)} ({len(value)} characters) does not fit in 64 bits",
+                where=where,
+            )
+        number = int(value)
+    elif isinstance(value, float) and value.is_integer():
         number = int(value)
     if number is not None:
         if _INT64_MIN <= number <= _UINT64_MAX:
@@ -286,7 +295,7 @@ def _enum(value: Any, names: dict[str, int], where: str) -> int:
     if isinstance(value, str):
         if value in names:
             return names[value]
-        if value.isdecimal():
+        if value.isascii() and value.isdecimal() and len(value) < 10:
             return int(value)
         return 0  # unknown enum names are legal per the proto3 JSON mapping: read as unspecified
     raise TraceFormatError(f"expected an enum name or number, got {preview(value)}", where=where)
