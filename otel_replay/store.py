@@ -84,6 +84,25 @@ CREATE INDEX steps_by_op_key ON steps(op_key);
 """
 
 
+def _create_schema(db: sqlite3.Connection) -> None:
+    """Create the tables once: two processes opening a new store at the same moment both see an
+    empty file, so the check is repeated under the write lock and only the first creates."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        if db.execute("PRAGMA user_version").fetchone()[0] == 0:
+            statement = ""
+            for line in _SCHEMA.splitlines(keepends=True):  # statements, comments and all
+                statement += line
+                if sqlite3.complete_statement(statement):
+                    db.execute(statement)
+                    statement = ""
+            db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
+
+
 def default_store_path() -> Path:
     """``$AGENT_REPLAY_STORE`` if set, else ``./.agent-replay/store.db``."""
     env = os.environ.get("AGENT_REPLAY_STORE")
@@ -190,7 +209,7 @@ class Store:
             db.execute("PRAGMA synchronous=NORMAL")  # with WAL: survives a killed process
             db.execute("PRAGMA foreign_keys=ON")  # steps never outlive their trajectory
             if version == 0:
-                db.executescript(f"BEGIN; {_SCHEMA} PRAGMA user_version={SCHEMA_VERSION}; COMMIT;")
+                _create_schema(db)
         except sqlite3.DatabaseError as exc:
             if db is not None:
                 db.close()

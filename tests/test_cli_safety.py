@@ -251,3 +251,73 @@ def test_record_stores_a_crashed_run_and_exits_1(
     with Store.open(store_path) as db:
         (summary,) = db.summaries()
     assert summary.n_steps == 1
+
+
+# --- the store under pressure, and silent failures -------------------------------------------------
+
+
+def test_two_imports_can_create_a_store_at_once(tmp_path: Path) -> None:
+    """Both see a new, empty file; the schema is created once, under the write lock."""
+    import subprocess
+    import sys
+
+    for attempt in range(4):
+        store = tmp_path / f"race-{attempt}" / "store.db"
+        command = [sys.executable, "-m", "otel_replay", "import", "--store", str(store)]
+        processes = [
+            subprocess.Popen([*command, str(SAMPLES / name)], stderr=subprocess.PIPE)
+            for name in ("incident.otlp.jsonl", "incident-genai.otlp.jsonl")
+        ]
+        for process in processes:
+            _, stderr = process.communicate(timeout=120)
+            assert process.returncode == 0, stderr.decode()
+        with Store.open(store) as db:
+            assert db.counts()["trajectories"] == 5
+
+
+def test_a_damaged_store_is_one_line_naming_the_recovery(runner: CliRunner, store: Path) -> None:
+    data = bytearray(store.read_bytes())
+    for offset in range(
+        16384, len(data), 16384
+    ):  # scribble over the start of every page but the first
+        data[offset : offset + 64] = b"\xff" * 64
+    store.write_bytes(bytes(data))
+    for suffix in ("-wal", "-shm"):
+        Path(f"{store}{suffix}").unlink(missing_ok=True)
+    line = one_line_error(invoke(runner, store, "show", "ef2843ff"))
+    assert "the store cannot be read" in line and ".recover" in line
+
+
+def test_an_outcome_attribute_no_root_carries_is_a_warning(
+    runner: CliRunner, store_path: Path
+) -> None:
+    result = ok(
+        invoke(
+            runner, store_path, "import", str(SAMPLES / "incident.otlp.jsonl"),
+            "--outcome-attribute", "eval.passed",
+        )
+    )  # fmt: skip
+    assert "no root span carries --outcome-attribute 'eval.passed'" in result.stderr
+    assert "agent_replay.outcome" in result.stderr  # what the roots do carry
+
+
+def test_a_run_whose_every_rollout_errored_is_an_error(
+    runner: CliRunner, store: Path, tmp_path: Path
+) -> None:
+    broken = tmp_path / "broken.py"
+    broken.write_text(
+        "from otel_replay import resampler, verifier\n"
+        "@resampler('tool')\n"
+        "def tool(step, ctx):\n"
+        "    raise RuntimeError('always')\n"
+        "@verifier\n"
+        "def judge(trajectory):\n"
+        "    return 0.0\n"
+    )
+    line = one_line_error(
+        invoke(
+            runner, store, "attribute", "ef2843ff", "--resamplers", str(broken),
+            "--on-resampler-error", "fail-rollout", "--rollouts", "3",
+        )
+    )  # fmt: skip
+    assert "every one of the" in line and "failed on a resample function's error" in line

@@ -101,6 +101,13 @@ def attribute(
     credit = None
     if config.method in (Method.SHAPLEY, Method.ALL):
         credit = shapley(engine, resamplable, mode, config)
+    if engine.resampler_errors and engine.resampler_errors == engine.resampling:
+        raise AttributionError(
+            f"every one of the {engine.resampling} rollouts that resampled a step failed on a "
+            "resample function's error "
+            "(--on-resampler-error fail-rollout): nothing was estimated; run with "
+            "--on-resampler-error fail to see the first error"
+        )
     repair, repair_note = None, None
     if config.repair and mode is Mode.FAILURE:
         repair, repair_note = _repair(engine, found, resamplable, config)

@@ -61,6 +61,7 @@ class Engine:
         self.planned = 0
         self.step_executions = 0
         self.resampler_errors = 0
+        self.resampling = 0  # rollouts that called a resample function (or tried to)
         self._registrations = registrations(factual, registry)
         # the trace-driven rollout unless a driver (the live agent under replay) is given
         self._drive = driver or (
@@ -108,6 +109,7 @@ class Engine:
             self.rollouts += 1
             self.step_executions += outcome.step_executions
             self.resampler_errors += outcome.resampler_error is not None
+            self.resampling += outcome.step_executions > 0 or outcome.resampler_error is not None
             self._report()
 
     def _report(self) -> None:

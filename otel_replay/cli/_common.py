@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import sqlite3
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -68,6 +69,12 @@ def user_errors() -> Iterator[None]:
         raise typer.Exit(1) from None
     except OSError as exc:
         print_error(f"{exc.strerror or exc}: {exc.filename}" if exc.filename else exc)
+        raise typer.Exit(1) from None
+    except sqlite3.DatabaseError as exc:  # opened fine, then a page or a table turned out bad
+        print_error(
+            f"the store cannot be read ({exc}): it may be damaged; `sqlite3 STORE .recover | "
+            "sqlite3 NEW.db` saves what it can, or import the traces again into a new store"
+        )
         raise typer.Exit(1) from None
 
 

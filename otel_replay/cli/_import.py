@@ -81,6 +81,9 @@ def import_file(store: Store, path: Path, fmt: Format, options: ReadOptions) -> 
         )
     result.skipped = [str(e) for e in options.report.skipped]
     result.warnings = list(options.report.warnings)
+    missing = options.missing_outcome()
+    if missing is not None:
+        result.warnings.append(f"{path}: {missing}")
     return result
 
 

@@ -166,6 +166,13 @@ def _main_root(spans: Sequence[SpanRecord], roots: list[int]) -> SpanRecord | No
 
 
 def _outcome(root: SpanRecord, options: ReadOptions) -> float | None:
+    report = options.report
+    report.roots += 1
+    if options.outcome_attribute is not None:
+        if options.outcome_attribute in root.attributes:
+            report.outcome_roots += 1
+        elif len(report.root_attributes) < 50:
+            report.root_attributes.update(list(root.attributes)[:50])
     for key in options.outcome_keys():
         if key not in root.attributes:
             continue

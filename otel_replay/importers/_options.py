@@ -24,6 +24,9 @@ class ReadReport:
     warnings: list[str] = field(default_factory=list)
     spans: int = 0
     records: int = 0
+    roots: int = 0  # runs built from spans
+    outcome_roots: int = 0  # ... whose root span carries the ``--outcome-attribute``
+    root_attributes: set[str] = field(default_factory=set)  # what roots carry (for the warning)
 
 
 @dataclass
@@ -48,6 +51,17 @@ class ReadOptions:
         if self.outcome_attribute is not None:
             return (self.outcome_attribute,)
         return DEFAULT_OUTCOME_ATTRIBUTES
+
+    def missing_outcome(self) -> str | None:
+        """The warning when ``outcome_attribute`` was named and no root span carried it."""
+        report = self.report
+        if self.outcome_attribute is None or not report.roots or report.outcome_roots:
+            return None
+        carried = ", ".join(sorted(report.root_attributes)[:12]) or "no attributes"
+        return (
+            f"no root span carries --outcome-attribute {self.outcome_attribute!r}, so no outcome "
+            f"came from it; the root spans carry: {carried}"
+        )
 
     def invalid(self, error: TraceFormatError) -> None:
         """Raise ``error``, or record it when invalid records are being skipped."""
