@@ -24,6 +24,7 @@ from otel_replay.errors import CanonicalJSONError, preview
 __all__ = [
     "CORRELATION_KEYS",
     "GENESIS",
+    "MAX_DEPTH",
     "canonical_json",
     "check_json_value",
     "digest",
@@ -31,6 +32,9 @@ __all__ = [
     "op_key",
     "result_digest",
 ]
+
+#: How deeply JSON may nest (the serializer stops at 254 levels; no real trace comes near).
+MAX_DEPTH = 200
 
 #: The hash a trajectory's chain starts from.
 GENESIS = "0" * 64
@@ -45,11 +49,14 @@ def check_json_value(value: Any, where: str = "value") -> None:
     """Raise `CanonicalJSONError` unless ``value`` is plain JSON that round-trips exactly.
 
     Accepted: ``dict`` with ``str`` keys, ``list``, ``str`` (valid UTF-8), ``int`` (64 bits), finite
-    ``float``, ``bool``, ``None``.
+    ``float``, ``bool``, ``None``, nested at most `MAX_DEPTH` levels.
     """
-    stack: list[tuple[Any, str]] = [(value, where)]
+    stack: list[tuple[Any, str, int]] = [(value, where, 0)]
     while stack:
-        item, path = stack.pop()
+        item, path, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            shown = path if len(path) <= 60 else path[:57] + "..."
+            raise CanonicalJSONError(f"{shown} is nested deeper than {MAX_DEPTH} levels")
         if item is None or isinstance(item, bool):
             continue
         if isinstance(item, str):
@@ -70,10 +77,10 @@ def check_json_value(value: Any, where: str = "value") -> None:
             for key, child in item.items():
                 if not isinstance(key, str):
                     raise CanonicalJSONError(f"{path} has a non-string key {key!r}")
-                stack.append((child, f"{path}.{key}"))
+                stack.append((child, f"{path}.{key}", depth + 1))
             continue
         if isinstance(item, list):
-            stack.extend((child, f"{path}[{i}]") for i, child in enumerate(item))
+            stack.extend((child, f"{path}[{i}]", depth + 1) for i, child in enumerate(item))
             continue
         raise CanonicalJSONError(
             f"{path} = {item!r} ({type(item).__name__}) does not survive a JSON round trip"

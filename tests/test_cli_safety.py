@@ -321,3 +321,61 @@ def test_a_run_whose_every_rollout_errored_is_an_error(
         )
     )  # fmt: skip
     assert "every one of the" in line and "failed on a resample function's error" in line
+
+
+# --- nesting ---------------------------------------------------------------------------------------
+
+
+def test_a_document_nested_past_the_readers_depth_is_one_line(
+    runner: CliRunner, store_path: Path, tmp_path: Path
+) -> None:
+    path = tmp_path / "deep.json"
+    path.write_text("[" * 100_000 + "]" * 100_000)
+    result = invoke(runner, store_path, "import", str(path))
+    assert result.exit_code == 1
+    assert f"error: {path} (byte 0): JSON nested deeper than the reader follows" in result.stderr
+
+
+def test_a_string_holding_deep_json_stays_text(
+    runner: CliRunner, store_path: Path, tmp_path: Path
+) -> None:
+    deep = "[" * 300 + "]" * 300
+    span = {
+        "traceId": "0123456789abcdef0123456789abcdef",
+        "spanId": "00f067aa0ba902b7",
+        "name": "x",
+        "startTimeUnixNano": "1",
+        "endTimeUnixNano": "2",
+        "attributes": [
+            {"key": "tool.name", "value": {"stringValue": "t"}},
+            {"key": "input.value", "value": {"stringValue": deep}},
+        ],
+    }
+    path = tmp_path / "deep-string.json"
+    path.write_bytes(orjson.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]}))
+    ok(invoke(runner, store_path, "import", str(path)))
+    with Store.open(store_path) as db:
+        (summary,) = db.summaries()
+        assert db.get(summary.id).steps[0].inputs["arguments"] == deep
+
+
+def test_a_native_record_nested_too_deep_is_skipped_with_its_line(
+    runner: CliRunner, store_path: Path, tmp_path: Path
+) -> None:
+    value: object = {"a": 1}
+    for _ in range(300):
+        value = [value]
+    lines = [
+        {"trajectory_id": "deep", "steps": [{"kind": "tool", "name": "t", "output": value}]},
+        {"trajectory_id": "fine", "steps": [{"kind": "tool", "name": "t"}]},
+    ]
+    path = tmp_path / "deep.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))  # orjson stops at 254
+    result = invoke(runner, store_path, "import", str(path))
+    assert (
+        result.exit_code == 1
+        and f"{path}:1: " in result.stderr
+        and "nested deeper than 200" in result.stderr
+    )
+    skipped = ok(invoke(runner, store_path, "import", str(path), "--skip-invalid"))
+    assert "1 added" in skipped.stdout and "skipped 1 invalid record" in skipped.stderr

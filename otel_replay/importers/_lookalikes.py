@@ -128,6 +128,10 @@ def concatenated_objects(text: str) -> list[Any] | None:
             value, position = decoder.raw_decode(text, position)
         except json.JSONDecodeError:
             return None
+        except RecursionError:
+            raise TraceFormatError(
+                "JSON nested deeper than the reader follows", offset=position
+            ) from None
         objects.append(value)
 
 

@@ -18,6 +18,7 @@ from typing import Any
 import orjson
 
 from otel_replay.errors import TraceFormatError
+from otel_replay.hashing import MAX_DEPTH
 
 # Span kind and status code numbers (trace.proto); enum names are accepted in JSON too.
 SPAN_KINDS = {
@@ -116,9 +117,25 @@ def parse_json_text(text: str) -> Any:
     if not text or (text[0] not in '{["' and not (text[0].isdigit() or text[0] in "-tfn")):
         return _NOT_JSON
     try:
-        return orjson.loads(text)
+        value = orjson.loads(text)
     except orjson.JSONDecodeError:
         return _NOT_JSON
+    if text.count("[") + text.count("{") > MAX_DEPTH and _deeper_than(value, MAX_DEPTH):
+        return _NOT_JSON  # kept as the text it is: nested beyond what can be stored and hashed
+    return value
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    stack = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return True
+        if isinstance(item, dict):
+            stack.extend((child, depth + 1) for child in item.values())
+        elif isinstance(item, list):
+            stack.extend((child, depth + 1) for child in item)
+    return False
 
 
 _NOT_JSON: Any = object()

@@ -78,6 +78,8 @@ def _read_line(line: bytes, pending: dict[str, _Pending]) -> None:
         obj = json.loads(line, parse_constant=_refuse_constant)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise TraceFormatError(f"malformed JSON: {exc}") from None
+    except RecursionError:
+        raise TraceFormatError("JSON nested deeper than the reader follows") from None
     try:
         check_json_value(obj, "line")
     except CanonicalJSONError as exc:

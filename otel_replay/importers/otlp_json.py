@@ -57,7 +57,10 @@ def _read_document(path: Path, options: ReadOptions) -> Iterator[Trajectory]:
     try:
         document = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
-        objects = concatenated_objects(data.decode("utf-8", errors="replace"))
+        try:
+            objects = concatenated_objects(data.decode("utf-8", errors="replace"))
+        except TraceFormatError as deep:
+            raise deep.located(path=path) from None
         if not objects or not all(is_span_dump(o) for o in objects):
             raise TraceFormatError(
                 f"malformed JSON: {exc.msg}", path=path, line=exc.lineno
