@@ -379,3 +379,67 @@ def test_a_native_record_nested_too_deep_is_skipped_with_its_line(
     )
     skipped = ok(invoke(runner, store_path, "import", str(path), "--skip-invalid"))
     assert "1 added" in skipped.stdout and "skipped 1 invalid record" in skipped.stderr
+
+
+# --- one vocabulary, one-line usage errors ---------------------------------------------------------
+
+
+def _agent_replay(*args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
+    import os
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "otel_replay", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        timeout=120,
+    )
+    return done.returncode, done.stdout, done.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["bogus"], "error: No such command 'bogus'. (see: agent-replay --help)"),
+        (["list", "--bogus"], "error: No such option: --bogus (see: agent-replay list --help)"),
+        (["show"], "error: Missing argument 'ID'. (see: agent-replay show --help)"),
+    ],
+    ids=["command", "option", "argument"],
+)
+def test_a_usage_error_is_one_line_and_exit_2(args: list[str], message: str) -> None:
+    code, _, stderr = _agent_replay(*args)
+    assert code == 2 and stderr.strip() == message
+
+
+def test_help_version_and_a_store_before_the_command(store: Path, tmp_path: Path) -> None:
+    from otel_replay import __version__
+
+    assert _agent_replay("--version")[:2] == (0, f"agent-replay {__version__}\n")
+    code, out, _ = _agent_replay("-h")
+    assert code == 0 and "Usage: agent-replay" in out
+    # the store named before the command wins over the variable, as its own --store would
+    code, out, err = _agent_replay(
+        "--store", str(store), "list", "--json", env={"AGENT_REPLAY_STORE": str(tmp_path / "x.db")}
+    )
+    assert code == 0, err
+    assert len(json.loads(out)) == 3
+
+
+def test_the_verifier_option_has_one_name(
+    runner: CliRunner, store_path: Path, tmp_path: Path
+) -> None:
+    agent = ROOT / "examples" / "incident" / "agent.py"
+    result = ok(
+        invoke(
+            runner,
+            store_path,
+            "record",
+            "--agent",
+            f"{agent}:investigate",
+            "--verifier",
+            f"{agent}:outcome",
+        )
+    )
+    assert "outcome 1" in result.stdout

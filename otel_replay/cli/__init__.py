@@ -1,11 +1,26 @@
-"""The ``agent-replay`` command: thin Typer commands that render what the library computes."""
+"""The ``agent-replay`` command: thin Typer commands that render what the library computes.
+
+Exit codes: 0 done; 1 a user mistake or a failed run, said in one line on stderr; 2 a usage error
+(an unknown command or option), also one line.
+"""
 
 from __future__ import annotations
 
+import os
+import sys
+from pathlib import Path
+from typing import Annotated
+
 import typer
+
+try:  # typer vendors click from 0.20 on; earlier it depends on click itself
+    from typer._click import exceptions as click_exceptions
+except ImportError:  # pragma: no cover - older typer
+    from click import exceptions as click_exceptions  # type: ignore[no-redef,import-not-found,unused-ignore]
 
 from otel_replay.cli._attribute import attribute_command
 from otel_replay.cli._browse import list_command, show_command
+from otel_replay.cli._common import print_error
 from otel_replay.cli._export import export_command
 from otel_replay.cli._import import import_command
 from otel_replay.cli._live import diff_command, fork_command, record_command, replay_command
@@ -19,7 +34,49 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_show_locals=False,  # traces hold prompts and keys
     add_completion=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
+
+
+def _version(value: bool) -> None:
+    if value:
+        from otel_replay import __version__
+
+        print(f"agent-replay {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _everywhere(
+    ctx: typer.Context,
+    store: Annotated[
+        Path | None,
+        typer.Option(
+            "--store",
+            help="Store file for the command that follows (the same as its own --store).",
+            show_default=False,
+        ),
+    ] = None,
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
+    ] = False,
+) -> None:
+    """Import agent traces from OpenTelemetry; replay, fork and attribute their failures."""
+    if store is not None:  # `agent-replay --store S list` as well as `agent-replay list --store S`
+        # the commands' own --store reads this variable; it is put back when the command is done
+        previous = os.environ.get("AGENT_REPLAY_STORE")
+        os.environ["AGENT_REPLAY_STORE"] = str(store)
+        ctx.call_on_close(lambda: _put_back("AGENT_REPLAY_STORE", previous))
+
+
+def _put_back(name: str, value: str | None) -> None:
+    if value is None:
+        os.environ.pop(name, None)
+    else:
+        os.environ[name] = value
+
+
 app.command("import")(import_command)
 app.command("list")(list_command)
 app.command("show")(show_command)
@@ -33,4 +90,17 @@ app.add_typer(report_app, name="report")
 
 
 def main() -> None:
-    app()
+    """Run the command; a usage error is one line and exit code 2, as every other error is one."""
+    command = typer.main.get_command(app)
+    try:
+        code = command.main(args=sys.argv[1:], prog_name="agent-replay", standalone_mode=False)
+    except click_exceptions.UsageError as exc:
+        path = exc.ctx.command_path if exc.ctx is not None else "agent-replay"
+        print_error(f"{exc.format_message()} (see: {path} --help)")
+        sys.exit(2)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        print_error("aborted")
+        sys.exit(1)
+    sys.exit(code if isinstance(code, int) else 0)

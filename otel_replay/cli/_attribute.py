@@ -105,7 +105,8 @@ def attribute_command(
         bool, typer.Option(help="Also load installed otel_replay.resamplers entry points.")
     ] = True,
     json_out: Annotated[
-        Path | None, typer.Option(help="Write the JSON report here (- for stdout).")
+        Path | None,
+        typer.Option("--json-out", "--out", help="Write the JSON report here (- for stdout)."),
     ] = None,
     agent: Annotated[
         str | None,

@@ -68,7 +68,11 @@ def record_command(
     seed: Annotated[int, typer.Option(help="Seed of ctx.rng.")] = 0,
     outcome: Annotated[
         str | None,
-        typer.Option(help="module:function scoring the run (1.0 success … 0.0 failure)."),
+        typer.Option(
+            "--verifier",
+            "--outcome",
+            help="module:function scoring the run (1.0 success … 0.0 failure).",
+        ),
     ] = None,
     resamplers: Annotated[
         list[str] | None,
@@ -87,7 +91,7 @@ def record_command(
     with user_errors():
         function = _agent(agent)
         registry = load_registry(resamplers or ())
-        scorer = load_object(outcome, "--outcome") if outcome else None
+        scorer = load_object(outcome, "--verifier") if outcome else None
         recording = record(
             function,
             arguments=_json_option(input, "--input"),
@@ -187,7 +191,8 @@ def fork_command(
         typer.Option("--resamplers", help="Resample later steps (without --agent)."),
     ] = None,
     outcome: Annotated[
-        str | None, typer.Option(help="module:function scoring the forked run.")
+        str | None,
+        typer.Option("--verifier", "--outcome", help="module:function scoring the forked run."),
     ] = None,
     seed: Annotated[
         int | None,
@@ -207,7 +212,7 @@ def fork_command(
                 intervention,
                 agent=_agent(agent) if agent else _driven(original, driver, max_turns),
                 registry=load_registry(resamplers or ()),
-                outcome=load_object(outcome, "--outcome") if outcome else None,
+                outcome=load_object(outcome, "--verifier") if outcome else None,
                 seed=seed,
             )
             db.put_all([forked])
