@@ -443,3 +443,17 @@ def test_the_verifier_option_has_one_name(
         )
     )
     assert "outcome 1" in result.stdout
+
+
+def test_skip_invalid_goes_past_a_file_that_is_not_a_trace(
+    runner: CliRunner, store_path: Path, tmp_path: Path
+) -> None:
+    folder = tmp_path / "mixed"
+    folder.mkdir()
+    (folder / "a-notes.log").write_text("hello, not a trace\n")
+    (folder / "b-run.jsonl").write_bytes((SAMPLES / "incident.otlp.jsonl").read_bytes())
+    stopped = invoke(runner, store_path, "import", str(folder))
+    assert stopped.exit_code == 1 and "not a trace file" in stopped.stderr
+    went_on = ok(invoke(runner, store_path, "import", str(folder), "--skip-invalid"))
+    assert "3 added" in went_on.stdout
+    assert "a-notes.log: not a trace file" in went_on.stderr

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import typer
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
@@ -23,7 +23,7 @@ from otel_replay.cli._common import (
     trajectory_table,
     user_errors,
 )
-from otel_replay.errors import ReplayError
+from otel_replay.errors import ReplayError, TraceFormatError
 from otel_replay.importers import Format, ReadOptions, read_path
 from otel_replay.ingest import IngestResult, ingest
 from otel_replay.model import is_failure
@@ -133,8 +133,9 @@ def _import_files(
     skip_invalid: bool,
     quiet: bool,
 ) -> list[FileResult]:
-    """Each file in its own transaction, under one progress bar; the first file that fails stops
-    the import with its error and a note of what earlier files brought in."""
+    """Each file in its own transaction, under one progress bar. A file that cannot be read stops
+    the import with its error and a note of what earlier files brought in; with ``skip_invalid``
+    it is listed as skipped and the import goes on."""
     results: list[FileResult] = []
     total = sum(p.stat().st_size for p in files)
     with _progress(total, quiet) as progress:
@@ -151,17 +152,24 @@ def _import_files(
             )
             try:
                 results.append(import_file(db, path, fmt, options))
+            except TraceFormatError as exc:
+                if not skip_invalid:
+                    _stop(progress, results, path, exc)
+                results.append(FileResult(path, skipped=[str(exc)]))  # the whole file, listed
             except ReplayError as exc:
-                progress.stop()
-                imported = sum(1 for r in results if r.rows)
-                note = f"; {imported} earlier file(s) were imported" if imported else ""
-                print_error(exc)
-                err_console.print(
-                    printable(f"nothing from {path} was imported{note}"), markup=False
-                )
-                raise typer.Exit(1) from None
+                _stop(progress, results, path, exc)
             done += path.stat().st_size
     return results
+
+
+def _stop(progress: Progress, results: list[FileResult], path: Path, exc: ReplayError) -> NoReturn:
+    """The first file that cannot be imported ends the import, saying what earlier files brought."""
+    progress.stop()
+    imported = sum(1 for r in results if r.rows)
+    note = f"; {imported} earlier file(s) were imported" if imported else ""
+    print_error(exc)
+    err_console.print(printable(f"nothing from {path} was imported{note}"), markup=False)
+    raise typer.Exit(1)
 
 
 def _progress(total: int, quiet: bool) -> Progress:
