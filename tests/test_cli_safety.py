@@ -278,8 +278,9 @@ def test_two_imports_can_create_a_store_at_once(tmp_path: Path) -> None:
 def test_a_damaged_store_is_one_line_naming_the_recovery(runner: CliRunner, store: Path) -> None:
     import sqlite3
 
-    with sqlite3.connect(store) as db:  # every page in the main file, none left in the WAL
-        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    db = sqlite3.connect(store)
+    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # every page in the main file, none in the WAL
+    db.close()
     data = bytearray(store.read_bytes())
     assert len(data) > 3 * 16384
     for offset in range(
