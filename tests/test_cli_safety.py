@@ -11,6 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from otel_replay import Store
+from otel_replay.cli import app
 from otel_replay.cli._common import output_file, printable
 from tests.cli_helpers import invoke, ok, one_line_error
 from tests.conftest import ROOT, SAMPLES
@@ -463,3 +464,25 @@ def test_skip_invalid_goes_past_a_file_that_is_not_a_trace(
     went_on = ok(invoke(runner, store_path, "import", str(folder), "--skip-invalid"))
     assert "3 added" in went_on.stdout
     assert "a-notes.log: not a trace file" in went_on.stderr
+
+
+# --- tables and words ------------------------------------------------------------------------------
+
+
+def test_tables_keep_the_file_name_and_words_agree_with_counts(
+    runner: CliRunner, store_path: Path, tmp_path: Path
+) -> None:
+    deep = tmp_path / "a" / "very" / "long" / "folder" / "that" / "goes" / "on" / "and" / "on"
+    deep.mkdir(parents=True)
+    (deep / "incident.otlp.jsonl").write_bytes((SAMPLES / "incident.otlp.jsonl").read_bytes())
+    narrow = runner.invoke(
+        app,
+        ["import", str(tmp_path / "a"), "--store", str(store_path)],
+        env={"COLUMNS": "80"},
+    )
+    assert narrow.exit_code == 0, narrow.output
+    assert "nt.otlp.jsonl" in narrow.stdout  # cut from the left: the file's name shows
+    agent = tmp_path / "one.py"
+    agent.write_text("def run(ctx):\n    return ctx.tool('lookup', produce=lambda: 1, key='a')\n")
+    recorded = ok(invoke(runner, store_path, "record", "--agent", f"{agent}:run"))
+    assert ": 1 step, outcome" in recorded.stdout

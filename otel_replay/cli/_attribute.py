@@ -179,7 +179,10 @@ def _render(result: AttributionResult, config: AttributionConfig) -> None:
     table.add_column("#", justify="right", no_wrap=True)
     table.add_column("kind", no_wrap=True)
     table.add_column(
-        "name", overflow="ellipsis", max_width=12 if result.shapley else 18, no_wrap=True
+        "name",
+        overflow="ellipsis",
+        max_width=max(12 if result.shapley else 18, console.width - (66 if result.shapley else 54)),
+        no_wrap=True,
     )
     table.add_column("credit" if credit else "attribution", justify="right", no_wrap=True)
     table.add_column("P(fail)", justify="right", no_wrap=True)

@@ -48,7 +48,7 @@ def list_command(json: JsonOption = False, store: StoreOption = None) -> None:
     )
     for s in summaries:
         outcome = "—" if s.outcome is None else f"{s.outcome:g}"
-        cells = (s.id, str(s.n_steps), outcome, s.format or "", display_path(s.source))
+        cells = (s.id, str(s.n_steps), outcome, s.format or "", display_path(s.source, spare=16))
         table.add_row(*map(shown, cells), style="red" if is_failure(s.outcome) else None)
     console.print(table)
 

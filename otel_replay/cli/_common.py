@@ -130,14 +130,23 @@ def print_json(value: Any) -> None:
     sys.stdout.write("\n")
 
 
-def display_path(path: str | None) -> str:
-    """A source path relative to the working directory when it is below it."""
+def display_path(path: str | None, spare: int = 0) -> str:
+    """A source path relative to the working directory when it is below it, cut from the left so
+    the file's own name always shows: to what a trajectory table leaves it on this terminal, less
+    ``spare`` characters for the table's other columns."""
+    width = max(8, console.width - 66 - spare)
     if not path:
         return ""
     try:
-        return str(Path(path).resolve().relative_to(Path.cwd()))
+        shown_path = str(Path(path).resolve().relative_to(Path.cwd()))
     except ValueError:
-        return path
+        shown_path = path
+    return shown_path if len(shown_path) <= width else "…" + shown_path[-(width - 1) :]
+
+
+def plural(count: int, word: str) -> str:
+    """``1 step``, ``2 steps``."""
+    return f"{count} {word}{'' if count == 1 else 's'}"
 
 
 def short(value: Any, width: int = 60) -> str:

@@ -15,6 +15,7 @@ from otel_replay.cli._common import (
     StoreOption,
     console,
     open_store,
+    plural,
     print_error,
     print_json,
     printable,
@@ -114,7 +115,8 @@ def record_command(
         )
     outcome_text = "unknown" if trajectory.outcome is None else f"{trajectory.outcome:g}"
     console.print(
-        f"recorded {shown(trajectory.id)}: {len(trajectory.steps)} steps, outcome {outcome_text}",
+        f"recorded {shown(trajectory.id)}: {plural(len(trajectory.steps), 'step')}, "
+        f"outcome {outcome_text}",
         highlight=False,
     )
     console.print(printable(trajectory.id), highlight=False, markup=False)
@@ -147,7 +149,7 @@ def replay_command(
         result = replay(original, function or _chat_loop(original), live_kinds=live or ())
     if result.identical:
         console.print(
-            f"identical ({len(original.steps)} steps, hash {original.final_hash[:16]})",
+            f"identical ({plural(len(original.steps), 'step')}, hash {original.final_hash[:16]})",
             highlight=False,
         )
         return
@@ -161,7 +163,7 @@ def replay_command(
             )
     elif result.diff.identical and result.ending is not None:
         console.print(
-            f"[bold red]diverged:[/] all {len(original.steps)} steps identical, but "
+            f"[bold red]diverged:[/] all {plural(len(original.steps), 'step')} identical, but "
             f"{shown(result.ending)}"
         )
     else:
@@ -318,7 +320,7 @@ def _diff_record(result: TrajectoryDiff) -> dict[str, Any]:
 def _print_diff(result: TrajectoryDiff) -> None:
     left, right = result.left, result.right
     if result.identical:
-        console.print(f"identical: {len(left.steps)} steps, same hashes", highlight=False)
+        console.print(f"identical: {plural(len(left.steps), 'step')}, same hashes", highlight=False)
         return
     k = result.common
     prefix = f"steps 0..{k - 1} identical" if k else "no step in common"
