@@ -144,9 +144,9 @@ def display_path(path: str | None, spare: int = 0) -> str:
     return shown_path if len(shown_path) <= width else "…" + shown_path[-(width - 1) :]
 
 
-def plural(count: int, word: str) -> str:
-    """``1 step``, ``2 steps``."""
-    return f"{count} {word}{'' if count == 1 else 's'}"
+def plural(count: int, word: str, many: str | None = None) -> str:
+    """``1 step``, ``2 steps`` (``many``: the plural when it is not ``word + "s"``)."""
+    return f"{count} {word if count == 1 else many or word + 's'}"
 
 
 def short(value: Any, width: int = 60) -> str:

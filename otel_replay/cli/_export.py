@@ -56,13 +56,11 @@ def export_command(
             frame = steps_frame(db, ids)
             with output_file(out) as handle:
                 frame.write_parquet(handle)
-            err_console.print(f"wrote {plural(frame.height, 'step')} of {_runs(len(ids))} to {out}")
+            err_console.print(
+                f"wrote {plural(frame.height, 'step')} of {plural(len(ids), 'trajectory', 'trajectories')} to {out}"
+            )
             return
         with output_file(out or Path("-")) as handle:
             count = write_jsonl((db.get(i) for i in ids), handle)
         if out is not None and str(out) != "-":
-            err_console.print(f"wrote {_runs(count)} to {out}")
-
-
-def _runs(count: int) -> str:
-    return f"{count} {'trajectory' if count == 1 else 'trajectories'}"
+            err_console.print(f"wrote {plural(count, 'trajectory', 'trajectories')} to {out}")
