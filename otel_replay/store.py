@@ -18,11 +18,12 @@ from __future__ import annotations
 import os
 import sqlite3
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import orjson
 
@@ -84,23 +85,82 @@ CREATE INDEX steps_by_op_key ON steps(op_key);
 """
 
 
+#: How long one attempt to take the write lock waits inside SQLite before the store looks again.
+BUSY_TIMEOUT_MS = 1000
+#: After this long waiting for another writer, the store says so (``on_wait``) and keeps waiting.
+WAIT_NOTICE_SECONDS = 3.0
+
+
 def _create_schema(db: sqlite3.Connection) -> None:
-    """Create the tables once: two processes opening a new store at the same moment both see an
-    empty file, so the check is repeated under the write lock and only the first creates."""
-    db.execute("BEGIN IMMEDIATE")
+    """Create the tables once, under the write lock: two processes opening a new store at the same
+    moment both see an empty file, so the check is repeated here and only the first creates."""
+    if db.execute("PRAGMA user_version").fetchone()[0] == 0:
+        statement = ""
+        for line in _SCHEMA.splitlines(keepends=True):  # statements, comments and all
+            statement += line
+            if sqlite3.complete_statement(statement):
+                db.execute(statement)
+                statement = ""
+        db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    db = sqlite3.connect(path, isolation_level=None)  # transaction() issues BEGIN/COMMIT
+    db.row_factory = sqlite3.Row  # rows are read by column name, never by position
+    db.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")  # then `Store._begin` looks again
+    return db
+
+
+def _connect_read_only(path: Path) -> sqlite3.Connection:
+    """A connection that never writes. A WAL store needs its ``-shm`` file even to be read; where
+    that cannot be made (a read-only disk or folder) and no ``-wal`` holds unmerged commits, the
+    file alone is the whole store and is opened as immutable."""
+    uri = f"file:{quote(str(path.resolve()))}?mode=ro"
+    db = sqlite3.connect(uri, uri=True, isolation_level=None)
     try:
-        if db.execute("PRAGMA user_version").fetchone()[0] == 0:
-            statement = ""
-            for line in _SCHEMA.splitlines(keepends=True):  # statements, comments and all
-                statement += line
-                if sqlite3.complete_statement(statement):
-                    db.execute(statement)
-                    statement = ""
-            db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
-    except BaseException:
-        db.execute("ROLLBACK")
-        raise
-    db.execute("COMMIT")
+        db.execute("PRAGMA user_version").fetchone()
+    except sqlite3.OperationalError:
+        db.close()
+        if Path(f"{path}-wal").exists():
+            raise StoreError(
+                f"cannot read store {path}: it is read-only here and its write-ahead log "
+                f"({path}-wal) holds commits not yet merged; open it once where it can be "
+                "written (any agent-replay command), or copy the store and its -wal file "
+                "somewhere writable"
+            ) from None
+        db = sqlite3.connect(uri + "&immutable=1", uri=True, isolation_level=None)
+    db.row_factory = sqlite3.Row
+    db.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+    return db
+
+
+_SQLITE_READONLY, _SQLITE_FULL = 8, 13  # SQLite's result codes; the module names them from 3.11
+
+
+def _cannot_write(path: Path) -> bool:
+    """A store that exists but whose file or folder this process may not write (a WAL store
+    writes beside itself)."""
+    return path.exists() and not (
+        os.access(path, os.W_OK) and os.access(path.parent.resolve(), os.W_OK)
+    )
+
+
+def _translated(path: Path, exc: sqlite3.DatabaseError) -> StoreError | None:
+    """SQLite's words for what went wrong, in the user's: the full disk, the read-only file."""
+    code = getattr(exc, "sqlite_errorcode", 0) & 0xFF  # the primary result code (Python 3.11+)
+    if code == _SQLITE_FULL or "disk is full" in str(exc):
+        device = os.path.dirname(os.path.abspath(path)) or "."
+        return StoreError(
+            f"no space left on the disk holding {device} (writing {path}); nothing was written, "
+            "the store is as it was: free some space and run the command again"
+        )
+    if code == _SQLITE_READONLY or "readonly" in str(exc) or _cannot_write(path):
+        return StoreError(
+            f"store {path} is read-only here; commands that add runs (import, record, fork) "
+            "need a store they can write"
+        )
+    return None
 
 
 def default_store_path() -> Path:
@@ -171,50 +231,72 @@ _STEP_JOINS = (
 class Store:
     """A handle on one store file. Use as a context manager, or call `close`."""
 
-    def __init__(self, connection: sqlite3.Connection, path: Path) -> None:
+    def __init__(
+        self,
+        connection: sqlite3.Connection,
+        path: Path,
+        on_wait: Callable[[], None] | None = None,
+    ) -> None:
         self._db = connection
         self.path = path
+        self._on_wait = on_wait
         self._known: set[str] = set()  # blobs written in the current transaction
 
     @classmethod
-    def open(cls, path: str | Path | None = None, *, create: bool = True) -> Store:
+    def open(
+        cls,
+        path: str | Path | None = None,
+        *,
+        create: bool = True,
+        read_only: bool = False,
+        on_wait: Callable[[], None] | None = None,
+    ) -> Store:
         """Open the store at ``path`` (default: `default_store_path`), creating it when ``create``;
-        without, a missing store is a `StoreError` saying how to make one."""
+        without, a missing store is a `StoreError` saying how to make one.
+
+        ``read_only`` opens it for reading only, so a store on a read-only disk or in a folder the
+        user may not write can still be listed and shown. ``on_wait`` is called once when a write
+        has waited `WAIT_NOTICE_SECONDS` for another writer; the write then goes on waiting.
+        """
         path = Path(path) if path is not None else default_store_path()
-        if not create and not path.exists():
+        if (read_only or not create) and not path.exists():
             raise StoreError(
                 f"there is no store at {path}; `agent-replay import TRACES --store {path}` makes one"
             )
         db: sqlite3.Connection | None = None
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            db = sqlite3.connect(path, isolation_level=None)  # transaction() issues BEGIN/COMMIT
-            db.row_factory = sqlite3.Row  # rows are read by column name, never by position
-            db.execute("PRAGMA busy_timeout=10000")  # wait for a concurrent importer, do not fail
+            db = _connect_read_only(path) if read_only else _connect(path)
             # Look before writing anything: a file that is not ours must be left byte-for-byte alone.
             version = db.execute("PRAGMA user_version").fetchone()[0]
             tables = db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
             if version == 0 and tables:
-                db.close()
                 raise StoreError(f"{path} is an SQLite file but not an agent-replay store")
             if version > SCHEMA_VERSION:
-                db.close()
                 raise StoreError(
                     f"{path} has schema version {version}, newer than this agent-replay "
                     f"understands ({SCHEMA_VERSION}); upgrade agent-replay"
                 )
+            if version == 0 and read_only:
+                raise StoreError(f"{path} is empty: there is no store there yet")
+            if not read_only:
+                if version == 0:
+                    db.execute("PRAGMA page_size=16384")  # blobs are kilobytes of messages
+                db.execute(
+                    "PRAGMA journal_mode=WAL"
+                )  # readers never block an import; atomic commits
+                db.execute("PRAGMA synchronous=NORMAL")  # with WAL: survives a killed process
+                db.execute("PRAGMA foreign_keys=ON")  # steps never outlive their trajectory
+            store = cls(db, path, on_wait)
             if version == 0:
-                db.execute("PRAGMA page_size=16384")  # blobs are kilobytes of messages; fewer pages
-            db.execute("PRAGMA journal_mode=WAL")  # readers never block an import; atomic commits
-            db.execute("PRAGMA synchronous=NORMAL")  # with WAL: survives a killed process
-            db.execute("PRAGMA foreign_keys=ON")  # steps never outlive their trajectory
-            if version == 0:
-                _create_schema(db)
-        except sqlite3.DatabaseError as exc:
+                with store._write_lock():
+                    _create_schema(db)
+        except (sqlite3.DatabaseError, StoreError) as exc:
             if db is not None:
                 db.close()
-            raise StoreError(f"cannot open store {path}: {exc}") from None
-        return cls(db, path)
+            if isinstance(exc, StoreError):
+                raise
+            raise _translated(path, exc) or StoreError(f"cannot open store {path}: {exc}") from None
+        return store
 
     def close(self) -> None:
         self._db.close()
@@ -228,16 +310,49 @@ class Store:
     @contextmanager
     def transaction(self) -> Iterator[None]:
         """Commit everything done inside, or nothing if it raises."""
-        self._db.execute("BEGIN IMMEDIATE")
         self._known.clear()
+        try:
+            with self._write_lock():
+                yield
+        except sqlite3.DatabaseError as exc:
+            translated = _translated(self.path, exc)
+            if translated is None:
+                raise  # a damaged store: the caller names the recovery
+            raise translated from None
+        finally:
+            self._known.clear()
+
+    @contextmanager
+    def _write_lock(self) -> Iterator[None]:
+        """``BEGIN IMMEDIATE`` … ``COMMIT``, waiting as long as it takes for another writer (the
+        ``on_wait`` notice is given once), and rolling back only what is still open: after a full
+        disk SQLite has already rolled the transaction back itself."""
+        self._begin()
         try:
             yield
         except BaseException:
-            self._db.execute("ROLLBACK")
+            if self._db.in_transaction:
+                self._db.execute("ROLLBACK")
             raise
-        finally:
-            self._known.clear()
         self._db.execute("COMMIT")
+
+    def _begin(self) -> None:
+        started = time.monotonic()
+        noticed = False
+        while True:
+            attempt = time.monotonic()
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) and "busy" not in str(exc):
+                    raise
+            if time.monotonic() - attempt < 0.1:  # busy without waiting (WAL recovery): pause
+                time.sleep(0.1)
+            waited = time.monotonic() - started
+            if waited >= WAIT_NOTICE_SECONDS and not noticed and self._on_wait is not None:
+                self._on_wait()
+                noticed = True
 
     # --- writing -----------------------------------------------------------------------------------
 

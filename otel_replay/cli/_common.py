@@ -78,10 +78,20 @@ def user_errors() -> Iterator[None]:
         raise typer.Exit(1) from None
 
 
-def open_store(path: Path | None, *, create: bool = False) -> Store:
-    """The store at ``path`` (or the default). Only commands that add runs (``import``,
-    ``record``) create one; the others say there is none."""
-    return Store.open(path if path is not None else default_store_path(), create=create)
+def open_store(path: Path | None, *, write: bool = False, create: bool = False) -> Store:
+    """The store at ``path`` (or the default). Commands that only read open it read-only (a store
+    on a read-only disk can still be browsed); only commands that add runs (``import``,
+    ``record``) create one, and the others say there is none."""
+    path = path if path is not None else default_store_path()
+
+    def waiting() -> None:
+        err_console.print(
+            Text(
+                f"waiting for another import to finish (store {printable(path)} is being written)…"
+            )
+        )
+
+    return Store.open(path, create=create, read_only=not write, on_wait=waiting)
 
 
 @contextmanager

@@ -107,7 +107,7 @@ def import_command(
     """Import OTLP JSON / JSON Lines / protobuf files or native JSONL into the store."""
     with user_errors():
         files = expand(paths)
-        with open_store(store, create=True) as db:
+        with open_store(store, write=True, create=True) as db:
             results = _import_files(db, files, format, outcome_attribute, skip_invalid, json)
     if json:
         print_json(

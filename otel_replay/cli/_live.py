@@ -103,7 +103,7 @@ def record_command(
             agent_spec=agent,
         )
         trajectory = recording.trajectory
-        with open_store(store, create=True) as db:
+        with open_store(store, write=True, create=True) as db:
             db.put_all([trajectory])
         if otlp_out is not None:
             write_output(
@@ -205,7 +205,7 @@ def fork_command(
 ) -> None:
     """Hold the steps before --at, inject an output or a fault there, continue, store the fork."""
     with user_errors():
-        with open_store(store) as db:
+        with open_store(store, write=True) as db:
             original = db.get(trajectory_id)
             intervention = _injection(original, at, output, fault_name)
             forked = fork(
