@@ -1,4 +1,12 @@
-"""Counterfactual failure attribution: Point of Commitment, Shapley credit, minimal repair."""
+"""Counterfactual failure attribution: Point of Commitment, Shapley credit, minimal repair.
+
+The two estimates answer different questions. The contrastive attribution of step i is the effect
+of keeping step i *given the recorded prefix* (every earlier step as recorded): it is what locates
+the Point of Commitment. Shapley's φ_i is the effect of keeping step i *averaged over which other
+steps are kept*: a step whose recorded output only hurts when an earlier step is resampled (or is
+harmless only because an earlier step already doomed the run) has φ_i ≠ 0 and attribution 0.
+`StepAttribution.shapley_disagrees` flags a step where they differ beyond their intervals.
+"""
 
 from otel_replay.attribution._api import attribute, planned_rollouts
 from otel_replay.attribution._config import (
@@ -9,6 +17,7 @@ from otel_replay.attribution._config import (
     OnSuccess,
     rerun_command,
 )
+from otel_replay.attribution._contrastive import NO_EFFECT_CONFIDENCE, matters_confidence
 from otel_replay.attribution._engine import Progress
 from otel_replay.attribution._repair import repair_bound
 from otel_replay.attribution._results import (
@@ -25,6 +34,7 @@ from otel_replay.attribution._stats import BOOTSTRAP, WILSON
 
 __all__ = [
     "BOOTSTRAP",
+    "NO_EFFECT_CONFIDENCE",
     "WILSON",
     "AttributionConfig",
     "AttributionResult",
@@ -41,6 +51,7 @@ __all__ = [
     "Verdict",
     "attribute",
     "attribute_stored",
+    "matters_confidence",
     "planned_rollouts",
     "repair_bound",
     "rerun_command",

@@ -12,10 +12,12 @@ from collections.abc import Callable, Sequence
 
 from otel_replay.attribution._config import AttributionConfig, Method, OnSuccess
 from otel_replay.attribution._contrastive import (
+    NO_EFFECT_CONFIDENCE,
     Localisation,
     contrastive_plans,
     kept_plan,
     localise,
+    matters_confidence,
 )
 from otel_replay.attribution._engine import Engine, Progress
 from otel_replay.attribution._repair import search
@@ -222,15 +224,7 @@ def _explain(
         return "Shapley credit only: run with --method contrastive or all to locate the commitment."
     poc, bracket, needed = found.point_of_commitment, found.bracket, found.rollouts_needed
     if poc is not None:
-        if mode is Mode.FAILURE:
-            return (
-                f"The failure became inevitable at {name(poc)}: with it as recorded the run fails, "
-                f"and no later step changes the failure rate by more than ±{config.margin:g}."
-            )
-        return (
-            f"The run was saved at {name(poc)}: no later step changes the failure rate by more "
-            f"than ±{config.margin:g}."
-        )
+        return _located(found.steps, poc, mode, config.margin, name(poc))
     budget = f"; about {needed} rollouts per plan might decide it" if needed else ""
     if bracket is not None:
         what = "commitment" if mode is Mode.FAILURE else "save point"
@@ -239,3 +233,31 @@ def _explain(
             f"and {name(bracket[1])}{budget}."
         )
     return f"Inconclusive at {config.rollouts} rollouts{budget}."
+
+
+def _located(
+    steps: tuple[StepAttribution, ...], poc: int, mode: Mode, margin: float, named: str
+) -> str:
+    """The verdict in the words of the two tests that made it (the report has their numbers)."""
+    step = steps[poc]
+    resamplable = [s for s in steps if s.resamplable]
+    confidence = matters_confidence(len(resamplable))
+    later = [s for s in resamplable if s.index > poc]
+    assert step.attribution is not None and step.matters_bound is not None
+    change = "raises" if mode is Mode.FAILURE else "lowers"
+    head = (
+        f"The failure became inevitable at {named}"
+        if mode is Mode.FAILURE
+        else f"The run was saved at {named}"
+    )
+    shown = (
+        f"{head}: keeping it as recorded {change} the failure rate by {abs(step.attribution):.2f} "
+        f"(by more than {step.matters_bound:.2f} at {confidence:.2%} one-sided confidence)"
+    )
+    if not later:
+        return f"{shown}, and no later step can be resampled."
+    return (
+        f"{shown}, and every later resamplable step's {NO_EFFECT_CONFIDENCE:.0%} interval lies "
+        f"inside ±{margin:g} (no effect beyond ±{margin:g}, equivalence tests at "
+        f"{(1 - NO_EFFECT_CONFIDENCE) / 2:g})."
+    )

@@ -28,6 +28,17 @@ from otel_replay.replay import Plan, step_seed
 _ALPHA = 0.05
 
 
+def matters_confidence(m: int) -> float:
+    """The confidence of the one-sided bound that shows a step matters, with ``m`` resamplable
+    steps (Bonferroni: each test at alpha/m)."""
+    return 1 - _ALPHA / max(1, m)
+
+
+#: The confidence of the interval the equivalence ("no effect") test reads (two one-sided tests
+#: at alpha are one interval at 1 − 2·alpha).
+NO_EFFECT_CONFIDENCE = 1 - 2 * _ALPHA
+
+
 @dataclass(frozen=True, slots=True)
 class Localisation:
     steps: tuple[StepAttribution, ...]
@@ -80,14 +91,13 @@ def localise(
         # (Bonferroni over the m resamplable steps, so one of many steps cannot look significant
         # by chance); "no effect" by two one-sided tests at alpha (a 90 % interval inside +-margin).
         alpha = _ALPHA / len(resamplable)
-        if mode is Mode.FAILURE:
-            significant = dist.quantile(alpha) > 0.0
-        else:
+        # The bounds each test used, signed like the estimate (rescue credit flips the difference).
+        matters_bound = sign * dist.quantile(alpha if mode is Mode.FAILURE else 1 - alpha)
+        tost = sorted((sign * dist.quantile(_ALPHA), sign * dist.quantile(1 - _ALPHA)))
+        if mode is not Mode.FAILURE:
             low, high = -high, -low
-            significant = dist.quantile(1 - alpha) < 0.0
-        no_effect = (
-            dist.quantile(_ALPHA) >= -config.margin and dist.quantile(1 - _ALPHA) <= config.margin
-        )
+        significant = matters_bound > 0.0
+        no_effect = tost[0] >= -config.margin and tost[1] <= config.margin
         estimates[index] = StepAttribution(
             index=index,
             kind=step.kind.value,
@@ -100,6 +110,8 @@ def localise(
             ablated=ablated,
             significant=significant,
             no_effect=no_effect,
+            matters_bound=matters_bound,
+            no_effect_interval=(tost[0], tost[1]),
         )
     steps = tuple(
         estimates.get(s.index) or StepAttribution(s.index, s.kind.value, s.name, resamplable=False)

@@ -6,6 +6,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
+from otel_replay.attribution._stats import Z_95
+
 
 class Mode(str, Enum):
     FAILURE = "failure"  # attribution(i) = P(fail | kept) − P(fail | ablate_from(i))
@@ -47,6 +49,21 @@ class StepAttribution:
     shapley_se: float | None = None
     significant: bool | None = None  # shown to matter (one-sided, alpha/m)
     no_effect: bool | None = None  # shown to have no effect beyond +-margin (TOST)
+    # What the two tests read: the one-sided lower bound at 1 - alpha/m that "matters" needs above
+    # zero, and the 1 - 2·alpha interval that "no effect" needs inside +-margin.
+    matters_bound: float | None = None
+    no_effect_interval: tuple[float, float] | None = None
+
+    @property
+    def shapley_disagrees(self) -> bool:
+        """Shapley's value and the contrastive estimate are further apart than their intervals
+        allow (φ ± 1.96·SE against the 95 % interval): they measure different things (see
+        `otel_replay.attribution` and the README), and the step is worth a look."""
+        if self.shapley is None or self.shapley_se is None or self.ci_low is None:
+            return False
+        assert self.ci_high is not None
+        margin = Z_95 * self.shapley_se
+        return self.shapley - margin > self.ci_high or self.shapley + margin < self.ci_low
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,6 +14,7 @@ from rich.progress import Progress as RichProgress
 from rich.table import Table
 
 from otel_replay.attribution import (
+    NO_EFFECT_CONFIDENCE,
     AttributionConfig,
     AttributionResult,
     Driver,
@@ -22,13 +23,16 @@ from otel_replay.attribution import (
     OnResamplerError,
     OnSuccess,
     Progress,
+    StepAttribution,
     attribute_stored,
+    matters_confidence,
 )
 from otel_replay.cli._common import (
     StoreOption,
     console,
     err_console,
     open_store,
+    plural,
     short,
     shown,
     user_errors,
@@ -165,15 +169,28 @@ def _interval(low: float | None, high: float | None) -> str:
     return "" if low is None or high is None else f"[{low:+.2f}, {high:+.2f}]"
 
 
+def _decision(step: StepAttribution) -> str:
+    """Which test the step passed, with the bound it read."""
+    if step.significant and step.matters_bound is not None:
+        return f"matters >{step.matters_bound:+.2f}"
+    if step.no_effect and step.no_effect_interval is not None:
+        return f"no effect {_interval(*step.no_effect_interval)}"
+    return "undecided"
+
+
 def _render(result: AttributionResult, config: AttributionConfig) -> None:
     credit = result.mode is Mode.CREDIT
+    resamplable = sum(s.resamplable for s in result.steps)
     title = "rescue credit" if credit else "failure attribution"
     table = Table(
         box=box.SIMPLE_HEAD,
         title=f"{title} of {shown(result.trajectory_id)}",
         caption=(
             f"{config.rollouts} rollouts per plan, seed {config.seed}; 95% intervals; "
-            f"P(fail) with the step kept / resampled; ◀ {'save point' if credit else 'point of commitment'}"
+            f"P(fail) with the step kept / resampled; test: 'matters' when the one-sided "
+            f"{matters_confidence(resamplable):.2%} bound is above 0, 'no effect' when the "
+            f"{NO_EFFECT_CONFIDENCE:.0%} interval is inside ±{config.margin:g}; "
+            f"◀ {'save point' if credit else 'point of commitment'}"
         ),
     )
     table.add_column("#", justify="right", no_wrap=True)
@@ -181,11 +198,12 @@ def _render(result: AttributionResult, config: AttributionConfig) -> None:
     table.add_column(
         "name",
         overflow="ellipsis",
-        max_width=max(12 if result.shapley else 18, console.width - (66 if result.shapley else 54)),
+        max_width=max(12 if result.shapley else 18, console.width - (88 if result.shapley else 76)),
         no_wrap=True,
     )
     table.add_column("credit" if credit else "attribution", justify="right", no_wrap=True)
     table.add_column("P(fail)", justify="right", no_wrap=True)
+    table.add_column("test", no_wrap=True)
     shapley = result.shapley is not None
     if shapley:
         table.add_column("shapley", justify="right", no_wrap=True)
@@ -195,7 +213,7 @@ def _render(result: AttributionResult, config: AttributionConfig) -> None:
         if step.index == result.point_of_commitment:
             marker = "◀"
         if not step.resamplable:
-            cells = [str(step.index), step.kind, shown(step.name), "observed-only", ""]
+            cells = [str(step.index), step.kind, shown(step.name), "observed-only", "", ""]
             table.add_row(*cells, *([""] if shapley else []), "", style="dim")
             continue
         estimate = ""
@@ -204,10 +222,11 @@ def _render(result: AttributionResult, config: AttributionConfig) -> None:
         rates = (
             f"{step.kept.value:.2f}/{step.ablated.value:.2f}" if step.kept and step.ablated else ""
         )
-        cells = [str(step.index), step.kind, shown(step.name), estimate, rates]
+        cells = [str(step.index), step.kind, shown(step.name), estimate, rates, _decision(step)]
         if shapley:
             if step.shapley is not None and step.shapley_se is not None:
-                cells.append(f"{step.shapley:+.2f}±{step.shapley_se:.2f}")
+                differs = " ≠" if step.shapley_disagrees else ""
+                cells.append(f"{step.shapley:+.2f}±{step.shapley_se:.2f}{differs}")
             else:
                 cells.append("")
         style = ("bold green" if credit else "bold red") if marker else None
@@ -222,6 +241,15 @@ def _render(result: AttributionResult, config: AttributionConfig) -> None:
             f"{s.expected_total:+.2f} estimated apart (gap {s.efficiency_gap:+.2f}, "
             f"{s.permutations} permutations)"
         )
+        disagree = [step.index for step in result.steps if step.shapley_disagrees]
+        if disagree:
+            console.print(
+                f"≠ Shapley and the attribution differ beyond their intervals at "
+                f"{plural(len(disagree), 'step')} {', '.join(map(str, disagree))}: Shapley "
+                "averages a step's effect over which other steps are kept, the attribution holds "
+                "the recorded prefix; such a step matters only together with others (README: "
+                "'Two estimates, two questions')"
+            )
     if result.repair is not None:
         r = result.repair
         console.print(

@@ -12,12 +12,14 @@ import orjson
 
 from otel_replay.attribution import (
     BOOTSTRAP,
+    NO_EFFECT_CONFIDENCE,
     WILSON,
     AttributionConfig,
     AttributionResult,
     Mode,
     Proportion,
     StepAttribution,
+    matters_confidence,
     rerun_command,
 )
 from otel_replay.resamplers import UserCode
@@ -41,7 +43,7 @@ def _proportion(p: Proportion | None) -> dict[str, Any] | None:
     }
 
 
-def _step(step: StepAttribution) -> dict[str, Any]:
+def _step(step: StepAttribution, resamplable: int, margin: float) -> dict[str, Any]:
     return {
         "index": step.index,
         "kind": step.kind,
@@ -57,6 +59,22 @@ def _step(step: StepAttribution) -> dict[str, Any]:
         "shapley_se": _r(step.shapley_se),
         "significant": step.significant,
         "no_effect": step.no_effect,
+        "tests": None
+        if step.matters_bound is None or step.no_effect_interval is None
+        else {
+            "matters": {
+                "lower_bound": _r(step.matters_bound),
+                "confidence": _r(matters_confidence(resamplable)),
+                "passed": step.significant,
+            },
+            "no_effect": {
+                "interval": [_r(v) for v in step.no_effect_interval],
+                "confidence": _r(NO_EFFECT_CONFIDENCE),
+                "margin": margin,
+                "passed": step.no_effect,
+            },
+        },
+        "shapley_disagrees": step.shapley_disagrees if step.shapley is not None else None,
     }
 
 
@@ -73,6 +91,7 @@ def build_report(
     repair = result.repair
     shapley = result.shapley
     located = result.point_of_commitment
+    resamplable = sum(s.resamplable for s in result.steps)
     return {
         "version": REPORT_VERSION,
         "trajectory_id": result.trajectory_id,
@@ -96,8 +115,10 @@ def build_report(
             "resamplers": list(result.resamplers),
             "verifier": result.verifier,
             "decisions": (
-                "matters: difference above 0, one-sided at 0.05/m (Bonferroni over the m "
-                "resamplable steps); no effect: two one-sided tests at 0.05 against +-margin"
+                "matters: the one-sided lower bound of the difference at 1 - 0.05/m (Bonferroni "
+                "over the m resamplable steps) is above 0; no effect: the 90% interval lies "
+                "inside +-margin (two one-sided tests at 0.05); each step's bounds are in "
+                "steps[].tests"
             ),
             "interval_methods": {
                 "proportion": WILSON,
@@ -107,7 +128,7 @@ def build_report(
             "driver": result.driver,
             "rerun": rerun_command(result.trajectory_id, config, code),
         },
-        "steps": [_step(s) for s in result.steps],
+        "steps": [_step(s, resamplable, config.margin) for s in result.steps],
         "point_of_commitment": located if result.mode is Mode.FAILURE else None,
         "save_point": located if result.mode is Mode.CREDIT else None,
         "verdict": result.verdict.value,

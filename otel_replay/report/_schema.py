@@ -39,6 +39,8 @@ _STEP: dict[str, Any] = {
         "shapley_se",
         "significant",
         "no_effect",
+        "tests",
+        "shapley_disagrees",
     ],
     "additionalProperties": False,
     "properties": {
@@ -66,6 +68,55 @@ _STEP: dict[str, Any] = {
         "no_effect": {
             "type": ["boolean", "null"],
             "description": "shown not to matter beyond the margin",
+        },
+        "tests": {
+            "description": "the bounds each decision read (null for observed-only steps)",
+            "oneOf": [
+                {"type": "null"},
+                {
+                    "type": "object",
+                    "required": ["matters", "no_effect"],
+                    "additionalProperties": False,
+                    "properties": {
+                        "matters": {
+                            "type": "object",
+                            "description": "passed when the one-sided lower bound is above 0",
+                            "required": ["lower_bound", "confidence", "passed"],
+                            "additionalProperties": False,
+                            "properties": {
+                                "lower_bound": {"type": "number"},
+                                "confidence": {"type": "number", "minimum": 0, "maximum": 1},
+                                "passed": {"type": "boolean"},
+                            },
+                        },
+                        "no_effect": {
+                            "type": "object",
+                            "description": "passed when the interval lies inside +-margin",
+                            "required": ["interval", "confidence", "margin", "passed"],
+                            "additionalProperties": False,
+                            "properties": {
+                                "interval": {
+                                    "type": "array",
+                                    "items": {"type": "number"},
+                                    "minItems": 2,
+                                    "maxItems": 2,
+                                },
+                                "confidence": {"type": "number", "minimum": 0, "maximum": 1},
+                                "margin": {"type": "number"},
+                                "passed": {"type": "boolean"},
+                            },
+                        },
+                    },
+                },
+            ],
+        },
+        "shapley_disagrees": {
+            "type": ["boolean", "null"],
+            "description": (
+                "Shapley's value and the attribution differ beyond their intervals: Shapley "
+                "averages over which other steps are kept, the attribution holds the recorded "
+                "prefix (null without Shapley values)"
+            ),
         },
     },
 }
