@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -28,6 +29,7 @@ from otel_replay.attribution import (
     matters_confidence,
 )
 from otel_replay.cli._common import (
+    JsonOption,
     StoreOption,
     console,
     err_console,
@@ -116,6 +118,7 @@ def attribute_command(
         str | None,
         typer.Option("--agent", help="Roll out by re-running this live agent (module:function)."),
     ] = None,
+    json: JsonOption = False,
     store: StoreOption = None,
 ) -> None:
     """Attribute a failed run to the step where its failure became inevitable."""
@@ -147,13 +150,30 @@ def attribute_command(
         )
         with open_store(store) as db, _progress() as progress:
             result = attribute_stored(db, trajectory_id, config, code, progress)
+        report = dumps_report(build_report(result, config, code))
         if json_out is not None:
-            write_output(json_out, dumps_report(build_report(result, config, code)))
+            write_output(json_out, report)
     for note in result.notes:
         err_console.print(f"[yellow]warning:[/] {shown(note)}")
-    _render(result, config)
-    if json_out is not None and str(json_out) != "-":
-        console.print(f"report written to {shown(str(json_out))}")
+    _print_outcome(result, config, report, json_out, json)
+
+
+def _print_outcome(
+    result: AttributionResult,
+    config: AttributionConfig,
+    report: bytes,
+    json_out: Path | None,
+    json: bool,
+) -> None:
+    """The table, or the report for programs: standard output holds one or the other, never both."""
+    to_stdout = json_out is not None and str(json_out) == "-"
+    if json and not to_stdout:
+        sys.stdout.buffer.write(report)
+        sys.stdout.buffer.flush()
+    if not (json or to_stdout):
+        _render(result, config)
+    if json_out is not None and not to_stdout:
+        (err_console if json else console).print(f"report written to {shown(str(json_out))}")
 
 
 @contextmanager

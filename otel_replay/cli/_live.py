@@ -30,6 +30,7 @@ from otel_replay.otlp_encode import request_to_otlp_json
 from otel_replay.replay import (
     FAULTS,
     Intervention,
+    Replay,
     TrajectoryDiff,
     chat_agent,
     chat_record,
@@ -86,6 +87,7 @@ def record_command(
     otlp_out: Annotated[
         Path | None, typer.Option(help="Also write the run's spans as OTLP JSON.")
     ] = None,
+    json: JsonOption = False,
     store: StoreOption = None,
 ) -> None:
     """Run an agent live, store the recorded trajectory, print its id."""
@@ -109,20 +111,35 @@ def record_command(
             write_output(
                 otlp_out, orjson.dumps(request_to_otlp_json(recording.spans.request)) + b"\n"
             )
-    for index in trajectory.metadata.get("lossy_steps", []):
-        console.print(
-            f"[yellow]warning: step {index}'s output was not JSON; stored a lossy copy[/]"
-        )
-    outcome_text = "unknown" if trajectory.outcome is None else f"{trajectory.outcome:g}"
-    console.print(
-        f"recorded {shown(trajectory.id)}: {plural(len(trajectory.steps), 'step')}, "
-        f"outcome {outcome_text}",
-        highlight=False,
-    )
-    console.print(printable(trajectory.id), highlight=False, markup=False)
+    _print_recorded(trajectory, recording.error, json)
     if recording.error:  # stored (a crash is evidence), but the run did not finish
         print_error(f"the agent raised {recording.error}; recorded up to there")
         raise typer.Exit(1)
+
+
+def _print_recorded(trajectory: Trajectory, error: str | None, json: bool) -> None:
+    lossy = trajectory.metadata.get("lossy_steps", [])
+    if json:
+        print_json(
+            {
+                "id": trajectory.id,
+                "steps": len(trajectory.steps),
+                "outcome": trajectory.outcome,
+                "error": error,
+                "lossy_steps": lossy,
+            }
+        )
+        return
+    for index in lossy:
+        console.print(
+            f"[yellow]warning: step {index}'s output was not JSON; stored a lossy copy[/]"
+        )
+    console.print(
+        f"recorded {shown(trajectory.id)}: {plural(len(trajectory.steps), 'step')}, "
+        f"outcome {_outcome(trajectory)}",
+        highlight=False,
+    )
+    console.print(printable(trajectory.id), highlight=False, markup=False)
 
 
 def replay_command(
@@ -139,6 +156,7 @@ def replay_command(
         list[StepKind] | None,
         typer.Option("--live", help="Step kinds to execute for real (repeatable)."),
     ] = None,
+    json: JsonOption = False,
     store: StoreOption = None,
 ) -> None:
     """Re-run an agent with its recorded outputs served and check it does exactly the same."""
@@ -147,6 +165,33 @@ def replay_command(
         with open_store(store) as db:
             original = db.get(trajectory_id)
         result = replay(original, function or _chat_loop(original), live_kinds=live or ())
+    if json:
+        print_json(_replay_record(result))
+    else:
+        _print_replay(result)
+    if not result.identical:
+        raise typer.Exit(1)
+
+
+def _replay_record(result: Replay) -> dict[str, Any]:
+    return {
+        "id": result.original.id,
+        "identical": result.identical,
+        "steps": len(result.original.steps),
+        "replayed_steps": len(result.trajectory.steps),
+        "final_hash": result.original.final_hash,
+        "nondeterminism": None if result.nondeterminism is None else str(result.nondeterminism),
+        "nondeterminism_step": None
+        if result.nondeterminism is None
+        else result.nondeterminism.step_index,
+        "ending": result.ending,
+        "recorded": "seed" in result.original.metadata,
+        "diff": None if result.diff.identical else _diff_record(result.diff),
+    }
+
+
+def _print_replay(result: Replay) -> None:
+    original = result.original
     if result.identical:
         console.print(
             f"identical ({plural(len(original.steps), 'step')}, hash {original.final_hash[:16]})",
@@ -168,7 +213,6 @@ def replay_command(
         )
     else:
         _print_diff(result.diff)
-    raise typer.Exit(1)
 
 
 def fork_command(
