@@ -35,6 +35,7 @@ RESIDENTS = {
     "otlp_encode": "importers",  # the OTLP wire format, written rather than read
     "export": "importers",  # the native JSONL format, written rather than read
     "__main__": "cli",
+    "_lazy": "model",  # lazy package exports (PEP 562): the standard library only
 }
 
 

@@ -6,31 +6,41 @@ the Point of Commitment. Shapley's φ_i is the effect of keeping step i *average
 steps are kept*: a step whose recorded output only hurts when an earlier step is resampled (or is
 harmless only because an earlier step already doomed the run) has φ_i ≠ 0 and attribution 0.
 `StepAttribution.shapley_disagrees` flags a step where they differ beyond their intervals.
+
+Exports load on first use (`otel_replay._lazy`): the CLI's option types come from ``_config``
+without loading the engine.
 """
 
-from otel_replay.attribution._api import attribute, planned_rollouts
-from otel_replay.attribution._config import (
-    AttributionConfig,
-    Driver,
-    Method,
-    OnResamplerError,
-    OnSuccess,
-    rerun_command,
-)
-from otel_replay.attribution._contrastive import NO_EFFECT_CONFIDENCE, matters_confidence
-from otel_replay.attribution._engine import Progress
-from otel_replay.attribution._repair import repair_bound
-from otel_replay.attribution._results import (
-    AttributionResult,
-    Mode,
-    Proportion,
-    Repair,
-    ShapleySummary,
-    StepAttribution,
-    Verdict,
-)
-from otel_replay.attribution._run import attribute_stored
-from otel_replay.attribution._stats import BOOTSTRAP, WILSON
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from otel_replay._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from otel_replay.attribution._api import attribute, planned_rollouts
+    from otel_replay.attribution._config import (
+        AttributionConfig,
+        Driver,
+        Method,
+        OnResamplerError,
+        OnSuccess,
+        rerun_command,
+    )
+    from otel_replay.attribution._contrastive import NO_EFFECT_CONFIDENCE, matters_confidence
+    from otel_replay.attribution._engine import Progress
+    from otel_replay.attribution._repair import repair_bound
+    from otel_replay.attribution._results import (
+        AttributionResult,
+        Mode,
+        Proportion,
+        Repair,
+        ShapleySummary,
+        StepAttribution,
+        Verdict,
+    )
+    from otel_replay.attribution._run import attribute_stored
+    from otel_replay.attribution._stats import BOOTSTRAP, WILSON
 
 __all__ = [
     "BOOTSTRAP",
@@ -56,3 +66,5 @@ __all__ = [
     "repair_bound",
     "rerun_command",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__, __all__)

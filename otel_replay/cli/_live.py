@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import orjson
 import typer
@@ -26,21 +26,13 @@ from otel_replay.cli._common import (
 )
 from otel_replay.errors import ReplayError
 from otel_replay.model import Step, StepKind, Trajectory
-from otel_replay.otlp_encode import request_to_otlp_json
-from otel_replay.replay import (
-    FAULTS,
-    Intervention,
-    Replay,
-    TrajectoryDiff,
-    chat_agent,
-    chat_record,
-    diff,
-    fault,
-    fork,
-    record,
-    replay,
-)
+from otel_replay.replay import FAULTS
 from otel_replay.resamplers import load_object, load_registry
+
+if TYPE_CHECKING:
+    from otel_replay.replay import Intervention, Replay, TrajectoryDiff
+
+# Each command imports the part of the library it runs when it runs: `--help` and `list` load none.
 
 AgentOption = Annotated[
     str | None,
@@ -91,6 +83,9 @@ def record_command(
     store: StoreOption = None,
 ) -> None:
     """Run an agent live, store the recorded trajectory, print its id."""
+    from otel_replay.otlp_encode import request_to_otlp_json
+    from otel_replay.replay import record
+
     with user_errors():
         function = _agent(agent)
         registry = load_registry(resamplers or ())
@@ -160,6 +155,8 @@ def replay_command(
     store: StoreOption = None,
 ) -> None:
     """Re-run an agent with its recorded outputs served and check it does exactly the same."""
+    from otel_replay.replay import replay
+
     with user_errors():
         function = _agent(agent) if agent else None
         with open_store(store) as db:
@@ -248,6 +245,8 @@ def fork_command(
     store: StoreOption = None,
 ) -> None:
     """Hold the steps before --at, inject an output or a fault there, continue, store the fork."""
+    from otel_replay.replay import diff, fork
+
     with user_errors():
         with open_store(store, write=True) as db:
             original = db.get(trajectory_id)
@@ -270,6 +269,8 @@ def fork_command(
 
 
 def _chat_loop(original: Trajectory, max_turns: int | None = None) -> Any:
+    from otel_replay.replay import chat_agent, chat_record
+
     if max_turns is not None and max_turns < 1:
         raise ReplayError(f"--max-turns {max_turns} must be at least 1")
     record = chat_record(original, max_turns)
@@ -284,6 +285,8 @@ def _chat_loop(original: Trajectory, max_turns: int | None = None) -> Any:
 def _driven(original: Trajectory, driver: Driver, max_turns: int | None) -> Any:
     """The built-in agent for ``--driver chat`` (and ``auto`` on a tool-calling chat), else None
     (the record is walked)."""
+    from otel_replay.replay import chat_record
+
     if driver is Driver.CHAT or (driver is Driver.AUTO and chat_record(original) is not None):
         return _chat_loop(original, max_turns)
     return None
@@ -293,6 +296,8 @@ def _injection(
     original: Trajectory, at: int, output: str | None, fault_name: str | None
 ) -> Intervention:
     """What ``--output`` or ``--fault`` asks to inject at step ``at``."""
+    from otel_replay.replay import Intervention, fault
+
     if (output is None) == (fault_name is None):
         raise ReplayError("give exactly one of --output JSON or --fault NAME")
     if not 0 <= at < len(original.steps):
@@ -323,6 +328,8 @@ def diff_command(
     store: StoreOption = None,
 ) -> None:
     """Where two runs first part, what each returned there, and how each ended."""
+    from otel_replay.replay import diff
+
     with user_errors(), open_store(store) as db:
         result = diff(db.get(left), db.get(right))
     if json:

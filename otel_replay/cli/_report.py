@@ -5,7 +5,6 @@ from __future__ import annotations
 import typer
 
 from otel_replay.cli._common import print_json
-from otel_replay.report import REPORT_SCHEMA
 
 report_app = typer.Typer(help="The attribution report format.", no_args_is_help=True)
 
@@ -13,4 +12,6 @@ report_app = typer.Typer(help="The attribution report format.", no_args_is_help=
 @report_app.command("schema")
 def schema_command() -> None:
     """Print the JSON Schema of the attribution report."""
+    from otel_replay.report import REPORT_SCHEMA
+
     print_json(REPORT_SCHEMA)

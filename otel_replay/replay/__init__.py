@@ -1,28 +1,38 @@
-"""Plans, rollouts, and live agents: record, replay exactly, fork, diff."""
+"""Plans, rollouts, and live agents: record, replay exactly, fork, diff.
 
-from otel_replay.replay._agent import (
-    AgentContext,
-    Ledger,
-    RecordingContext,
-    ReplayContext,
-    StepError,
-    run_agent,
-)
-from otel_replay.replay._chat import ChatRecord, chat_agent, chat_driver, chat_record
-from otel_replay.replay._diff import TrajectoryDiff, diff, step_differences
-from otel_replay.replay._faults import FAULTS, fault
-from otel_replay.replay._live import (
-    Recording,
-    Replay,
-    agent_driver,
-    fork,
-    fork_id,
-    record,
-    replay,
-)
-from otel_replay.replay._plan import HOLD, REMOVE, RESAMPLE, Action, Intervention, Plan
-from otel_replay.replay._rollout import Rollout, registrations, rollout, score
-from otel_replay.resamplers import step_seed
+Exports load on first use (`otel_replay._lazy`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from otel_replay._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from otel_replay.replay._agent import (
+        AgentContext,
+        Ledger,
+        RecordingContext,
+        ReplayContext,
+        StepError,
+        run_agent,
+    )
+    from otel_replay.replay._chat import ChatRecord, chat_agent, chat_driver, chat_record
+    from otel_replay.replay._diff import TrajectoryDiff, diff, step_differences
+    from otel_replay.replay._faults import FAULTS, fault
+    from otel_replay.replay._live import (
+        Recording,
+        Replay,
+        agent_driver,
+        fork,
+        fork_id,
+        record,
+        replay,
+    )
+    from otel_replay.replay._plan import HOLD, REMOVE, RESAMPLE, Action, Intervention, Plan
+    from otel_replay.replay._rollout import Rollout, registrations, rollout, score
+    from otel_replay.resamplers import step_seed
 
 __all__ = [
     "FAULTS",
@@ -59,3 +69,5 @@ __all__ = [
     "step_differences",
     "step_seed",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__, __all__)

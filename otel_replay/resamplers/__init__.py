@@ -3,39 +3,48 @@
 The module-level decorators (`resampler`, `verifier`, `repair_candidates`) register into the current
 registry: the process-wide default, or the one a ``with registry.collecting():`` block names (the CLI
 loads user modules that way, and tests build their own).
+
+Exports load on first use (`otel_replay._lazy`).
 """
 
-from otel_replay.resamplers._context import History, RolloutContext, StepFailed, step_seed
-from otel_replay.resamplers._loading import (
-    ENTRY_POINT_GROUP,
-    ToolSource,
-    UserCode,
-    load_entry_points,
-    load_object,
-    load_registry,
-    load_resamplers,
-    load_verifier,
-)
-from otel_replay.resamplers._openai import (
-    ChatModelOptions,
-    ModelSource,
-    OpenAIChatModel,
-    rebuild_messages,
-)
-from otel_replay.resamplers._recorded import RecordedOutcomes, recorded_outcomes
-from otel_replay.resamplers._registry import (
-    DEFAULT_REGISTRY,
-    Registration,
-    Registry,
-    ResampleFunction,
-    VerifierFunction,
-    current_registry,
-    describe,
-    repair_candidates,
-    resampler,
-    verifier,
-)
-from otel_replay.resamplers._verifiers import answer_verifier
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from otel_replay._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from otel_replay.resamplers._context import History, RolloutContext, StepFailed, step_seed
+    from otel_replay.resamplers._loading import (
+        ENTRY_POINT_GROUP,
+        ToolSource,
+        UserCode,
+        load_entry_points,
+        load_object,
+        load_registry,
+        load_resamplers,
+        load_verifier,
+    )
+    from otel_replay.resamplers._openai import (
+        ChatModelOptions,
+        ModelSource,
+        OpenAIChatModel,
+        rebuild_messages,
+    )
+    from otel_replay.resamplers._recorded import RecordedOutcomes, recorded_outcomes
+    from otel_replay.resamplers._registry import (
+        DEFAULT_REGISTRY,
+        Registration,
+        Registry,
+        ResampleFunction,
+        VerifierFunction,
+        current_registry,
+        describe,
+        repair_candidates,
+        resampler,
+        verifier,
+    )
+    from otel_replay.resamplers._verifiers import answer_verifier
 
 __all__ = [
     "DEFAULT_REGISTRY",
@@ -68,3 +77,5 @@ __all__ = [
     "step_seed",
     "verifier",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__, __all__)

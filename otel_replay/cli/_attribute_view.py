@@ -1,0 +1,154 @@
+"""What ``agent-replay attribute`` shows: the progress bar, the table, the verdict, the repair."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from rich import box
+from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+from rich.progress import Progress as RichProgress
+from rich.table import Table
+
+from otel_replay.attribution import (
+    NO_EFFECT_CONFIDENCE,
+    AttributionConfig,
+    AttributionResult,
+    Mode,
+    Progress,
+    StepAttribution,
+    matters_confidence,
+)
+from otel_replay.cli._common import console, err_console, plural, short, shown
+
+
+def print_outcome(
+    result: AttributionResult,
+    config: AttributionConfig,
+    report: bytes,
+    json_out: Path | None,
+    json: bool,
+) -> None:
+    """The table, or the report for programs: standard output holds one or the other, never both;
+    notes on how it ran go to standard error."""
+    for note in result.notes:
+        err_console.print(f"[yellow]warning:[/] {shown(note)}")
+    to_stdout = json_out is not None and str(json_out) == "-"
+    if json and not to_stdout:
+        sys.stdout.buffer.write(report)
+        sys.stdout.buffer.flush()
+    if not (json or to_stdout):
+        _render(result, config)
+    if json_out is not None and not to_stdout:
+        (err_console if json else console).print(f"report written to {shown(str(json_out))}")
+
+
+@contextmanager
+def progress_bar() -> Iterator[Progress]:
+    """A rollouts bar on stderr that follows the engine's count of what ran and what is planned."""
+    columns = (TextColumn("rollouts"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with RichProgress(*columns, console=err_console, transient=True) as bar:
+        task = bar.add_task("rollouts", total=None)
+        yield lambda completed, total: bar.update(task, completed=completed, total=total)
+
+
+def _interval(low: float | None, high: float | None) -> str:
+    return "" if low is None or high is None else f"[{low:+.2f}, {high:+.2f}]"
+
+
+def _decision(step: StepAttribution) -> str:
+    """Which test the step passed, with the bound it read."""
+    if step.significant and step.matters_bound is not None:
+        return f"matters >{step.matters_bound:+.2f}"
+    if step.no_effect and step.no_effect_interval is not None:
+        return f"no effect {_interval(*step.no_effect_interval)}"
+    return "undecided"
+
+
+def _render(result: AttributionResult, config: AttributionConfig) -> None:
+    credit = result.mode is Mode.CREDIT
+    resamplable = sum(s.resamplable for s in result.steps)
+    title = "rescue credit" if credit else "failure attribution"
+    table = Table(
+        box=box.SIMPLE_HEAD,
+        title=f"{title} of {shown(result.trajectory_id)}",
+        caption=(
+            f"{config.rollouts} rollouts per plan, seed {config.seed}; 95% intervals; "
+            f"P(fail) with the step kept / resampled; test: 'matters' when the one-sided "
+            f"{matters_confidence(resamplable):.2%} bound is above 0, 'no effect' when the "
+            f"{NO_EFFECT_CONFIDENCE:.0%} interval is inside ±{config.margin:g}; "
+            f"◀ {'save point' if credit else 'point of commitment'}"
+        ),
+    )
+    table.add_column("#", justify="right", no_wrap=True)
+    table.add_column("kind", no_wrap=True)
+    table.add_column(
+        "name",
+        overflow="ellipsis",
+        max_width=max(12 if result.shapley else 18, console.width - (88 if result.shapley else 76)),
+        no_wrap=True,
+    )
+    table.add_column("credit" if credit else "attribution", justify="right", no_wrap=True)
+    table.add_column("P(fail)", justify="right", no_wrap=True)
+    table.add_column("test", no_wrap=True)
+    shapley = result.shapley is not None
+    if shapley:
+        table.add_column("shapley", justify="right", no_wrap=True)
+    table.add_column("", no_wrap=True)
+    for step in result.steps:
+        marker = ""
+        if step.index == result.point_of_commitment:
+            marker = "◀"
+        if not step.resamplable:
+            cells = [str(step.index), step.kind, shown(step.name), "observed-only", "", ""]
+            table.add_row(*cells, *([""] if shapley else []), "", style="dim")
+            continue
+        estimate = ""
+        if step.attribution is not None:
+            estimate = f"{step.attribution:+.2f} {_interval(step.ci_low, step.ci_high)}"
+        rates = (
+            f"{step.kept.value:.2f}/{step.ablated.value:.2f}" if step.kept and step.ablated else ""
+        )
+        cells = [str(step.index), step.kind, shown(step.name), estimate, rates, _decision(step)]
+        if shapley:
+            if step.shapley is not None and step.shapley_se is not None:
+                differs = " ≠" if step.shapley_disagrees else ""
+                cells.append(f"{step.shapley:+.2f}±{step.shapley_se:.2f}{differs}")
+            else:
+                cells.append("")
+        style = ("bold green" if credit else "bold red") if marker else None
+        table.add_row(*cells, marker, style=style)
+    console.print(table)
+    console.print(f"[bold]{result.verdict.value}[/]: {shown(result.explanation)}")
+    if result.shapley is not None:
+        s = result.shapley
+        console.print(
+            f"Shapley: Σφ = {s.total:+.2f} ± {s.total_se:.2f} vs "
+            f"{'v(all) − v(∅)' if s.mode is Mode.FAILURE else 'v(∅) − v(all)'} = "
+            f"{s.expected_total:+.2f} estimated apart (gap {s.efficiency_gap:+.2f}, "
+            f"{s.permutations} permutations)"
+        )
+        disagree = [step.index for step in result.steps if step.shapley_disagrees]
+        if disagree:
+            console.print(
+                f"≠ Shapley and the attribution differ beyond their intervals at "
+                f"{plural(len(disagree), 'step')} {', '.join(map(str, disagree))}: Shapley "
+                "averages a step's effect over which other steps are kept, the attribution holds "
+                "the recorded prefix; such a step matters only together with others (README: "
+                "'Two estimates, two questions')"
+            )
+    if result.repair is not None:
+        r = result.repair
+        console.print(
+            f"repair: step {r.step_index} returning {shown(short(r.output, 80))} saves the run "
+            f"{r.success_rate:.0%} of the time [{r.success_low:.2f}, {r.success_high:.2f}] "
+            f"(similarity to the record {r.similarity:.2f}; from {shown(r.source)})"
+        )
+    elif result.repair_note:
+        console.print(f"repair: {shown(result.repair_note)}")
+    if result.resampler_errors:
+        console.print(
+            f"[yellow]{result.resampler_errors} rollout(s) failed on a resampler error[/]"
+        )
