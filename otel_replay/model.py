@@ -241,15 +241,16 @@ class SpanNode:
                 f"{where} must be an object with a 'span_id', got {preview(record)}"
             )
         step_index = record.get("step_index")
+        name, role = record.get("name"), record.get("role")
         return cls(
             span_id=record["span_id"],
             parent_span_id=_optional_str(record, "parent_span_id", where),
-            name=str(record.get("name", "")),
-            role=str(record.get("role", "span")),
+            name="" if name is None else str(name),
+            role="span" if role is None else str(role),
             start_time_unix_nano=_optional_time(record, "start_time_unix_nano", where),
             end_time_unix_nano=_optional_time(record, "end_time_unix_nano", where),
             status=StepStatus.ERROR if record.get("status") == "error" else StepStatus.OK,
-            step_index=step_index if isinstance(step_index, int) else None,
+            step_index=step_index if _is_index(step_index) else None,
         )
 
 
@@ -343,11 +344,23 @@ class Trajectory:
         steps = record.get("steps", [])
         if not isinstance(steps, list):
             raise TraceFormatError(f"'steps' must be a list, got {preview(steps)}")
-        metadata = record.get("metadata") or {}
-        if not isinstance(metadata, dict):
+        metadata = record.get("metadata")
+        if metadata is None:
+            metadata = {}
+        elif not isinstance(metadata, dict):
             raise TraceFormatError(f"'metadata' must be an object, got {preview(metadata)}")
-        spans = record.get("spans") or []
-        if not isinstance(spans, list):
+        rebuilt = metadata.get("reconstructed_steps")  # `show` marks these steps
+        if rebuilt is not None and not (
+            isinstance(rebuilt, list) and all(_is_index(i) for i in rebuilt)
+        ):
+            raise TraceFormatError(
+                "'metadata.reconstructed_steps' must be a list of step indexes, got "
+                f"{preview(rebuilt)}"
+            )
+        spans = record.get("spans")
+        if spans is None:
+            spans = []
+        elif not isinstance(spans, list):
             raise TraceFormatError(f"'spans' must be a list, got {preview(spans)}")
         return cls.build(
             trajectory_id,
@@ -403,6 +416,11 @@ def _optional_time(record: dict[str, Any], key: str, where: str) -> int | None:
     if not 0 <= value < 1 << 63:
         raise TraceFormatError(f"{where}.{key} = {value} is not a time in nanoseconds (0 to 2**63)")
     return value
+
+
+def _is_index(value: Any) -> bool:
+    """A step index: a non-negative integer (``true`` is not one)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 def _optional_str(record: dict[str, Any], key: str, where: str) -> str | None:

@@ -486,3 +486,80 @@ def test_tables_keep_the_file_name_and_words_agree_with_counts(
     agent.write_text("def run(ctx):\n    return ctx.tool('lookup', produce=lambda: 1, key='a')\n")
     recorded = ok(invoke(runner, store_path, "record", "--agent", f"{agent}:run"))
     assert ": 1 step, outcome" in recorded.stdout
+
+
+# --- bounded records, cut-off streams (issue 11, issue 16) -----------------------------------------
+
+
+def _gzip_with_a_long_line(tmp_path: Path, padding_bytes: int) -> Path:
+    """The OTLP sample, gzipped, with a line of ``padding_bytes`` and more as its second line."""
+    import gzip
+
+    first, *rest = (SAMPLES / "incident.otlp.jsonl").read_bytes().splitlines(keepends=True)
+    long = b'{"resourceSpans": [], "padding": "' + b"x" * padding_bytes + b'"}\n'
+    path = tmp_path / "long.otlp.jsonl.gz"
+    path.write_bytes(gzip.compress(first + long + b"".join(rest)))
+    return path
+
+
+def test_a_record_over_max_record_bytes_is_refused_or_skipped(
+    runner: CliRunner, store_path: Path, tmp_path: Path
+) -> None:
+    path = _gzip_with_a_long_line(tmp_path, 64 << 10)
+    stopped = invoke(runner, store_path, "import", str(path), "--max-record-bytes", "16K")
+    assert stopped.exit_code == 1
+    expected = f"{path}:2: record larger than --max-record-bytes 16384 (a JSON line)"
+    assert stopped.stderr.startswith(f"error: {expected}")
+    went_on = ok(
+        invoke(
+            runner, store_path, "import", str(path), "--max-record-bytes", "16K", "--skip-invalid"
+        )
+    )
+    assert "3 added" in went_on.stdout
+    assert "skipped 1 invalid record" in went_on.stderr and expected in went_on.stderr
+    by_default = ok(invoke(runner, tmp_path / "other.db", "import", str(path)))  # 256M holds it
+    assert "3 added" in by_default.stdout
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "lots", "2T", "1.5M", "2048G"])
+def test_a_max_record_bytes_that_is_no_size_is_one_line(
+    runner: CliRunner, store_path: Path, value: str
+) -> None:
+    line = one_line_error(
+        invoke(runner, store_path, "import", str(SAMPLES), "--max-record-bytes", value)
+    )
+    assert f"--max-record-bytes {value} must be a number of bytes from 1 to 1T" in line
+    assert not store_path.exists()
+
+
+@pytest.mark.parametrize(
+    ("value", "count"),
+    [
+        ("1048576", 1 << 20),
+        ("64K", 64 << 10),
+        ("64M", 64 << 20),
+        ("1g", 1 << 30),
+        ("16MiB", 16 << 20),
+    ],
+)
+def test_max_record_bytes_takes_k_m_g_suffixes(value: str, count: int) -> None:
+    from otel_replay.cli._import import byte_count
+
+    assert byte_count(value) == count
+
+
+def test_a_protobuf_stream_cut_off_in_its_first_message_says_cut_off(
+    runner: CliRunner, store_path: Path, tmp_path: Path
+) -> None:
+    folder = tmp_path / "collector"
+    folder.mkdir()
+    cut = folder / "a-rotated.pb"
+    cut.write_bytes((SAMPLES / "incident.otlp.pb").read_bytes()[:100])  # its first is 9,179 bytes
+    (folder / "b-run.jsonl").write_bytes((SAMPLES / "incident.otlp.jsonl").read_bytes())
+    stopped = invoke(runner, store_path, "import", str(folder))
+    assert stopped.exit_code == 1
+    expected = f"{cut} (byte 0): protobuf data is cut off: a message of 9175 bytes ends after 96"
+    assert stopped.stderr.startswith(f"error: {expected}")
+    went_on = ok(invoke(runner, store_path, "import", str(folder), "--skip-invalid"))
+    assert "3 added" in went_on.stdout
+    assert "skipped 1 invalid record" in went_on.stderr and expected in went_on.stderr

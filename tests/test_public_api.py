@@ -58,6 +58,7 @@ def test_errors_subclass_the_matching_builtin() -> None:
 
 LAZY_PACKAGES = [
     "otel_replay",
+    "otel_replay.importers",
     "otel_replay.attribution",
     "otel_replay.replay",
     "otel_replay.resamplers",
@@ -102,5 +103,8 @@ def test_the_cli_loads_no_engine_until_a_command_runs() -> None:
         "otel_replay.replay._rollout",
         "otel_replay.report._json",
         "otel_replay.otlp_encode",
+        "otel_replay.importers._merge",
+        "otel_replay.importers.otlp_proto",
+        "otel_replay.ingest",
     }
     assert loaded & heavy == set()

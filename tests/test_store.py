@@ -29,7 +29,7 @@ from otel_replay import (
     Trajectory,
     read_path,
 )
-from otel_replay.cli import _import as cli_import
+from otel_replay.cli import _import_run as cli_import
 from otel_replay.cli import app
 from otel_replay.importers import otlp_json, otlp_proto
 from otel_replay.ingest import ingest

@@ -5,16 +5,21 @@
 * Python SDK ``ConsoleSpanExporter`` / ``span.to_json()`` objects, pretty-printed back to back:
   ``context.trace_id`` as ``0x``-hex, ISO-8601 times, ``status.status_code`` names, ``parent_id``;
 * Arize Phoenix span JSON: the same shape with ``span_kind`` and possibly nested attributes.
+
+A value of the wrong type, a time outside 1970 to 2262, or an attribute that could not be stored
+(an integer beyond 64 bits, a lone surrogate, nesting deeper than `MAX_DEPTH`) makes the span invalid:
+`TraceFormatError` naming its position (``[2].startTime``), raised or, with ``skip_invalid``, counted.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any
 
-from otel_replay.errors import TraceFormatError
+from otel_replay.errors import TraceFormatError, preview
+from otel_replay.hashing import MAX_DEPTH
 from otel_replay.importers._spans import (
     STATUS_CODES,
     SpanEvent,
@@ -25,10 +30,25 @@ from otel_replay.importers._spans import (
 
 _CONSOLE_STATUS = {"UNSET": 0, "OK": 1, "ERROR": 2}
 _CONSOLE_KINDS = {"INTERNAL": 1, "SERVER": 2, "CLIENT": 3, "PRODUCER": 4, "CONSUMER": 5}
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_MAX_TIME = (1 << 63) - 1
+_INT64_MIN, _UINT64_MAX = -(1 << 63), (1 << 64) - 1
+_NANOS_PER_SECOND = 1_000_000_000
+
+
+def _items(document: Any) -> list[Any]:
+    """The spans of a dump: one object, an array of them, or (objects written back to back) a
+    sequence of either."""
+    if not isinstance(document, list):
+        return [document]
+    items: list[Any] = []
+    for part in document:
+        items.extend(part if isinstance(part, list) else [part])
+    return items
 
 
 def is_span_dump(document: Any) -> bool:
-    items = document if isinstance(document, list) else [document]
+    items = _items(document)
     return bool(items) and all(
         isinstance(s, dict) and ("spanContext" in s or "context" in s) for s in items
     )
@@ -37,77 +57,124 @@ def is_span_dump(document: Any) -> bool:
 def decode_span_dump(
     document: Any, invalid: Callable[[TraceFormatError], None]
 ) -> Iterator[SpanRecord]:
-    items = document if isinstance(document, list) else [document]
-    for order, item in enumerate(items):
+    """Yield the spans of a dump; a span that cannot be decoded goes to ``invalid`` (which raises,
+    or records and skips it) with its position (``[3].startTime``)."""
+    for order, item in enumerate(_items(document)):
         try:
             yield _decode(item, order)
         except TraceFormatError as exc:
-            invalid(TraceFormatError(exc.reason, where=f"[{order}]"))
+            where = f"[{order}].{exc.where}" if exc.where else f"[{order}]"
+            invalid(TraceFormatError(exc.reason, where=where))
 
 
 def _decode(item: dict[str, Any], order: int) -> SpanRecord:
-    context = item.get("spanContext") or item.get("context") or {}
-    if not isinstance(context, dict):
-        raise TraceFormatError(f"span context must be an object, got {context!r}")
+    context, key = _field(item, "spanContext", "context")
+    if context is None:
+        context = {}
+    elif not isinstance(context, dict):
+        raise TraceFormatError(f"span context must be an object, got {preview(context)}", where=key)
     trace_id = context.get("traceId", context.get("trace_id"))
     span_id = context.get("spanId", context.get("span_id"))
-    parent = item.get("parentSpanId") or item.get("parent_id")
+    parent, _ = _field(item, "parentSpanId", "parent_id")
     parent_context = item.get("parentSpanContext")
-    if parent is None and isinstance(parent_context, dict):
+    if parent_context is not None and not isinstance(parent_context, dict):
+        raise TraceFormatError(
+            f"expected an object, got {preview(parent_context)}", where="parentSpanContext"
+        )
+    if parent is None and parent_context is not None:
         parent = parent_context.get("spanId")
-    attributes = item.get("attributes") or {}
-    if not isinstance(attributes, dict):
-        raise TraceFormatError(f"attributes must be an object, got {attributes!r}")
-    attributes = _flatten(attributes)
+    attributes = _attributes(item.get("attributes"), "attributes")
     span_kind = item.get("span_kind")  # Phoenix span JSON names the OpenInference kind here
     if isinstance(span_kind, str) and "openinference.span.kind" not in attributes:
-        attributes["openinference.span.kind"] = span_kind
-    status = item.get("status") or {}
-    code = status.get("code", status.get("status_code", 0)) if isinstance(status, dict) else 0
-    if isinstance(code, str):
-        code = _CONSOLE_STATUS.get(code.upper(), STATUS_CODES.get(code, 0))
-    kind = item.get("kind", 0)
-    if isinstance(kind, str):
-        kind = _CONSOLE_KINDS.get(kind.rsplit(".", 1)[-1], 0)
-    resource = item.get("resource") or {}
-    if isinstance(resource, dict) and isinstance(resource.get("attributes"), dict):
-        resource = resource["attributes"]
+        attributes["openinference.span.kind"] = _text(span_kind, "span_kind")
+    status = item.get("status")
+    if status is None:
+        status = {}
+    elif not isinstance(status, dict):
+        raise TraceFormatError(f"expected an object, got {preview(status)}", where="status")
+    message = status.get("message") or status.get("description") or ""
+    name = item.get("name")
+    if name is not None and not isinstance(name, str):
+        raise TraceFormatError(f"span name must be a string, got {preview(name)}", where="name")
     return SpanRecord(
         trace_id=normalize_id(trace_id, 16, "traceId"),
         span_id=normalize_id(span_id, 8, "spanId"),
         parent_span_id=normalize_id(parent, 8, "parentSpanId"),
-        name=str(item.get("name", "")),
-        kind=kind if isinstance(kind, int) else 0,
-        start_time_unix_nano=_time(item.get("startTime", item.get("start_time"))),
-        end_time_unix_nano=_time(item.get("endTime", item.get("end_time"))),
+        name=_text(name or "", "name"),
+        kind=_enum(item.get("kind"), _CONSOLE_KINDS, "kind"),
+        start_time_unix_nano=_time(*_field(item, "startTime", "start_time")),
+        end_time_unix_nano=_time(*_field(item, "endTime", "end_time")),
         attributes=attributes,
-        status_code=code if isinstance(code, int) else 0,
-        status_message=str(status.get("message") or status.get("description") or "")
-        if isinstance(status, dict)
-        else "",
-        events=[
-            SpanEvent(
-                str(e.get("name", "")),
-                _time(e.get("time", e.get("timestamp"))),
-                {k: _plain(v) for k, v in (e.get("attributes") or {}).items()},
-            )
-            for e in item.get("events") or []
-            if isinstance(e, dict)
-        ],
-        resource=resource if isinstance(resource, dict) else {},
+        status_code=_enum(
+            status.get("code", status.get("status_code")),
+            {**_CONSOLE_STATUS, **STATUS_CODES},
+            "status.code",
+        ),
+        status_message=_text(message if isinstance(message, str) else str(message), "status"),
+        events=_events(item.get("events")),
+        resource=_resource(item.get("resource")),
         order=order,
     )
 
 
-def _flatten(attributes: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+def _field(item: dict[str, Any], js: str, python: str) -> tuple[Any, str]:
+    """The value of whichever spelling ``item`` uses, and that spelling (for messages)."""
+    return (item[python], python) if js not in item and python in item else (item.get(js), js)
+
+
+def _events(events: Any) -> list[SpanEvent]:
+    if events is None:
+        return []
+    if not isinstance(events, list):
+        raise TraceFormatError(f"expected a list, got {preview(events)}", where="events")
+    decoded: list[SpanEvent] = []
+    for j, event in enumerate(events):
+        where = f"events[{j}]"
+        if not isinstance(event, dict):
+            raise TraceFormatError(f"expected an object, got {preview(event)}", where=where)
+        name = event.get("name")
+        decoded.append(
+            SpanEvent(
+                _text(name if isinstance(name, str) else str(name or ""), f"{where}.name"),
+                _time(*_field(event, "time", "timestamp"), where=where),
+                _attributes(event.get("attributes"), f"{where}.attributes"),
+            )
+        )
+    return decoded
+
+
+def _resource(resource: Any) -> dict[str, Any]:
+    """Python's ``{"attributes": {...}, "schema_url": ...}``, or (JS) the resource object itself."""
+    if resource is None:
+        return {}
+    if not isinstance(resource, dict):
+        raise TraceFormatError(f"expected an object, got {preview(resource)}", where="resource")
+    if "attributes" in resource:
+        return _attributes(resource["attributes"], "resource.attributes")
+    return _attributes(resource, "resource")
+
+
+def _attributes(attributes: Any, where: str) -> dict[str, Any]:
+    if not attributes:
+        return {}
+    if not isinstance(attributes, dict):
+        raise TraceFormatError(
+            f"attributes must be an object, got {preview(attributes)}", where=where
+        )
+    return _flatten(attributes, where, "", 0)
+
+
+def _flatten(attributes: dict[str, Any], where: str, prefix: str, depth: int) -> dict[str, Any]:
     """Nested attribute objects (Phoenix writes them unflattened) become dotted keys; lists stay."""
+    if depth > MAX_DEPTH:
+        raise TraceFormatError(f"attributes nested deeper than {MAX_DEPTH} levels", where=where)
     flat: dict[str, Any] = {}
     for key, value in attributes.items():
-        name = f"{prefix}{key}"
+        name = f"{prefix}{_text(key, where)}"
         if isinstance(value, dict):
-            flat.update(_flatten(value, name + "."))
+            flat.update(_flatten(value, where, name + ".", depth + 1))
         else:
-            flat[name] = _plain(value)
+            flat[name] = _plain(value, f"{where}.{name}", depth + 1)
     return flat
 
 
@@ -132,30 +199,116 @@ def concatenated_objects(text: str) -> list[Any] | None:
             raise TraceFormatError(
                 "JSON nested deeper than the reader follows", offset=position
             ) from None
+        except ValueError:  # an integer longer than Python converts (sys.set_int_max_str_digits)
+            raise TraceFormatError(
+                "an integer with more digits than the reader converts", offset=position
+            ) from None
         objects.append(value)
 
 
-def _plain(value: Any) -> Any:
+def _plain(value: Any, where: str, depth: int) -> Any:
+    """An attribute value as plain JSON: non-finite doubles become the strings OTLP JSON uses, and
+    what cannot be stored (integers beyond 64 bits, lone surrogates, deep nesting) is refused."""
+    if depth > MAX_DEPTH:
+        raise TraceFormatError(f"value nested deeper than {MAX_DEPTH} levels", where=where)
     if isinstance(value, float):
         return json_safe_float(value)
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, int):
+        if not _INT64_MIN <= value <= _UINT64_MAX:
+            raise TraceFormatError(
+                f"integer {preview(value)} does not fit in 64 bits", where=_cut(where)
+            )
+        return value
+    if isinstance(value, str):
+        return _text(value, where)
     if isinstance(value, list):
-        return [_plain(v) for v in value]
+        return [_plain(v, where, depth + 1) for v in value]
+    if isinstance(value, dict):
+        return {_text(k, where): _plain(v, where, depth + 1) for k, v in value.items()}
+    raise TraceFormatError(f"not a JSON value: {preview(value)}", where=_cut(where))
+
+
+def _text(value: str, where: str) -> str:
+    """``value``, unless it holds a lone surrogate (JSON's ``\\ud800`` escape): not storable text."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise TraceFormatError(
+            f"text {preview(value)} is not valid Unicode (lone surrogate)", where=_cut(where)
+        ) from None
     return value
 
 
-def _time(value: Any) -> int:
-    """hrtime ``[seconds, nanos]``, ISO-8601 text or integer nanoseconds → int nanoseconds."""
+def _cut(where: str) -> str:
+    return where if len(where) <= 80 else where[:77] + "..."
+
+
+def _enum(value: Any, names: dict[str, int], where: str) -> int:
+    """An enum as a number or a name (``SpanKind.CLIENT`` and ``STATUS_CODE_ERROR`` spellings too);
+    an unknown name reads as unspecified, as in OTLP JSON."""
     if value is None:
         return 0
-    if isinstance(value, list) and len(value) == 2:
-        return int(value[0]) * 1_000_000_000 + int(value[1])
-    if isinstance(value, int):
+    if isinstance(value, int) and not isinstance(value, bool):
         return value
     if isinstance(value, str):
-        try:
-            moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
-        except ValueError:
-            raise TraceFormatError(f"unreadable timestamp {value!r}") from None
-        whole = int(moment.timestamp())
-        return whole * 1_000_000_000 + moment.microsecond * 1000
-    raise TraceFormatError(f"unreadable timestamp {value!r}")
+        return names.get(value.rsplit(".", 1)[-1].upper(), names.get(value, 0))
+    raise TraceFormatError(f"expected a name or number, got {preview(value)}", where=where)
+
+
+def _time(value: Any, key: str, where: str = "") -> int:
+    """hrtime ``[seconds, nanos]``, ISO-8601 text or integer nanoseconds → int nanoseconds, from 0
+    (unknown) to 2**63 - 1 (the year 2262). ISO text without a UTC offset is read as UTC."""
+    where = f"{where}.{key}" if where else key
+    if value is None:
+        return 0
+    if isinstance(value, list):
+        nanos = _hrtime(value, where)
+    elif isinstance(value, int) and not isinstance(value, bool):
+        nanos = value
+    elif isinstance(value, str):
+        nanos = _iso_time(value, where)
+    else:
+        raise TraceFormatError(
+            f"unreadable timestamp {preview(value)} (expected [seconds, nanoseconds], ISO-8601 "
+            "text or integer nanoseconds)",
+            where=where,
+        )
+    if not 0 <= nanos <= _MAX_TIME:
+        raise TraceFormatError(
+            f"timestamp {preview(value)} is out of range (1970 to 2262: 0 to 2**63 - 1 ns)",
+            where=where,
+        )
+    return nanos
+
+
+def _hrtime(value: list[Any], where: str) -> int:
+    if len(value) != 2 or not all(
+        isinstance(part, int) and not isinstance(part, bool) for part in value
+    ):
+        raise TraceFormatError(
+            f"hrtime {preview(value)} is not [seconds, nanoseconds] (two integers)", where=where
+        )
+    seconds, nanos = value
+    if not 0 <= nanos < _NANOS_PER_SECOND:
+        raise TraceFormatError(
+            f"hrtime {preview(value)}: nanoseconds must be 0 to 999999999", where=where
+        )
+    if not 0 <= seconds <= _MAX_TIME // _NANOS_PER_SECOND:
+        raise TraceFormatError(
+            f"hrtime {preview(value)} is out of range (1970 to 2262)", where=where
+        )
+    return int(seconds * _NANOS_PER_SECOND + nanos)
+
+
+def _iso_time(value: str, where: str) -> int:
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise TraceFormatError(f"unreadable timestamp {preview(value)}", where=where) from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    delta = moment - _EPOCH
+    # exact integer arithmetic: datetime.timestamp() goes through a float and the local time zone
+    return (delta.days * 86_400 + delta.seconds) * _NANOS_PER_SECOND + delta.microseconds * 1000

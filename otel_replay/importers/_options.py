@@ -15,6 +15,16 @@ DEFAULT_OUTCOME_ATTRIBUTES = (
     "gen_ai.evaluation.score.value",
 )
 
+#: The largest record a reader holds in memory: one JSON document, one JSON line, one protobuf
+#: message. What pipelines write is far smaller (gRPC refuses messages above 4 MiB unless told
+#: otherwise, and OTLP/HTTP receivers are advised to refuse bodies above 64 MiB decompressed: see
+#: FORMATS.md 2.3), so 4x that reads any exporter's batch and a hand-made whole-trace document,
+#: while a gzip bomb (kilobytes that inflate to gigabytes in one line) stops at a size a laptop
+#: holds: the record's bytes plus, once parsed, a few times as much.
+DEFAULT_MAX_RECORD_BYTES = 256 << 20
+#: Past this a limit means nothing: no record that large could be held anyway.
+MAX_RECORD_BYTES_CEILING = 1 << 40
+
 
 @dataclass
 class ReadReport:
@@ -40,12 +50,24 @@ class ReadOptions:
             raising `TraceFormatError` on the first.
         progress: called with the number of bytes consumed so far.
         report: where skips and warnings are collected.
+        max_record_bytes: the largest record (JSON document, JSON line, protobuf message) read into
+            memory, decompressed; a larger one is never held whole: it raises `TraceFormatError`,
+            or with ``skip_invalid`` is read past and counted where the format can step over it (a
+            line, a length-prefixed message).
     """
 
     outcome_attribute: str | None = None
     skip_invalid: bool = False
     progress: Callable[[int], None] | None = None
     report: ReadReport = field(default_factory=ReadReport)
+    max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES
+
+    def __post_init__(self) -> None:
+        if not 0 < self.max_record_bytes <= MAX_RECORD_BYTES_CEILING:
+            raise ValueError(
+                f"max_record_bytes={self.max_record_bytes!r} must be above 0 and at most "
+                f"{MAX_RECORD_BYTES_CEILING} (1 TiB)"
+            )
 
     def outcome_keys(self) -> tuple[str, ...]:
         if self.outcome_attribute is not None:
@@ -61,6 +83,13 @@ class ReadOptions:
         return (
             f"no root span carries --outcome-attribute {self.outcome_attribute!r}, so no outcome "
             f"came from it; the root spans carry: {carried}"
+        )
+
+    def too_large(self, what: str) -> TraceFormatError:
+        """The error for a record over ``max_record_bytes``; ``what`` says which kind of record."""
+        return TraceFormatError(
+            f"record larger than --max-record-bytes {self.max_record_bytes} ({what}); "
+            "a larger limit reads it"
         )
 
     def invalid(self, error: TraceFormatError) -> None:

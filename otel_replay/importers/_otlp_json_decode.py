@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from otel_replay.errors import TraceFormatError, preview
+from otel_replay.hashing import MAX_DEPTH
 from otel_replay.importers._spans import (
     SPAN_KINDS,
     STATUS_CODES,
@@ -169,7 +170,7 @@ def _event(event: Any, where: str) -> SpanEvent:
     )
 
 
-def _attributes(items: Any, where: str) -> dict[str, Any]:
+def _attributes(items: Any, where: str, depth: int = 0) -> dict[str, Any]:
     if not items:
         return {}
     if not isinstance(items, list):
@@ -189,14 +190,22 @@ def _attributes(items: Any, where: str) -> dict[str, Any]:
         if type(text) is str:
             out[key] = text
         else:
-            out[key] = any_value(value, f"{where}[{i}].value")
+            out[key] = any_value(value, f"{where}[{i}].value", depth)
     return out
 
 
-def any_value(value: Any, where: str) -> Any:
-    """Decode an ``AnyValue`` to plain JSON (bytes stay base64 text; NaN/Infinity become strings)."""
+def any_value(value: Any, where: str, depth: int = 0) -> Any:
+    """Decode an ``AnyValue`` to plain JSON (bytes stay base64 text; NaN/Infinity become strings).
+
+    ``depth`` counts the arrays and key/value lists around it: nesting beyond `MAX_DEPTH` could be
+    neither hashed nor stored.
+    """
     if not value:
         return None
+    if depth > MAX_DEPTH:
+        raise TraceFormatError(
+            f"value nested deeper than {MAX_DEPTH} arrays or key/value lists", where=where[:80]
+        )
     if not isinstance(value, dict):
         raise TraceFormatError(f"expected an AnyValue object, got {preview(value)}", where=where)
     text = value.get("stringValue")
@@ -223,9 +232,13 @@ def any_value(value: Any, where: str) -> Any:
             return _double(item, f"{where}.{key}")
         if key in ("arrayValue", "array_value"):
             values = _list(_dict(item, f"{where}.{key}").get("values"), f"{where}.{key}.values")
-            return [any_value(v, f"{where}.{key}.values[{i}]") for i, v in enumerate(values)]
+            return [
+                any_value(v, f"{where}.{key}.values[{i}]", depth + 1) for i, v in enumerate(values)
+            ]
         if key in ("kvlistValue", "kvlist_value"):
-            return _attributes(_dict(item, f"{where}.{key}").get("values"), f"{where}.{key}.values")
+            return _attributes(
+                _dict(item, f"{where}.{key}").get("values"), f"{where}.{key}.values", depth + 1
+            )
         if key in ("bytesValue", "bytes_value"):
             if not isinstance(item, str):
                 raise TraceFormatError(

@@ -3,6 +3,7 @@ bytes. When none does, the error says what was tried."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from enum import Enum
 from pathlib import Path
@@ -10,8 +11,9 @@ from pathlib import Path
 import orjson
 
 from otel_replay.errors import TraceFormatError
-from otel_replay.importers._source import GZIP_MAGIC, first_line, read_head
-from otel_replay.importers.otlp_proto import is_length_prefixed
+from otel_replay.importers._framing import is_length_prefixed
+from otel_replay.importers._options import DEFAULT_MAX_RECORD_BYTES
+from otel_replay.importers._source import LongLine, first_line, is_compressed, read_head
 
 
 class Format(str, Enum):
@@ -21,9 +23,15 @@ class Format(str, Enum):
     OTLP_JSON = "otlp-json"
     OTLP_PROTO = "otlp-proto"
     JSONL = "jsonl"
+    # What `agent-replay list` shows of runs read from the forms each reader tells apart by itself:
+    # accepted by name, so a format a user sees can be given back to --format.
+    OTLP_JSONL = "otlp-jsonl"
+    SPAN_DUMP = "span-dump"
+    OTLP_PROTO_STREAM = "otlp-proto-stream"
 
 
 _OTLP_KEYS = frozenset({"resourceSpans", "resource_spans", "resourceLogs", "batches"})
+_FIRST_KEY = re.compile(rb'\s*\{\s*"([^"\\]*)"\s*:')
 
 
 def _is_native_jsonl(head: bytes, first_line: bytes) -> bool:
@@ -37,8 +45,14 @@ def _is_native_jsonl(head: bytes, first_line: bytes) -> bool:
     return isinstance(first, dict) and "trajectory_id" in first and not _OTLP_KEYS & set(first)
 
 
+#: Bytes JSON text never holds raw (inside strings they are escaped); protobuf is full of them.
+_BINARY = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f]")
+
+
 def _is_otlp_json(head: bytes, first_line: bytes) -> bool:
-    return head.lstrip()[:1] in (b"{", b"[")
+    # A protobuf request opens with 0x0a (a newline) and its length, which may be "{" or "[":
+    # its field tags (0x12, 0x1a, ...) soon show it is not text.
+    return head.lstrip()[:1] in (b"{", b"[") and not _BINARY.search(head)
 
 
 def _is_otlp_proto(head: bytes, first_line: bytes) -> bool:
@@ -52,16 +66,20 @@ _DETECTORS: tuple[tuple[Format, Callable[[bytes, bytes], bool]], ...] = (
 )
 
 
-def detect(path: Path) -> Format:
-    """The format of ``path`` (gzip is looked through)."""
+def detect(path: Path, max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES) -> Format:
+    """The format of ``path`` (gzip is looked through); no line past ``max_record_bytes`` is held."""
     head = read_head(path)
-    line = first_line(path) if head.lstrip()[:1] == b"{" else b""
+    line = first_line(path, max_record_bytes) if head.lstrip()[:1] == b"{" else b""
     if not head.strip():
         raise TraceFormatError("empty file", path=path)
-    with open(path, "rb") as raw:
-        size = (1 << 62) if raw.read(2) == GZIP_MAGIC else path.stat().st_size
+    size = (1 << 62) if is_compressed(path) else path.stat().st_size
     if is_length_prefixed(head, size):
         return Format.OTLP_PROTO
+    if isinstance(line, LongLine):
+        # a first record too long to hold, so never parsed: its first key tells whose it is
+        first_key = _FIRST_KEY.match(line.head)
+        native = first_key is not None and first_key[1] == b"trajectory_id"
+        return Format.JSONL if native else Format.OTLP_JSON
     for fmt, matches in _DETECTORS:
         if matches(head, line):
             return fmt

@@ -25,7 +25,7 @@ from typing import Any
 from otel_replay.errors import CanonicalJSONError, TraceFormatError, preview
 from otel_replay.hashing import check_json_value
 from otel_replay.importers._options import ReadOptions
-from otel_replay.importers._source import open_trace_file
+from otel_replay.importers._source import LongLine, bounded_lines, open_trace_file
 from otel_replay.model import Step, Trajectory, read_outcome
 
 
@@ -42,7 +42,10 @@ def read_jsonl(path: str | Path, options: ReadOptions | None = None) -> Iterator
     options = options or ReadOptions()
     pending: dict[str, _Pending] = {}
     with open_trace_file(path) as (stream, raw):
-        for number, line in enumerate(stream, start=1):
+        for number, line in enumerate(bounded_lines(stream, options.max_record_bytes), start=1):
+            if isinstance(line, LongLine):
+                options.invalid(options.too_large("a JSON line").located(path=path, line=number))
+                continue
             if not line.strip():
                 continue
             try:
@@ -80,6 +83,8 @@ def _read_line(line: bytes, pending: dict[str, _Pending]) -> None:
         raise TraceFormatError(f"malformed JSON: {exc}") from None
     except RecursionError:
         raise TraceFormatError("JSON nested deeper than the reader follows") from None
+    except ValueError:  # an integer longer than Python converts (sys.set_int_max_str_digits)
+        raise TraceFormatError("an integer with more digits than the reader converts") from None
     try:
         check_json_value(obj, "line")
     except CanonicalJSONError as exc:

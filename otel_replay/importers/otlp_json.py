@@ -1,9 +1,10 @@
 """OTLP JSON: one request object (pretty or not), or JSON Lines as the Collector file exporter writes.
 
 In JSON Lines a trace's spans are spread over many lines. Holding the whole file would make memory grow
-with the file, so large files are read twice: a cheap scan finds the last line each trace id appears on,
-then the decoding pass hands each trace to the assembler right after that line. Memory stays bounded by
-the traces open at any one time, not by the file.
+with the file, so large files, and every gzip file (a small one may inflate to any size), are read
+twice: a cheap scan finds the last line each trace id appears on, then the decoding pass hands each trace
+to the assembler right after that line. Memory stays bounded by the traces open at any one time and by
+``max_record_bytes`` (no line or document is held past it), not by the file.
 """
 
 from __future__ import annotations
@@ -25,10 +26,17 @@ from otel_replay.importers._lookalikes import (
 )
 from otel_replay.importers._options import ReadOptions
 from otel_replay.importers._otlp_json_decode import decode_request
-from otel_replay.importers._source import first_line, open_trace_file
+from otel_replay.importers._source import (
+    LongLine,
+    bounded_lines,
+    first_line,
+    is_compressed,
+    open_trace_file,
+)
 from otel_replay.model import Trajectory
 
-#: Files larger than this (on disk) are scanned first so traces can be flushed early.
+#: Files larger than this (on disk) are scanned first so traces can be flushed early; gzip files
+#: always are, whatever their size on disk.
 TWO_PASS_THRESHOLD_BYTES = 32 * 1024 * 1024
 
 _TRACE_ID = re.compile(rb'"trace_?[iI]d"\s*:\s*"([^"]*)"')
@@ -38,8 +46,14 @@ def read_otlp_json(path: str | Path, options: ReadOptions | None = None) -> Iter
     """Yield the trajectories of an OTLP JSON or OTLP JSON Lines file (gzip accepted)."""
     path = Path(path)
     options = options or ReadOptions()
-    first = first_line(path)
-    if first.startswith(b"{") and first.endswith(b"}"):
+    first = first_line(path, options.max_record_bytes)
+    if isinstance(first, LongLine):
+        # too long to hold, let alone parse: a one-line object is read as JSON Lines (the same for a
+        # one-line document), so the line is refused, or skipped, and the lines after it still read
+        lines = first.head.lstrip().startswith(b"{")
+    else:
+        lines = first.startswith(b"{") and first.endswith(b"}")
+    if lines:
         yield from _read_lines(path, options)
     else:
         yield from _read_document(path, options)
@@ -51,9 +65,11 @@ def _metadata(path: Path, fmt: str) -> dict[str, Any]:
 
 def _read_document(path: Path, options: ReadOptions) -> Iterator[Trajectory]:
     with open_trace_file(path) as (stream, raw):
-        data = stream.read()
+        data = stream.read(options.max_record_bytes + 1)
         if options.progress:
             options.progress(raw.tell())
+    if len(data) > options.max_record_bytes:
+        raise options.too_large("a JSON document").located(path=path)
     try:
         document = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
@@ -79,25 +95,31 @@ def _read_document(path: Path, options: ReadOptions) -> Iterator[Trajectory]:
     yield from buffer.drain()
 
 
-def _last_lines(path: Path) -> dict[bytes, int]:
+def _last_lines(path: Path, limit: int) -> dict[bytes, int]:
     """Scan pass: the last line number on which each raw trace id string appears."""
     last: dict[bytes, int] = {}
     with open_trace_file(path) as (stream, _):
-        for number, line in enumerate(stream, start=1):
+        for number, line in enumerate(bounded_lines(stream, limit), start=1):
+            if isinstance(line, LongLine):
+                continue  # the decoding pass refuses or skips it
             for raw_id in _TRACE_ID.findall(line):
                 last[raw_id] = number
     return last
 
 
 def _read_lines(path: Path, options: ReadOptions) -> Iterator[Trajectory]:
-    two_pass = path.stat().st_size > TWO_PASS_THRESHOLD_BYTES
-    last_line = _last_lines(path) if two_pass else {}
+    limit = options.max_record_bytes
+    two_pass = is_compressed(path) or path.stat().st_size > TWO_PASS_THRESHOLD_BYTES
+    last_line = _last_lines(path, limit) if two_pass else {}
     buffer = TraceBuffer(options, _metadata(path, "otlp-jsonl"))
     order = 0
     with open_trace_file(path) as (stream, raw):
-        for number, line in enumerate(stream, start=1):
+        for number, line in enumerate(bounded_lines(stream, limit), start=1):
             if options.progress and number % 64 == 0:
                 options.progress(raw.tell())
+            if isinstance(line, LongLine):
+                options.invalid(options.too_large("a JSON line").located(path=path, line=number))
+                continue
             if not line.strip():
                 continue
             try:

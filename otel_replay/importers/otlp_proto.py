@@ -2,18 +2,18 @@
 exporter's ``format: proto`` stream (each message prefixed by its 4-byte big-endian length).
 
 Decoding is protobuf's own (``ParseFromString``); this module only walks the decoded messages. Large
-streams are scanned first with a message type that declares nothing but ``trace_id`` (protobuf skips the
-rest without building it), so each trace is assembled right after the last message that mentions it.
+streams, and every gzip stream, are scanned first with a message type that declares nothing but
+``trace_id`` (protobuf skips the rest without building it), so each trace is assembled right after the
+last message that mentions it. No message longer than ``max_record_bytes`` is read into memory.
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
-import struct
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from google.protobuf.message import DecodeError
@@ -23,21 +23,15 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from otel_replay.errors import TraceFormatError
 from otel_replay.importers._buffer import TraceBuffer
+from otel_replay.importers._framing import PREFIX, is_length_prefixed
 from otel_replay.importers._options import ReadOptions
-from otel_replay.importers._source import open_trace_file
+from otel_replay.importers._source import is_compressed, open_trace_file
 from otel_replay.importers._spans import SpanEvent, SpanRecord, json_safe_float
 from otel_replay.model import Trajectory
 
+#: Streams larger than this (on disk) are scanned first; gzip streams always are.
 TWO_PASS_THRESHOLD_BYTES = 32 * 1024 * 1024
-_PREFIX = struct.Struct(">I")
-
-
-def is_length_prefixed(head: bytes, size: int) -> bool:
-    """A Collector proto stream: a plausible length, then a message starting with field 1 (0x0a)."""
-    if len(head) < 5:
-        return False
-    (length,) = _PREFIX.unpack_from(head)
-    return head[4] == 0x0A and 0 < length <= size - 4
+_HEAD_BYTES = 4096
 
 
 def read_otlp_proto(path: str | Path, options: ReadOptions | None = None) -> Iterator[Trajectory]:
@@ -45,18 +39,21 @@ def read_otlp_proto(path: str | Path, options: ReadOptions | None = None) -> Ite
     path = Path(path)
     options = options or ReadOptions()
     size = path.stat().st_size
-    with open_trace_file(path) as (stream, raw):
-        head = stream.read(5)
-        compressed = stream is not raw
+    compressed = is_compressed(path)
+    with open_trace_file(path) as (stream, _):
+        head = stream.read(_HEAD_BYTES)
     # a compressed file's size says nothing about the length of its first message
     if is_length_prefixed(head, 1 << 62 if compressed else size):
-        last = _last_messages(path) if size > TWO_PASS_THRESHOLD_BYTES else None
+        two_pass = compressed or size > TWO_PASS_THRESHOLD_BYTES
+        last = _last_messages(path, options.max_record_bytes) if two_pass else None
         yield from _read_stream(path, options, last)
         return
     with open_trace_file(path) as (stream, raw):
-        data = stream.read()
+        data = stream.read(options.max_record_bytes + 1)
         if options.progress:
             options.progress(raw.tell())
+    if len(data) > options.max_record_bytes:
+        raise options.too_large("a protobuf request").located(path=path, offset=0)
     try:
         spans = list(_spans(_parse(data, path, 0), 0))
     except TraceFormatError as exc:
@@ -70,7 +67,9 @@ def read_otlp_proto(path: str | Path, options: ReadOptions | None = None) -> Ite
 
 
 def _frames(path: Path, options: ReadOptions) -> Iterator[tuple[int, bytes]]:
-    """Yield ``(byte offset, message bytes)`` of a length-prefixed stream."""
+    """Yield ``(byte offset, message bytes)`` of a length-prefixed stream. A message longer than
+    ``options.max_record_bytes`` is refused, or (skipping invalid records) read past, never held."""
+    limit = options.max_record_bytes
     with open_trace_file(path) as (stream, raw):
         offset = 0
         count = 0
@@ -79,16 +78,27 @@ def _frames(path: Path, options: ReadOptions) -> Iterator[tuple[int, bytes]]:
             if not prefix:
                 break
             if len(prefix) < 4:
-                raise TraceFormatError("truncated length prefix", path=path, offset=offset)
-            (length,) = _PREFIX.unpack(prefix)
-            body = stream.read(length)
-            if len(body) < length:
                 raise TraceFormatError(
-                    f"message of {length} bytes cut off after {len(body)} bytes",
+                    f"protobuf data is cut off inside a length prefix ({len(prefix)} of 4 bytes)",
                     path=path,
                     offset=offset,
                 )
-            yield offset, body
+            (length,) = PREFIX.unpack(prefix)
+            if length > limit:
+                error = options.too_large(f"a protobuf message of {length} bytes")
+                options.invalid(error.located(path=path, offset=offset))
+                body, got = b"", _read_past(stream, length)
+            else:
+                body = stream.read(length)
+                got = len(body)
+            if got < length:
+                raise TraceFormatError(
+                    f"protobuf data is cut off: a message of {length} bytes ends after {got} bytes",
+                    path=path,
+                    offset=offset,
+                )
+            if length <= limit:
+                yield offset, body
             offset += 4 + length
             count += 1
             if options.progress and count % 16 == 0:
@@ -228,11 +238,21 @@ def _trace_id_only_type() -> Any:
     return message_factory.GetMessageClass(pool.FindMessageTypeByName("otel_replay_scan.Req"))
 
 
-def _last_messages(path: Path) -> dict[bytes, int]:
+def _read_past(stream: BinaryIO, length: int) -> int:
+    """Read and drop ``length`` bytes a chunk at a time; return how many there were."""
+    got = 0
+    while got < length and (chunk := stream.read(min(length - got, 1 << 20))):
+        got += len(chunk)
+    return got
+
+
+def _last_messages(path: Path, limit: int) -> dict[bytes, int]:
     """Scan pass: the index of the last message that carries a span of each trace."""
     scan_type = _trace_id_only_type()
     last: dict[bytes, int] = {}
-    for number, (_, body) in enumerate(_frames(path, ReadOptions())):
+    # a message over the limit is passed over here: the decoding pass refuses or skips it
+    frames = _frames(path, ReadOptions(skip_invalid=True, max_record_bytes=limit))
+    for number, (_, body) in enumerate(frames):
         try:
             request = scan_type.FromString(body)
         except DecodeError:

@@ -1,17 +1,20 @@
 """Fuzzing every reader: whatever the bytes, the answer is trajectories or the project's own error.
 
 Traces hold arbitrary model output and arrive from anywhere, so no input may end in anything but
-success or a `TraceFormatError` (file, line or offset, what was wrong). Inputs are generated three
-ways: plausible documents with hostile values (hypothesis strategies for OTLP JSON, native JSONL and
-span dumps), the same encoded as protobuf, and byte-level mutations of the published samples. The
-default tier runs a small number of examples; the ``fuzz`` tier (``pytest -m fuzz``, run by CI)
-runs many more.
+success (runs the store can hold: hashed, summarized, serialized) or a `TraceFormatError` (file, line
+or offset, what was wrong). Inputs are generated three ways: plausible documents with hostile values
+(hypothesis strategies for OTLP JSON, native JSONL and the span dumps SDK console exporters print),
+OTLP protobuf requests (bare and length-prefixed, built from what protobuf can hold), and byte-level
+mutations of the published samples and of protobuf encodings. The default tier runs a small number
+of examples; the ``fuzz`` tier (``pytest -m fuzz``, run by CI) runs many more.
 """
 
 from __future__ import annotations
 
 import base64
 import gzip
+import json
+from datetime import timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +22,12 @@ import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from otel_replay import ReadOptions, TraceFormatError, read_path
+from otel_replay.hashing import canonical_json
+from otel_replay.otlp_encode import write_otlp_proto, write_otlp_proto_stream
+from otel_replay.store import summarize
 from tests.conftest import SAMPLES
 
 FAST = settings(
@@ -156,10 +163,311 @@ native_lines = st.one_of(
 )
 
 
+# --- span dumps (FORMATS.md §1.11): what SDK console exporters print ---------------------------------
+
+# Only the Python decoder (used for objects written back to back) lets these through: NaN and
+# Infinity literals, integers beyond 64 bits kept exact, and lone surrogates from ``\\ud800`` escapes.
+dump_scalars = st.one_of(
+    scalars,
+    st.sampled_from(
+        ["\ud800", float("nan"), float("inf"), float("-inf"), 2**63, 2**64, -(2**63) - 1, 2**100]
+    ),
+)
+dump_values = st.recursive(
+    dump_scalars,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+dump_ids = st.one_of(
+    ids,
+    st.binary(min_size=8, max_size=16).map(lambda b: "0x" + b.hex()),
+    st.uuids().map(str),
+)
+hrtimes = st.one_of(
+    st.tuples(st.integers(0, 2**33), st.integers(0, 999_999_999)).map(list),
+    st.lists(st.one_of(st.integers(-(2**70), 2**70), scalars), max_size=3),
+    st.sampled_from([[2**64, 0], [0, 10**9], [-1, 0], [9_223_372_036, 854_775_808], [1, "1e3"]]),
+)
+iso_times = st.builds(
+    lambda moment, zulu: moment.isoformat().replace("+00:00", "Z" if zulu else "+00:00"),
+    st.datetimes(
+        timezones=st.sampled_from(
+            [None, timezone.utc, timezone(timedelta(hours=14)), timezone(-timedelta(hours=23))]
+        )
+    ),
+    st.booleans(),
+)
+dump_times = st.one_of(hrtimes, iso_times, st.integers(-(2**70), 2**70), dump_values)
+dump_attributes = st.one_of(st.dictionaries(attribute_keys, dump_values, max_size=6), dump_values)
+dump_kinds = st.one_of(
+    st.integers(0, 5), st.sampled_from(["SpanKind.CLIENT", "SERVER", "INTERNAL"]), dump_values
+)
+js_statuses = st.one_of(
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "code": st.one_of(st.integers(0, 2), st.sampled_from(["ERROR", "STATUS_CODE_OK"])),
+            "message": st.one_of(st.text(max_size=10), dump_values),
+        },
+    ),
+    dump_values,
+)
+js_events = st.one_of(
+    st.lists(
+        st.fixed_dictionaries(
+            {"name": st.one_of(st.text(max_size=10), dump_values), "time": dump_times},
+            optional={"attributes": dump_attributes, "droppedAttributesCount": dump_values},
+        ),
+        max_size=3,
+    ),
+    dump_values,
+)
+js_contexts = st.one_of(
+    st.fixed_dictionaries(
+        {"traceId": dump_ids, "spanId": dump_ids}, optional={"traceFlags": dump_values}
+    ),
+    dump_values,
+)
+resources = st.one_of(
+    st.fixed_dictionaries({"attributes": dump_attributes}, optional={"schema_url": dump_values}),
+    dump_attributes,
+)
+# the OpenTelemetry JS ``ReadableSpan`` (what ``JSON.stringify(span)`` prints)
+js_spans = st.fixed_dictionaries(
+    {
+        "name": st.one_of(st.text(max_size=12), dump_values),
+        "spanContext": js_contexts,
+        "startTime": dump_times,
+        "endTime": dump_times,
+        "attributes": dump_attributes,
+    },
+    optional={
+        "parentSpanId": dump_ids,
+        "parentSpanContext": js_contexts,
+        "kind": dump_kinds,
+        "status": js_statuses,
+        "events": js_events,
+        "links": dump_values,
+        "resource": resources,
+        "duration": hrtimes,
+        "ended": dump_values,
+    },
+)
+# the OpenTelemetry JS ``ConsoleSpanExporter`` line (no span context object: refused, never a crash)
+js_console_spans = st.fixed_dictionaries(
+    {
+        "traceId": dump_ids,
+        "id": dump_ids,
+        "name": st.one_of(st.text(max_size=12), dump_values),
+        "timestamp": st.one_of(st.integers(0, 2**62), dump_values),
+        "duration": st.one_of(st.integers(0, 2**40), dump_values),
+        "attributes": dump_attributes,
+        "status": js_statuses,
+        "events": js_events,
+    },
+    optional={
+        "parentId": dump_ids,
+        "parentSpanContext": js_contexts,
+        "kind": dump_kinds,
+        "resource": resources,
+        "instrumentationScope": dump_values,
+        "links": dump_values,
+    },
+)
+# the Python SDK ``ConsoleSpanExporter`` (``span.to_json()``); Phoenix adds ``span_kind``
+python_spans = st.fixed_dictionaries(
+    {
+        "name": st.one_of(st.text(max_size=12), dump_values),
+        "context": st.one_of(
+            st.fixed_dictionaries(
+                {"trace_id": dump_ids, "span_id": dump_ids, "trace_state": st.just("[]")}
+            ),
+            dump_values,
+        ),
+        "kind": dump_kinds,
+        "parent_id": st.one_of(st.none(), dump_ids),
+        "start_time": st.one_of(iso_times, dump_times),
+        "end_time": st.one_of(iso_times, dump_times),
+        "status": st.one_of(
+            st.fixed_dictionaries(
+                {"status_code": st.one_of(st.sampled_from(["UNSET", "OK", "ERROR"]), dump_values)},
+                optional={"description": dump_values},
+            ),
+            dump_values,
+        ),
+        "attributes": dump_attributes,
+        "events": st.one_of(
+            st.lists(
+                st.fixed_dictionaries(
+                    {
+                        "name": st.one_of(st.text(max_size=10), dump_values),
+                        "timestamp": st.one_of(iso_times, dump_times),
+                        "attributes": dump_attributes,
+                    }
+                ),
+                max_size=2,
+            ),
+            dump_values,
+        ),
+        "links": dump_values,
+        "resource": resources,
+    },
+    optional={"span_kind": st.one_of(st.sampled_from(["LLM", "TOOL", "AGENT"]), dump_values)},
+)
+span_dumps = st.lists(st.one_of(js_spans, js_console_spans, python_spans), min_size=1, max_size=3)
+# how a dump reaches a file: a JSON array (JS), or pretty objects back to back (Python's exporter),
+# or one pretty array holding literals only Python's decoder reads
+DUMP_LAYOUTS = ("array", "objects", "pretty-array")
+
+
+def _dump_bytes(spans: list[Any], layout: str) -> bytes:
+    if layout == "array":
+        return _dumps(spans) + b"\n"
+    if layout == "objects":
+        return "".join(json.dumps(span, indent=4) + "\n" for span in spans).encode()
+    return json.dumps(spans, indent=2).encode()
+
+
+# --- OTLP protobuf: the OTLP strategy's shape, holding only what protobuf can hold ----------------
+
+pb_text = st.one_of(
+    st.text(max_size=20),
+    st.sampled_from(
+        [
+            "LLM",
+            "TOOL",
+            "AGENT",
+            "chat",
+            "execute_tool",
+            '[{"role": "user", "content": "hi"}]',
+            '{"a": ' + "9" * 30 + "}",
+            "[" * 250 + "]" * 250,
+            "NaN",
+            "\x1b[2J",
+        ]
+    ),
+)
+pb_any_values = st.recursive(
+    st.one_of(
+        st.builds(lambda v: {"string_value": v}, pb_text),
+        st.builds(lambda v: {"int_value": v}, st.integers(-(2**63), 2**63 - 1)),
+        st.builds(lambda v: {"double_value": v}, st.floats()),
+        st.builds(lambda v: {"bool_value": v}, st.booleans()),
+        st.builds(lambda v: {"bytes_value": v}, st.binary(max_size=12)),
+        st.just({}),
+    ),
+    lambda inner: st.one_of(
+        st.builds(lambda v: {"array_value": {"values": v}}, st.lists(inner, max_size=3)),
+        st.builds(
+            lambda v: {"kvlist_value": {"values": v}},
+            st.lists(st.fixed_dictionaries({"key": attribute_keys, "value": inner}), max_size=3),
+        ),
+    ),
+    max_leaves=6,
+)
+pb_attributes = st.lists(
+    st.fixed_dictionaries({"key": attribute_keys, "value": pb_any_values}), max_size=4
+)
+# a few ids shared between spans make trees; any length, all-zero included
+pb_ids = st.one_of(
+    st.sampled_from([bytes([n]) * 8 for n in range(4)]),
+    st.sampled_from([bytes.fromhex("0123456789abcdef0123456789abcdef"), bytes(16)]),
+    st.binary(max_size=20),
+)
+pb_times = st.one_of(
+    st.integers(0, 2**64 - 1),
+    st.integers(1_700_000_000 * 10**9, 1_800_000_000 * 10**9),
+    st.sampled_from([2**63 - 1, 2**63, 2**64 - 1]),
+)
+pb_enums = st.one_of(st.integers(0, 5), st.integers(-(2**31), 2**31 - 1))
+pb_spans = st.fixed_dictionaries(
+    {
+        "trace_id": pb_ids,
+        "span_id": pb_ids,
+        "name": pb_text,
+        "start_time_unix_nano": pb_times,
+        "end_time_unix_nano": pb_times,
+        "attributes": pb_attributes,
+    },
+    optional={
+        "parent_span_id": pb_ids,
+        "kind": pb_enums,
+        "status": st.fixed_dictionaries({}, optional={"code": pb_enums, "message": pb_text}),
+        "events": st.lists(
+            st.fixed_dictionaries(
+                {
+                    "name": st.one_of(pb_text, st.sampled_from(["exception", "gen_ai.choice"])),
+                    "time_unix_nano": pb_times,
+                    "attributes": pb_attributes,
+                }
+            ),
+            max_size=2,
+        ),
+        "links": st.lists(
+            st.fixed_dictionaries({"trace_id": pb_ids, "span_id": pb_ids}), max_size=1
+        ),
+        "trace_state": pb_text,
+        "flags": st.integers(0, 2**32 - 1),
+    },
+)
+pb_requests = st.fixed_dictionaries(
+    {
+        "resource_spans": st.lists(
+            st.fixed_dictionaries(
+                {
+                    "scope_spans": st.lists(
+                        st.fixed_dictionaries(
+                            {"spans": st.lists(pb_spans, max_size=3)},
+                            optional={
+                                "scope": st.fixed_dictionaries(
+                                    {}, optional={"name": pb_text, "version": pb_text}
+                                )
+                            },
+                        ),
+                        max_size=2,
+                    )
+                },
+                optional={"resource": st.fixed_dictionaries({"attributes": pb_attributes})},
+            ),
+            max_size=2,
+        )
+    }
+).map(lambda fields: _fill(ExportTraceServiceRequest(), fields))
+
+
+def _fill(message: Any, fields: dict[str, Any]) -> Any:
+    """Set ``fields`` (protobuf field names, nested dicts and lists) on ``message``; return it."""
+    for key, value in fields.items():
+        field = message.DESCRIPTOR.fields_by_name[key]
+        if field.message_type is None:
+            setattr(message, key, value)
+        elif field.is_repeated:
+            for item in value:
+                _fill(getattr(message, key).add(), item)
+        else:
+            child = getattr(message, key)
+            child.SetInParent()  # an empty message is set too (an AnyValue's empty array)
+            _fill(child, value)
+    return message
+
+
+def _write_proto(path: Path, requests: list[Any], stream: bool, gzipped: bool) -> None:
+    if stream:
+        write_otlp_proto_stream(requests, path)
+    else:
+        write_otlp_proto(requests[0], path)
+    if gzipped:
+        path.write_bytes(gzip.compress(path.read_bytes()))
+
+
 def _read_all(path: Path, skip: bool) -> None:
     try:
         for run in read_path(path, options=ReadOptions(skip_invalid=skip)):
-            run.final_hash  # noqa: B018  (building every step is part of reading)
+            # what the store does with a run it is given: a run that reads must also store
+            summarize(run)
+            canonical_json(run.to_record())
     except TraceFormatError:
         pass  # the project's own one-line error: allowed
 
@@ -167,9 +475,7 @@ def _read_all(path: Path, skip: bool) -> None:
 def _dumps(value: Any) -> bytes:
     try:
         return orjson.dumps(value)
-    except TypeError:  # integers beyond 64 bits: write them as the text JSON allows
-        import json
-
+    except TypeError:  # integers beyond 64 bits, lone surrogates: the text JSON allows for them
         return json.dumps(value).encode()
 
 
@@ -186,6 +492,29 @@ def _check_native(tmp_path: Path, lines: list[Any], skip: bool) -> None:
     _read_all(path, skip)
 
 
+def _check_dump(tmp_path: Path, spans: list[Any], layout: str, skip: bool) -> None:
+    path = tmp_path / "fuzz.spans.json"
+    path.write_bytes(_dump_bytes(spans, layout))
+    _read_all(path, skip)
+
+
+def _check_proto(
+    tmp_path: Path, requests: list[Any], stream: bool, gzipped: bool, skip: bool
+) -> None:
+    path = tmp_path / ("fuzz.otlp.pb.gz" if gzipped else "fuzz.otlp.pb")
+    _write_proto(path, requests, stream, gzipped)
+    _read_all(path, skip)
+
+
+def _check_proto_mutation(
+    tmp_path: Path, requests: list[Any], stream: bool, changes: list[Any], skip: bool
+) -> None:
+    path = tmp_path / "fuzz.otlp.pb"
+    _write_proto(path, requests, stream, gzipped=False)
+    path.write_bytes(_mutated(path.read_bytes(), changes))
+    _read_all(path, skip)
+
+
 @FAST
 @given(document=otlp_documents, gzipped=st.booleans(), skip=st.booleans())
 def test_otlp_json_documents(tmp_path: Path, document: Any, gzipped: bool, skip: bool) -> None:
@@ -196,6 +525,25 @@ def test_otlp_json_documents(tmp_path: Path, document: Any, gzipped: bool, skip:
 @given(lines=st.lists(native_lines, min_size=1, max_size=4), skip=st.booleans())
 def test_native_jsonl_lines(tmp_path: Path, lines: list[Any], skip: bool) -> None:
     _check_native(tmp_path, lines, skip)
+
+
+@FAST
+@given(spans=span_dumps, layout=st.sampled_from(DUMP_LAYOUTS), skip=st.booleans())
+def test_span_dumps(tmp_path: Path, spans: list[Any], layout: str, skip: bool) -> None:
+    _check_dump(tmp_path, spans, layout, skip)
+
+
+@FAST
+@given(
+    requests=st.lists(pb_requests, min_size=1, max_size=2),
+    stream=st.booleans(),
+    gzipped=st.booleans(),
+    skip=st.booleans(),
+)
+def test_otlp_proto_requests(
+    tmp_path: Path, requests: list[Any], stream: bool, gzipped: bool, skip: bool
+) -> None:
+    _check_proto(tmp_path, requests, stream, gzipped, skip)
 
 
 SAMPLE_FILES = ["incident.otlp.jsonl", "incident.otlp.pb", "incident.steps.jsonl"]
@@ -231,6 +579,19 @@ def test_mutations_of_the_samples(
     _read_all(path, skip)
 
 
+@FAST
+@given(
+    requests=st.lists(pb_requests, min_size=1, max_size=2),
+    stream=st.booleans(),
+    changes=edits,
+    skip=st.booleans(),
+)
+def test_mutations_of_otlp_proto_encodings(
+    tmp_path: Path, requests: list[Any], stream: bool, changes: list[Any], skip: bool
+) -> None:
+    _check_proto_mutation(tmp_path, requests, stream, changes, skip)
+
+
 @pytest.mark.fuzz
 @SLOW
 @given(document=otlp_documents, gzipped=st.booleans(), skip=st.booleans())
@@ -256,3 +617,38 @@ def test_mutations_of_the_samples_at_length(
     path = tmp_path / name
     path.write_bytes(_mutated((SAMPLES / name).read_bytes(), changes))
     _read_all(path, skip)
+
+
+@pytest.mark.fuzz
+@SLOW
+@given(spans=span_dumps, layout=st.sampled_from(DUMP_LAYOUTS), skip=st.booleans())
+def test_span_dumps_at_length(tmp_path: Path, spans: list[Any], layout: str, skip: bool) -> None:
+    _check_dump(tmp_path, spans, layout, skip)
+
+
+@pytest.mark.fuzz
+@SLOW
+@given(
+    requests=st.lists(pb_requests, min_size=1, max_size=2),
+    stream=st.booleans(),
+    gzipped=st.booleans(),
+    skip=st.booleans(),
+)
+def test_otlp_proto_requests_at_length(
+    tmp_path: Path, requests: list[Any], stream: bool, gzipped: bool, skip: bool
+) -> None:
+    _check_proto(tmp_path, requests, stream, gzipped, skip)
+
+
+@pytest.mark.fuzz
+@SLOW
+@given(
+    requests=st.lists(pb_requests, min_size=1, max_size=2),
+    stream=st.booleans(),
+    changes=edits,
+    skip=st.booleans(),
+)
+def test_mutations_of_otlp_proto_encodings_at_length(
+    tmp_path: Path, requests: list[Any], stream: bool, changes: list[Any], skip: bool
+) -> None:
+    _check_proto_mutation(tmp_path, requests, stream, changes, skip)

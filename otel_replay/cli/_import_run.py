@@ -1,0 +1,178 @@
+"""What ``agent-replay import`` does: find the files, import each in one transaction, show the result."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, NoReturn
+
+import typer
+from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+
+from otel_replay.cli._common import (
+    console,
+    display_path,
+    err_console,
+    plural,
+    print_error,
+    printable,
+    shown,
+    trajectory_table,
+)
+from otel_replay.errors import ReplayError, TraceFormatError
+from otel_replay.importers import Format, ReadOptions, read_path
+from otel_replay.ingest import IngestResult, ingest
+from otel_replay.model import is_failure
+from otel_replay.store import Store
+
+_PROGRESS_MIN_BYTES = 4 * 1024 * 1024
+_SKIP_FILES = {".md", ".txt", ".py", ".yaml", ".yml", ".toml", ".db", ".db-wal", ".db-shm"}
+_TABLE_ROWS = 40
+
+
+@dataclass
+class FileResult:
+    path: Path
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def expand(paths: list[Path]) -> list[Path]:
+    """Files as given; directories become their trace-like files, subfolders included (hidden files
+    and folders left out), sorted. Finding none is a mistake worth a message."""
+    files: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            files.extend(
+                p
+                for p in sorted(path.rglob("*"))
+                if p.is_file()
+                and not any(part.startswith(".") for part in p.relative_to(path).parts)
+                and p.suffix not in _SKIP_FILES
+            )
+        else:
+            files.append(path)
+    if not files:
+        shown_paths = ", ".join(str(p) for p in paths)
+        raise ReplayError(f"no trace files in {shown_paths} (folders are searched with subfolders)")
+    return files
+
+
+def import_file(store: Store, path: Path, fmt: Format, options: ReadOptions) -> FileResult:
+    """Import one file in one transaction; on error nothing of it is kept."""
+    result = FileResult(path)
+    for ingested in ingest(store, read_path(path, fmt, options)):
+        summary = ingested.summary
+        result.rows.append(
+            {
+                "id": summary.id,
+                "steps": summary.n_steps,
+                "outcome": summary.outcome,
+                "source": str(path),
+                "format": summary.format,
+                "result": ingested.result.value,
+                "final_hash": summary.final_hash,
+            }
+        )
+    result.skipped = [str(e) for e in options.report.skipped]
+    result.warnings = list(options.report.warnings)
+    missing = options.missing_outcome()
+    if missing is not None:
+        result.warnings.append(f"{path}: {missing}")
+    return result
+
+
+def import_files(
+    db: Store,
+    files: list[Path],
+    fmt: Format,
+    outcome_attribute: str | None,
+    skip_invalid: bool,
+    max_record_bytes: int,
+    quiet: bool,
+) -> list[FileResult]:
+    """Each file in its own transaction, under one progress bar. A file that cannot be read stops
+    the import with its error and a note of what earlier files brought in; with ``skip_invalid``
+    it is listed as skipped and the import goes on."""
+    results: list[FileResult] = []
+    total = sum(p.stat().st_size for p in files)
+    with _progress(total, quiet) as progress:
+        task = progress.add_task("importing", total=total)
+        done = 0
+        for path in files:
+            progress.update(task, description=path.name)
+
+            def advance(n: int, base: int = done) -> None:
+                progress.update(task, completed=base + n)
+
+            options = ReadOptions(
+                outcome_attribute=outcome_attribute,
+                skip_invalid=skip_invalid,
+                progress=advance,
+                max_record_bytes=max_record_bytes,
+            )
+            try:
+                results.append(import_file(db, path, fmt, options))
+            except TraceFormatError as exc:
+                if not skip_invalid:
+                    _stop(progress, results, path, exc)
+                results.append(FileResult(path, skipped=[str(exc)]))  # the whole file, listed
+            except ReplayError as exc:
+                _stop(progress, results, path, exc)
+            done += path.stat().st_size
+    return results
+
+
+def _stop(progress: Progress, results: list[FileResult], path: Path, exc: ReplayError) -> NoReturn:
+    """The first file that cannot be imported ends the import, saying what earlier files brought."""
+    progress.stop()
+    imported = sum(1 for r in results if r.rows)
+    were = "was" if imported == 1 else "were"
+    note = f"; {plural(imported, 'earlier file')} {were} imported" if imported else ""
+    print_error(exc)
+    err_console.print(printable(f"nothing from {path} was imported{note}"), markup=False)
+    raise typer.Exit(1)
+
+
+def _progress(total: int, quiet: bool) -> Progress:
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        DownloadColumn(),
+        TimeRemainingColumn(),
+        console=err_console,
+        transient=True,
+        disable=quiet or total < _PROGRESS_MIN_BYTES,
+    )
+
+
+def render(results: list[FileResult]) -> None:
+    rows = [row for r in results for row in r.rows]
+    table = trajectory_table(
+        f"imported {plural(len(rows), 'trajectory', 'trajectories')} from "
+        f"{plural(len(results), 'file')}",
+        ("trajectory id", "steps", "outcome", "source", "result"),
+    )
+    for row in rows[:_TABLE_ROWS]:
+        outcome = "—" if row["outcome"] is None else f"{row['outcome']:g}"
+        style = "red" if is_failure(row["outcome"]) else None
+        cells = (row["id"], str(row["steps"]), outcome, display_path(row["source"]), row["result"])
+        table.add_row(*map(shown, cells), style=style)
+    if len(rows) > _TABLE_ROWS:
+        table.caption = f"… and {len(rows) - _TABLE_ROWS} more (agent-replay list shows all)"
+    console.print(table)
+    counts = {r.value: sum(1 for row in rows if row["result"] == r.value) for r in IngestResult}
+    console.print(", ".join(f"{n} {what}" for what, n in counts.items()))
+    for r in results:
+        if r.skipped:
+            err_console.print(
+                f"[yellow]skipped {plural(len(r.skipped), 'invalid record')} in "
+                f"{shown(str(r.path))}:[/]"
+            )
+            for reason in r.skipped[:10]:
+                err_console.print(printable(f"  {reason}"), markup=False)
+            if len(r.skipped) > 10:
+                err_console.print(f"  … and {len(r.skipped) - 10} more")
+        for warning in r.warnings:
+            err_console.print(f"[yellow]warning:[/] {shown(warning)}")
