@@ -20,6 +20,7 @@ from otel_replay._lazy import lazy_exports
 if TYPE_CHECKING:
     from otel_replay.attribution._api import attribute, planned_rollouts
     from otel_replay.attribution._config import (
+        MAX_PERMUTATIONS,
         AttributionConfig,
         Driver,
         Method,
@@ -44,6 +45,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BOOTSTRAP",
+    "MAX_PERMUTATIONS",
     "NO_EFFECT_CONFIDENCE",
     "WILSON",
     "AttributionConfig",

@@ -25,6 +25,12 @@ class Driver(str, Enum):
     CHAT = "chat"  # re-drive a tool-calling run as its loop (a turn's calls decide the next steps)
 
 
+#: How many Shapley permutations a ``shapley_se`` target may add up to (or ``permutations``, when
+#: larger): 2048 antithetic pairs put a typical standard error near 0.007; a target beyond the cap's
+#: reach stops there, and the summary's note says so.
+MAX_PERMUTATIONS = 4096
+
+
 class OnSuccess(str, Enum):
     ERROR = "error"  # attributing a passing run is a mistake: say so
     CREDIT = "credit"  # attribute the success instead: which step saved the run
@@ -40,7 +46,10 @@ class AttributionConfig:
     """
     Attributes:
         rollouts: rollouts per plan (each contrastive estimate, each repair trial).
-        permutations: Shapley permutations (rounded up to an even number: antithetic pairs).
+        permutations: Shapley permutations (rounded up to an even number: antithetic pairs); with
+            ``shapley_se``, the first batch.
+        shapley_se: add antithetic pairs until every Shapley standard error is below this
+            (None: run ``permutations`` and stop); at most `MAX_PERMUTATIONS`.
         seed: every random draw derives from it; same seed, same report.
         method: contrastive (Point of Commitment), shapley, or all.
         fail_threshold: a run fails when its outcome is below this.
@@ -67,6 +76,7 @@ class AttributionConfig:
     workers: int = 1
     driver: Driver = Driver.AUTO
     max_turns: int | None = None
+    shapley_se: float | None = None
 
     def __post_init__(self) -> None:
         if self.rollouts < 1:
@@ -84,6 +94,17 @@ class AttributionConfig:
             )
         if not 0.0 < self.margin < 1.0:
             raise AttributionError(f"margin={self.margin} must be between 0 and 1")
+        if self.shapley_se is not None:
+            if not 0.0 < self.shapley_se < 1.0:  # false for NaN too
+                raise AttributionError(
+                    f"shapley_se={self.shapley_se:g} must be above 0 and below 1 (a standard "
+                    "error of Shapley values, which lie between -1 and 1)"
+                )
+            if self.method is Method.CONTRASTIVE:
+                raise AttributionError(
+                    f"shapley_se={self.shapley_se:g} is a target for Shapley values: use it with "
+                    "method shapley or all"
+                )
 
     def flags(self) -> list[str]:
         """The command-line options that set this configuration (``--workers`` never changes
@@ -110,6 +131,8 @@ class AttributionConfig:
             flags += ["--driver", self.driver.value]
         if self.max_turns is not None:
             flags += ["--max-turns", str(self.max_turns)]
+        if self.shapley_se is not None:
+            flags += ["--shapley-se", repr(self.shapley_se)]
         return [*flags, "--repair"] if self.repair else flags
 
 

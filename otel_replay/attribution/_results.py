@@ -57,7 +57,8 @@ class StepAttribution:
     @property
     def shapley_disagrees(self) -> bool:
         """Shapley's value and the contrastive estimate are further apart than their intervals
-        allow (φ ± 1.96·SE against the 95 % interval): they measure different things (see
+        allow (φ ± 1.96·SE, Shapley's t-calibrated 95 % interval, against the attribution's
+        95 % interval): they measure different things (see
         `otel_replay.attribution` and the README), and the step is worth a look."""
         if self.shapley is None or self.shapley_se is None or self.ci_low is None:
             return False
@@ -81,12 +82,14 @@ class Repair:
 
 @dataclass(frozen=True, slots=True)
 class ShapleySummary:
-    permutations: int
+    permutations: int  # the permutations actually run (a ``shapley_se`` target may add pairs)
     total: float  # Σφ
     v_all: Proportion  # P(fail | every resamplable step kept)
     v_none: Proportion  # P(fail | every resamplable step resampled)
     mode: Mode = Mode.FAILURE
     total_se: float = 0.0  # standard error of Σφ, over the antithetic pairs
+    se_target: float | None = None  # the standard error pairs were added for (None: none asked)
+    note: str | None = None  # what a person should know: the cap stopped it before the target
 
     @property
     def expected_total(self) -> float:

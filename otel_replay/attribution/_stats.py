@@ -4,12 +4,14 @@
 * `difference_interval` — a seeded parametric bootstrap of the difference of two proportions, drawn
   from Agresti–Caffo adjusted proportions ((k+1)/(n+2)): the plain bootstrap of 0/n vs 0/n is the
   single point 0, which would "prove" no effect from any budget, however small.
+* `t_quantile` — Student's t quantiles (small-sample standard errors, see `_shapley`).
 * `similarity` — normalised edit similarity of two JSON values (1.0 = identical).
 """
 
 from __future__ import annotations
 
 import bisect
+import functools
 import math
 import random
 from typing import Any
@@ -97,6 +99,49 @@ def rollouts_needed(effect: float, half_width: float, n: int) -> int | None:
         return None
     needed = math.ceil(n * (half_width / effect) ** 2)
     return max(needed, 2 * n) if needed <= 10_000_000 else None
+
+
+def _t_central(t: float, df: int) -> float:
+    """``P(|T| < t)`` for Student's t with ``df`` (whole) degrees of freedom: the finite sums of
+    Abramowitz & Stegun 26.7.3 (odd ``df``) and 26.7.4 (even ``df``)."""
+    theta = math.atan(t / math.sqrt(df))
+    sin, cos = math.sin(theta), math.cos(theta)
+    c2 = cos * cos
+    term = total = 1.0
+    if df % 2 == 0:
+        for k in range(1, df // 2):
+            term *= c2 * (2 * k - 1) / (2 * k)
+            total += term
+        return sin * total
+    if df == 1:
+        return 2 * theta / math.pi
+    for k in range(1, (df - 1) // 2):
+        term *= c2 * (2 * k) / (2 * k + 1)
+        total += term
+    return 2 / math.pi * (theta + sin * cos * total)
+
+
+@functools.cache
+def t_quantile(probability: float, df: int) -> float:
+    """The ``probability`` quantile (above one half) of Student's t with ``df`` degrees of freedom,
+    by bisection on `_t_central` (``t_quantile(0.975, 4)`` = 2.776…)."""
+    if df < 1 or not 0.5 < probability < 1:
+        raise ValueError(
+            f"t_quantile needs df >= 1 and 0.5 < probability < 1, got {df}, {probability}"
+        )
+    central = 2 * probability - 1
+    low, high = 0.0, 2.0
+    while _t_central(high, df) < central:
+        low, high = high, 2 * high
+    for _ in range(200):
+        middle = (low + high) / 2
+        if _t_central(middle, df) < central:
+            low = middle
+        else:
+            high = middle
+        if high - low < 1e-12 * high:
+            break
+    return (low + high) / 2
 
 
 def mean_and_se(values: list[float]) -> tuple[float, float]:

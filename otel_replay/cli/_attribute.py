@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from otel_replay.attribution import (
+    MAX_PERMUTATIONS,
     AttributionConfig,
     Driver,
     Method,
@@ -70,6 +71,15 @@ def attribute_command(
     permutations: Annotated[
         int, typer.Option(help="Shapley permutations (antithetic pairs).")
     ] = 32,
+    shapley_se: Annotated[
+        float | None,
+        typer.Option(
+            "--shapley-se",
+            metavar="TARGET",
+            help=f"Add antithetic pairs until every Shapley SE is below TARGET (at most "
+            f"{MAX_PERMUTATIONS} permutations).",
+        ),
+    ] = None,
     seed: Annotated[int, typer.Option(help="Seed of every random draw.")] = 0,
     fail_threshold: Annotated[
         float, typer.Option(help="Outcome below this is a failure.")
@@ -106,6 +116,7 @@ def attribute_command(
         config = AttributionConfig(
             rollouts=rollouts,
             permutations=permutations,
+            shapley_se=shapley_se,
             seed=seed,
             method=method,
             fail_threshold=fail_threshold,

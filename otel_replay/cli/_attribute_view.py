@@ -33,7 +33,10 @@ def print_outcome(
 ) -> None:
     """The table, or the report for programs: standard output holds one or the other, never both;
     notes on how it ran go to standard error."""
-    for note in result.notes:
+    notes = [*result.notes]
+    if result.shapley is not None and result.shapley.note:
+        notes.append(f"Shapley: {result.shapley.note}")
+    for note in notes:
         err_console.print(f"[yellow]warning:[/] {shown(note)}")
     to_stdout = json_out is not None and str(json_out) == "-"
     if json and not to_stdout:
@@ -128,7 +131,9 @@ def _render(result: AttributionResult, config: AttributionConfig) -> None:
             f"Shapley: Σφ = {s.total:+.2f} ± {s.total_se:.2f} vs "
             f"{'v(all) − v(∅)' if s.mode is Mode.FAILURE else 'v(∅) − v(all)'} = "
             f"{s.expected_total:+.2f} estimated apart (gap {s.efficiency_gap:+.2f}, "
-            f"{s.permutations} permutations)"
+            f"{s.permutations} permutations"
+            + (f", every SE below {s.se_target:g}" if s.se_target and not s.note else "")
+            + ")"
         )
         disagree = [step.index for step in result.steps if step.shapley_disagrees]
         if disagree:

@@ -381,8 +381,9 @@ class ReplayContext(AgentContext):
         # outputs themselves: a copy each would cost more than the rest of the call
         self.shares_record = shares_record
         # a call the record does not hold, of an operation nothing can run (no produce, no resample
-        # function): served the next recorded step of that operation instead of stopping the run
-        # (a built-in driver asking a model without a resample function a changed conversation)
+        # function) or whose next recorded step is marked ``resamplable: false``: served the next
+        # recorded step of that operation instead of stopping the run (a built-in driver asking a
+        # model without a resample function a changed conversation) or of re-running it
         self.holds_observed_only = holds_observed_only
         if on_miss not in ("resample", "error"):
             raise InterventionError(f"on_miss={on_miss!r}; expected 'resample' or 'error'")
@@ -393,6 +394,8 @@ class ReplayContext(AgentContext):
         self._cassette: dict[str, deque[Step]] = {}
         for step in self.recorded:
             self._cassette.setdefault(step.op_key or _key(step), deque()).append(step)
+        # operations with a recorded step marked ``resamplable: false`` (see `_observed_only`)
+        self._marked = {(s.kind, s.name) for s in self.recorded if not s.resamplable}
 
     def factual(self) -> Trajectory:
         return Trajectory("recorded", tuple(self.recorded))
@@ -463,15 +466,20 @@ class ReplayContext(AgentContext):
     def _observed_only(
         self, kind: StepKind, name: str, inputs: dict[str, Any], produce: Produce | None
     ) -> Step | None:
-        """With ``holds_observed_only``: the next unconsumed recorded step of an operation nothing
-        can run (no ``produce``, no resample function), taken off the cassette; else None."""
+        """With ``holds_observed_only``: the next unconsumed recorded step of the operation, taken
+        off the cassette, when nothing can run the operation (no ``produce``, no resample function)
+        or that recorded step is marked ``resamplable: false`` (the call asked anew stands in its
+        place, and a marked step is never re-run, whatever is registered for its kind); else None."""
         if not self.holds_observed_only or produce is not None:
             return None
-        if self.registry.lookup(Step(kind, name, inputs)) is not None:
+        runnable = self.registry.lookup(Step(kind, name, inputs)) is not None
+        if runnable and (kind, name) not in self._marked:
             return None
         left = {id(s) for queue in self._cassette.values() for s in queue}
         for step in self.recorded:
             if id(step) in left and step.kind is kind and step.name == name:
+                if runnable and step.resamplable:
+                    return None
                 self._cassette[step.op_key or _key(step)].remove(step)
                 return step
         return None

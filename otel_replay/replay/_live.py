@@ -302,6 +302,8 @@ def agent_driver(
     """Rollouts that run the live agent under the replay context (attribution with ``--agent``)."""
     arguments, recorded_seed = _inputs_of(factual)
     built_in = is_built_in(agent)
+    # served from the record even where a plan resamples them (see ReplayContext._execute)
+    observed_only = {s.index for s in factual.steps if not s.resamplable}
 
     def drive(plan: Plan, index: int) -> Rollout:
         def holds(position: int) -> bool:  # held and forced positions replay the recorded draws
@@ -322,10 +324,11 @@ def agent_driver(
             holds_observed_only=built_in,
         )
         answer, error = run_agent(agent, ctx, arguments)
-        live = sum(
+        live = sum(  # what ran: calls the record does not hold, and resampled recorded steps
             1
-            for step, matched in zip(ctx.ledger.steps, ctx.ledger.matched, strict=True)
-            if matched is None or plan.at(matched).action is Action.RESAMPLE
+            for matched in ctx.ledger.matched
+            if matched is None
+            or (plan.at(matched).action is Action.RESAMPLE and matched not in observed_only)
         )
         meta = {"plan": plan.identity, "rollout": index, "answer": _json_or_repr(answer)}
         if error is not None:

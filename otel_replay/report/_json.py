@@ -24,7 +24,11 @@ from otel_replay.attribution import (
 )
 from otel_replay.resamplers import UserCode
 
-REPORT_VERSION = 1
+#: 2: each step's ``tests`` (the bounds its decisions read) and ``shapley_disagrees``; the Shapley
+#: summary's target, largest SE and note.
+REPORT_VERSION = 2
+#: How Shapley standard errors are made (see `otel_replay.attribution._shapley`).
+SHAPLEY_SE = "monte-carlo-antithetic-pairs-pooled-t-se"
 
 
 def _r(value: float | None) -> float | None:
@@ -106,6 +110,7 @@ def build_report(
         "config": {
             "rollouts": config.rollouts,
             "permutations": config.permutations,
+            "shapley_se": config.shapley_se,
             "seed": config.seed,
             "method": config.method.value,
             "fail_threshold": config.fail_threshold,
@@ -123,7 +128,7 @@ def build_report(
             "interval_methods": {
                 "proportion": WILSON,
                 "difference": BOOTSTRAP,
-                "shapley": "monte-carlo-antithetic-se",
+                "shapley": SHAPLEY_SE,
             },
             "driver": result.driver,
             "rerun": rerun_command(result.trajectory_id, config, code),
@@ -153,6 +158,9 @@ def build_report(
         if shapley is None
         else {
             "permutations": shapley.permutations,
+            "se_target": shapley.se_target,
+            "max_se": _r(max((s.shapley_se or 0.0 for s in result.steps), default=0.0)),
+            "note": shapley.note,
             "sum": _r(shapley.total),
             "sum_se": _r(shapley.total_se),
             "expected_sum": _r(shapley.expected_total),

@@ -63,7 +63,10 @@ _STEP: dict[str, Any] = {
         "p_fail_ablated": _PROPORTION,
         "n": _INT_OR_NULL,
         "shapley": _NUMBER_OR_NULL,
-        "shapley_se": _NUMBER_OR_NULL,
+        "shapley_se": {
+            **_NUMBER_OR_NULL,
+            "description": "t-calibrated standard error: shapley +- 1.96 of them is a 95% interval",
+        },
         "significant": {"type": ["boolean", "null"], "description": "shown to matter"},
         "no_effect": {
             "type": ["boolean", "null"],
@@ -159,6 +162,7 @@ REPORT_SCHEMA: dict[str, Any] = {
             "required": [
                 "rollouts",
                 "permutations",
+                "shapley_se",
                 "seed",
                 "method",
                 "fail_threshold",
@@ -175,7 +179,20 @@ REPORT_SCHEMA: dict[str, Any] = {
             "additionalProperties": False,
             "properties": {
                 "rollouts": {"type": "integer", "minimum": 1},
-                "permutations": {"type": "integer", "minimum": 1},
+                "permutations": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "description": "Shapley permutations asked for (the first batch with shapley_se)",
+                },
+                "shapley_se": {
+                    "type": ["number", "null"],
+                    "exclusiveMinimum": 0,
+                    "exclusiveMaximum": 1,
+                    "description": (
+                        "Shapley standard error target: antithetic pairs were added until every "
+                        "step's was below it, or the cap (null: a fixed number of permutations)"
+                    ),
+                },
                 "seed": {"type": "integer"},
                 "method": {"enum": ["contrastive", "shapley", "all"]},
                 "fail_threshold": {"type": "number"},
@@ -244,6 +261,9 @@ REPORT_SCHEMA: dict[str, Any] = {
             "type": ["object", "null"],
             "required": [
                 "permutations",
+                "se_target",
+                "max_se",
+                "note",
                 "sum",
                 "sum_se",
                 "expected_sum",
@@ -253,7 +273,21 @@ REPORT_SCHEMA: dict[str, Any] = {
             ],
             "additionalProperties": False,
             "properties": {
-                "permutations": {"type": "integer"},
+                "permutations": {
+                    "type": "integer",
+                    "minimum": 2,
+                    "description": "permutations actually run (a shapley_se target adds pairs)",
+                },
+                "se_target": {**_NUMBER_OR_NULL, "description": "config.shapley_se"},
+                "max_se": {
+                    "type": "number",
+                    "minimum": 0,
+                    "description": "the largest step's shapley_se: 1.96 of them is its 95% half-width",
+                },
+                "note": {
+                    "type": ["string", "null"],
+                    "description": "set when the permutation cap stopped before the target",
+                },
                 "sum": {"type": "number"},
                 "sum_se": {"type": "number", "minimum": 0},
                 "expected_sum": {

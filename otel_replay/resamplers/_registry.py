@@ -1,8 +1,9 @@
 """The `Registry` of resample functions, the verifier and repair-candidate sources.
 
-Lookup is ``(kind, name)`` then ``(kind, any name)``; a step with neither is observed-only. Everything
-is validated when registered, not at first use: an unknown kind, something not callable, a duplicate or
-a wrong signature fails at once with a message naming the function.
+Lookup is ``(kind, name)`` then ``(kind, any name)``; a step with neither, or one the record marks
+``resamplable: false``, is observed-only. Everything is validated when registered, not at first use:
+an unknown kind, something not callable, a duplicate or a wrong signature fails at once with a
+message naming the function.
 """
 
 from __future__ import annotations
@@ -147,7 +148,11 @@ class Registry:
     # --- reading -----------------------------------------------------------------------------------
 
     def lookup(self, step: Step) -> Registration | None:
-        """The resample function for ``step``: by kind and name, else by kind; None = observed-only."""
+        """The resample function for ``step``: by kind and name, else by kind; None = observed-only,
+        which is also every step the record marks ``resamplable: false`` (whatever is registered:
+        a kind-wide registration must not reach a step its recording said cannot be re-run)."""
+        if not step.resamplable:
+            return None
         return self._resamplers.get((step.kind, step.name)) or self._resamplers.get(
             (step.kind, None)
         )
