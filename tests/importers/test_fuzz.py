@@ -28,7 +28,7 @@ from otel_replay import ReadOptions, TraceFormatError, read_path
 from otel_replay.hashing import canonical_json
 from otel_replay.otlp_encode import write_otlp_proto, write_otlp_proto_stream
 from otel_replay.store import summarize
-from tests.conftest import SAMPLES
+from tests.conftest import CORPUS, SAMPLES
 
 FAST = settings(
     max_examples=40,
@@ -547,6 +547,14 @@ def test_otlp_proto_requests(
 
 
 SAMPLE_FILES = ["incident.otlp.jsonl", "incident.otlp.pb", "incident.steps.jsonl"]
+# Every file of the published corpus beside the project (read there, never copied): what real
+# producers write, mutated. Collected when the module loads; the `corpus` fixture skips (or, in CI,
+# fails) when the corpus is missing.
+CORPUS_FILES = sorted(
+    str(p.relative_to(CORPUS))
+    for p in (CORPUS.rglob("*") if CORPUS.is_dir() else [])
+    if p.is_file() and p.suffix in (".json", ".jsonl", ".protobuf-bin")
+) or ["<corpus missing>"]
 
 
 def _mutated(data: bytes, edits: list[tuple[int, int, int]]) -> bytes:
@@ -606,6 +614,27 @@ def test_otlp_json_documents_at_length(
 @given(lines=st.lists(native_lines, min_size=1, max_size=6), skip=st.booleans())
 def test_native_jsonl_lines_at_length(tmp_path: Path, lines: list[Any], skip: bool) -> None:
     _check_native(tmp_path, lines, skip)
+
+
+@FAST
+@given(name=st.sampled_from(CORPUS_FILES), changes=edits, skip=st.booleans())
+def test_mutations_of_the_corpus(
+    tmp_path: Path, corpus: Path, name: str, changes: list[Any], skip: bool
+) -> None:
+    path = tmp_path / Path(name).name
+    path.write_bytes(_mutated((corpus / name).read_bytes(), changes))
+    _read_all(path, skip)
+
+
+@pytest.mark.fuzz
+@SLOW
+@given(name=st.sampled_from(CORPUS_FILES), changes=edits, skip=st.booleans())
+def test_mutations_of_the_corpus_at_length(
+    tmp_path: Path, corpus: Path, name: str, changes: list[Any], skip: bool
+) -> None:
+    path = tmp_path / Path(name).name
+    path.write_bytes(_mutated((corpus / name).read_bytes(), changes))
+    _read_all(path, skip)
 
 
 @pytest.mark.fuzz
