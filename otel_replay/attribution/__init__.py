@@ -28,7 +28,11 @@ if TYPE_CHECKING:
         OnSuccess,
         rerun_command,
     )
-    from otel_replay.attribution._contrastive import NO_EFFECT_CONFIDENCE, matters_confidence
+    from otel_replay.attribution._contrastive import (
+        ERROR_BOUND,
+        matters_confidence,
+        no_effect_confidence,
+    )
     from otel_replay.attribution._engine import Progress
     from otel_replay.attribution._repair import repair_bound
     from otel_replay.attribution._results import (
@@ -45,8 +49,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BOOTSTRAP",
+    "ERROR_BOUND",
     "MAX_PERMUTATIONS",
-    "NO_EFFECT_CONFIDENCE",
     "WILSON",
     "AttributionConfig",
     "AttributionResult",
@@ -64,6 +68,7 @@ __all__ = [
     "attribute",
     "attribute_stored",
     "matters_confidence",
+    "no_effect_confidence",
     "planned_rollouts",
     "repair_bound",
     "rerun_command",

@@ -12,12 +12,13 @@ from collections.abc import Callable, Sequence
 
 from otel_replay.attribution._config import AttributionConfig, Method, OnSuccess
 from otel_replay.attribution._contrastive import (
-    NO_EFFECT_CONFIDENCE,
+    ERROR_BOUND,
     Localisation,
     contrastive_plans,
     kept_plan,
     localise,
     matters_confidence,
+    no_effect_confidence,
 )
 from otel_replay.attribution._engine import Engine, Progress
 from otel_replay.attribution._repair import search
@@ -45,12 +46,12 @@ def _resamplable(trajectory: Trajectory, registry: Registry, agent_driven: bool)
 
 
 def _method_plans(
-    n_steps: int, resamplable: Sequence[int], config: AttributionConfig
+    n_steps: int, resamplable: Sequence[int], config: AttributionConfig, walks_record: bool
 ) -> list[tuple[Plan, int]]:
     """The plans the chosen methods run before any repair search."""
     plans = []
     if config.method in (Method.CONTRASTIVE, Method.ALL):
-        plans += contrastive_plans(n_steps, resamplable, config.rollouts)
+        plans += contrastive_plans(n_steps, resamplable, config.rollouts, walks_record=walks_record)
     if config.method in (Method.SHAPLEY, Method.ALL):
         plans += shapley_plans(n_steps, resamplable, config)
     return plans
@@ -65,7 +66,8 @@ def planned_rollouts(
     """How many rollouts `attribute` runs before any repair search (which adds at most
     `otel_replay.attribution.repair_bound`)."""
     resamplable = _resamplable(trajectory, registry, agent_driven)
-    return sum(count for _, count in _method_plans(len(trajectory.steps), resamplable, config))
+    plans = _method_plans(len(trajectory.steps), resamplable, config, not agent_driven)
+    return sum(count for _, count in plans)
 
 
 def attribute(
@@ -95,7 +97,12 @@ def attribute(
     mode = _mode(trajectory, verifier, factual_score, config)
     engine = Engine(trajectory, registry, verifier, config, progress, driver)
     engine.announce(
-        sum(count for _, count in _method_plans(len(trajectory.steps), resamplable, config))
+        sum(
+            count
+            for _, count in _method_plans(
+                len(trajectory.steps), resamplable, config, engine.walks_record
+            )
+        )
     )
     found = None
     if config.method in (Method.CONTRASTIVE, Method.ALL):
@@ -226,11 +233,22 @@ def _explain(
     if poc is not None:
         return _located(found.steps, poc, mode, config.margin, name(poc))
     budget = f"; about {needed} rollouts per plan might decide it" if needed else ""
+    what = "commitment" if mode is Mode.FAILURE else "save point"
+    if bracket is not None and bracket[0] == bracket[1]:
+        return (
+            f"Inconclusive at {config.rollouts} rollouts: {name(bracket[0])} is the only step that "
+            f"might be the {what}, and it is neither shown to matter nor shown not to{budget}."
+        )
     if bracket is not None:
-        what = "commitment" if mode is Mode.FAILURE else "save point"
         return (
             f"Inconclusive at {config.rollouts} rollouts: the {what} lies between {name(bracket[0])} "
             f"and {name(bracket[1])}{budget}."
+        )
+    if all(s.no_effect for s in found.steps if s.resamplable):
+        return (
+            f"No resampled step changes the failure rate by more than ±{config.margin:g}: the "
+            f"{'failure' if mode is Mode.FAILURE else 'success'} does not depend on them (it was "
+            "settled before the first resamplable step, or by an observed-only step)."
         )
     return f"Inconclusive at {config.rollouts} rollouts{budget}."
 
@@ -241,7 +259,8 @@ def _located(
     """The verdict in the words of the two tests that made it (the report has their numbers)."""
     step = steps[poc]
     resamplable = [s for s in steps if s.resamplable]
-    confidence = matters_confidence(len(resamplable))
+    m = len(resamplable)
+    confidence = matters_confidence(m)
     later = [s for s in resamplable if s.index > poc]
     assert step.attribution is not None and step.matters_bound is not None
     change = "raises" if mode is Mode.FAILURE else "lowers"
@@ -257,7 +276,7 @@ def _located(
     if not later:
         return f"{shown}, and no later step can be resampled."
     return (
-        f"{shown}, and every later resamplable step's {NO_EFFECT_CONFIDENCE:.0%} interval lies "
-        f"inside ±{margin:g} (no effect beyond ±{margin:g}, equivalence tests at "
-        f"{(1 - NO_EFFECT_CONFIDENCE) / 2:g})."
+        f"{shown}, and every later resamplable step's {no_effect_confidence(m):.2%} interval lies "
+        f"inside ±{margin:g} (no effect beyond ±{margin:g}). The chance that these tests name a "
+        f"wrong step is at most {ERROR_BOUND:g}."
     )

@@ -5,11 +5,20 @@ The estimand is fixed: ``attribution(i) = P(fail | kept_i) − P(fail | ablate_f
 ``ablate_from(next resamplable step)``, so one plan per resamplable step (and one holding them all)
 serves every estimate.
 
-Point of Commitment = the latest resamplable step shown to matter (its difference above zero,
-one-sided at alpha/m: Bonferroni over the m resamplable steps) — not the largest effect, which a
-butterfly effect early in the run can fake. It is named only when every later resamplable step is
-shown to have no effect (two one-sided tests: its 90 % interval inside ±margin); otherwise the verdict
-is inconclusive and says between which steps the commitment lies. Credit mode mirrors all of this.
+Point of Commitment = the latest resamplable step shown to matter — not the largest effect, which a
+butterfly effect early in the run can fake — named only when every later resamplable step is shown
+to have no effect beyond ±margin; otherwise the verdict is inconclusive and says between which steps
+the commitment lies. Credit mode mirrors all of this.
+
+The error is a stated bound: a wrong step is named (one with no effect, or one before a step whose
+effect exceeds the margin) at most `ERROR_BOUND` of the time. A wrong name needs a "matters" test
+passed by a step with no effect, or a "no effect" test passed by a step beyond the margin; the bound
+is spent half on each family and Bonferroni-corrected over the m resamplable steps in each (a union
+bound, so it holds however the tests depend on each other — they do: the plan that resamples from
+step i+1 on is both step i+1's ablated plan and step i's kept plan). "Matters" is a one-sided test
+at ``ERROR_BOUND / 2m``; "no effect" is two one-sided tests at ``ERROR_BOUND / 2m`` each, i.e. an
+interval at ``1 − ERROR_BOUND / m`` inside ±margin. `tests/attribution/test_error_bound.py` checks
+the rate by simulation on near-margin models at every budget.
 """
 
 from __future__ import annotations
@@ -21,22 +30,34 @@ from dataclasses import dataclass
 from otel_replay.attribution._config import AttributionConfig
 from otel_replay.attribution._engine import Engine, Outcome
 from otel_replay.attribution._results import Mode, Proportion, StepAttribution
-from otel_replay.attribution._stats import DifferenceDistribution, rollouts_needed, wilson
+from otel_replay.attribution._stats import (
+    DifferenceDistribution,
+    decisive_rollouts,
+    draws_for,
+    rollouts_needed,
+    wilson,
+)
 from otel_replay.replay import Plan, step_seed
 
-#: Error rate of each decision (see the module docstring).
-_ALPHA = 0.05
+#: The chance of naming a wrong step, at most (see the module docstring).
+ERROR_BOUND = 0.05
+
+
+def test_tail(m: int) -> float:
+    """Each test's one-sided error with ``m`` resamplable steps: the bound, halved between the two
+    families of tests and split over the m steps of each."""
+    return ERROR_BOUND / (2 * max(1, m))
 
 
 def matters_confidence(m: int) -> float:
-    """The confidence of the one-sided bound that shows a step matters, with ``m`` resamplable
-    steps (Bonferroni: each test at alpha/m)."""
-    return 1 - _ALPHA / max(1, m)
+    """The confidence of the one-sided bound that shows a step matters (``m`` resamplable steps)."""
+    return 1 - test_tail(m)
 
 
-#: The confidence of the interval the equivalence ("no effect") test reads (two one-sided tests
-#: at alpha are one interval at 1 − 2·alpha).
-NO_EFFECT_CONFIDENCE = 1 - 2 * _ALPHA
+def no_effect_confidence(m: int) -> float:
+    """The confidence of the interval the "no effect" test reads: its two one-sided tests at
+    `test_tail` each are one interval at ``1 − 2·tail``."""
+    return 1 - 2 * test_tail(m)
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,14 +81,23 @@ def kept_plan(n_steps: int, resamplable: Sequence[int], position: int) -> Plan:
 
 
 def contrastive_plans(
-    n_steps: int, resamplable: Sequence[int], rollouts: int
+    n_steps: int, resamplable: Sequence[int], rollouts: int, *, walks_record: bool = True
 ) -> list[tuple[Plan, int]]:
-    """What `localise` runs: resampling from each resamplable step on, and holding them all."""
-    return [(Plan.ablate_from(n_steps, start), rollouts) for start in [*resamplable, n_steps]]
+    """What `localise` runs: resampling from each resamplable step on, and holding them all. The
+    trace walk of the plan that holds every step is the record itself, so it runs once; a live or
+    chat-loop driver runs it like any other."""
+    held = 1 if walks_record else rollouts
+    return [
+        *((Plan.ablate_from(n_steps, start), rollouts) for start in resamplable),
+        (Plan.ablate_from(n_steps, n_steps), held),
+    ]
 
 
-def _proportion(outcomes: list[Outcome]) -> Proportion:
+def _proportion(outcomes: list[Outcome], exact: bool = False) -> Proportion:
     failures = sum(o.failed for o in outcomes)
+    if exact:  # a known rate: its interval is itself
+        value = failures / len(outcomes)
+        return Proportion(failures, len(outcomes), value, value, exact=True)
     low, high = wilson(failures, len(outcomes))
     return Proportion(failures, len(outcomes), low, high)
 
@@ -77,27 +107,32 @@ def localise(
 ) -> Localisation:
     factual = engine.factual
     n_steps = len(factual.steps)
-    outcomes = engine.run(contrastive_plans(n_steps, resamplable, config.rollouts))
+    walks = engine.walks_record
+    outcomes = engine.run(
+        contrastive_plans(n_steps, resamplable, config.rollouts, walks_record=walks)
+    )
     sign = 1.0 if mode is Mode.FAILURE else -1.0
+    tail = test_tail(len(resamplable))
+    draws = draws_for(tail)
     estimates: dict[int, StepAttribution] = {}
     for position, index in enumerate(resamplable):
         step = factual.steps[index]
-        kept = _proportion(outcomes[kept_plan(n_steps, resamplable, position)])
+        kept_plan_ = kept_plan(n_steps, resamplable, position)
+        kept = _proportion(outcomes[kept_plan_], exact=walks and kept_plan_.resamples_nothing)
         ablated = _proportion(outcomes[Plan.ablate_from(n_steps, index)])
         rng = random.Random(step_seed(config.seed, "bootstrap", 0, index))
-        dist = DifferenceDistribution(kept.failures, kept.n, ablated.failures, ablated.n, rng)
+        dist = DifferenceDistribution(
+            kept.failures, kept.n, ablated.failures, ablated.n, rng, draws, exact1=kept.exact
+        )
         low, high = dist.interval(0.95)
-        # Decisions, each a test with its error rate stated: "matters" one-sided at alpha/m
-        # (Bonferroni over the m resamplable steps, so one of many steps cannot look significant
-        # by chance); "no effect" by two one-sided tests at alpha (a 90 % interval inside +-margin).
-        alpha = _ALPHA / len(resamplable)
-        # The bounds each test used, signed like the estimate (rescue credit flips the difference).
-        matters_bound = sign * dist.quantile(alpha if mode is Mode.FAILURE else 1 - alpha)
-        tost = sorted((sign * dist.quantile(_ALPHA), sign * dist.quantile(1 - _ALPHA)))
         if mode is not Mode.FAILURE:
             low, high = -high, -low
+        # The two tests (module docstring), read off the same distribution, signed like the estimate:
+        # "matters" needs the one-sided bound above zero, "no effect" the interval inside +-margin.
+        matters_bound = sign * dist.quantile(tail if mode is Mode.FAILURE else 1 - tail)
+        interval = sorted((sign * dist.quantile(tail), sign * dist.quantile(1 - tail)))
         significant = matters_bound > 0.0
-        no_effect = tost[0] >= -config.margin and tost[1] <= config.margin
+        no_effect = interval[0] >= -config.margin and interval[1] <= config.margin
         estimates[index] = StepAttribution(
             index=index,
             kind=step.kind.value,
@@ -111,7 +146,7 @@ def localise(
             significant=significant,
             no_effect=no_effect,
             matters_bound=matters_bound,
-            no_effect_interval=(tost[0], tost[1]),
+            no_effect_interval=(interval[0], interval[1]),
         )
     steps = tuple(
         estimates.get(s.index) or StepAttribution(s.index, s.kind.value, s.name, resamplable=False)
@@ -124,10 +159,13 @@ def localise(
 def _commitment(
     steps: tuple[StepAttribution, ...], resamplable: Sequence[int], config: AttributionConfig
 ) -> tuple[int | None, tuple[int, int] | None, int | None]:
-    """(Point of Commitment, bracket when inconclusive, rollouts that might decide it)."""
-    significant = [i for i in resamplable if steps[i].significant]
+    """(Point of Commitment, bracket when inconclusive, rollouts that might decide it). With no step
+    shown to matter and every step shown not to, there is neither: the failure depends on no
+    resampled step."""
     if not resamplable:
         return None, None, None
+    floor = decisive_rollouts(config.margin, test_tail(len(resamplable)))
+    significant = [i for i in resamplable if steps[i].significant]
     if significant:
         candidate = significant[-1]
         undecided = [i for i in resamplable if i > candidate and not steps[i].no_effect]
@@ -136,15 +174,21 @@ def _commitment(
         # a later step is neither shown to matter nor shown not to: the commitment is at or after
         # the candidate, up to the latest such step. To settle it, the least settled of them needs
         # its interval to fit inside the margin around its estimate.
-        widest = max(undecided, key=lambda i: _half_width(steps[i]))
+        widest = max(undecided, key=lambda i: _test_half_width(steps[i]))
         room = config.margin - abs(steps[widest].attribution or 0.0)
-        needed = rollouts_needed(room, _half_width(steps[widest]), config.rollouts)
+        needed = rollouts_needed(room, _test_half_width(steps[widest]), config.rollouts, floor)
         return None, (candidate, undecided[-1]), needed
-    strongest = max(resamplable, key=lambda i: steps[i].attribution or 0.0)
+    # nothing shown to matter: the commitment, if any, is among the steps not shown not to
+    undecided = [i for i in resamplable if not steps[i].no_effect]
+    if not undecided:
+        return None, None, None
+    strongest = max(undecided, key=lambda i: steps[i].attribution or 0.0)
     effect = steps[strongest].attribution or 0.0
-    needed = rollouts_needed(effect, _half_width(steps[strongest]), config.rollouts)
-    return None, (resamplable[0], resamplable[-1]), needed
+    reach = effect - (steps[strongest].matters_bound or 0.0)  # estimate to its one-sided bound
+    needed = rollouts_needed(effect, reach, config.rollouts, floor)
+    return None, (undecided[0], undecided[-1]), needed
 
 
-def _half_width(step: StepAttribution) -> float:
-    return ((step.ci_high or 0.0) - (step.ci_low or 0.0)) / 2
+def _test_half_width(step: StepAttribution) -> float:
+    low, high = step.no_effect_interval or (0.0, 0.0)
+    return (high - low) / 2

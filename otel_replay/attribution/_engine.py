@@ -63,6 +63,8 @@ class Engine:
         self.resampler_errors = 0
         self.resampling = 0  # rollouts that called a resample function (or tried to)
         self._registrations = registrations(factual, registry)
+        # the trace walk: a plan that resamples nothing reproduces the record, so it runs once
+        self.walks_record = driver is None
         # the trace-driven rollout unless a driver (the live agent under replay) is given
         self._drive = driver or (
             lambda plan, index: rollout(factual, plan, self._registrations, config.seed, index)

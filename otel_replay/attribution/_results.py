@@ -26,6 +26,7 @@ class Proportion:
     n: int
     low: float
     high: float
+    exact: bool = False  # a known rate (a deterministic plan run once), not an estimate
 
     @property
     def value(self) -> float:

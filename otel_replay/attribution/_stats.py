@@ -14,6 +14,7 @@ import bisect
 import functools
 import math
 import random
+from collections.abc import Callable
 from typing import Any
 
 from otel_replay.hashing import canonical_json
@@ -21,7 +22,7 @@ from otel_replay.hashing import canonical_json
 Z_95 = 1.959963984540054
 WILSON = "wilson-score-95"
 BOOTSTRAP = "agresti-caffo-parametric-bootstrap-95"
-BOOTSTRAP_DRAWS = 4000  # enough draws that an alpha/m tail holds several
+BOOTSTRAP_DRAWS = 4000  # the least; `draws_for` adds draws for deeper tails
 
 
 def wilson(successes: int, n: int, z: float = Z_95) -> tuple[float, float]:
@@ -54,21 +55,29 @@ def _binomial_cdf(n: int, p: float) -> list[float]:
 
 
 class DifferenceDistribution:
-    """Bootstrap draws of ``k1/n1 − k2/n2`` (see the module docstring), for intervals at any level."""
+    """Bootstrap draws of ``k1/n1 − k2/n2`` (see the module docstring), for intervals at any level.
+
+    A side marked ``exact`` is a known rate (a plan that resamples nothing, run once by the trace
+    walk, which is deterministic): it is drawn as itself, not as a binomial.
+    """
 
     def __init__(
-        self, k1: int, n1: int, k2: int, n2: int, rng: random.Random, draws: int = BOOTSTRAP_DRAWS
+        self,
+        k1: int,
+        n1: int,
+        k2: int,
+        n2: int,
+        rng: random.Random,
+        draws: int = BOOTSTRAP_DRAWS,
+        *,
+        exact1: bool = False,
+        exact2: bool = False,
     ) -> None:
         self._samples: list[float] = []
         if n1 == 0 or n2 == 0:
             return
-        p1, p2 = (k1 + 1) / (n1 + 2), (k2 + 1) / (n2 + 2)
-        cdf1, cdf2 = _binomial_cdf(n1, p1), _binomial_cdf(n2, p2)
-        self._samples = sorted(
-            bisect.bisect_left(cdf1, rng.random()) / n1
-            - bisect.bisect_left(cdf2, rng.random()) / n2
-            for _ in range(draws)
-        )
+        side1, side2 = _side(k1, n1, exact1), _side(k2, n2, exact2)
+        self._samples = sorted(side1(rng) - side2(rng) for _ in range(draws))
 
     def quantile(self, q: float) -> float:
         if not self._samples:
@@ -82,6 +91,46 @@ class DifferenceDistribution:
         return self.quantile(tail), self.quantile(1 - tail)
 
 
+def _side(k: int, n: int, exact: bool) -> Callable[[random.Random], float]:
+    """Draws of one side's failure rate: its own value when exact, else a binomial rate drawn from
+    the Agresti–Caffo adjusted proportion."""
+    if exact:
+        value = k / n
+        return lambda rng: value
+    cdf = _binomial_cdf(n, (k + 1) / (n + 2))
+    return lambda rng: bisect.bisect_left(cdf, rng.random()) / n
+
+
+def draws_for(tail: float) -> int:
+    """Bootstrap draws that leave about 20 in a tail of ``tail`` (never fewer than the default)."""
+    return max(BOOTSTRAP_DRAWS, math.ceil(20 / tail))
+
+
+def decisive_rollouts(margin: float, tail: float) -> int:
+    """The fewest rollouts per plan at which "no effect" can be shown at all: even two plans that
+    fail every time (n/n against n/n, the tightest case) need their difference to stay within
+    ±``margin`` but for ``tail`` in each direction, as the bootstrap draws it (binomials at the
+    Agresti–Caffo adjusted rate, computed exactly here). Below it every later step stays undecided,
+    so no Point of Commitment can be named."""
+    n = 1
+    while n < 100_000:
+        pmf = _binomial_pmf(n, (n + 1) / (n + 2))
+        survival = [0.0] * (n + 2)  # survival[k] = P(X >= k)
+        for k in range(n, -1, -1):
+            survival[k] = survival[k + 1] + pmf[k]
+        steps = math.floor(margin * n + 1e-9)  # D > margin  <=>  X1 - X2 > steps
+        beyond = sum(pmf[x] * survival[min(n + 1, x + steps + 1)] for x in range(n + 1))
+        if beyond <= tail:
+            return n
+        n += 1
+    return n
+
+
+def _binomial_pmf(n: int, p: float) -> list[float]:
+    cdf = _binomial_cdf(n, p)
+    return [cdf[0], *(cdf[k] - cdf[k - 1] for k in range(1, n + 1))]
+
+
 def difference_interval(
     k1: int, n1: int, k2: int, n2: int, rng: random.Random, draws: int = BOOTSTRAP_DRAWS
 ) -> tuple[float, float]:
@@ -89,16 +138,16 @@ def difference_interval(
     return DifferenceDistribution(k1, n1, k2, n2, rng, draws).interval(0.95)
 
 
-def rollouts_needed(effect: float, half_width: float, n: int) -> int | None:
+def rollouts_needed(effect: float, half_width: float, n: int, floor: int = 1) -> int | None:
     """Rollouts per plan that would shrink an interval of ``half_width`` (at ``n``) below ``effect``.
 
-    A rough guide, never less than twice the budget that just failed to decide; None when the effect
-    is too small for any budget to resolve sensibly.
+    A rough guide, never less than twice the budget that just failed to decide nor than ``floor``
+    (`decisive_rollouts`); None when the effect is too small for any budget to resolve sensibly.
     """
     if effect < 0.01 or half_width <= 0:
         return None
     needed = math.ceil(n * (half_width / effect) ** 2)
-    return max(needed, 2 * n) if needed <= 10_000_000 else None
+    return max(needed, 2 * n, floor) if needed <= 10_000_000 else None
 
 
 def _t_central(t: float, df: int) -> float:

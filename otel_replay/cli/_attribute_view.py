@@ -13,13 +13,13 @@ from rich.progress import Progress as RichProgress
 from rich.table import Table
 
 from otel_replay.attribution import (
-    NO_EFFECT_CONFIDENCE,
     AttributionConfig,
     AttributionResult,
     Mode,
     Progress,
     StepAttribution,
     matters_confidence,
+    no_effect_confidence,
 )
 from otel_replay.cli._common import console, err_console, plural, short, shown
 
@@ -81,7 +81,7 @@ def _render(result: AttributionResult, config: AttributionConfig) -> None:
             f"{config.rollouts} rollouts per plan, seed {config.seed}; 95% intervals; "
             f"P(fail) with the step kept / resampled; test: 'matters' when the one-sided "
             f"{matters_confidence(resamplable):.2%} bound is above 0, 'no effect' when the "
-            f"{NO_EFFECT_CONFIDENCE:.0%} interval is inside ±{config.margin:g}; "
+            f"{no_effect_confidence(resamplable):.2%} interval is inside ±{config.margin:g}; "
             f"◀ {'save point' if credit else 'point of commitment'}"
         ),
     )

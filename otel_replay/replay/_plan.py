@@ -51,6 +51,11 @@ class Plan:
     identity: str
     interventions: tuple[Intervention, ...] = field(compare=False)
 
+    @property
+    def resamples_nothing(self) -> bool:
+        """No step is resampled: the trace walk of this plan is deterministic."""
+        return all(i.action is not Action.RESAMPLE for i in self.interventions)
+
     def at(self, index: int) -> Intervention:
         return self.interventions[index]
 

@@ -12,7 +12,6 @@ import orjson
 
 from otel_replay.attribution import (
     BOOTSTRAP,
-    NO_EFFECT_CONFIDENCE,
     WILSON,
     AttributionConfig,
     AttributionResult,
@@ -20,6 +19,7 @@ from otel_replay.attribution import (
     Proportion,
     StepAttribution,
     matters_confidence,
+    no_effect_confidence,
     rerun_command,
 )
 from otel_replay.resamplers import UserCode
@@ -73,7 +73,7 @@ def _step(step: StepAttribution, resamplable: int, margin: float) -> dict[str, A
             },
             "no_effect": {
                 "interval": [_r(v) for v in step.no_effect_interval],
-                "confidence": _r(NO_EFFECT_CONFIDENCE),
+                "confidence": _r(no_effect_confidence(resamplable)),
                 "margin": margin,
                 "passed": step.no_effect,
             },

@@ -542,7 +542,7 @@ REPORT_RUNS: dict[str, tuple[Model, AttributionConfig, bool]] = {
     "contrastive": (CHAIN, AttributionConfig(rollouts=30), False),
     "shapley": (HISTORY, AttributionConfig(rollouts=30, method=Method.SHAPLEY), False),
     "all": (BUTTERFLY, AttributionConfig(rollouts=30, method=Method.ALL), False),
-    "repair": (CHAIN, AttributionConfig(rollouts=30, method=Method.ALL, repair=True), False),
+    "repair": (CHAIN, AttributionConfig(rollouts=60, method=Method.ALL, repair=True), False),
     "credit": (CHAIN, AttributionConfig(rollouts=30, on_success=OnSuccess.CREDIT), True),
     "inconclusive": (BUTTERFLY, AttributionConfig(rollouts=3, repair=True), False),
 }
@@ -577,17 +577,18 @@ def test_cost_counts_every_rollout_and_resample_call() -> None:
     factual, registry = CHAIN.trajectory(), CHAIN.registry()
     config = AttributionConfig(rollouts=20)
     result = attribute(factual, registry, config)
-    assert result.rollouts == planned_rollouts(factual, registry, config) == 6 * 20
-    # ablate_from(i) resamples every resamplable step from i on: 5 + 4 + 3 + 2 + 1 + 0 per rollout
+    # five resampling plans at 20 rollouts, and the plan holding every step (the record) once
+    assert result.rollouts == planned_rollouts(factual, registry, config) == 5 * 20 + 1
+    # ablate_from(i) resamples every resamplable step from i on: 5 + 4 + 3 + 2 + 1 per rollout
     assert result.step_executions == 15 * 20
     cost = _report(result, config)["cost"]
-    assert (cost["rollouts"], cost["step_executions"]) == (120, 300)
+    assert (cost["rollouts"], cost["step_executions"]) == (101, 300)
     assert cost["wall_seconds"] >= 0
 
 
 @pytest.mark.parametrize(
     ("method", "expected"),
-    [(Method.SHAPLEY, 10 * 6 + 2 * 20), (Method.ALL, 6 * 20 + 10 * 6 + 2 * 20)],
+    [(Method.SHAPLEY, 10 * 6 + 2 * 20), (Method.ALL, 5 * 20 + 1 + 10 * 6 + 2 * 20)],
     ids=["shapley", "all"],
 )
 def test_shapley_spends_a_fresh_rollout_on_every_coalition(method: Method, expected: int) -> None:

@@ -47,20 +47,22 @@ def test_each_decision_reports_the_bounds_it_read(
         assert matters["passed"] is step["significant"] is (matters["lower_bound"] > 0)
         low, high = no_effect["interval"]
         assert no_effect["passed"] is step["no_effect"] is (-margin <= low and high <= margin)
-        assert no_effect["confidence"] == 0.9 and no_effect["margin"] == margin
-        assert matters["confidence"] == pytest.approx(1 - 0.05 / len(resamplable), abs=1e-6)
-        # the one-sided bound at 1 - alpha/m (at most 0.025 in its tail) is at or below the 95 %
-        # interval's lower end; the 90 % interval sits inside the 95 % one
+        m = len(resamplable)  # the 0.05 bound, half per family of tests, split over m steps
+        assert no_effect["confidence"] == pytest.approx(1 - 0.05 / m, abs=1e-6)
+        assert no_effect["margin"] == margin
+        assert matters["confidence"] == pytest.approx(1 - 0.05 / (2 * m), abs=1e-6)
+        # both tests read tails of at most 0.025, so their bounds lie outside the 95 % interval
         assert matters["lower_bound"] <= step["ci_low"] + 1e-9
-        assert step["ci_low"] - 1e-9 <= low <= high <= step["ci_high"] + 1e-9
+        assert low <= step["ci_low"] + 1e-9 and high >= step["ci_high"] - 1e-9
     for step in report["steps"]:
         if not step["resamplable"]:
             assert step["tests"] is None
     poc = report["steps"][report["point_of_commitment"]]
     bound = poc["tests"]["matters"]["lower_bound"]
     explanation = report["explanation"]
-    assert f"by more than {bound:.2f} at 99.00% one-sided confidence" in explanation
-    assert "every later resamplable step's 90% interval lies inside ±0.1" in explanation
+    assert f"by more than {bound:.2f} at 99.50% one-sided confidence" in explanation
+    assert "every later resamplable step's 99.00% interval lies inside ±0.1" in explanation
+    assert "name a wrong step is at most 0.05" in explanation
     assert "no later step changes" not in explanation
     # the table shows which test each step passed, with the bound it read
     row = next(line for line in output.splitlines() if " read_config " in line)

@@ -1,0 +1,42 @@
+"""The verdict's sentence agrees with the numbers (issue 10, item 5).
+
+Before: "the commitment lies between step 0 and step 11" when every resamplable step had been shown
+to have no effect; "between step 1 and step 1"; "about 2 rollouts per plan might decide it" at
+``--rollouts 1``, a budget at which no "no effect" test can ever pass.
+"""
+
+from __future__ import annotations
+
+from otel_replay.attribution import AttributionConfig, Verdict, attribute
+from otel_replay.attribution._stats import decisive_rollouts
+from tests.attribution.models import CHAIN
+
+ONLY_DECIDE = {"plan": None, "read_config": None, "apply_config": None, "summarise": None}
+
+
+def test_one_undecided_step_is_named_as_one() -> None:
+    result = attribute(
+        CHAIN.trajectory(), CHAIN.registry(replace=ONLY_DECIDE), AttributionConfig(rollouts=3)
+    )
+    assert result.verdict is Verdict.INCONCLUSIVE
+    assert result.bracket == (3, 3)
+    assert "between" not in result.explanation
+    assert "step 3 (llm decide) is the only step that might be the commitment" in result.explanation
+
+
+def test_a_budget_that_cannot_decide_is_never_told_it_nearly_did() -> None:
+    result = attribute(CHAIN.trajectory(), CHAIN.registry(), AttributionConfig(rollouts=1))
+    assert result.verdict is Verdict.INCONCLUSIVE
+    floor = decisive_rollouts(0.1, 0.05 / (2 * 5))
+    assert floor >= 30
+    assert result.rollouts_needed is not None and result.rollouts_needed >= floor
+    assert f"about {result.rollouts_needed} rollouts per plan" in result.explanation
+
+
+def test_the_smallest_decisive_budget_can_decide() -> None:
+    """At `decisive_rollouts`, two plans that never differ are shown to have no effect."""
+    floor = decisive_rollouts(0.1, 0.05 / (2 * 5))
+    result = attribute(CHAIN.trajectory(), CHAIN.registry(), AttributionConfig(rollouts=floor))
+    assert result.steps[5].no_effect  # summarise: both plans fail every time
+    below = attribute(CHAIN.trajectory(), CHAIN.registry(), AttributionConfig(rollouts=floor // 3))
+    assert not below.steps[5].no_effect
