@@ -12,6 +12,7 @@ import orjson
 
 from otel_replay.attribution import (
     BOOTSTRAP,
+    ERROR_BOUND,
     WILSON,
     AttributionConfig,
     AttributionResult,
@@ -120,11 +121,14 @@ def build_report(
             "resamplers": list(result.resamplers),
             "verifier": result.verifier,
             "decisions": (
-                "matters: the one-sided lower bound of the difference at 1 - 0.05/m (Bonferroni "
-                "over the m resamplable steps) is above 0; no effect: the 90% interval lies "
-                "inside +-margin (two one-sided tests at 0.05); each step's bounds are in "
-                "steps[].tests"
+                f"a wrong step is named at most {ERROR_BOUND:g} of the time: half of that is "
+                "spent on the matters tests, half on the no-effect tests, each split over the m "
+                "resamplable steps. matters: the one-sided lower bound of the difference at "
+                f"1 - {ERROR_BOUND:g}/2m is above 0; no effect: the interval at "
+                f"1 - {ERROR_BOUND:g}/m lies inside +-margin (two one-sided tests at "
+                f"{ERROR_BOUND:g}/2m); each step's bounds are in steps[].tests"
             ),
+            "error_bound": ERROR_BOUND,
             "interval_methods": {
                 "proportion": WILSON,
                 "difference": BOOTSTRAP,

@@ -172,6 +172,7 @@ REPORT_SCHEMA: dict[str, Any] = {
                 "resamplers",
                 "verifier",
                 "decisions",
+                "error_bound",
                 "interval_methods",
                 "driver",
                 "rerun",
@@ -211,6 +212,10 @@ REPORT_SCHEMA: dict[str, Any] = {
                     "description": "how rollouts were made and why: trace, chat (the tool-calling loop re-driven), or agent:<module:function>",
                 },
                 "decisions": {"type": "string"},
+                "error_bound": {
+                    "type": "number",
+                    "description": "the chance of naming a wrong step, at most",
+                },
                 "rerun": {
                     "type": "string",
                     "description": "the command that reproduces this report",
