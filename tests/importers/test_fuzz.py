@@ -557,6 +557,13 @@ CORPUS_FILES = sorted(
 ) or ["<corpus missing>"]
 
 
+def _check_mutation(tmp_path: Path, source: Path, changes: list[Any], skip: bool) -> None:
+    """``source`` with ``changes`` made, read under its own name (the name picks the reader)."""
+    path = tmp_path / source.name
+    path.write_bytes(_mutated(source.read_bytes(), changes))
+    _read_all(path, skip)
+
+
 def _mutated(data: bytes, edits: list[tuple[int, int, int]]) -> bytes:
     out = bytearray(data)
     for kind, position, value in edits:
@@ -582,9 +589,7 @@ edits = st.lists(
 def test_mutations_of_the_samples(
     tmp_path: Path, name: str, changes: list[Any], skip: bool
 ) -> None:
-    path = tmp_path / name
-    path.write_bytes(_mutated((SAMPLES / name).read_bytes(), changes))
-    _read_all(path, skip)
+    _check_mutation(tmp_path, SAMPLES / name, changes, skip)
 
 
 @FAST
@@ -621,9 +626,7 @@ def test_native_jsonl_lines_at_length(tmp_path: Path, lines: list[Any], skip: bo
 def test_mutations_of_the_corpus(
     tmp_path: Path, corpus: Path, name: str, changes: list[Any], skip: bool
 ) -> None:
-    path = tmp_path / Path(name).name
-    path.write_bytes(_mutated((corpus / name).read_bytes(), changes))
-    _read_all(path, skip)
+    _check_mutation(tmp_path, corpus / name, changes, skip)
 
 
 @pytest.mark.fuzz
@@ -632,9 +635,7 @@ def test_mutations_of_the_corpus(
 def test_mutations_of_the_corpus_at_length(
     tmp_path: Path, corpus: Path, name: str, changes: list[Any], skip: bool
 ) -> None:
-    path = tmp_path / Path(name).name
-    path.write_bytes(_mutated((corpus / name).read_bytes(), changes))
-    _read_all(path, skip)
+    _check_mutation(tmp_path, corpus / name, changes, skip)
 
 
 @pytest.mark.fuzz
@@ -643,9 +644,7 @@ def test_mutations_of_the_corpus_at_length(
 def test_mutations_of_the_samples_at_length(
     tmp_path: Path, name: str, changes: list[Any], skip: bool
 ) -> None:
-    path = tmp_path / name
-    path.write_bytes(_mutated((SAMPLES / name).read_bytes(), changes))
-    _read_all(path, skip)
+    _check_mutation(tmp_path, SAMPLES / name, changes, skip)
 
 
 @pytest.mark.fuzz
