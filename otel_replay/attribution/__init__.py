@@ -33,6 +33,7 @@ if TYPE_CHECKING:
         matters_confidence,
         no_effect_confidence,
     )
+    from otel_replay.attribution._cost import PlannedCost, planned_cost
     from otel_replay.attribution._engine import Progress
     from otel_replay.attribution._repair import repair_bound
     from otel_replay.attribution._results import (
@@ -44,7 +45,7 @@ if TYPE_CHECKING:
         StepAttribution,
         Verdict,
     )
-    from otel_replay.attribution._run import attribute_stored
+    from otel_replay.attribution._run import attribute_stored, planned_cost_stored
     from otel_replay.attribution._stats import BOOTSTRAP, WILSON
 
 __all__ = [
@@ -59,6 +60,7 @@ __all__ = [
     "Mode",
     "OnResamplerError",
     "OnSuccess",
+    "PlannedCost",
     "Progress",
     "Proportion",
     "Repair",
@@ -69,6 +71,8 @@ __all__ = [
     "attribute_stored",
     "matters_confidence",
     "no_effect_confidence",
+    "planned_cost",
+    "planned_cost_stored",
     "planned_rollouts",
     "repair_bound",
     "rerun_command",

@@ -37,7 +37,7 @@ from otel_replay.replay import Plan, Rollout, score
 from otel_replay.resamplers import Registry, VerifierFunction, describe
 
 
-def _resamplable(trajectory: Trajectory, registry: Registry, agent_driven: bool) -> list[int]:
+def resamplable_steps(trajectory: Trajectory, registry: Registry, agent_driven: bool) -> list[int]:
     """Steps that can be resampled: those with a resample function, or with live agent code every
     step the recording did not mark ``resamplable: false``."""
     if agent_driven:
@@ -45,7 +45,7 @@ def _resamplable(trajectory: Trajectory, registry: Registry, agent_driven: bool)
     return [s.index for s in trajectory.steps if registry.lookup(s) is not None]
 
 
-def _method_plans(
+def method_plans(
     n_steps: int, resamplable: Sequence[int], config: AttributionConfig, walks_record: bool
 ) -> list[tuple[Plan, int]]:
     """The plans the chosen methods run before any repair search."""
@@ -65,8 +65,8 @@ def planned_rollouts(
 ) -> int:
     """How many rollouts `attribute` runs before any repair search (which adds at most
     `otel_replay.attribution.repair_bound`)."""
-    resamplable = _resamplable(trajectory, registry, agent_driven)
-    plans = _method_plans(len(trajectory.steps), resamplable, config, not agent_driven)
+    resamplable = resamplable_steps(trajectory, registry, agent_driven)
+    plans = method_plans(len(trajectory.steps), resamplable, config, not agent_driven)
     return sum(count for _, count in plans)
 
 
@@ -91,7 +91,7 @@ def attribute(
     """
     config = config or AttributionConfig()
     started = time.perf_counter()
-    resamplable = _resamplable(trajectory, registry, driver is not None)
+    resamplable = resamplable_steps(trajectory, registry, driver is not None)
     verifier = _verifier(trajectory, registry, resamplable)
     factual_score = score(verifier, trajectory)
     mode = _mode(trajectory, verifier, factual_score, config)
@@ -99,7 +99,7 @@ def attribute(
     engine.announce(
         sum(
             count
-            for _, count in _method_plans(
+            for _, count in method_plans(
                 len(trajectory.steps), resamplable, config, engine.walks_record
             )
         )

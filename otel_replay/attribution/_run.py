@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from otel_replay.attribution._api import attribute
 from otel_replay.attribution._config import AttributionConfig, Driver
+from otel_replay.attribution._cost import PlannedCost, planned_cost
 from otel_replay.attribution._engine import Progress
 from otel_replay.attribution._results import AttributionResult
 from otel_replay.errors import AttributionError
-from otel_replay.model import StepKind
-from otel_replay.replay import agent_driver, chat_driver
+from otel_replay.model import StepKind, Trajectory
+from otel_replay.replay import Plan, Rollout, agent_driver, chat_driver
 from otel_replay.resamplers import (
     OpenAIChatModel,
+    Registry,
     ToolSource,
     UserCode,
     load_object,
@@ -32,6 +36,42 @@ def attribute_stored(
     it: by re-running ``code.agent`` under the replay context when one is named, else by walking
     the record with the registered resample functions (with ``code.tools``, a built-in one for the
     tool steps no registration covers: a user's own wins)."""
+    prepared = _prepare(store, id_or_prefix, config, code)
+    try:
+        result = attribute(
+            prepared.trajectory, prepared.registry, config, progress, prepared.driver
+        )
+    finally:
+        if prepared.model is not None:
+            prepared.model.close()
+    return dataclasses.replace(result, notes=(*result.notes, *prepared.notes), driver=prepared.how)
+
+
+def planned_cost_stored(
+    store: Store, id_or_prefix: str, config: AttributionConfig, code: UserCode
+) -> tuple[PlannedCost, str]:
+    """What `attribute_stored` would cost (rollouts, resample-function calls), and how it would
+    roll out, without running anything (``agent-replay attribute --dry-run``)."""
+    prepared = _prepare(store, id_or_prefix, config, code)
+    if prepared.model is not None:
+        prepared.model.close()
+    driven = prepared.driver is not None
+    return planned_cost(prepared.trajectory, prepared.registry, config, driven), prepared.how
+
+
+@dataclass
+class _Prepared:
+    trajectory: Trajectory
+    registry: Registry
+    driver: Callable[[Plan, int], Rollout] | None
+    how: str
+    notes: list[str]
+    model: OpenAIChatModel | None
+
+
+def _prepare(
+    store: Store, id_or_prefix: str, config: AttributionConfig, code: UserCode
+) -> _Prepared:
     registry = code.registry()
     trajectory = store.get(id_or_prefix)
     if code.tools is ToolSource.RECORDED and not registry.registered(StepKind.TOOL):
@@ -58,9 +98,4 @@ def attribute_stored(
             how = "chat: a tool-calling chat, re-driven as its loop"
         else:
             how = "trace: not a tool-calling chat, so the record is walked"
-    try:
-        result = attribute(trajectory, registry, config, progress, driver)
-    finally:
-        if model is not None:
-            model.close()
-    return dataclasses.replace(result, notes=(*result.notes, *notes), driver=how)
+    return _Prepared(trajectory, registry, driver, how, notes, model)

@@ -18,9 +18,7 @@ from otel_replay.attribution import (
 from otel_replay.cli._common import (
     JsonOption,
     StoreOption,
-    open_store,
     user_errors,
-    write_output,
 )
 from otel_replay.model import FAIL_THRESHOLD
 from otel_replay.resamplers import ChatModelOptions, ModelSource, ToolSource, UserCode
@@ -108,6 +106,13 @@ def attribute_command(
         str | None,
         typer.Option("--agent", help="Roll out by re-running this live agent (module:function)."),
     ] = None,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run",
+            help="Print the rollouts and resample-function calls it would take, then stop.",
+        ),
+    ] = False,
     json: JsonOption = False,
     store: StoreOption = None,
 ) -> None:
@@ -139,14 +144,7 @@ def attribute_command(
             tools,
             model,
         )
-        # the engine, the report and the table load here, not for `--help` or another command
-        from otel_replay.attribution import attribute_stored
-        from otel_replay.cli._attribute_view import print_outcome, progress_bar
-        from otel_replay.report import build_report, dumps_report
+    # the engine, the report and the table load here, not for `--help` or another command
+    from otel_replay.cli._attribute_view import run
 
-        with open_store(store) as db, progress_bar() as progress:
-            result = attribute_stored(db, trajectory_id, config, code, progress)
-        report = dumps_report(build_report(result, config, code))
-        if json_out is not None:
-            write_output(json_out, report)
-    print_outcome(result, config, report, json_out, json)
+    run(store, trajectory_id, config, code, json_out, json=json, dry_run=dry_run)

@@ -1,4 +1,6 @@
-"""What ``agent-replay attribute`` shows: the progress bar, the table, the verdict, the repair."""
+"""What ``agent-replay attribute`` does once its options are read: run the attribution (or, with
+``--dry-run``, count it), write the report, and show the progress bar, the table, the verdict and the
+repair."""
 
 from __future__ import annotations
 
@@ -16,12 +18,53 @@ from otel_replay.attribution import (
     AttributionConfig,
     AttributionResult,
     Mode,
+    PlannedCost,
     Progress,
     StepAttribution,
+    attribute_stored,
     matters_confidence,
     no_effect_confidence,
+    planned_cost_stored,
 )
-from otel_replay.cli._common import console, err_console, plural, short, shown
+from otel_replay.cli._common import (
+    console,
+    err_console,
+    open_store,
+    plural,
+    print_json,
+    short,
+    shown,
+    user_errors,
+    write_output,
+)
+from otel_replay.resamplers import UserCode
+
+
+def run(
+    store: Path | None,
+    trajectory_id: str,
+    config: AttributionConfig,
+    code: UserCode,
+    json_out: Path | None,
+    *,
+    json: bool,
+    dry_run: bool,
+) -> None:
+    from otel_replay.report import build_report, dumps_report
+
+    with user_errors():
+        if dry_run:
+            with open_store(store) as db:
+                print_cost(
+                    trajectory_id, *planned_cost_stored(db, trajectory_id, config, code), json
+                )
+            return
+        with open_store(store) as db, progress_bar() as progress:
+            result = attribute_stored(db, trajectory_id, config, code, progress)
+        report = dumps_report(build_report(result, config, code))
+        if json_out is not None:
+            write_output(json_out, report)
+    print_outcome(result, config, report, json_out, json)
 
 
 def print_outcome(
@@ -156,4 +199,36 @@ def _render(result: AttributionResult, config: AttributionConfig) -> None:
     if result.resampler_errors:
         console.print(
             f"[yellow]{result.resampler_errors} rollout(s) failed on a resampler error[/]"
+        )
+
+
+def print_cost(trajectory_id: str, cost: PlannedCost, how: str, json: bool) -> None:
+    """``--dry-run``: what the attribution would run, and at most with a repair search or a
+    Shapley target."""
+    if json:
+        print_json(
+            {
+                "trajectory_id": trajectory_id,
+                "driver": how,
+                "rollouts": cost.rollouts,
+                "calls": cost.calls,
+                "calls_by_kind": cost.calls_by_kind,
+                "calls_exact": cost.exact,
+                "worst_rollouts": cost.worst_rollouts,
+                "worst_calls": cost.worst_calls,
+            }
+        )
+        return
+    kinds = ", ".join(f"{kind} {count:,}" for kind, count in cost.calls_by_kind.items())
+    about = "" if cost.exact else "about "
+    console.print(
+        f"dry run of {shown(trajectory_id)} ({shown(how)}): {plural(cost.rollouts, 'rollout')}, "
+        f"{about}{cost.calls:,} resample-function calls ({kinds})",
+        highlight=False,
+    )
+    if cost.extra_calls:
+        console.print(
+            f"at most {cost.worst_rollouts:,} rollouts and {cost.worst_calls:,} calls, with what "
+            "a repair search or a Shapley standard-error target may add",
+            highlight=False,
         )

@@ -1,0 +1,57 @@
+"""``--dry-run`` (issue 10): the rollouts and resample-function calls an attribution will take,
+before anything runs. In the trace walk the count is exact: it must equal what the run then does."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+from typer.testing import CliRunner
+
+from otel_replay.attribution import AttributionConfig, Method, attribute, planned_cost
+from tests.attribution.models import BUTTERFLY, CHAIN, Model
+from tests.cli_helpers import invoke, ok
+
+
+@pytest.mark.parametrize("method", list(Method), ids=[m.value for m in Method])
+@pytest.mark.parametrize("model", [CHAIN, BUTTERFLY], ids=lambda m: m.name)
+def test_the_planned_calls_are_the_calls_made(model: Model, method: Method) -> None:
+    config = AttributionConfig(rollouts=40, permutations=6, method=method)
+    cost = planned_cost(model.trajectory(), model.registry(), config)
+    result = attribute(model.trajectory(), model.registry(), config)
+    assert cost.exact
+    assert (cost.rollouts, cost.calls) == (result.rollouts, result.step_executions)
+    assert cost.worst_calls == cost.calls  # nothing can be added without repair or a target
+    kinds = {s.kind.value for s in model.trajectory().steps if s.index in _resamplable(model)}
+    assert set(cost.calls_by_kind) == kinds
+
+
+def _resamplable(model: Model) -> set[int]:
+    return {s.index for s in model.trajectory().steps if model.registry().lookup(s) is not None}
+
+
+def test_a_repair_search_stays_within_the_worst_case() -> None:
+    config = AttributionConfig(rollouts=60, repair=True)
+    cost = planned_cost(CHAIN.trajectory(), CHAIN.registry(), config)
+    result = attribute(CHAIN.trajectory(), CHAIN.registry(), config)
+    assert cost.calls < result.step_executions <= cost.worst_calls
+    assert cost.rollouts < result.rollouts <= cost.worst_rollouts
+
+
+def test_the_cli_dry_run_runs_nothing_and_says_what_would(
+    runner: CliRunner, store_path: Path, tmp_path: Path
+) -> None:
+    ok(invoke(runner, store_path, "import", str(CHAIN.jsonl)))
+    args = ["attribute", CHAIN.trajectory_id, "--resamplers", str(CHAIN.resamplers)]
+    out = tmp_path / "report.json"
+    planned = orjson.loads(
+        ok(invoke(runner, store_path, *args, "--dry-run", "--json", "--out", str(out))).stdout
+    )
+    assert not out.exists()  # nothing ran, nothing was written
+    report = orjson.loads(ok(invoke(runner, store_path, *args, "--json")).stdout)
+    assert planned["rollouts"] == report["cost"]["rollouts"]
+    assert planned["calls"] == report["cost"]["step_executions"]
+    assert planned["calls_exact"] is True and planned["driver"].startswith("trace")
+    text = ok(invoke(runner, store_path, *args, "--dry-run")).stdout
+    assert f"{planned['calls']:,} resample-function calls" in text
