@@ -21,8 +21,9 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import quote
 
 import orjson
@@ -42,6 +43,7 @@ __all__ = [
 ]
 
 SCHEMA_VERSION = 1
+T = TypeVar("T")
 DEFAULT_STORE = Path(".agent-replay") / "store.db"
 
 _SCHEMA = """
@@ -102,6 +104,50 @@ def _create_schema(db: sqlite3.Connection) -> None:
                 db.execute(statement)
                 statement = ""
         db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+
+
+def _prepare(db: sqlite3.Connection, path: Path, read_only: bool) -> int:
+    """Check the file is a store this version reads, set the connection up; its schema version.
+    Looks before writing anything: a file that is not ours is left byte-for-byte alone."""
+    version: int = db.execute("PRAGMA user_version").fetchone()[0]
+    tables = db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+    if version == 0 and tables:
+        raise StoreError(f"{path} is an SQLite file but not an agent-replay store")
+    if version > SCHEMA_VERSION:
+        raise StoreError(
+            f"{path} has schema version {version}, newer than this agent-replay "
+            f"understands ({SCHEMA_VERSION}); upgrade agent-replay"
+        )
+    if version == 0 and read_only:
+        raise StoreError(f"{path} is empty: there is no store there yet")
+    if not read_only:
+        if version == 0:
+            db.execute("PRAGMA page_size=16384")  # blobs are kilobytes of messages
+        db.execute("PRAGMA journal_mode=WAL")  # readers never block an import; atomic commits
+        db.execute("PRAGMA synchronous=NORMAL")  # with WAL: survives a killed process
+        db.execute("PRAGMA foreign_keys=ON")  # steps never outlive their trajectory
+    return version
+
+
+def _patiently(action: Callable[[], T], on_wait: Callable[[], None] | None) -> T:
+    """``action()``, again and again while another process holds the store's lock: as long as it
+    takes (the other writer finishes, or was killed and its lock went with it). ``on_wait`` is
+    called once, after `WAIT_NOTICE_SECONDS`."""
+    started = time.monotonic()
+    noticed = False
+    while True:
+        attempt = time.monotonic()
+        try:
+            return action()
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) and "busy" not in str(exc):
+                raise
+        if time.monotonic() - attempt < 0.1:  # busy without waiting (WAL recovery): pause
+            time.sleep(0.1)
+        waited = time.monotonic() - started
+        if not noticed and on_wait is not None and waited >= WAIT_NOTICE_SECONDS:
+            on_wait()
+            noticed = True
 
 
 def _connect(path: Path) -> sqlite3.Connection:
@@ -266,26 +312,7 @@ class Store:
         db: sqlite3.Connection | None = None
         try:
             db = _connect_read_only(path) if read_only else _connect(path)
-            # Look before writing anything: a file that is not ours must be left byte-for-byte alone.
-            version = db.execute("PRAGMA user_version").fetchone()[0]
-            tables = db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
-            if version == 0 and tables:
-                raise StoreError(f"{path} is an SQLite file but not an agent-replay store")
-            if version > SCHEMA_VERSION:
-                raise StoreError(
-                    f"{path} has schema version {version}, newer than this agent-replay "
-                    f"understands ({SCHEMA_VERSION}); upgrade agent-replay"
-                )
-            if version == 0 and read_only:
-                raise StoreError(f"{path} is empty: there is no store there yet")
-            if not read_only:
-                if version == 0:
-                    db.execute("PRAGMA page_size=16384")  # blobs are kilobytes of messages
-                db.execute(
-                    "PRAGMA journal_mode=WAL"
-                )  # readers never block an import; atomic commits
-                db.execute("PRAGMA synchronous=NORMAL")  # with WAL: survives a killed process
-                db.execute("PRAGMA foreign_keys=ON")  # steps never outlive their trajectory
+            version = _patiently(partial(_prepare, db, path, read_only), on_wait)
             store = cls(db, path, on_wait)
             if version == 0:
                 with store._write_lock():
@@ -337,22 +364,7 @@ class Store:
         self._db.execute("COMMIT")
 
     def _begin(self) -> None:
-        started = time.monotonic()
-        noticed = False
-        while True:
-            attempt = time.monotonic()
-            try:
-                self._db.execute("BEGIN IMMEDIATE")
-                return
-            except sqlite3.OperationalError as exc:
-                if "locked" not in str(exc) and "busy" not in str(exc):
-                    raise
-            if time.monotonic() - attempt < 0.1:  # busy without waiting (WAL recovery): pause
-                time.sleep(0.1)
-            waited = time.monotonic() - started
-            if waited >= WAIT_NOTICE_SECONDS and not noticed and self._on_wait is not None:
-                self._on_wait()
-                noticed = True
+        _patiently(lambda: self._db.execute("BEGIN IMMEDIATE"), self._on_wait)
 
     # --- writing -----------------------------------------------------------------------------------
 

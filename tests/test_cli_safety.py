@@ -269,8 +269,8 @@ def test_two_imports_can_create_a_store_at_once(tmp_path: Path) -> None:
             subprocess.Popen([*command, str(SAMPLES / name)], stderr=subprocess.PIPE)
             for name in ("incident.otlp.jsonl", "incident-genai.otlp.jsonl")
         ]
-        for process in processes:
-            _, stderr = process.communicate(timeout=120)
+        ended = [(process, process.communicate(timeout=120)[1]) for process in processes]
+        for process, stderr in ended:  # both waited for before either is judged
             assert process.returncode == 0, stderr.decode()
         with Store.open(store) as db:
             assert db.counts()["trajectories"] == 5

@@ -17,8 +17,6 @@ from otel_replay.attribution._contrastive import (
     contrastive_plans,
     kept_plan,
     localise,
-    matters_confidence,
-    no_effect_confidence,
 )
 from otel_replay.attribution._engine import Engine, Progress
 from otel_replay.attribution._repair import search
@@ -259,8 +257,7 @@ def _located(
     """The verdict in the words of the two tests that made it (the report has their numbers)."""
     step = steps[poc]
     resamplable = [s for s in steps if s.resamplable]
-    m = len(resamplable)
-    confidence = matters_confidence(m)
+    confidence = step.matters_confidence or 0.0
     later = [s for s in resamplable if s.index > poc]
     assert step.attribution is not None and step.matters_bound is not None
     change = "raises" if mode is Mode.FAILURE else "lowers"
@@ -276,7 +273,7 @@ def _located(
     if not later:
         return f"{shown}, and no later step can be resampled."
     return (
-        f"{shown}, and every later resamplable step's {no_effect_confidence(m):.2%} interval lies "
+        f"{shown}, and every later resamplable step's {step.no_effect_confidence or 0.0:.2%} interval lies "
         f"inside ±{margin:g} (no effect beyond ±{margin:g}). The chance that these tests name a "
         f"wrong step is at most {ERROR_BOUND:g}."
     )

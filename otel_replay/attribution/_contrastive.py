@@ -37,6 +37,7 @@ from otel_replay.attribution._stats import (
     rollouts_needed,
     wilson,
 )
+from otel_replay.model import Step, Trajectory
 from otel_replay.replay import Plan, step_seed
 
 #: The chance of naming a wrong step, at most (see the module docstring).
@@ -105,55 +106,82 @@ def _proportion(outcomes: list[Outcome], exact: bool = False) -> Proportion:
 def localise(
     engine: Engine, resamplable: Sequence[int], mode: Mode, config: AttributionConfig
 ) -> Localisation:
+    """The sweep: every resamplable step estimated at ``config.rollouts`` rollouts per plan."""
     factual = engine.factual
     n_steps = len(factual.steps)
     walks = engine.walks_record
     outcomes = engine.run(
         contrastive_plans(n_steps, resamplable, config.rollouts, walks_record=walks)
     )
-    sign = 1.0 if mode is Mode.FAILURE else -1.0
     tail = test_tail(len(resamplable))
-    draws = draws_for(tail)
     estimates: dict[int, StepAttribution] = {}
     for position, index in enumerate(resamplable):
-        step = factual.steps[index]
-        kept_plan_ = kept_plan(n_steps, resamplable, position)
-        kept = _proportion(outcomes[kept_plan_], exact=walks and kept_plan_.resamples_nothing)
-        ablated = _proportion(outcomes[Plan.ablate_from(n_steps, index)])
-        rng = random.Random(step_seed(config.seed, "bootstrap", 0, index))
-        dist = DifferenceDistribution(
-            kept.failures, kept.n, ablated.failures, ablated.n, rng, draws, exact1=kept.exact
+        kept = kept_plan(n_steps, resamplable, position)
+        estimates[index] = estimate_step(
+            factual.steps[index],
+            outcomes[kept],
+            outcomes[Plan.ablate_from(n_steps, index)],
+            kept_exact=walks and kept.resamples_nothing,
+            mode=mode,
+            config=config,
+            tail=tail,
         )
-        low, high = dist.interval(0.95)
-        if mode is not Mode.FAILURE:
-            low, high = -high, -low
-        # The two tests (module docstring), read off the same distribution, signed like the estimate:
-        # "matters" needs the one-sided bound above zero, "no effect" the interval inside +-margin.
-        matters_bound = sign * dist.quantile(tail if mode is Mode.FAILURE else 1 - tail)
-        interval = sorted((sign * dist.quantile(tail), sign * dist.quantile(1 - tail)))
-        significant = matters_bound > 0.0
-        no_effect = interval[0] >= -config.margin and interval[1] <= config.margin
-        estimates[index] = StepAttribution(
-            index=index,
-            kind=step.kind.value,
-            name=step.name,
-            resamplable=True,
-            attribution=sign * (kept.value - ablated.value),
-            ci_low=low,
-            ci_high=high,
-            kept=kept,
-            ablated=ablated,
-            significant=significant,
-            no_effect=no_effect,
-            matters_bound=matters_bound,
-            no_effect_interval=(interval[0], interval[1]),
-        )
-    steps = tuple(
+    steps = all_steps(factual, estimates)
+    poc, bracket, needed = _commitment(steps, resamplable, config)
+    return Localisation(steps, poc, bracket, needed, outcomes)
+
+
+def all_steps(
+    factual: Trajectory, estimates: dict[int, StepAttribution]
+) -> tuple[StepAttribution, ...]:
+    """Every step of the run: its estimate, or its identity alone (observed-only)."""
+    return tuple(
         estimates.get(s.index) or StepAttribution(s.index, s.kind.value, s.name, resamplable=False)
         for s in factual.steps
     )
-    poc, bracket, needed = _commitment(steps, resamplable, config)
-    return Localisation(steps, poc, bracket, needed, outcomes)
+
+
+def estimate_step(
+    step: Step,
+    kept_outcomes: Sequence[Outcome],
+    ablated_outcomes: Sequence[Outcome],
+    *,
+    kept_exact: bool,
+    mode: Mode,
+    config: AttributionConfig,
+    tail: float,
+) -> StepAttribution:
+    """One step's estimate and its two tests, each at one-sided error ``tail`` (module docstring),
+    read off one bootstrap distribution and signed like the estimate: "matters" needs the one-sided
+    bound above zero, "no effect" the interval at ``1 − 2·tail`` inside ±margin."""
+    sign = 1.0 if mode is Mode.FAILURE else -1.0
+    kept = _proportion(list(kept_outcomes), exact=kept_exact)
+    ablated = _proportion(list(ablated_outcomes))
+    rng = random.Random(step_seed(config.seed, "bootstrap", 0, step.index))
+    dist = DifferenceDistribution(
+        kept.failures, kept.n, ablated.failures, ablated.n, rng, draws_for(tail), exact1=kept.exact
+    )
+    low, high = dist.interval(0.95)
+    if mode is not Mode.FAILURE:
+        low, high = -high, -low
+    matters_bound = sign * dist.quantile(tail if mode is Mode.FAILURE else 1 - tail)
+    interval = sorted((sign * dist.quantile(tail), sign * dist.quantile(1 - tail)))
+    return StepAttribution(
+        index=step.index,
+        kind=step.kind.value,
+        name=step.name,
+        resamplable=True,
+        attribution=sign * (kept.value - ablated.value),
+        ci_low=low,
+        ci_high=high,
+        kept=kept,
+        ablated=ablated,
+        significant=matters_bound > 0.0,
+        no_effect=interval[0] >= -config.margin and interval[1] <= config.margin,
+        matters_bound=matters_bound,
+        no_effect_interval=(interval[0], interval[1]),
+        test_tail=tail,
+    )
 
 
 def _commitment(

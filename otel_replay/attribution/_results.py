@@ -54,6 +54,17 @@ class StepAttribution:
     # zero, and the 1 - 2·alpha interval that "no effect" needs inside +-margin.
     matters_bound: float | None = None
     no_effect_interval: tuple[float, float] | None = None
+    test_tail: float | None = None  # each test's one-sided error (the bound split over tests)
+
+    @property
+    def matters_confidence(self) -> float | None:
+        """The confidence of the one-sided "matters" bound."""
+        return None if self.test_tail is None else 1 - self.test_tail
+
+    @property
+    def no_effect_confidence(self) -> float | None:
+        """The confidence of the "no effect" interval (two one-sided tests)."""
+        return None if self.test_tail is None else 1 - 2 * self.test_tail
 
     @property
     def shapley_disagrees(self) -> bool:

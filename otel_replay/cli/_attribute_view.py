@@ -22,8 +22,6 @@ from otel_replay.attribution import (
     Progress,
     StepAttribution,
     attribute_stored,
-    matters_confidence,
-    no_effect_confidence,
     planned_cost_stored,
 )
 from otel_replay.cli._common import (
@@ -115,7 +113,8 @@ def _decision(step: StepAttribution) -> str:
 
 def _render(result: AttributionResult, config: AttributionConfig) -> None:
     credit = result.mode is Mode.CREDIT
-    resamplable = sum(s.resamplable for s in result.steps)
+    tails = [s.test_tail for s in result.steps if s.test_tail is not None]
+    tail = min(tails) if tails else 0.0
     title = "rescue credit" if credit else "failure attribution"
     table = Table(
         box=box.SIMPLE_HEAD,
@@ -123,8 +122,8 @@ def _render(result: AttributionResult, config: AttributionConfig) -> None:
         caption=(
             f"{config.rollouts} rollouts per plan, seed {config.seed}; 95% intervals; "
             f"P(fail) with the step kept / resampled; test: 'matters' when the one-sided "
-            f"{matters_confidence(resamplable):.2%} bound is above 0, 'no effect' when the "
-            f"{no_effect_confidence(resamplable):.2%} interval is inside ±{config.margin:g}; "
+            f"{1 - tail:.2%} bound is above 0, 'no effect' when the "
+            f"{1 - 2 * tail:.2%} interval is inside ±{config.margin:g}; "
             f"◀ {'save point' if credit else 'point of commitment'}"
         ),
     )

@@ -19,8 +19,6 @@ from otel_replay.attribution import (
     Mode,
     Proportion,
     StepAttribution,
-    matters_confidence,
-    no_effect_confidence,
     rerun_command,
 )
 from otel_replay.resamplers import UserCode
@@ -48,7 +46,7 @@ def _proportion(p: Proportion | None) -> dict[str, Any] | None:
     }
 
 
-def _step(step: StepAttribution, resamplable: int, margin: float) -> dict[str, Any]:
+def _step(step: StepAttribution, margin: float) -> dict[str, Any]:
     return {
         "index": step.index,
         "kind": step.kind,
@@ -69,12 +67,12 @@ def _step(step: StepAttribution, resamplable: int, margin: float) -> dict[str, A
         else {
             "matters": {
                 "lower_bound": _r(step.matters_bound),
-                "confidence": _r(matters_confidence(resamplable)),
+                "confidence": _r(step.matters_confidence),
                 "passed": step.significant,
             },
             "no_effect": {
                 "interval": [_r(v) for v in step.no_effect_interval],
-                "confidence": _r(no_effect_confidence(resamplable)),
+                "confidence": _r(step.no_effect_confidence),
                 "margin": margin,
                 "passed": step.no_effect,
             },
@@ -96,7 +94,6 @@ def build_report(
     repair = result.repair
     shapley = result.shapley
     located = result.point_of_commitment
-    resamplable = sum(s.resamplable for s in result.steps)
     return {
         "version": REPORT_VERSION,
         "trajectory_id": result.trajectory_id,
@@ -137,7 +134,7 @@ def build_report(
             "driver": result.driver,
             "rerun": rerun_command(result.trajectory_id, config, code),
         },
-        "steps": [_step(s, resamplable, config.margin) for s in result.steps],
+        "steps": [_step(s, config.margin) for s in result.steps],
         "point_of_commitment": located if result.mode is Mode.FAILURE else None,
         "save_point": located if result.mode is Mode.CREDIT else None,
         "verdict": result.verdict.value,
