@@ -26,6 +26,7 @@ if TYPE_CHECKING:
         Method,
         OnResamplerError,
         OnSuccess,
+        Strategy,
         rerun_command,
     )
     from otel_replay.attribution._contrastive import (
@@ -66,6 +67,7 @@ __all__ = [
     "Repair",
     "ShapleySummary",
     "StepAttribution",
+    "Strategy",
     "Verdict",
     "attribute",
     "attribute_stored",

@@ -10,7 +10,8 @@ import dataclasses
 import time
 from collections.abc import Callable, Sequence
 
-from otel_replay.attribution._config import AttributionConfig, Method, OnSuccess
+from otel_replay.attribution._adaptive import scan
+from otel_replay.attribution._config import AttributionConfig, Method, OnSuccess, Strategy
 from otel_replay.attribution._contrastive import (
     ERROR_BOUND,
     Localisation,
@@ -48,7 +49,8 @@ def method_plans(
 ) -> list[tuple[Plan, int]]:
     """The plans the chosen methods run before any repair search."""
     plans = []
-    if config.method in (Method.CONTRASTIVE, Method.ALL):
+    adaptive = config.strategy is Strategy.ADAPTIVE  # its plans are decided as it goes
+    if config.method in (Method.CONTRASTIVE, Method.ALL) and not adaptive:
         plans += contrastive_plans(n_steps, resamplable, config.rollouts, walks_record=walks_record)
     if config.method in (Method.SHAPLEY, Method.ALL):
         plans += shapley_plans(n_steps, resamplable, config)
@@ -102,9 +104,12 @@ def attribute(
             )
         )
     )
-    found = None
+    found, notes = None, list[str]()
     if config.method in (Method.CONTRASTIVE, Method.ALL):
-        found = localise(engine, resamplable, mode, config)
+        if config.strategy is Strategy.ADAPTIVE:
+            found, notes = scan(engine, resamplable, mode, config)
+        else:
+            found = localise(engine, resamplable, mode, config)
     credit = None
     if config.method in (Method.SHAPLEY, Method.ALL):
         credit = shapley(engine, resamplable, mode, config)
@@ -138,6 +143,7 @@ def attribute(
         step_executions=engine.step_executions,
         resampler_errors=engine.resampler_errors,
         wall_seconds=time.perf_counter() - started,
+        notes=tuple(notes),
     )
 
 
@@ -232,14 +238,20 @@ def _explain(
         return _located(found.steps, poc, mode, config.margin, name(poc))
     budget = f"; about {needed} rollouts per plan might decide it" if needed else ""
     what = "commitment" if mode is Mode.FAILURE else "save point"
+    spent = (
+        f"at {config.rollouts} rollouts"
+        if config.strategy is Strategy.SWEEP
+        else f"after the adaptive scan (at most {config.max_rollouts} rollouts per plan"
+        + (f", {config.budget:,} calls)" if config.budget is not None else ")")
+    )
     if bracket is not None and bracket[0] == bracket[1]:
         return (
-            f"Inconclusive at {config.rollouts} rollouts: {name(bracket[0])} is the only step that "
+            f"Inconclusive {spent}: {name(bracket[0])} is the only step that "
             f"might be the {what}, and it is neither shown to matter nor shown not to{budget}."
         )
     if bracket is not None:
         return (
-            f"Inconclusive at {config.rollouts} rollouts: the {what} lies between {name(bracket[0])} "
+            f"Inconclusive {spent}: the {what} lies between {name(bracket[0])} "
             f"and {name(bracket[1])}{budget}."
         )
     if all(s.no_effect for s in found.steps if s.resamplable):
@@ -248,7 +260,7 @@ def _explain(
             f"{'failure' if mode is Mode.FAILURE else 'success'} does not depend on them (it was "
             "settled before the first resamplable step, or by an observed-only step)."
         )
-    return f"Inconclusive at {config.rollouts} rollouts{budget}."
+    return f"Inconclusive {spent}{budget}."
 
 
 def _located(

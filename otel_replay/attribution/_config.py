@@ -31,6 +31,13 @@ class Driver(str, Enum):
 MAX_PERMUTATIONS = 4096
 
 
+class Strategy(str, Enum):
+    """How the contrastive method spends rollouts."""
+
+    SWEEP = "sweep"  # every resamplable step at ``rollouts`` rollouts per plan
+    ADAPTIVE = "adaptive"  # from the last step back, each in growing batches until its tests decide
+
+
 class OnSuccess(str, Enum):
     ERROR = "error"  # attributing a passing run is a mistake: say so
     CREDIT = "credit"  # attribute the success instead: which step saved the run
@@ -45,7 +52,10 @@ class OnResamplerError(str, Enum):
 class AttributionConfig:
     """
     Attributes:
-        rollouts: rollouts per plan (each contrastive estimate, each repair trial).
+        rollouts: rollouts per plan (each contrastive estimate in the sweep, each repair trial).
+        strategy: sweep every step at ``rollouts``, or scan adaptively (`otel_replay.attribution._adaptive`).
+        max_rollouts: the adaptive scan's most rollouts per plan.
+        budget: the adaptive scan's most resample-function calls (None: no limit).
         permutations: Shapley permutations (rounded up to an even number: antithetic pairs); with
             ``shapley_se``, the first batch.
         shapley_se: add antithetic pairs until every Shapley standard error is below this
@@ -77,6 +87,9 @@ class AttributionConfig:
     driver: Driver = Driver.AUTO
     max_turns: int | None = None
     shapley_se: float | None = None
+    strategy: Strategy = Strategy.SWEEP
+    max_rollouts: int = 640
+    budget: int | None = None
 
     def __post_init__(self) -> None:
         if self.rollouts < 1:
@@ -85,6 +98,17 @@ class AttributionConfig:
             raise AttributionError(f"permutations={self.permutations} must be at least 1")
         if self.workers < 1:
             raise AttributionError(f"workers={self.workers} must be at least 1")
+        if self.max_rollouts < 1:
+            raise AttributionError(f"max_rollouts={self.max_rollouts} must be at least 1")
+        if self.budget is not None and self.budget < 1:
+            raise AttributionError(
+                f"budget={self.budget} must be at least 1 (resample-function calls)"
+            )
+        if self.budget is not None and self.strategy is not Strategy.ADAPTIVE:
+            raise AttributionError(
+                f"budget={self.budget} needs the adaptive strategy, which can stop early; the "
+                "sweep's cost is fixed by rollouts (see --dry-run)"
+            )
         if self.max_turns is not None and self.max_turns < 1:
             raise AttributionError(f"max_turns={self.max_turns} must be at least 1")
         if not 0.0 < self.fail_threshold <= 1.0:
@@ -133,6 +157,10 @@ class AttributionConfig:
             flags += ["--max-turns", str(self.max_turns)]
         if self.shapley_se is not None:
             flags += ["--shapley-se", repr(self.shapley_se)]
+        if self.strategy is Strategy.ADAPTIVE:
+            flags += ["--strategy", "adaptive", "--max-rollouts", str(self.max_rollouts)]
+            if self.budget is not None:
+                flags += ["--budget", str(self.budget)]
         return [*flags, "--repair"] if self.repair else flags
 
 

@@ -14,7 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from otel_replay.attribution._api import method_plans, resamplable_steps
-from otel_replay.attribution._config import MAX_PERMUTATIONS, AttributionConfig, Method
+from otel_replay.attribution._config import MAX_PERMUTATIONS, AttributionConfig, Method, Strategy
+from otel_replay.attribution._contrastive import contrastive_plans
 from otel_replay.attribution._repair import repair_bound
 from otel_replay.model import Trajectory
 from otel_replay.replay import Action, Plan
@@ -32,6 +33,7 @@ class PlannedCost:
     extra_rollouts: int
     extra_calls: int
     exact: bool  # the trace walk: the calls are exact; a driver re-running a loop: an estimate
+    adaptive: bool = False  # the scan's rollouts are decided as it goes: only its most is known
 
     @property
     def worst_rollouts(self) -> int:
@@ -58,6 +60,12 @@ def planned_cost(
         for index in _resampled(plan, resamplable):
             by_kind[kinds[index]] = by_kind.get(kinds[index], 0) + count
     extra_rollouts = extra_calls = 0
+    if config.strategy is Strategy.ADAPTIVE and config.method is not Method.SHAPLEY:
+        sweep = contrastive_plans(
+            n_steps, resamplable, config.max_rollouts, walks_record=not agent_driven
+        )
+        extra_rollouts += _rollouts(sweep)
+        extra_calls += _calls(sweep, resamplable)
     if config.repair:  # a baseline and each candidate, every later step resampled at most
         extra_rollouts += repair_bound(config)
         extra_calls += repair_bound(config) * len(resamplable)
@@ -74,6 +82,7 @@ def planned_cost(
         extra_rollouts=extra_rollouts,
         extra_calls=extra_calls,
         exact=not agent_driven,
+        adaptive=config.strategy is Strategy.ADAPTIVE,
     )
 
 

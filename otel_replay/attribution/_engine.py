@@ -94,7 +94,22 @@ class Engine:
 
     def run(self, plans: Sequence[tuple[Plan, int]]) -> dict[Plan, list[Outcome]]:
         """Roll each plan out the given number of times; outcomes per plan, in rollout order."""
-        tasks = [(plan, r) for plan, count in plans for r in range(count)]
+        return self._run_tasks([(plan, r) for plan, count in plans for r in range(count)], plans)
+
+    def top_up(
+        self, outcomes: dict[Plan, list[Outcome]], wants: Sequence[tuple[Plan, int]]
+    ) -> None:
+        """Bring each plan's outcomes in ``outcomes`` up to the count wanted, running only the
+        rollouts it lacks (rollout ``r`` of a plan is the same whenever it runs)."""
+        tasks = [
+            (plan, r) for plan, want in wants for r in range(len(outcomes.get(plan, [])), want)
+        ]
+        for plan, more in self._run_tasks(tasks, wants).items():
+            outcomes.setdefault(plan, []).extend(more)
+
+    def _run_tasks(
+        self, tasks: list[tuple[Plan, int]], plans: Sequence[tuple[Plan, int]]
+    ) -> dict[Plan, list[Outcome]]:
         # work nobody announced still shows (a caller of `run` alone); methods announce theirs
         self.planned = max(self.planned, self.rollouts + len(tasks))
         grouped: dict[Plan, list[Outcome]] = {plan: [] for plan, _ in plans}

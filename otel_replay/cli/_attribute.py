@@ -14,6 +14,7 @@ from otel_replay.attribution import (
     Method,
     OnResamplerError,
     OnSuccess,
+    Strategy,
 )
 from otel_replay.cli._common import (
     JsonOption,
@@ -66,6 +67,22 @@ def attribute_command(
     ] = None,
     method: Annotated[Method, typer.Option(help="What to estimate.")] = Method.CONTRASTIVE,
     rollouts: Annotated[int, typer.Option(help="Rollouts per plan.")] = 100,
+    strategy: Annotated[
+        Strategy,
+        typer.Option(
+            help="sweep: every step at --rollouts; adaptive: from the last step back, each in "
+            "growing batches until its tests decide (stops at the Point of Commitment)."
+        ),
+    ] = Strategy.SWEEP,
+    max_rollouts: Annotated[int, typer.Option(help="Adaptive: the most rollouts per plan.")] = 640,
+    budget: Annotated[
+        int | None,
+        typer.Option(
+            metavar="CALLS",
+            help="Adaptive: stop before this many resample-function calls, with the best verdict "
+            "the steps seen allow.",
+        ),
+    ] = None,
     permutations: Annotated[
         int, typer.Option(help="Shapley permutations (antithetic pairs).")
     ] = 32,
@@ -122,6 +139,9 @@ def attribute_command(
             rollouts=rollouts,
             permutations=permutations,
             shapley_se=shapley_se,
+            strategy=strategy,
+            max_rollouts=max_rollouts,
+            budget=budget,
             seed=seed,
             method=method,
             fail_threshold=fail_threshold,

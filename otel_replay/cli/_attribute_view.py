@@ -21,6 +21,7 @@ from otel_replay.attribution import (
     PlannedCost,
     Progress,
     StepAttribution,
+    Strategy,
     attribute_stored,
     planned_cost_stored,
 )
@@ -102,13 +103,24 @@ def _interval(low: float | None, high: float | None) -> str:
     return "" if low is None or high is None else f"[{low:+.2f}, {high:+.2f}]"
 
 
+def _budget(result: AttributionResult, config: AttributionConfig) -> str:
+    """How many rollouts each plan got: the sweep's fixed count, or the range the scan used."""
+    if config.strategy is Strategy.SWEEP:
+        return f"{config.rollouts} rollouts per plan"
+    used = sorted({s.ablated.n for s in result.steps if s.ablated is not None})
+    if not used:
+        return "adaptive scan"
+    spread = f"{used[0]}" if used[0] == used[-1] else f"{used[0]}–{used[-1]}"
+    return f"adaptive scan, {spread} rollouts per plan"
+
+
 def _decision(step: StepAttribution) -> str:
     """Which test the step passed, with the bound it read."""
     if step.significant and step.matters_bound is not None:
         return f"matters >{step.matters_bound:+.2f}"
     if step.no_effect and step.no_effect_interval is not None:
         return f"no effect {_interval(*step.no_effect_interval)}"
-    return "undecided"
+    return "undecided" if step.test_tail is not None else "not estimated"
 
 
 def _render(result: AttributionResult, config: AttributionConfig) -> None:
@@ -120,7 +132,7 @@ def _render(result: AttributionResult, config: AttributionConfig) -> None:
         box=box.SIMPLE_HEAD,
         title=f"{title} of {shown(result.trajectory_id)}",
         caption=(
-            f"{config.rollouts} rollouts per plan, seed {config.seed}; 95% intervals; "
+            f"{_budget(result, config)}, seed {config.seed}; 95% intervals; "
             f"P(fail) with the step kept / resampled; test: 'matters' when the one-sided "
             f"{1 - tail:.2%} bound is above 0, 'no effect' when the "
             f"{1 - 2 * tail:.2%} interval is inside ±{config.margin:g}; "
@@ -215,7 +227,16 @@ def print_cost(trajectory_id: str, cost: PlannedCost, how: str, json: bool) -> N
                 "calls_exact": cost.exact,
                 "worst_rollouts": cost.worst_rollouts,
                 "worst_calls": cost.worst_calls,
+                "adaptive": cost.adaptive,
             }
+        )
+        return
+    if cost.adaptive and not cost.calls:
+        console.print(
+            f"dry run of {shown(trajectory_id)} ({shown(how)}): the adaptive scan stops as soon "
+            f"as its tests decide; at most {cost.worst_rollouts:,} rollouts and "
+            f"{cost.worst_calls:,} resample-function calls",
+            highlight=False,
         )
         return
     kinds = ", ".join(f"{kind} {count:,}" for kind, count in cost.calls_by_kind.items())

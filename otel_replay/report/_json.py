@@ -126,6 +126,9 @@ def build_report(
                 f"{ERROR_BOUND:g}/2m); each step's bounds are in steps[].tests"
             ),
             "error_bound": ERROR_BOUND,
+            "strategy": config.strategy.value,
+            "max_rollouts": config.max_rollouts,
+            "budget": config.budget,
             "interval_methods": {
                 "proportion": WILSON,
                 "difference": BOOTSTRAP,

@@ -173,6 +173,9 @@ REPORT_SCHEMA: dict[str, Any] = {
                 "verifier",
                 "decisions",
                 "error_bound",
+                "strategy",
+                "max_rollouts",
+                "budget",
                 "interval_methods",
                 "driver",
                 "rerun",
@@ -212,6 +215,15 @@ REPORT_SCHEMA: dict[str, Any] = {
                     "description": "how rollouts were made and why: trace, chat (the tool-calling loop re-driven), or agent:<module:function>",
                 },
                 "decisions": {"type": "string"},
+                "strategy": {
+                    "enum": ["sweep", "adaptive"],
+                    "description": "sweep: every step at rollouts; adaptive: the backward scan",
+                },
+                "max_rollouts": {"type": "integer", "minimum": 1},
+                "budget": {
+                    "type": ["integer", "null"],
+                    "description": "the adaptive scan's most resample-function calls",
+                },
                 "error_bound": {
                     "type": "number",
                     "description": "the chance of naming a wrong step, at most",

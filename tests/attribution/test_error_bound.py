@@ -15,7 +15,7 @@ from functools import cache
 import pytest
 
 from otel_replay import Registry, Trajectory
-from otel_replay.attribution import ERROR_BOUND, AttributionConfig, attribute
+from otel_replay.attribution import ERROR_BOUND, AttributionConfig, Strategy, attribute
 from otel_replay.importers.jsonl import read_jsonl
 from otel_replay.resamplers import load_resamplers
 from tests.attribution.models import SCM
@@ -33,9 +33,9 @@ def _model() -> tuple[Trajectory, Registry]:
     return trajectory, registry
 
 
-def _named(rollouts: int, seed: int) -> int | None:
+def _named(rollouts: int, seed: int, strategy: Strategy = Strategy.SWEEP) -> int | None:
     trajectory, registry = _model()
-    config = AttributionConfig(rollouts=rollouts, seed=seed)
+    config = AttributionConfig(rollouts=rollouts, seed=seed, strategy=strategy)
     return attribute(trajectory, registry, config).point_of_commitment
 
 
@@ -54,3 +54,14 @@ def test_wrong_names_stay_under_the_stated_bound_at_every_budget(rollouts: int) 
     assert wrong <= ERROR_BOUND * seeds / 3, (wrong, seeds)
     if rollouts >= 100:  # and the budget is spent on answers, not on caution
         assert named.count(CULPRIT) >= 0.75 * seeds
+
+
+@pytest.mark.statistical
+def test_the_adaptive_scan_keeps_the_same_bound() -> None:
+    """Looking after every batch spends the error once per look; the scan divides it by the looks,
+    so its wrong names stay under the bound too, while it still finds the near-margin culprit."""
+    seeds = 200
+    named = [_named(100, seed, Strategy.ADAPTIVE) for seed in range(seeds)]
+    wrong = sum(1 for step in named if step not in (CULPRIT, None))
+    assert wrong <= ERROR_BOUND * seeds / 3, (wrong, seeds)
+    assert named.count(CULPRIT) >= 0.75 * seeds

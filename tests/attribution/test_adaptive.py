@@ -1,0 +1,102 @@
+"""The adaptive strategy (issue 10): a scan back from the last step, each step in doubling batches,
+stopping at the Point of Commitment; the same verdicts as the sweep for far fewer calls, the same
+stated error bound, deterministic for any number of workers, and a budget it keeps."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import orjson
+import pytest
+from typer.testing import CliRunner
+
+from otel_replay import AttributionError
+from otel_replay.attribution import (
+    AttributionConfig,
+    Strategy,
+    Verdict,
+    attribute,
+    planned_cost,
+)
+from otel_replay.attribution._adaptive import schedule
+from otel_replay.report import build_report
+from tests.attribution.models import CHAIN, MODELS, Model
+from tests.cli_helpers import invoke, ok
+
+ADAPTIVE = AttributionConfig(strategy=Strategy.ADAPTIVE)
+
+
+@pytest.mark.parametrize("model", MODELS, ids=lambda m: m.name)
+def test_it_names_what_theory_names_for_a_fraction_of_the_calls(model: Model) -> None:
+    adaptive = attribute(model.trajectory(), model.registry(), ADAPTIVE)
+    sweep = attribute(model.trajectory(), model.registry(), AttributionConfig(rollouts=100))
+    assert adaptive.point_of_commitment == model.point_of_commitment
+    assert adaptive.verdict is Verdict.CULPRIT
+    assert adaptive.step_executions <= 0.5 * sweep.step_executions
+    # the steps before the culprit were never estimated, and the report says so
+    before = [s for s in adaptive.steps if s.resamplable and s.index < model.point_of_commitment]
+    assert all(s.attribution is None for s in before)
+    if before:
+        assert any("not estimated" in note for note in adaptive.notes)
+
+
+def test_batches_double_from_the_smallest_decisive_budget() -> None:
+    plan = schedule(ADAPTIVE, 5)
+    assert plan.looks[-1] == ADAPTIVE.max_rollouts
+    assert all(
+        b == min(2 * a, ADAPTIVE.max_rollouts)
+        for a, b in zip(plan.looks, plan.looks[1:], strict=False)
+    )
+    # each look's tests run at the sweep's error split over the looks: the bound still holds
+    assert plan.tail * len(plan.looks) <= 0.05 / (2 * 5) + 1e-12
+
+
+def _report_bytes(workers: int) -> bytes:
+    config = dataclasses.replace(ADAPTIVE, workers=workers)
+    result = attribute(CHAIN.trajectory(), CHAIN.registry(), config)
+    report = build_report(result, config)
+    report["cost"].pop("wall_seconds")
+    report["config"]["rerun"] = ""
+    return orjson.dumps(report, option=orjson.OPT_SORT_KEYS)
+
+
+def test_the_same_seed_gives_the_same_report_for_any_workers() -> None:
+    assert _report_bytes(1) == _report_bytes(4) == _report_bytes(1)
+
+
+def test_a_budget_is_kept_and_the_verdict_says_what_it_could() -> None:
+    config = dataclasses.replace(ADAPTIVE, budget=150)
+    result = attribute(CHAIN.trajectory(), CHAIN.registry(), config)
+    assert result.step_executions <= 150
+    assert result.verdict is Verdict.INCONCLUSIVE and result.bracket is not None
+    assert any("budget of 150 calls" in note for note in result.notes)
+    assert "adaptive scan" in result.explanation
+
+
+def test_a_budget_needs_the_adaptive_strategy() -> None:
+    with pytest.raises(AttributionError, match="needs the adaptive strategy"):
+        AttributionConfig(budget=100)
+
+
+def test_the_dry_run_bounds_what_it_spends() -> None:
+    cost = planned_cost(CHAIN.trajectory(), CHAIN.registry(), ADAPTIVE)
+    result = attribute(CHAIN.trajectory(), CHAIN.registry(), ADAPTIVE)
+    assert cost.adaptive and cost.calls == 0
+    assert result.step_executions <= cost.worst_calls
+
+
+def test_the_cli_runs_it_and_the_report_says_so(
+    runner: CliRunner, store_path: Path, tmp_path: Path
+) -> None:
+    ok(invoke(runner, store_path, "import", str(CHAIN.jsonl)))
+    args = ["attribute", CHAIN.trajectory_id, "--resamplers", str(CHAIN.resamplers)]
+    report = orjson.loads(ok(invoke(runner, store_path, *args, "--strategy", "adaptive",
+                                    "--json")).stdout)  # fmt: skip
+    assert report["point_of_commitment"] == CHAIN.point_of_commitment
+    assert report["config"]["strategy"] == "adaptive"
+    assert "--strategy adaptive" in report["config"]["rerun"]
+    text = ok(invoke(runner, store_path, *args, "--strategy", "adaptive")).stdout
+    assert "adaptive scan," in text and "not estimated" in text
+    line = invoke(runner, store_path, *args, "--budget", "100")
+    assert line.exit_code == 1 and "needs the adaptive strategy" in line.stderr
