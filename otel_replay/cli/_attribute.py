@@ -24,6 +24,9 @@ from otel_replay.cli._common import (
 from otel_replay.model import FAIL_THRESHOLD
 from otel_replay.resamplers import ChatModelOptions, ModelSource, ToolSource, UserCode
 
+#: Rollouts per plan of the sweep, and of each repair trial, when --rollouts is not given.
+DEFAULT_ROLLOUTS = 100
+
 
 def attribute_command(
     trajectory_id: Annotated[
@@ -66,14 +69,21 @@ def attribute_command(
         int | None, typer.Option(help="Model turns a rollout of the loop may take (default 2x).")
     ] = None,
     method: Annotated[Method, typer.Option(help="What to estimate.")] = Method.CONTRASTIVE,
-    rollouts: Annotated[int, typer.Option(help="Rollouts per plan.")] = 100,
-    strategy: Annotated[
-        Strategy,
+    rollouts: Annotated[
+        int | None,
         typer.Option(
-            help="sweep: every step at --rollouts; adaptive: from the last step back, each in "
-            "growing batches until its tests decide (stops at the Point of Commitment)."
+            help="Rollouts per plan: the fixed sweep (default: the adaptive scan).",
+            show_default=False,
         ),
-    ] = Strategy.SWEEP,
+    ] = None,
+    strategy: Annotated[
+        Strategy | None,
+        typer.Option(
+            help="adaptive (the default): from the last step back, each in growing batches until "
+            "its tests decide; sweep: every step at --rollouts (100 unless given).",
+            show_default=False,
+        ),
+    ] = None,
     max_rollouts: Annotated[int, typer.Option(help="Adaptive: the most rollouts per plan.")] = 640,
     budget: Annotated[
         int | None,
@@ -136,10 +146,10 @@ def attribute_command(
     """Attribute a failed run to the step where its failure became inevitable."""
     with user_errors():
         config = AttributionConfig(
-            rollouts=rollouts,
+            rollouts=rollouts or DEFAULT_ROLLOUTS,
             permutations=permutations,
             shapley_se=shapley_se,
-            strategy=strategy,
+            strategy=strategy or (Strategy.ADAPTIVE if rollouts is None else Strategy.SWEEP),
             max_rollouts=max_rollouts,
             budget=budget,
             seed=seed,

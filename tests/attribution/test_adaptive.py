@@ -91,12 +91,22 @@ def test_the_cli_runs_it_and_the_report_says_so(
 ) -> None:
     ok(invoke(runner, store_path, "import", str(CHAIN.jsonl)))
     args = ["attribute", CHAIN.trajectory_id, "--resamplers", str(CHAIN.resamplers)]
-    report = orjson.loads(ok(invoke(runner, store_path, *args, "--strategy", "adaptive",
-                                    "--json")).stdout)  # fmt: skip
+    report = orjson.loads(ok(invoke(runner, store_path, *args, "--json")).stdout)  # the default
     assert report["point_of_commitment"] == CHAIN.point_of_commitment
     assert report["config"]["strategy"] == "adaptive"
     assert "--strategy adaptive" in report["config"]["rerun"]
-    text = ok(invoke(runner, store_path, *args, "--strategy", "adaptive")).stdout
+    text = ok(invoke(runner, store_path, *args)).stdout
     assert "adaptive scan," in text and "not estimated" in text
-    line = invoke(runner, store_path, *args, "--budget", "100")
+    line = invoke(runner, store_path, *args, "--budget", "100", "--strategy", "sweep")
     assert line.exit_code == 1 and "needs the adaptive strategy" in line.stderr
+
+
+def test_rollouts_on_the_command_line_mean_the_sweep(runner: CliRunner, store_path: Path) -> None:
+    ok(invoke(runner, store_path, "import", str(CHAIN.jsonl)))
+    args = ["attribute", CHAIN.trajectory_id, "--resamplers", str(CHAIN.resamplers), "--json"]
+    swept = orjson.loads(ok(invoke(runner, store_path, *args, "--rollouts", "50")).stdout)
+    assert swept["config"]["strategy"] == "sweep" and swept["config"]["rollouts"] == 50
+    both = orjson.loads(
+        ok(invoke(runner, store_path, *args, "--rollouts", "50", "--strategy", "adaptive")).stdout
+    )
+    assert both["config"]["strategy"] == "adaptive"

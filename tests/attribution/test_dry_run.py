@@ -44,6 +44,7 @@ def test_the_cli_dry_run_runs_nothing_and_says_what_would(
 ) -> None:
     ok(invoke(runner, store_path, "import", str(CHAIN.jsonl)))
     args = ["attribute", CHAIN.trajectory_id, "--resamplers", str(CHAIN.resamplers)]
+    args += ["--strategy", "sweep"]
     out = tmp_path / "report.json"
     planned = orjson.loads(
         ok(invoke(runner, store_path, *args, "--dry-run", "--json", "--out", str(out))).stdout
@@ -55,3 +56,14 @@ def test_the_cli_dry_run_runs_nothing_and_says_what_would(
     assert planned["calls_exact"] is True and planned["driver"].startswith("trace")
     text = ok(invoke(runner, store_path, *args, "--dry-run")).stdout
     assert f"{planned['calls']:,} resample-function calls" in text
+
+
+def test_the_adaptive_default_dry_run_gives_its_most(runner: CliRunner, store_path: Path) -> None:
+    ok(invoke(runner, store_path, "import", str(CHAIN.jsonl)))
+    args = ["attribute", CHAIN.trajectory_id, "--resamplers", str(CHAIN.resamplers)]
+    planned = orjson.loads(ok(invoke(runner, store_path, *args, "--dry-run", "--json")).stdout)
+    report = orjson.loads(ok(invoke(runner, store_path, *args, "--json")).stdout)
+    assert planned["adaptive"] is True
+    assert report["cost"]["step_executions"] <= planned["worst_calls"]
+    text = ok(invoke(runner, store_path, *args, "--dry-run")).stdout
+    assert "the adaptive scan stops as soon as its tests decide" in text
