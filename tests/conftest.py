@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import struct
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,17 @@ from typer.testing import CliRunner
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT.parent / "shared" / "trace-corpus"
 SAMPLES = ROOT / "sample_traces"
+
+
+def proto_frames(path: Path) -> list[bytes]:
+    """A Collector ``format: proto`` stream split into its frames, length prefixes included."""
+    data = path.read_bytes()
+    frames, offset = [], 0
+    while offset < len(data):
+        (length,) = struct.unpack_from(">I", data, offset)
+        frames.append(data[offset : offset + 4 + length])
+        offset += 4 + length
+    return frames
 
 
 @pytest.fixture

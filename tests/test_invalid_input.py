@@ -19,7 +19,7 @@ from typer.testing import CliRunner, Result
 
 from otel_replay import Store
 from otel_replay.cli import app
-from tests.conftest import SAMPLES
+from tests.conftest import SAMPLES, proto_frames
 
 OTLP_JSONL = SAMPLES / "incident.otlp.jsonl"
 OTLP_STREAM = SAMPLES / "incident.otlp.pb"
@@ -88,14 +88,7 @@ def _spans_not_a_list(line: bytes) -> bytes:
 
 
 def _frames() -> list[bytes]:
-    """The sample Collector ``format: proto`` stream split into its length-prefixed frames."""
-    data = OTLP_STREAM.read_bytes()
-    frames, offset = [], 0
-    while offset < len(data):
-        (length,) = struct.unpack_from(">I", data, offset)
-        frames.append(data[offset : offset + 4 + length])
-        offset += 4 + length
-    return frames
+    return proto_frames(OTLP_STREAM)
 
 
 def _truncated_second_frame() -> tuple[bytes, int, int]:

@@ -23,7 +23,7 @@ import pytest
 from otel_replay import ReadOptions, TraceFormatError, read_path
 from otel_replay.importers import otlp_json, read_jsonl, read_otlp_json, read_otlp_proto
 from otel_replay.importers._source import LongLine, first_line
-from tests.conftest import SAMPLES
+from tests.conftest import SAMPLES, proto_frames
 
 MIB = 1 << 20
 BOMB_MIB = 128
@@ -70,14 +70,7 @@ def _hashes(path: Path) -> dict[str, str]:
 
 
 def _frames() -> list[bytes]:
-    """The sample Collector ``format: proto`` stream split into its frames, prefixes included."""
-    data = OTLP_STREAM.read_bytes()
-    frames, offset = [], 0
-    while offset < len(data):
-        (length,) = struct.unpack_from(">I", data, offset)
-        frames.append(data[offset : offset + 4 + length])
-        offset += 4 + length
-    return frames
+    return proto_frames(OTLP_STREAM)
 
 
 # --- gzip bombs ------------------------------------------------------------------------------------
