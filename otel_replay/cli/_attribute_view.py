@@ -114,12 +114,22 @@ def _budget(result: AttributionResult, config: AttributionConfig) -> str:
     return f"adaptive scan, {spread} rollouts per plan"
 
 
-def _decision(step: StepAttribution) -> str:
-    """Which test the step passed, with the bound it read."""
+#: Below this many columns the table leaves out intervals and test bounds (the report has them).
+_WIDE_TABLE = 110
+
+
+def _name_width(wide: bool, shapley: bool) -> int:
+    """What the name column may take: the terminal less the other columns and their padding."""
+    others = (88 if shapley else 76) if wide else (70 if shapley else 62)
+    return max(10, console.width - others)
+
+
+def _decision(step: StepAttribution, wide: bool) -> str:
+    """Which test the step passed, with the bound it read when the terminal has room."""
     if step.significant and step.matters_bound is not None:
-        return f"matters >{step.matters_bound:+.2f}"
+        return f"matters >{step.matters_bound:+.2f}" if wide else "matters"
     if step.no_effect and step.no_effect_interval is not None:
-        return f"no effect {_interval(*step.no_effect_interval)}"
+        return f"no effect {_interval(*step.no_effect_interval)}" if wide else "no effect"
     return "undecided" if step.test_tail is not None else "not estimated"
 
 
@@ -128,11 +138,13 @@ def _render(result: AttributionResult, config: AttributionConfig) -> None:
     tails = [s.test_tail for s in result.steps if s.test_tail is not None]
     tail = min(tails) if tails else 0.0
     title = "rescue credit" if credit else "failure attribution"
+    wide = console.width >= _WIDE_TABLE
+    intervals = "95% intervals" if wide else "intervals and bounds in --json (or a wider terminal)"
     table = Table(
         box=box.SIMPLE_HEAD,
         title=f"{title} of {shown(result.trajectory_id)}",
         caption=(
-            f"{_budget(result, config)}, seed {config.seed}; 95% intervals; "
+            f"{_budget(result, config)}, seed {config.seed}; {intervals}; "
             f"P(fail) with the step kept / resampled; test: 'matters' when the one-sided "
             f"{1 - tail:.2%} bound is above 0, 'no effect' when the "
             f"{1 - 2 * tail:.2%} interval is inside ±{config.margin:g}; "
@@ -144,7 +156,7 @@ def _render(result: AttributionResult, config: AttributionConfig) -> None:
     table.add_column(
         "name",
         overflow="ellipsis",
-        max_width=max(12 if result.shapley else 18, console.width - (88 if result.shapley else 76)),
+        max_width=_name_width(wide, result.shapley is not None),
         no_wrap=True,
     )
     table.add_column("credit" if credit else "attribution", justify="right", no_wrap=True)
@@ -164,15 +176,19 @@ def _render(result: AttributionResult, config: AttributionConfig) -> None:
             continue
         estimate = ""
         if step.attribution is not None:
-            estimate = f"{step.attribution:+.2f} {_interval(step.ci_low, step.ci_high)}"
+            estimate = f"{step.attribution:+.2f}"
+            if wide:
+                estimate += f" {_interval(step.ci_low, step.ci_high)}"
         rates = (
             f"{step.kept.value:.2f}/{step.ablated.value:.2f}" if step.kept and step.ablated else ""
         )
-        cells = [str(step.index), step.kind, shown(step.name), estimate, rates, _decision(step)]
+        cells = [str(step.index), step.kind, shown(step.name), estimate, rates]
+        cells.append(_decision(step, wide))
         if shapley:
             if step.shapley is not None and step.shapley_se is not None:
                 differs = " ≠" if step.shapley_disagrees else ""
-                cells.append(f"{step.shapley:+.2f}±{step.shapley_se:.2f}{differs}")
+                se = f"±{step.shapley_se:.2f}" if wide else ""
+                cells.append(f"{step.shapley:+.2f}{se}{differs}")
             else:
                 cells.append("")
         style = ("bold green" if credit else "bold red") if marker else None

@@ -15,6 +15,7 @@ import pytest
 from jsonschema import Draft202012Validator
 from typer.testing import CliRunner
 
+from otel_replay.cli import app
 from otel_replay.report import REPORT_SCHEMA
 from tests.attribution.models import CHAIN, OR_GATE, Model
 from tests.cli_helpers import invoke, ok
@@ -102,3 +103,24 @@ def test_without_shapley_there_is_no_flag(
 ) -> None:
     _, report = _attribute(runner, store_path, tmp_path, OR_GATE)
     assert all(s["shapley_disagrees"] is None for s in report["steps"])
+
+
+def test_an_80_column_terminal_keeps_every_column_readable(
+    runner: CliRunner, store_path: Path
+) -> None:
+    """Before: at 80 columns the step numbers and kinds were cut to "…" and P(fail) half-shown."""
+    ok(invoke(runner, store_path, "import", str(OR_GATE.jsonl)))
+    for method in ("contrastive", "all"):
+        result = runner.invoke(
+            app,
+            ["attribute", OR_GATE.trajectory_id, "--resamplers", str(OR_GATE.resamplers),
+             "--method", method, "--rollouts", "60", "--store", str(store_path)],
+            env={"COLUMNS": "80"},
+        )  # fmt: skip
+        assert result.exit_code == 0, result.output
+        rows = [line.split() for line in result.stdout.splitlines() if line.strip()[:2] == "3 "]
+        assert len(rows) == 1, result.stdout
+        row = rows[0]
+        assert row[:2] == ["3", "tool"] and row[2].startswith("push_con")
+        assert "1.00/1.00" in row  # P(fail) whole: kept / resampled
+        assert max(map(len, result.stdout.splitlines())) <= 80
