@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from otel_replay.attribution._config import AttributionConfig
 from otel_replay.attribution._contrastive import (
     Localisation,
+    all_steps,
     estimate_step,
     kept_plan,
     test_tail,
@@ -35,7 +36,7 @@ from otel_replay.attribution._contrastive import (
 from otel_replay.attribution._engine import Engine, Outcome
 from otel_replay.attribution._results import Mode, StepAttribution
 from otel_replay.attribution._stats import decisive_rollouts, rollouts_needed
-from otel_replay.replay import Action, Plan
+from otel_replay.replay import Plan
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,8 +77,7 @@ class _Scan:
         if self.config.budget is None:
             return True
         more = sum(
-            max(0, want - len(self.outcomes.get(plan, [])))
-            * sum(plan.at(i).action is Action.RESAMPLE for i in resamplable)
+            max(0, want - len(self.outcomes.get(plan, []))) * len(plan.resampled(resamplable))
             for plan, want in wants
         )
         return self.engine.step_executions + more <= self.config.budget
@@ -118,11 +118,7 @@ def scan(
         decided = state.estimates.get(index)
         if state.out_of_budget or (decided is not None and decided.significant):
             break
-    steps = tuple(
-        state.estimates.get(s.index)
-        or StepAttribution(s.index, s.kind.value, s.name, resamplable=s.index in resamplable)
-        for s in factual.steps
-    )
+    steps = all_steps(factual, state.estimates, resamplable)
     poc, bracket, needed = _verdict(steps, resamplable, state, config)
     found = Localisation(steps, poc, bracket, needed, state.outcomes)
     return found, _notes(steps, resamplable, state, config)

@@ -126,17 +126,19 @@ def localise(
             config=config,
             tail=tail,
         )
-    steps = all_steps(factual, estimates)
+    steps = all_steps(factual, estimates, resamplable)
     poc, bracket, needed = _commitment(steps, resamplable, config)
     return Localisation(steps, poc, bracket, needed, outcomes)
 
 
 def all_steps(
-    factual: Trajectory, estimates: dict[int, StepAttribution]
+    factual: Trajectory, estimates: dict[int, StepAttribution], resamplable: Sequence[int]
 ) -> tuple[StepAttribution, ...]:
-    """Every step of the run: its estimate, or its identity alone (observed-only)."""
+    """Every step of the run: its estimate, or its identity alone (observed-only, or a resamplable
+    step a strategy did not estimate)."""
     return tuple(
-        estimates.get(s.index) or StepAttribution(s.index, s.kind.value, s.name, resamplable=False)
+        estimates.get(s.index)
+        or StepAttribution(s.index, s.kind.value, s.name, resamplable=s.index in resamplable)
         for s in factual.steps
     )
 

@@ -18,7 +18,7 @@ from otel_replay.attribution._config import MAX_PERMUTATIONS, AttributionConfig,
 from otel_replay.attribution._contrastive import contrastive_plans
 from otel_replay.attribution._repair import repair_bound
 from otel_replay.model import Trajectory
-from otel_replay.replay import Action, Plan
+from otel_replay.replay import Plan
 from otel_replay.resamplers import Registry
 
 
@@ -57,7 +57,7 @@ def planned_cost(
     kinds = {s.index: s.kind.value for s in trajectory.steps}
     by_kind: dict[str, int] = {}
     for plan, count in plans:
-        for index in _resampled(plan, resamplable):
+        for index in plan.resampled(resamplable):
             by_kind[kinds[index]] = by_kind.get(kinds[index], 0) + count
     extra_rollouts = extra_calls = 0
     if config.strategy is Strategy.ADAPTIVE and config.method is not Method.SHAPLEY:
@@ -70,11 +70,10 @@ def planned_cost(
         extra_rollouts += repair_bound(config)
         extra_calls += repair_bound(config) * len(resamplable)
     if config.shapley_se is not None and config.method is not Method.CONTRASTIVE:
-        first = method_plans(n_steps, resamplable, config, not agent_driven)
-        most = dataclasses.replace(config, permutations=_most_permutations(config))
+        most = dataclasses.replace(config, permutations=max(config.permutations, MAX_PERMUTATIONS))
         widest = method_plans(n_steps, resamplable, most, not agent_driven)
-        extra_rollouts += _rollouts(widest) - _rollouts(first)
-        extra_calls += _calls(widest, resamplable) - _calls(first, resamplable)
+        extra_rollouts += _rollouts(widest) - _rollouts(plans)
+        extra_calls += _calls(widest, resamplable) - _calls(plans, resamplable)
     return PlannedCost(
         rollouts=_rollouts(plans),
         calls=sum(by_kind.values()),
@@ -86,17 +85,9 @@ def planned_cost(
     )
 
 
-def _resampled(plan: Plan, resamplable: Sequence[int]) -> list[int]:
-    return [i for i in resamplable if plan.at(i).action is Action.RESAMPLE]
-
-
 def _rollouts(plans: list[tuple[Plan, int]]) -> int:
     return sum(count for _, count in plans)
 
 
 def _calls(plans: list[tuple[Plan, int]], resamplable: Sequence[int]) -> int:
-    return sum(count * len(_resampled(plan, resamplable)) for plan, count in plans)
-
-
-def _most_permutations(config: AttributionConfig) -> int:
-    return max(config.permutations, MAX_PERMUTATIONS)
+    return sum(count * len(plan.resampled(resamplable)) for plan, count in plans)

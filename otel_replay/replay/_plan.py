@@ -51,6 +51,10 @@ class Plan:
     identity: str
     interventions: tuple[Intervention, ...] = field(compare=False)
 
+    def resampled(self, indices: Collection[int]) -> list[int]:
+        """Which of ``indices`` this plan resamples (each is one resample-function call a rollout)."""
+        return [i for i in indices if self.interventions[i].action is Action.RESAMPLE]
+
     @property
     def resamples_nothing(self) -> bool:
         """No step is resampled: the trace walk of this plan is deterministic."""
