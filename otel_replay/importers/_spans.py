@@ -74,15 +74,14 @@ def normalize_id(raw: object, n_bytes: int, field_name: str) -> str:
         return ""
     if not isinstance(raw, str):
         raise TraceFormatError(f"{field_name} must be a string, got {raw!r}")
-    text = raw
-    if text.startswith(("0x", "0X")):
-        text = text[2:]
-    elif len(text) == 36 and text.count("-") == 4:
-        text = text.replace("-", "")
-    if len(text) == 2 * n_bytes and _HEX.fullmatch(text):
-        hex_id = text.lower()
-    else:
-        hex_id = _base64_id(text, n_bytes, field_name)
+    # Each spelling is tried whole: base64 may itself begin with "0x" (1 id in 2,000 or so).
+    candidates = [raw]
+    if raw.startswith(("0x", "0X")):
+        candidates.append(raw[2:])
+    if len(raw) == 36 and raw.count("-") == 4:
+        candidates.append(raw.replace("-", ""))
+    hexes = [c for c in candidates if len(c) == 2 * n_bytes and _HEX.fullmatch(c)]
+    hex_id = hexes[0].lower() if hexes else _base64_id(raw, n_bytes, field_name)
     return "" if _ZERO.fullmatch(hex_id) else hex_id
 
 
