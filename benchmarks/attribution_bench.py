@@ -74,7 +74,7 @@ from pathlib import Path
 from typing import Any
 
 import otel_replay
-from otel_replay.attribution import AttributionConfig, Verdict, attribute
+from otel_replay.attribution import AttributionConfig, Strategy, Verdict, attribute
 from otel_replay.attribution._engine import Engine
 from otel_replay.model import Step, StepKind, Trajectory
 from otel_replay.replay import Plan, step_seed
@@ -388,7 +388,9 @@ def run_instance(task: tuple[str, int, int, tuple[int, ...]]) -> list[Attempt]:
     registry = registry_of(model)
     attempts = []
     for budget in budgets:
-        config = AttributionConfig(rollouts=budget, seed=rng.getrandbits(32))
+        config = AttributionConfig(
+            strategy=Strategy.SWEEP, rollouts=budget, seed=rng.getrandbits(32)
+        )
         result = attribute(trajectory, registry, config)
         named = result.point_of_commitment if result.verdict is Verdict.CULPRIT else None
         if named is None:
@@ -539,7 +541,7 @@ def floor_loop(
 
 
 def engine_run(trajectory: Trajectory, registry: Registry, rollouts: int) -> int:
-    config = AttributionConfig(rollouts=rollouts)
+    config = AttributionConfig(strategy=Strategy.SWEEP, rollouts=rollouts)
     engine = Engine(trajectory, registry, always_fails, config)
     engine.run([(Plan.ablate_from(len(trajectory.steps), 0), rollouts)])
     return engine.step_executions
@@ -590,7 +592,7 @@ def measure_resampler(
     floor = best_time(lambda: floor_loop(trajectory, function, rollouts), TIMING_REPEATS)
     results.append(Overhead(label, "floor loop", executions, floor, base))
     # attribute end to end: every ablate_from plan, then Wilson and bootstrap intervals
-    config = AttributionConfig(rollouts=per_plan, seed=0)
+    config = AttributionConfig(strategy=Strategy.SWEEP, rollouts=per_plan, seed=0)
     result = attribute(trajectory, registry, config)
     seconds = best_time(lambda: attribute(trajectory, registry, config), TIMING_REPEATS)
     calls, verifications = result.step_executions, result.rollouts + 1  # + the factual score
@@ -737,7 +739,7 @@ def measure_chat_loop(rollouts: int) -> ChatLoop:
     found = chat_driver(run, registry, 0)
     assert found is not None and registry.verifier is not None
     drive, marked = found
-    config = AttributionConfig(rollouts=1)
+    config = AttributionConfig(strategy=Strategy.SWEEP, rollouts=1)
     best: dict[str, tuple[float, float]] = {}
     for _ in range(3):
         for name, driver, trajectory in (("walk", None, run), ("chat", drive, marked)):

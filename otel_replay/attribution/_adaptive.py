@@ -1,180 +1,209 @@
-"""The adaptive strategy: scan back from the last step, each step in growing batches, and stop.
+"""The adaptive strategy: search for the suffix that holds the commitment, then scan back from it.
 
 The Point of Commitment is the latest step shown to matter with every later step shown to have no
-effect (`otel_replay.attribution._contrastive`). Those are exactly the steps from the end of the run
-back to it, so the scan starts at the last resamplable step and walks back: a step shown to have no
-effect sends it to the one before, a step shown to matter ends it. The steps before that step are
-never estimated, and they are the expensive ones: ``ablate_from(i)`` resamples every step from i
-on, so its rollouts cost the most calls at the start of the run.
+effect (`otel_replay.attribution._contrastive`). The search (`_search`) finds, by a gallop from the
+end and a bisection, the latest position whose suffix matters and the earliest whose suffix has no
+effect; its questions resample whole suffixes, so a handful of them clears most of a long run. The
+scan then estimates steps one by one from that position back, each as a sequential question
+(`_sequential`), and stops at the first shown to matter. The steps it never reaches come before the
+culprit and are never estimated: they are the expensive ones, since ``ablate_from(i)`` resamples
+every step from i on.
 
-Each step is decided sequentially: its two plans (kept and ablated) run in batches that double, from
-the smallest budget at which "no effect" can pass at all up to ``max_rollouts``, and the step's tests
-are read after each batch; it stops at the first that decides. Looking L times spends the error L
-times, so each look's tests run at the sweep's one-sided error divided by L (a Bonferroni split over
-the looks, on top of the split over the steps and the two families of tests): the stated bound,
-``ERROR_BOUND`` on naming a wrong step, holds for the scan as for the sweep. Batch sizes are fixed by
-the schedule, never by timing, so the same seed gives the same report for any number of workers.
+Where the search's assumption fails (the failure rate falls somewhere as more of the record is
+kept), the scan starts from the last step instead and nothing is cleared jointly. Where the search
+stays open (at ``max_rollouts`` or the budget), the verdict is inconclusive between the positions it
+had reached.
 
-A ``budget`` of resample-function calls stops the scan before a batch that would exceed it; the
-verdict is then the best the steps seen allow, usually inconclusive between two steps.
+The stated bound, ``ERROR_BOUND`` on naming a wrong step, holds as for the sweep: each family of
+tests spends its half over the m steps and the search's questions (`_search.questions`), and each
+question over its looks. The search's joint "no effect" also needs its assumption, which it checks
+on every plan it runs (README, "How sure is the answer").
 """
 
 from __future__ import annotations
 
-import math
+import functools
 from collections.abc import Sequence
-from dataclasses import dataclass
 
-from otel_replay.attribution._config import AttributionConfig
+from otel_replay.attribution._config import AttributionConfig, Strategy
 from otel_replay.attribution._contrastive import (
     Localisation,
     all_steps,
     estimate_step,
     kept_plan,
-    test_tail,
 )
 from otel_replay.attribution._engine import Engine, Outcome
-from otel_replay.attribution._results import Mode, StepAttribution
+from otel_replay.attribution._results import Comparison, Mode, StepAttribution
+from otel_replay.attribution._search import Searched, Stop, questions, search
+from otel_replay.attribution._sequential import Rollouts, Schedule, schedule
 from otel_replay.attribution._stats import decisive_rollouts, rollouts_needed
+from otel_replay.model import Step
 from otel_replay.replay import Plan
 
-
-@dataclass(frozen=True, slots=True)
-class Schedule:
-    """The rollouts per plan at each look, and each look's one-sided error per test."""
-
-    looks: tuple[int, ...]
-    tail: float
+#: The fewest resamplable steps worth a search: below it, the extra questions cost more than they
+#: clear (each one is a test more in the error's split), and the scan runs alone.
+SEARCH_FROM = 12
 
 
-def schedule(config: AttributionConfig, m: int) -> Schedule:
-    """Looks from the smallest decisive budget, doubling, up to ``max_rollouts``; the error of
-    each test split over as many looks as the schedule can hold."""
-    top = config.max_rollouts
-    bound = 1 + max(0, math.ceil(math.log2(top / 8)))  # looks from 8 up: never fewer than there are
-    tail = test_tail(m) / bound
-    first = min(top, max(8, decisive_rollouts(config.margin, tail)))
-    looks = [first]
-    while looks[-1] < top:
-        looks.append(min(top, 2 * looks[-1]))
-    assert len(looks) <= bound, (looks, bound)
-    return Schedule(tuple(looks), tail)
-
-
-@dataclass
-class _Scan:
-    """What the scan has run and decided so far."""
-
-    engine: Engine
-    config: AttributionConfig
-    outcomes: dict[Plan, list[Outcome]]
-    estimates: dict[int, StepAttribution]
-    out_of_budget: bool = False
-
-    def affordable(self, wants: Sequence[tuple[Plan, int]], resamplable: Sequence[int]) -> bool:
-        """Whether topping the plans up to ``wants`` keeps the calls within the budget (each
-        rollout calls one resample function per resamplable step the plan resamples)."""
-        if self.config.budget is None:
-            return True
-        more = sum(
-            max(0, want - len(self.outcomes.get(plan, []))) * len(plan.resampled(resamplable))
-            for plan, want in wants
-        )
-        return self.engine.step_executions + more <= self.config.budget
-
-
-def scan(
+def adaptive(
     engine: Engine, resamplable: Sequence[int], mode: Mode, config: AttributionConfig
 ) -> tuple[Localisation, list[str]]:
-    """The Point of Commitment by the backward scan; and notes on what it left out."""
-    factual = engine.factual
-    n_steps = len(factual.steps)
-    plan = schedule(config, len(resamplable))
-    state = _Scan(engine, config, {}, {})
-    for position in reversed(range(len(resamplable))):
-        index = resamplable[position]
-        kept = kept_plan(n_steps, resamplable, position)
-        ablated = Plan.ablate_from(n_steps, index)
-        exact = engine.walks_record and kept.resamples_nothing
-        for n in plan.looks:
-            wants = [(kept, 1 if exact else n), (ablated, n)]
-            if not state.affordable(wants, resamplable):
-                state.out_of_budget = True
-                break
-            engine.announce(sum(max(0, w - len(state.outcomes.get(p, []))) for p, w in wants))
-            engine.top_up(state.outcomes, wants)
-            estimate = estimate_step(
-                factual.steps[index],
-                state.outcomes[kept][: wants[0][1]],
-                state.outcomes[ablated][:n],
-                kept_exact=exact,
-                mode=mode,
-                config=config,
-                tail=plan.tail,
-            )
-            state.estimates[index] = estimate
-            if estimate.significant or estimate.no_effect:
-                break
-        decided = state.estimates.get(index)
-        if state.out_of_budget or (decided is not None and decided.significant):
+    """The Point of Commitment by the search and the scan; and notes on what they left out."""
+    m = len(resamplable)
+    searching = config.strategy is Strategy.ADAPTIVE and m >= SEARCH_FROM
+    plan = schedule(config, m, questions(m) if searching else 0)
+    rollouts = Rollouts(engine, config, resamplable, {})
+    searched = search(rollouts, mode, plan) if searching else Searched(-1, m, Stop.SKIPPED)
+    start, cleared = m - 1, None
+    if searched.stop is Stop.DONE:
+        start, cleared = searched.lo, searched.hi if searched.hi < m else None
+    elif searched.stop not in (Stop.FALLS, Stop.SKIPPED):
+        start = -1  # the search stayed open: the verdict is its bracket
+    estimates = _scan(rollouts, start, mode, plan)
+    cleared_from = resamplable[cleared] if cleared is not None else None
+    steps = all_steps(engine.factual, estimates, resamplable, cleared_from)
+    poc, bracket, needed = _verdict(steps, resamplable, searched, config)
+    found = Localisation(steps, poc, bracket, needed, rollouts.outcomes, tuple(searched.tests))
+    return found, _notes(steps, resamplable, searched, rollouts, mode)
+
+
+def _scan(rollouts: Rollouts, start: int, mode: Mode, plan: Schedule) -> dict[int, StepAttribution]:
+    """Steps estimated one by one from position ``start`` back, until one is shown to matter."""
+    engine, config, resamplable = rollouts.engine, rollouts.config, rollouts.resamplable
+    n_steps = len(engine.factual.steps)
+    estimates: dict[int, StepAttribution] = {}
+    for position in reversed(range(start + 1)):
+        step = engine.factual.steps[resamplable[position]]
+        judge = functools.partial(_judge, step, mode=mode, config=config, tail=plan.tail)
+        estimate = rollouts.decide(
+            plan.looks,
+            kept_plan(n_steps, resamplable, position),
+            Plan.ablate_from(n_steps, step.index),
+            judge,
+            lambda e: bool(e.significant or e.no_effect),
+        )
+        if estimate is not None:
+            estimates[step.index] = estimate
+        if rollouts.out_of_budget or (estimate is not None and estimate.significant):
             break
-    steps = all_steps(factual, state.estimates, resamplable)
-    poc, bracket, needed = _verdict(steps, resamplable, state, config)
-    found = Localisation(steps, poc, bracket, needed, state.outcomes)
-    return found, _notes(steps, resamplable, state, config)
+    return estimates
+
+
+def _judge(
+    step: Step,
+    kept: list[Outcome],
+    ablated: list[Outcome],
+    exact: bool,
+    *,
+    mode: Mode,
+    config: AttributionConfig,
+    tail: float,
+) -> StepAttribution:
+    return estimate_step(step, kept, ablated, kept_exact=exact, mode=mode, config=config, tail=tail)
 
 
 def _verdict(
     steps: tuple[StepAttribution, ...],
     resamplable: Sequence[int],
-    state: _Scan,
+    searched: Searched,
     config: AttributionConfig,
 ) -> tuple[int | None, tuple[int, int] | None, int | None]:
-    """The sweep's rule over the steps the scan estimated; a step it never reached may still be
-    the commitment, so it stays inside the bracket."""
-    seen = sorted(state.estimates)
-    unseen = [i for i in resamplable if i not in state.estimates]
-    matters = [i for i in seen if steps[i].significant]
-    undecided = [i for i in seen if not steps[i].significant and not steps[i].no_effect]
+    """The sweep's rule over what the search and the scan showed: a step cleared jointly counts as
+    shown to have no effect, a step never reached may still be the commitment."""
+    shown_none = [i for i in resamplable if steps[i].no_effect or steps[i].cleared_by is not None]
+    matters = [i for i in resamplable if steps[i].significant]
+    open_steps = [i for i in resamplable if i not in shown_none and i not in matters]
     if matters:
-        later = [i for i in undecided if i > matters[-1]]
+        later = [i for i in open_steps if i > matters[-1]]
         if not later:
             return matters[-1], None, None
-        return None, (matters[-1], later[-1]), _needed(steps[later[-1]], config)
-    open_steps = sorted([*undecided, *unseen])
+        return None, (matters[-1], later[-1]), _needed(steps, later, searched, config)
+    if searched.lo >= 0:  # some step from there on matters: the commitment is not earlier
+        open_steps = [i for i in open_steps if i >= resamplable[searched.lo]] or open_steps
     if not open_steps:
         return None, None, None  # every step shown to have no effect
-    latest = steps[max(undecided)] if undecided else None
-    return None, (open_steps[0], open_steps[-1]), _needed(latest, config) if latest else None
+    return None, (open_steps[0], open_steps[-1]), _needed(steps, open_steps, searched, config)
 
 
-def _needed(step: StepAttribution, config: AttributionConfig) -> int | None:
-    """Rollouts per plan that might settle an undecided step (never below its last look)."""
-    if step.no_effect_interval is None or step.ablated is None or step.test_tail is None:
+def _needed(
+    steps: tuple[StepAttribution, ...],
+    open_steps: Sequence[int],
+    searched: Searched,
+    config: AttributionConfig,
+) -> int | None:
+    """Rollouts per plan that might settle the latest open question: an undecided step, else the
+    search's last question when it stayed open."""
+    undecided = [i for i in open_steps if steps[i].attribution is not None]
+    if undecided:
+        step = steps[undecided[-1]]
+        if step.no_effect_interval and step.ablated and step.test_tail:
+            return _rollouts_to_settle(
+                step.no_effect_interval,
+                step.attribution or 0.0,
+                step.ablated.n,
+                step.test_tail,
+                config,
+            )
         return None
-    low, high = step.no_effect_interval
-    room = config.margin - abs(step.attribution or 0.0)
-    floor = decisive_rollouts(config.margin, step.test_tail)
-    return rollouts_needed(room, (high - low) / 2, step.ablated.n, floor)
+    if searched.stop in (Stop.UNDECIDED, Stop.BUDGET) and searched.tests:
+        c: Comparison = searched.tests[-1].comparison
+        return _rollouts_to_settle(c.no_effect_interval, c.effect, c.ablated.n, c.test_tail, config)
+    return None
+
+
+def _rollouts_to_settle(
+    interval: tuple[float, float], effect: float, n: int, tail: float, config: AttributionConfig
+) -> int | None:
+    low, high = interval
+    room = config.margin - abs(effect)
+    return rollouts_needed(room, (high - low) / 2, n, decisive_rollouts(config.margin, tail))
 
 
 def _notes(
     steps: tuple[StepAttribution, ...],
     resamplable: Sequence[int],
-    state: _Scan,
-    config: AttributionConfig,
+    searched: Searched,
+    rollouts: Rollouts,
+    mode: Mode,
 ) -> list[str]:
     notes = []
-    unseen = [i for i in resamplable if i not in state.estimates]
-    if unseen:
-        why = (
-            f"the budget of {config.budget:,} calls was reached"
-            if state.out_of_budget
-            else "the scan from the end stopped at a step shown to matter"
+    if searched.stop is Stop.FALLS and searched.falling is not None:
+        a, b = searched.falling
+        notes.append(
+            f"adaptive: the failure rate {'fell' if mode is Mode.FAILURE else 'rose'} as more of "
+            f"the record was kept (resampling from step "
+            f"{a} against from step {b}), so no steps were cleared together: each was estimated "
+            "from the end"
         )
-        which = ", ".join(map(str, unseen))
-        were = f"step {which} was" if len(unseen) == 1 else f"steps {which} were"
-        notes.append(f"adaptive: {were} not estimated ({why})")
-    elif state.out_of_budget:
-        notes.append(f"adaptive: the budget of {config.budget:,} calls was reached")
+    cleared = [i for i in resamplable if steps[i].cleared_by is not None]
+    if cleared:
+        notes.append(
+            f"adaptive: {_which(cleared)} shown to have no effect together (all resampled at "
+            "once against the record), not one by one"
+        )
+    unseen = [
+        i for i in resamplable if steps[i].attribution is None and steps[i].cleared_by is None
+    ]
+    if unseen:
+        if rollouts.out_of_budget:
+            why = f"the budget of {rollouts.config.budget:,} calls was reached"
+        elif searched.stop is Stop.UNDECIDED:
+            why = "the search stopped at a question it could not settle"
+        else:
+            why = "they come before the step shown to matter"
+        notes.append(f"adaptive: {_which(unseen)} not estimated ({why})")
+    elif rollouts.out_of_budget:
+        notes.append(f"adaptive: the budget of {rollouts.config.budget:,} calls was reached")
     return notes
+
+
+def _which(indices: Sequence[int]) -> str:
+    """``step 4 was`` / ``steps 3–9, 12 were``: runs of consecutive indices as ranges."""
+    runs: list[list[int]] = []
+    for i in indices:
+        if runs and i == runs[-1][-1] + 1:
+            runs[-1].append(i)
+        else:
+            runs.append([i])
+    text = ", ".join(f"{r[0]}–{r[-1]}" if len(r) > 2 else ", ".join(map(str, r)) for r in runs)
+    return f"step {text} was" if len(indices) == 1 else f"steps {text} were"

@@ -10,7 +10,7 @@ import dataclasses
 import time
 from collections.abc import Callable, Sequence
 
-from otel_replay.attribution._adaptive import scan
+from otel_replay.attribution._adaptive import adaptive
 from otel_replay.attribution._config import AttributionConfig, Method, OnSuccess, Strategy
 from otel_replay.attribution._contrastive import (
     ERROR_BOUND,
@@ -49,8 +49,7 @@ def method_plans(
 ) -> list[tuple[Plan, int]]:
     """The plans the chosen methods run before any repair search."""
     plans = []
-    adaptive = config.strategy is Strategy.ADAPTIVE  # its plans are decided as it goes
-    if config.method in (Method.CONTRASTIVE, Method.ALL) and not adaptive:
+    if config.method in (Method.CONTRASTIVE, Method.ALL) and not config.strategy.sequential:
         plans += contrastive_plans(n_steps, resamplable, config.rollouts, walks_record=walks_record)
     if config.method in (Method.SHAPLEY, Method.ALL):
         plans += shapley_plans(n_steps, resamplable, config)
@@ -106,8 +105,8 @@ def attribute(
     )
     found, notes = None, list[str]()
     if config.method in (Method.CONTRASTIVE, Method.ALL):
-        if config.strategy is Strategy.ADAPTIVE:
-            found, notes = scan(engine, resamplable, mode, config)
+        if config.strategy.sequential:
+            found, notes = adaptive(engine, resamplable, mode, config)
         else:
             found = localise(engine, resamplable, mode, config)
     credit = None
@@ -144,6 +143,7 @@ def attribute(
         resampler_errors=engine.resampler_errors,
         wall_seconds=time.perf_counter() - started,
         notes=tuple(notes),
+        search=found.search if found else (),
     )
 
 
@@ -235,15 +235,17 @@ def _explain(
         return "Shapley credit only: run with --method contrastive or all to locate the commitment."
     poc, bracket, needed = found.point_of_commitment, found.bracket, found.rollouts_needed
     if poc is not None:
-        return _located(found.steps, poc, mode, config.margin, name(poc))
+        return _located(found, poc, mode, config.margin, name(poc))
     budget = f"; about {needed} rollouts per plan might decide it" if needed else ""
     what = "commitment" if mode is Mode.FAILURE else "save point"
-    spent = (
-        f"at {config.rollouts} rollouts"
-        if config.strategy is Strategy.SWEEP
-        else f"after the adaptive scan (at most {config.max_rollouts} rollouts per plan"
-        + (f", {config.budget:,} calls)" if config.budget is not None else ")")
+    limits = f"at most {config.max_rollouts} rollouts per plan" + (
+        f", {config.budget:,} calls" if config.budget is not None else ""
     )
+    spent = {
+        Strategy.SWEEP: f"at {config.rollouts} rollouts",
+        Strategy.SCAN: f"after the scan ({limits})",
+        Strategy.ADAPTIVE: f"after the adaptive search ({limits})",
+    }[config.strategy]
     if bracket is not None and bracket[0] == bracket[1]:
         return (
             f"Inconclusive {spent}: {name(bracket[0])} is the only step that "
@@ -254,23 +256,29 @@ def _explain(
             f"Inconclusive {spent}: the {what} lies between {name(bracket[0])} "
             f"and {name(bracket[1])}{budget}."
         )
-    if all(s.no_effect for s in found.steps if s.resamplable):
+    if all(s.no_effect or s.cleared_by is not None for s in found.steps if s.resamplable):
+        failure = "failure" if mode is Mode.FAILURE else "success"
+        joint = next((t for t in found.search if t.comparison.significant), None)
+        if joint is not None:
+            return (
+                f"No single resampled step changes the {failure} rate by more than "
+                f"±{config.margin:g}, but resampling every step from {name(joint.start)} on "
+                f"together does (by {joint.comparison.effect:+.2f}): the {failure} built up over "
+                "several steps, none of them decisive alone."
+            )
         return (
-            f"No resampled step changes the failure rate by more than ±{config.margin:g}: the "
-            f"{'failure' if mode is Mode.FAILURE else 'success'} does not depend on them (it was "
-            "settled before the first resamplable step, or by an observed-only step)."
+            f"No resampled step changes the {failure} rate by more than ±{config.margin:g}: the "
+            f"{failure} does not depend on them (it was settled before the first resamplable "
+            "step, or by an observed-only step)."
         )
     return f"Inconclusive {spent}{budget}."
 
 
-def _located(
-    steps: tuple[StepAttribution, ...], poc: int, mode: Mode, margin: float, named: str
-) -> str:
-    """The verdict in the words of the two tests that made it (the report has their numbers)."""
-    step = steps[poc]
-    resamplable = [s for s in steps if s.resamplable]
+def _located(found: Localisation, poc: int, mode: Mode, margin: float, named: str) -> str:
+    """The verdict in the words of the tests that made it (the report has their numbers)."""
+    step = found.steps[poc]
+    later = [s for s in found.steps if s.resamplable and s.index > poc]
     confidence = step.matters_confidence or 0.0
-    later = [s for s in resamplable if s.index > poc]
     assert step.attribution is not None and step.matters_bound is not None
     change = "raises" if mode is Mode.FAILURE else "lowers"
     head = (
@@ -284,8 +292,26 @@ def _located(
     )
     if not later:
         return f"{shown}, and no later step can be resampled."
+    bound = f"The chance that these tests name a wrong step is at most {ERROR_BOUND:g}"
+    level = f"{step.no_effect_confidence or 0.0:.2%}"
+    alone = [s for s in later if s.cleared_by is None]
+    joint = next((t for t in found.search if t.start == later[-1].cleared_by), None)
+    if joint is None:
+        return (
+            f"{shown}, and every later resamplable step's {level} interval lies inside ±{margin:g} "
+            f"(no effect beyond ±{margin:g}). {bound}."
+        )
+    low, high = joint.comparison.no_effect_interval
+    one_by_one = (
+        f"every later step up to step {alone[-1].index} has its {level} interval inside "
+        f"±{margin:g}, and "
+        if alone
+        else ""
+    )
     return (
-        f"{shown}, and every later resamplable step's {step.no_effect_confidence or 0.0:.2%} interval lies "
-        f"inside ±{margin:g} (no effect beyond ±{margin:g}). The chance that these tests name a "
-        f"wrong step is at most {ERROR_BOUND:g}."
+        f"{shown}, and {one_by_one}resampling every resamplable step from step {joint.start} on "
+        f"together changes it by [{low:+.2f}, {high:+.2f}] at {level}, inside ±{margin:g}: none of "
+        f"them matters beyond the margin alone either, as long as keeping more of the record never "
+        f"{'lowers' if mode is Mode.FAILURE else 'raises'} the failure rate (the search's "
+        f"assumption, checked on the plans it ran). {bound}."
     )

@@ -34,8 +34,14 @@ MAX_PERMUTATIONS = 4096
 class Strategy(str, Enum):
     """How the contrastive method spends rollouts."""
 
+    ADAPTIVE = "adaptive"  # search the suffixes for the commitment, then scan back from it
+    SCAN = "scan"  # from the last step back, each in growing batches until its tests decide
     SWEEP = "sweep"  # every resamplable step at ``rollouts`` rollouts per plan
-    ADAPTIVE = "adaptive"  # from the last step back, each in growing batches until its tests decide
+
+    @property
+    def sequential(self) -> bool:
+        """Decides as it goes, in growing batches (and so can keep a budget)."""
+        return self is not Strategy.SWEEP
 
 
 class OnSuccess(str, Enum):
@@ -52,10 +58,13 @@ class OnResamplerError(str, Enum):
 class AttributionConfig:
     """
     Attributes:
-        rollouts: rollouts per plan (each contrastive estimate in the sweep, each repair trial).
-        strategy: sweep every step at ``rollouts``, or scan adaptively (`otel_replay.attribution._adaptive`).
-        max_rollouts: the adaptive scan's most rollouts per plan.
-        budget: the adaptive scan's most resample-function calls (None: no limit).
+        rollouts: rollouts per plan of the sweep (``strategy=Strategy.SWEEP``), and of each repair
+            trial.
+        strategy: search and scan in growing batches (adaptive, the default), scan alone (its
+            error bound needs no assumption), or sweep every step at ``rollouts``
+            (`otel_replay.attribution._adaptive`).
+        max_rollouts: the sequential strategies' most rollouts per plan.
+        budget: the sequential strategies' most resample-function calls (None: no limit).
         permutations: Shapley permutations (rounded up to an even number: antithetic pairs); with
             ``shapley_se``, the first batch.
         shapley_se: add antithetic pairs until every Shapley standard error is below this
@@ -87,7 +96,7 @@ class AttributionConfig:
     driver: Driver = Driver.AUTO
     max_turns: int | None = None
     shapley_se: float | None = None
-    strategy: Strategy = Strategy.SWEEP
+    strategy: Strategy = Strategy.ADAPTIVE
     max_rollouts: int = 640
     budget: int | None = None
 
@@ -104,9 +113,9 @@ class AttributionConfig:
             raise AttributionError(
                 f"budget={self.budget} must be at least 1 (resample-function calls)"
             )
-        if self.budget is not None and self.strategy is not Strategy.ADAPTIVE:
+        if self.budget is not None and not self.strategy.sequential:
             raise AttributionError(
-                f"budget={self.budget} needs the adaptive strategy, which can stop early; the "
+                f"budget={self.budget} needs the adaptive or the scan strategy, which stop early; the "
                 "sweep's cost is fixed by rollouts (see --dry-run)"
             )
         if self.max_turns is not None and self.max_turns < 1:
@@ -157,8 +166,9 @@ class AttributionConfig:
             flags += ["--max-turns", str(self.max_turns)]
         if self.shapley_se is not None:
             flags += ["--shapley-se", repr(self.shapley_se)]
-        if self.strategy is Strategy.ADAPTIVE:
-            flags += ["--strategy", "adaptive", "--max-rollouts", str(self.max_rollouts)]
+        flags += ["--strategy", self.strategy.value]
+        if self.strategy.sequential:
+            flags += ["--max-rollouts", str(self.max_rollouts)]
             if self.budget is not None:
                 flags += ["--budget", str(self.budget)]
         return [*flags, "--repair"] if self.repair else flags

@@ -29,9 +29,16 @@ from dataclasses import dataclass
 
 from otel_replay.attribution._config import AttributionConfig
 from otel_replay.attribution._engine import Engine, Outcome
-from otel_replay.attribution._results import Mode, Proportion, StepAttribution
+from otel_replay.attribution._results import (
+    Comparison,
+    Mode,
+    Proportion,
+    StepAttribution,
+    SuffixTest,
+)
 from otel_replay.attribution._stats import (
     DifferenceDistribution,
+    clopper_pearson,
     decisive_rollouts,
     draws_for,
     rollouts_needed,
@@ -44,10 +51,11 @@ from otel_replay.replay import Plan, step_seed
 ERROR_BOUND = 0.05
 
 
-def test_tail(m: int) -> float:
+def test_tail(m: int, questions: int = 0) -> float:
     """Each test's one-sided error with ``m`` resamplable steps: the bound, halved between the two
-    families of tests and split over the m steps of each."""
-    return ERROR_BOUND / (2 * max(1, m))
+    families of tests and split over the m steps of each (and over the adaptive search's
+    ``questions``, when it asks them: each is one more test in each family)."""
+    return ERROR_BOUND / (2 * max(1, m + questions))
 
 
 def matters_confidence(m: int) -> float:
@@ -68,6 +76,7 @@ class Localisation:
     bracket: tuple[int, int] | None
     rollouts_needed: int | None
     outcomes: dict[Plan, list[Outcome]]
+    search: tuple[SuffixTest, ...] = ()  # the adaptive search's questions
 
     def resampled_from(self, index: int) -> list[Outcome]:
         """The rollouts that held the steps before ``index`` and resampled the rest."""
@@ -132,13 +141,24 @@ def localise(
 
 
 def all_steps(
-    factual: Trajectory, estimates: dict[int, StepAttribution], resamplable: Sequence[int]
+    factual: Trajectory,
+    estimates: dict[int, StepAttribution],
+    resamplable: Sequence[int],
+    cleared_from: int | None = None,
 ) -> tuple[StepAttribution, ...]:
     """Every step of the run: its estimate, or its identity alone (observed-only, or a resamplable
-    step a strategy did not estimate)."""
+    step a strategy did not estimate; those from ``cleared_from`` on were cleared jointly)."""
     return tuple(
         estimates.get(s.index)
-        or StepAttribution(s.index, s.kind.value, s.name, resamplable=s.index in resamplable)
+        or StepAttribution(
+            s.index,
+            s.kind.value,
+            s.name,
+            resamplable=s.index in resamplable,
+            cleared_by=cleared_from
+            if cleared_from is not None and s.index >= cleared_from and s.index in resamplable
+            else None,
+        )
         for s in factual.steps
     )
 
@@ -153,37 +173,83 @@ def estimate_step(
     config: AttributionConfig,
     tail: float,
 ) -> StepAttribution:
-    """One step's estimate and its two tests, each at one-sided error ``tail`` (module docstring),
-    read off one bootstrap distribution and signed like the estimate: "matters" needs the one-sided
-    bound above zero, "no effect" the interval at ``1 − 2·tail`` inside ±margin."""
-    sign = 1.0 if mode is Mode.FAILURE else -1.0
-    kept = _proportion(list(kept_outcomes), exact=kept_exact)
-    ablated = _proportion(list(ablated_outcomes))
-    rng = random.Random(step_seed(config.seed, "bootstrap", 0, step.index))
-    dist = DifferenceDistribution(
-        kept.failures, kept.n, ablated.failures, ablated.n, rng, draws_for(tail), exact1=kept.exact
+    """One step's estimate and its two tests (`compare`), each at one-sided error ``tail``."""
+    seed = step_seed(config.seed, "bootstrap", 0, step.index)
+    c = compare(
+        kept_outcomes,
+        ablated_outcomes,
+        kept_exact=kept_exact,
+        mode=mode,
+        config=config,
+        tail=tail,
+        seed=seed,
     )
-    low, high = dist.interval(0.95)
-    if mode is not Mode.FAILURE:
-        low, high = -high, -low
-    matters_bound = sign * dist.quantile(tail if mode is Mode.FAILURE else 1 - tail)
-    interval = sorted((sign * dist.quantile(tail), sign * dist.quantile(1 - tail)))
     return StepAttribution(
         index=step.index,
         kind=step.kind.value,
         name=step.name,
         resamplable=True,
-        attribution=sign * (kept.value - ablated.value),
-        ci_low=low,
-        ci_high=high,
-        kept=kept,
-        ablated=ablated,
-        significant=matters_bound > 0.0,
-        no_effect=interval[0] >= -config.margin and interval[1] <= config.margin,
-        matters_bound=matters_bound,
-        no_effect_interval=(interval[0], interval[1]),
+        attribution=c.effect,
+        ci_low=c.ci_low,
+        ci_high=c.ci_high,
+        kept=c.kept,
+        ablated=c.ablated,
+        significant=c.significant,
+        no_effect=c.no_effect,
+        matters_bound=c.matters_bound,
+        no_effect_interval=c.no_effect_interval,
         test_tail=tail,
     )
+
+
+def compare(
+    kept_outcomes: Sequence[Outcome],
+    ablated_outcomes: Sequence[Outcome],
+    *,
+    kept_exact: bool,
+    mode: Mode,
+    config: AttributionConfig,
+    tail: float,
+    seed: int,
+) -> Comparison:
+    """Two plans' difference and its two tests (module docstring), signed like the estimate:
+    "matters" needs the one-sided bound above zero, "no effect" the interval at ``1 − 2·tail``
+    inside ±margin. Against a known rate (``kept_exact``) the bounds are exact binomial ones;
+    between two estimates they are read off one bootstrap distribution seeded by ``seed``."""
+    sign = 1.0 if mode is Mode.FAILURE else -1.0
+    kept = _proportion(list(kept_outcomes), exact=kept_exact)
+    ablated = _proportion(list(ablated_outcomes))
+    if kept.exact:
+        # the difference is the known rate less a binomial one: its bounds are the rate's, mirrored
+        def bounds(t: float) -> tuple[float, float]:
+            low, high = clopper_pearson(ablated.failures, ablated.n, t)
+            ends = sorted((sign * (kept.value - high), sign * (kept.value - low)))
+            return ends[0], ends[1]
+
+        ci, interval = bounds(0.025), bounds(tail)
+    else:
+        dist = DifferenceDistribution(
+            kept.failures, kept.n, ablated.failures, ablated.n, random.Random(seed), draws_for(tail)
+        )
+        ci = _signed(sign, dist.interval(0.95))
+        interval = _signed(sign, (dist.quantile(tail), dist.quantile(1 - tail)))
+    return Comparison(
+        kept=kept,
+        ablated=ablated,
+        effect=sign * (kept.value - ablated.value),
+        ci_low=ci[0],
+        ci_high=ci[1],
+        matters_bound=interval[0],
+        no_effect_interval=interval,
+        test_tail=tail,
+        significant=interval[0] > 0.0,
+        no_effect=interval[0] >= -config.margin and interval[1] <= config.margin,
+    )
+
+
+def _signed(sign: float, ends: tuple[float, float]) -> tuple[float, float]:
+    low, high = sorted((sign * ends[0], sign * ends[1]))
+    return low, high
 
 
 def _commitment(

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from otel_replay.attribution._api import method_plans, resamplable_steps
-from otel_replay.attribution._config import MAX_PERMUTATIONS, AttributionConfig, Method, Strategy
+from otel_replay.attribution._config import MAX_PERMUTATIONS, AttributionConfig, Method
 from otel_replay.attribution._contrastive import contrastive_plans
 from otel_replay.attribution._repair import repair_bound
 from otel_replay.model import Trajectory
@@ -60,7 +60,7 @@ def planned_cost(
         for index in plan.resampled(resamplable):
             by_kind[kinds[index]] = by_kind.get(kinds[index], 0) + count
     extra_rollouts = extra_calls = 0
-    if config.strategy is Strategy.ADAPTIVE and config.method is not Method.SHAPLEY:
+    if config.strategy.sequential and config.method is not Method.SHAPLEY:
         sweep = contrastive_plans(
             n_steps, resamplable, config.max_rollouts, walks_record=not agent_driven
         )
@@ -81,7 +81,7 @@ def planned_cost(
         extra_rollouts=extra_rollouts,
         extra_calls=extra_calls,
         exact=not agent_driven,
-        adaptive=config.strategy is Strategy.ADAPTIVE,
+        adaptive=config.strategy.sequential,
     )
 
 

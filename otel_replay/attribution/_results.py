@@ -55,6 +55,9 @@ class StepAttribution:
     matters_bound: float | None = None
     no_effect_interval: tuple[float, float] | None = None
     test_tail: float | None = None  # each test's one-sided error (the bound split over tests)
+    # Not estimated alone: the adaptive search showed that resampling every resamplable step from
+    # step ``cleared_by`` on (this one among them) has no effect beyond ±margin (`SuffixTest`).
+    cleared_by: int | None = None
 
     @property
     def matters_confidence(self) -> float | None:
@@ -77,6 +80,53 @@ class StepAttribution:
         assert self.ci_high is not None
         margin = Z_95 * self.shapley_se
         return self.shapley - margin > self.ci_high or self.shapley + margin < self.ci_low
+
+
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    """Two plans' failure rates, their difference signed by the mode (``kept − ablated`` for a
+    failure, the reverse for rescue credit), and the two tests read off it at one-sided error
+    ``test_tail`` each: shown to matter (the one-sided bound above 0), shown to have no effect (the
+    ``1 − 2·tail`` interval inside ±margin)."""
+
+    kept: Proportion
+    ablated: Proportion
+    effect: float
+    ci_low: float  # 95 %
+    ci_high: float
+    matters_bound: float
+    no_effect_interval: tuple[float, float]
+    test_tail: float
+    significant: bool
+    no_effect: bool
+
+    @property
+    def falls(self) -> bool:
+        """Shown to go the other way: holding the steps lowers the failure rate (raises it, for
+        credit) beyond doubt at the test's confidence."""
+        return self.no_effect_interval[1] < 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class SuffixTest:
+    """One question of the adaptive search: what does resampling every resamplable step from step
+    ``start`` on, all at once, do to the failure rate, against keeping the whole record? Shown to
+    matter: some step from ``start`` on matters, so the commitment is there or later. Shown to have
+    no effect: as long as the failure rate does not fall as more of the record is kept (what the
+    search assumes, and checks on the plans it runs), no single step from ``start`` on changes it
+    by more than the margin either."""
+
+    start: int
+    comparison: Comparison
+
+    @property
+    def decision(self) -> str:
+        c = self.comparison
+        if c.significant:
+            return "matters"
+        if c.no_effect:
+            return "no effect"
+        return "falls" if c.falls else "undecided"
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,3 +187,4 @@ class AttributionResult:
     wall_seconds: float
     notes: tuple[str, ...] = ()  # what a person should know about how it ran (not in the report)
     driver: str = "trace"  # how rollouts were made, and why (the report's config.driver)
+    search: tuple[SuffixTest, ...] = ()  # the adaptive search's questions, in the order asked

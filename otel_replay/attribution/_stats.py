@@ -1,6 +1,8 @@
 """Interval estimators. Every estimate in a report names the method that made it.
 
 * `wilson` — the Wilson score interval for a binomial proportion (good coverage at small n and at 0/n).
+* `clopper_pearson` — exact one-sided bounds for a proportion, for a difference against a known
+  rate (the record itself, in the trace walk): a one-sample test needs no approximation.
 * `difference_interval` — a seeded parametric bootstrap of the difference of two proportions, drawn
   from Agresti–Caffo adjusted proportions ((k+1)/(n+2)): the plain bootstrap of 0/n vs 0/n is the
   single point 0, which would "prove" no effect from any budget, however small.
@@ -55,11 +57,7 @@ def _binomial_cdf(n: int, p: float) -> list[float]:
 
 
 class DifferenceDistribution:
-    """Bootstrap draws of ``k1/n1 − k2/n2`` (see the module docstring), for intervals at any level.
-
-    A side marked ``exact`` is a known rate (a plan that resamples nothing, run once by the trace
-    walk, which is deterministic): it is drawn as itself, not as a binomial.
-    """
+    """Bootstrap draws of ``k1/n1 − k2/n2`` (see the module docstring), for intervals at any level."""
 
     def __init__(
         self,
@@ -69,14 +67,11 @@ class DifferenceDistribution:
         n2: int,
         rng: random.Random,
         draws: int = BOOTSTRAP_DRAWS,
-        *,
-        exact1: bool = False,
-        exact2: bool = False,
     ) -> None:
         self._samples: list[float] = []
         if n1 == 0 or n2 == 0:
             return
-        side1, side2 = _side(k1, n1, exact1), _side(k2, n2, exact2)
+        side1, side2 = _side(k1, n1), _side(k2, n2)
         self._samples = sorted(side1(rng) - side2(rng) for _ in range(draws))
 
     def quantile(self, q: float) -> float:
@@ -91,14 +86,35 @@ class DifferenceDistribution:
         return self.quantile(tail), self.quantile(1 - tail)
 
 
-def _side(k: int, n: int, exact: bool) -> Callable[[random.Random], float]:
-    """Draws of one side's failure rate: its own value when exact, else a binomial rate drawn from
-    the Agresti–Caffo adjusted proportion."""
-    if exact:
-        value = k / n
-        return lambda rng: value
+def _side(k: int, n: int) -> Callable[[random.Random], float]:
+    """Draws of one side's failure rate: a binomial rate drawn from the Agresti–Caffo adjusted
+    proportion."""
     cdf = _binomial_cdf(n, (k + 1) / (n + 2))
     return lambda rng: bisect.bisect_left(cdf, rng.random()) / n
+
+
+def clopper_pearson(k: int, n: int, tail: float) -> tuple[float, float]:
+    """Exact one-sided bounds for a binomial rate from ``k`` of ``n``, each wrong at most ``tail``
+    of the time (Clopper–Pearson): the lowest and the highest rate under which ``k`` or more,
+    respectively ``k`` or fewer, would be seen at least ``tail`` of the time. ``(0, 1)`` when
+    ``n == 0``."""
+    if n == 0:
+        return 0.0, 1.0
+    low = 0.0 if k == 0 else _solve(lambda p: 1.0 - _binomial_cdf(n, p)[k - 1], tail)
+    high = 1.0 if k == n else _solve(lambda p: _binomial_cdf(n, p)[k], tail, falling=True)
+    return low, high
+
+
+def _solve(f: Callable[[float], float], target: float, *, falling: bool = False) -> float:
+    """The rate in (0, 1) where the monotone ``f`` crosses ``target``, by bisection."""
+    low, high = 0.0, 1.0
+    for _ in range(60):
+        middle = (low + high) / 2
+        if (f(middle) > target) == falling:
+            low = middle
+        else:
+            high = middle
+    return (low + high) / 2
 
 
 def draws_for(tail: float) -> int:
@@ -106,12 +122,15 @@ def draws_for(tail: float) -> int:
     return max(BOOTSTRAP_DRAWS, math.ceil(20 / tail))
 
 
-def decisive_rollouts(margin: float, tail: float) -> int:
+def decisive_rollouts(margin: float, tail: float, *, known: bool = False) -> int:
     """The fewest rollouts per plan at which "no effect" can be shown at all: even two plans that
     fail every time (n/n against n/n, the tightest case) need their difference to stay within
     ±``margin`` but for ``tail`` in each direction, as the bootstrap draws it (binomials at the
     Agresti–Caffo adjusted rate, computed exactly here). Below it every later step stays undecided,
-    so no Point of Commitment can be named."""
+    so no Point of Commitment can be named. Against a ``known`` rate (the record), the exact bound
+    on n/n must reach within the margin: ``(1 − margin)^n <= tail``."""
+    if known:
+        return max(1, math.ceil(math.log(tail) / math.log1p(-margin) - 1e-9))
     n = 1
     while n < 100_000:
         pmf = _binomial_pmf(n, (n + 1) / (n + 2))

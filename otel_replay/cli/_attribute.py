@@ -79,8 +79,10 @@ def attribute_command(
     strategy: Annotated[
         Strategy | None,
         typer.Option(
-            help="adaptive (the default): from the last step back, each in growing batches until "
-            "its tests decide; sweep: every step at --rollouts (100 unless given).",
+            help="adaptive (the default): search the run's suffixes for the commitment, then "
+            "scan back from it, in growing batches until the tests decide; scan: every step from "
+            "the last back (no assumption behind the error bound); sweep: every step at "
+            "--rollouts (100 unless given).",
             show_default=False,
         ),
     ] = None,

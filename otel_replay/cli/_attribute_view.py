@@ -104,14 +104,18 @@ def _interval(low: float | None, high: float | None) -> str:
 
 
 def _budget(result: AttributionResult, config: AttributionConfig) -> str:
-    """How many rollouts each plan got: the sweep's fixed count, or the range the scan used."""
+    """How many rollouts each plan got: the sweep's fixed count, or the range the sequential
+    strategies used."""
     if config.strategy is Strategy.SWEEP:
         return f"{config.rollouts} rollouts per plan"
-    used = sorted({s.ablated.n for s in result.steps if s.ablated is not None})
+    used = sorted(
+        {s.ablated.n for s in result.steps if s.ablated is not None}
+        | {t.comparison.ablated.n for t in result.search}
+    )
     if not used:
-        return "adaptive scan"
+        return str(config.strategy.value)
     spread = f"{used[0]}" if used[0] == used[-1] else f"{used[0]}–{used[-1]}"
-    return f"adaptive scan, {spread} rollouts per plan"
+    return f"{config.strategy.value}, {spread} rollouts per plan"
 
 
 #: Below this many columns the table leaves out intervals and test bounds (the report has them).

@@ -216,13 +216,17 @@ REPORT_SCHEMA: dict[str, Any] = {
                 },
                 "decisions": {"type": "string"},
                 "strategy": {
-                    "enum": ["sweep", "adaptive"],
-                    "description": "sweep: every step at rollouts; adaptive: the backward scan",
+                    "enum": ["adaptive", "scan", "sweep"],
+                    "description": (
+                        "adaptive: the search over suffixes, then the scan back from its answer; "
+                        "scan: every step from the last back, in growing batches; sweep: every "
+                        "step at rollouts"
+                    ),
                 },
                 "max_rollouts": {"type": "integer", "minimum": 1},
                 "budget": {
                     "type": ["integer", "null"],
-                    "description": "the adaptive scan's most resample-function calls",
+                    "description": "the adaptive strategy's most resample-function calls",
                 },
                 "error_bound": {
                     "type": "number",

@@ -1,10 +1,12 @@
-"""The adaptive strategy (issue 10): a scan back from the last step, each step in doubling batches,
-stopping at the Point of Commitment; the same verdicts as the sweep for far fewer calls, the same
-stated error bound, deterministic for any number of workers, and a budget it keeps."""
+"""The sequential strategies (issue 10) on short runs, where the adaptive strategy is the scan back
+from the last step, each step in growing batches, stopping at the Point of Commitment: the same
+verdicts as the sweep for far fewer calls, the same stated error bound, deterministic for any number
+of workers, and a budget it keeps. The search over suffixes, for long runs, is `test_search.py`."""
 
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from pathlib import Path
 
 import orjson
@@ -19,7 +21,8 @@ from otel_replay.attribution import (
     attribute,
     planned_cost,
 )
-from otel_replay.attribution._adaptive import schedule
+from otel_replay.attribution._sequential import schedule
+from otel_replay.attribution._stats import decisive_rollouts
 from otel_replay.report import build_report
 from tests.attribution.models import CHAIN, MODELS, Model
 from tests.cli_helpers import invoke, ok
@@ -30,7 +33,11 @@ ADAPTIVE = AttributionConfig(strategy=Strategy.ADAPTIVE)
 @pytest.mark.parametrize("model", MODELS, ids=lambda m: m.name)
 def test_it_names_what_theory_names_for_a_fraction_of_the_calls(model: Model) -> None:
     adaptive = attribute(model.trajectory(), model.registry(), ADAPTIVE)
-    sweep = attribute(model.trajectory(), model.registry(), AttributionConfig(rollouts=100))
+    sweep = attribute(
+        model.trajectory(),
+        model.registry(),
+        AttributionConfig(strategy=Strategy.SWEEP, rollouts=100),
+    )
     assert adaptive.point_of_commitment == model.point_of_commitment
     assert adaptive.verdict is Verdict.CULPRIT
     assert adaptive.step_executions <= 0.5 * sweep.step_executions
@@ -41,13 +48,13 @@ def test_it_names_what_theory_names_for_a_fraction_of_the_calls(model: Model) ->
         assert any("not estimated" in note for note in adaptive.notes)
 
 
-def test_batches_double_from_the_smallest_decisive_budget() -> None:
+def test_batches_grow_from_a_few_rollouts_and_stop_at_the_decisive_budgets() -> None:
     plan = schedule(ADAPTIVE, 5)
-    assert plan.looks[-1] == ADAPTIVE.max_rollouts
-    assert all(
-        b == min(2 * a, ADAPTIVE.max_rollouts)
-        for a, b in zip(plan.looks, plan.looks[1:], strict=False)
-    )
+    assert plan.looks[0] == 8 and plan.looks[-1] == ADAPTIVE.max_rollouts
+    assert all(a < b <= max(a + 1, 1.5 * a) + 1 for a, b in itertools.pairwise(plan.looks))
+    # a look at each budget where "no effect" first becomes possible, since most questions end there
+    for known in (False, True):
+        assert decisive_rollouts(ADAPTIVE.margin, plan.tail, known=known) in plan.looks
     # each look's tests run at the sweep's error split over the looks: the bound still holds
     assert plan.tail * len(plan.looks) <= 0.05 / (2 * 5) + 1e-12
 
@@ -71,12 +78,12 @@ def test_a_budget_is_kept_and_the_verdict_says_what_it_could() -> None:
     assert result.step_executions <= 150
     assert result.verdict is Verdict.INCONCLUSIVE and result.bracket is not None
     assert any("budget of 150 calls" in note for note in result.notes)
-    assert "adaptive scan" in result.explanation
+    assert "after the adaptive search" in result.explanation
 
 
 def test_a_budget_needs_the_adaptive_strategy() -> None:
-    with pytest.raises(AttributionError, match="needs the adaptive strategy"):
-        AttributionConfig(budget=100)
+    with pytest.raises(AttributionError, match="needs the adaptive or the scan strategy"):
+        AttributionConfig(strategy=Strategy.SWEEP, budget=100)
 
 
 def test_the_dry_run_bounds_what_it_spends() -> None:
@@ -96,9 +103,9 @@ def test_the_cli_runs_it_and_the_report_says_so(
     assert report["config"]["strategy"] == "adaptive"
     assert "--strategy adaptive" in report["config"]["rerun"]
     text = ok(invoke(runner, store_path, *args)).stdout
-    assert "adaptive scan," in text and "not estimated" in text
+    assert "adaptive, " in text and "not estimated" in text
     line = invoke(runner, store_path, *args, "--budget", "100", "--strategy", "sweep")
-    assert line.exit_code == 1 and "needs the adaptive strategy" in line.stderr
+    assert line.exit_code == 1 and "needs the adaptive or the scan" in line.stderr
 
 
 def test_rollouts_on_the_command_line_mean_the_sweep(runner: CliRunner, store_path: Path) -> None:

@@ -39,6 +39,7 @@ from otel_replay.attribution import (
     Mode,
     OnResamplerError,
     OnSuccess,
+    Strategy,
     Verdict,
     attribute,
     planned_rollouts,
@@ -111,7 +112,13 @@ def test_same_seed_same_report_for_1_and_4_workers(model: Model, method: Method)
     reports = []
     for workers, used in ((1, registry), (1, registry), (4, _wrapping(registry, factual, _jitter))):
         config = AttributionConfig(
-            rollouts=30, permutations=12, seed=7, method=method, repair=True, workers=workers
+            strategy=Strategy.SWEEP,
+            rollouts=30,
+            permutations=12,
+            seed=7,
+            method=method,
+            repair=True,
+            workers=workers,
         )
         reports.append(_bytes_without_wall_time(attribute(factual, used, config), config))
     assert reports[0] == reports[1] == reports[2]
@@ -121,7 +128,9 @@ def test_a_different_seed_changes_the_estimates() -> None:
     factual, registry = CHAIN.trajectory(), CHAIN.registry()
     steps = []
     for seed in (7, 8):
-        config = AttributionConfig(rollouts=30, permutations=12, seed=seed, method=Method.ALL)
+        config = AttributionConfig(
+            strategy=Strategy.SWEEP, rollouts=30, permutations=12, seed=seed, method=Method.ALL
+        )
         steps.append(build_report(attribute(factual, registry, config), config)["steps"])
     assert steps[0] != steps[1]
 
@@ -167,12 +176,14 @@ def test_ctx_history_skips_removed_steps() -> None:
 
 def test_a_passing_run_is_an_error_by_default() -> None:
     with pytest.raises(AttributionError, match="--on-success credit") as caught:
-        attribute(_passing(), CHAIN.registry(), AttributionConfig(rollouts=10))
+        attribute(
+            _passing(), CHAIN.registry(), AttributionConfig(strategy=Strategy.SWEEP, rollouts=10)
+        )
     assert "scm-chain-passing passed" in str(caught.value)
 
 
 def test_credit_mode_names_the_save_point() -> None:
-    config = AttributionConfig(rollouts=100, on_success=OnSuccess.CREDIT)
+    config = AttributionConfig(strategy=Strategy.SWEEP, rollouts=100, on_success=OnSuccess.CREDIT)
     result = attribute(_passing(), CHAIN.registry(), config)
     assert result.mode is Mode.CREDIT
     assert not result.failed and result.outcome == 1.0
@@ -204,7 +215,11 @@ def test_a_resampler_that_raises_stops_the_run_naming_step_function_and_exceptio
 ) -> None:
     registry = CHAIN.registry(replace={"read_config": config_server_down})
     with pytest.raises(RolloutError) as caught:
-        attribute(CHAIN.trajectory(), registry, AttributionConfig(rollouts=10, workers=workers))
+        attribute(
+            CHAIN.trajectory(),
+            registry,
+            AttributionConfig(strategy=Strategy.SWEEP, rollouts=10, workers=workers),
+        )
     error = caught.value
     assert error.step_index == 1
     assert error.function.endswith("config_server_down")
@@ -218,7 +233,9 @@ def test_a_resampler_that_raises_stops_the_run_naming_step_function_and_exceptio
 def test_fail_rollout_counts_the_rollouts_lost_to_resampler_errors() -> None:
     registry = CHAIN.registry(replace={"read_config": config_server_down})
     rollouts = 10
-    config = AttributionConfig(rollouts=rollouts, on_resampler_error=OnResamplerError.FAIL_ROLLOUT)
+    config = AttributionConfig(
+        strategy=Strategy.SWEEP, rollouts=rollouts, on_resampler_error=OnResamplerError.FAIL_ROLLOUT
+    )
     result = attribute(CHAIN.trajectory(), registry, config)
     # read_config is resampled by ablate_from(0) and ablate_from(1), and nowhere else
     assert result.resampler_errors == 2 * rollouts
@@ -233,7 +250,9 @@ def test_a_resampler_returning_non_json_is_a_rollout_error() -> None:
 
     registry = CHAIN.registry(replace={"read_config": returns_a_set})
     with pytest.raises(RolloutError, match="returns_a_set") as caught:
-        attribute(CHAIN.trajectory(), registry, AttributionConfig(rollouts=5))
+        attribute(
+            CHAIN.trajectory(), registry, AttributionConfig(strategy=Strategy.SWEEP, rollouts=5)
+        )
     assert caught.value.step_index == 1
 
 
@@ -251,7 +270,9 @@ def test_step_failed_marks_the_step_and_the_rollout_goes_on() -> None:
     assert failed.output is None
     assert result.step_executions == 4  # read_config, decide, apply_config and summarise all ran
     assert result.trajectory.steps[3].output["timeout_s"] is None  # decide saw the failed read
-    attributed = attribute(factual, registry, AttributionConfig(rollouts=10))
+    attributed = attribute(
+        factual, registry, AttributionConfig(strategy=Strategy.SWEEP, rollouts=10)
+    )
     assert attributed.resampler_errors == 0
 
 
@@ -432,7 +453,9 @@ def test_no_verifier_says_what_to_add() -> None:
     registry = Registry()
     registry.add_resampler("tool", config_server_down, "read_config")
     with pytest.raises(VerifierError, match="@verifier"):
-        attribute(CHAIN.trajectory(), registry, AttributionConfig(rollouts=5))
+        attribute(
+            CHAIN.trajectory(), registry, AttributionConfig(strategy=Strategy.SWEEP, rollouts=5)
+        )
 
 
 @pytest.mark.parametrize(
@@ -451,7 +474,7 @@ def test_a_verifier_returning_a_non_number_is_a_verifier_error(value: Any, where
     registry = CHAIN.registry()
     registry.replace_verifier(fickle_judge)
     with pytest.raises(VerifierError) as caught:
-        attribute(factual, registry, AttributionConfig(rollouts=5))
+        attribute(factual, registry, AttributionConfig(strategy=Strategy.SWEEP, rollouts=5))
     message = str(caught.value)
     assert "fickle_judge" in message and repr(value) in message
     assert "must return a number" in message
@@ -463,7 +486,7 @@ def test_an_outcome_at_the_threshold_is_a_pass() -> None:
     registry.replace_verifier(lambda trajectory: 0.5)
     with pytest.raises(AttributionError, match="passed"):
         attribute(CHAIN.trajectory(), registry, AttributionConfig(fail_threshold=0.5))
-    config = AttributionConfig(rollouts=5, fail_threshold=0.6)
+    config = AttributionConfig(strategy=Strategy.SWEEP, rollouts=5, fail_threshold=0.6)
     result = attribute(CHAIN.trajectory(), registry, config)
     assert result.failed and result.outcome == 0.5
 
@@ -475,14 +498,16 @@ def test_a_verifier_that_raises_is_a_verifier_error() -> None:
     registry = CHAIN.registry()
     registry.replace_verifier(broken_judge)
     with pytest.raises(VerifierError, match=r"broken_judge raised KeyError: 'final_answer'"):
-        attribute(CHAIN.trajectory(), registry, AttributionConfig(rollouts=5))
+        attribute(
+            CHAIN.trajectory(), registry, AttributionConfig(strategy=Strategy.SWEEP, rollouts=5)
+        )
 
 
 # --- repair --------------------------------------------------------------------------------------
 
 
 def test_repair_on_the_chain() -> None:
-    config = AttributionConfig(rollouts=100, repair=True)
+    config = AttributionConfig(strategy=Strategy.SWEEP, rollouts=100, repair=True)
     result = attribute(CHAIN.trajectory(), CHAIN.registry(), config)
     repair = result.repair
     assert repair is not None
@@ -512,7 +537,7 @@ def test_a_repair_candidates_function_is_tried(tmp_path: Path) -> None:
     )
     registry = Registry()
     load_resamplers([str(CHAIN.resamplers), str(extra)], registry)
-    config = AttributionConfig(rollouts=50, repair=True)
+    config = AttributionConfig(strategy=Strategy.SWEEP, rollouts=60, repair=True)
     repair = attribute(CHAIN.trajectory(), registry, config).repair
     assert repair is not None
     # most similar first: {"timeout_s": 2} (fails), then {"timeout_s": 100}, before the rollouts' 30
@@ -523,7 +548,7 @@ def test_a_repair_candidates_function_is_tried(tmp_path: Path) -> None:
 
 
 def test_no_repair_without_a_point_of_commitment() -> None:
-    config = AttributionConfig(rollouts=3, repair=True)
+    config = AttributionConfig(strategy=Strategy.SWEEP, rollouts=3, repair=True)
     result = attribute(BUTTERFLY.trajectory(), BUTTERFLY.registry(), config)
     assert result.verdict is Verdict.INCONCLUSIVE
     assert result.repair is None and result.repair_note
@@ -539,12 +564,32 @@ def test_the_schema_is_a_draft_2020_12_schema() -> None:
 
 
 REPORT_RUNS: dict[str, tuple[Model, AttributionConfig, bool]] = {
-    "contrastive": (CHAIN, AttributionConfig(rollouts=30), False),
-    "shapley": (HISTORY, AttributionConfig(rollouts=30, method=Method.SHAPLEY), False),
-    "all": (BUTTERFLY, AttributionConfig(rollouts=30, method=Method.ALL), False),
-    "repair": (CHAIN, AttributionConfig(rollouts=60, method=Method.ALL, repair=True), False),
-    "credit": (CHAIN, AttributionConfig(rollouts=30, on_success=OnSuccess.CREDIT), True),
-    "inconclusive": (BUTTERFLY, AttributionConfig(rollouts=3, repair=True), False),
+    "contrastive": (CHAIN, AttributionConfig(strategy=Strategy.SWEEP, rollouts=30), False),
+    "shapley": (
+        HISTORY,
+        AttributionConfig(strategy=Strategy.SWEEP, rollouts=30, method=Method.SHAPLEY),
+        False,
+    ),
+    "all": (
+        BUTTERFLY,
+        AttributionConfig(strategy=Strategy.SWEEP, rollouts=30, method=Method.ALL),
+        False,
+    ),
+    "repair": (
+        CHAIN,
+        AttributionConfig(strategy=Strategy.SWEEP, rollouts=60, method=Method.ALL, repair=True),
+        False,
+    ),
+    "credit": (
+        CHAIN,
+        AttributionConfig(strategy=Strategy.SWEEP, rollouts=30, on_success=OnSuccess.CREDIT),
+        True,
+    ),
+    "inconclusive": (
+        BUTTERFLY,
+        AttributionConfig(strategy=Strategy.SWEEP, rollouts=3, repair=True),
+        False,
+    ),
 }
 
 
@@ -567,7 +612,7 @@ def test_the_report_validates_against_its_schema(case: str) -> None:
 
 
 def test_a_report_that_breaks_the_contract_is_rejected() -> None:
-    config = AttributionConfig(rollouts=10)
+    config = AttributionConfig(strategy=Strategy.SWEEP, rollouts=10)
     report = _report(attribute(CHAIN.trajectory(), CHAIN.registry(), config), config)
     report["verdict"] = "probably step 1"
     assert not VALIDATOR.is_valid(report)
@@ -575,7 +620,7 @@ def test_a_report_that_breaks_the_contract_is_rejected() -> None:
 
 def test_cost_counts_every_rollout_and_resample_call() -> None:
     factual, registry = CHAIN.trajectory(), CHAIN.registry()
-    config = AttributionConfig(rollouts=20)
+    config = AttributionConfig(strategy=Strategy.SWEEP, rollouts=20)
     result = attribute(factual, registry, config)
     # five resampling plans at 20 rollouts, and the plan holding every step (the record) once
     assert result.rollouts == planned_rollouts(factual, registry, config) == 5 * 20 + 1
@@ -595,7 +640,7 @@ def test_shapley_spends_a_fresh_rollout_on_every_coalition(method: Method, expec
     """10 permutations of 5 players walk 6 coalitions each, none cached; plus both ends of the
     efficiency check at ``rollouts`` each."""
     factual, registry = CHAIN.trajectory(), CHAIN.registry()
-    config = AttributionConfig(rollouts=20, permutations=10, method=method)
+    config = AttributionConfig(strategy=Strategy.SWEEP, rollouts=20, permutations=10, method=method)
     result = attribute(factual, registry, config)
     assert result.rollouts == planned_rollouts(factual, registry, config) == expected
 
@@ -609,7 +654,13 @@ def test_progress_totals_are_the_rollouts_that_run(
     """The total ``progress`` is given is what runs: exact before a repair search, grown by what the
     search may try once it knows its candidates, and shrunk by what an early success leaves."""
     factual, registry = CHAIN.trajectory(), CHAIN.registry()
-    config = AttributionConfig(rollouts=10, permutations=permutations, method=method, repair=repair)
+    config = AttributionConfig(
+        strategy=Strategy.SWEEP,
+        rollouts=10,
+        permutations=permutations,
+        method=method,
+        repair=repair,
+    )
     calls: list[tuple[int, int]] = []
     result = attribute(factual, registry, config, lambda done, total: calls.append((done, total)))
     planned = planned_rollouts(factual, registry, config)
@@ -626,7 +677,7 @@ def test_every_inconclusive_report_serialises() -> None:
     failures = []
     for rollouts in (10, 20, 30):
         for seed in range(5):
-            config = AttributionConfig(rollouts=rollouts, seed=seed)
+            config = AttributionConfig(strategy=Strategy.SWEEP, rollouts=rollouts, seed=seed)
             result = attribute(factual, registry, config)
             try:
                 dumps_report(build_report(result, config))

@@ -7,7 +7,9 @@ to have no effect; "between step 1 and step 1"; "about 2 rollouts per plan might
 
 from __future__ import annotations
 
-from otel_replay.attribution import AttributionConfig, Verdict, attribute
+import pytest
+
+from otel_replay.attribution import AttributionConfig, Strategy, Verdict, attribute
 from otel_replay.attribution._stats import decisive_rollouts
 from tests.attribution.models import CHAIN
 
@@ -16,7 +18,9 @@ ONLY_DECIDE = {"plan": None, "read_config": None, "apply_config": None, "summari
 
 def test_one_undecided_step_is_named_as_one() -> None:
     result = attribute(
-        CHAIN.trajectory(), CHAIN.registry(replace=ONLY_DECIDE), AttributionConfig(rollouts=3)
+        CHAIN.trajectory(),
+        CHAIN.registry(replace=ONLY_DECIDE),
+        AttributionConfig(strategy=Strategy.SWEEP, rollouts=3),
     )
     assert result.verdict is Verdict.INCONCLUSIVE
     assert result.bracket == (3, 3)
@@ -25,7 +29,9 @@ def test_one_undecided_step_is_named_as_one() -> None:
 
 
 def test_a_budget_that_cannot_decide_is_never_told_it_nearly_did() -> None:
-    result = attribute(CHAIN.trajectory(), CHAIN.registry(), AttributionConfig(rollouts=1))
+    result = attribute(
+        CHAIN.trajectory(), CHAIN.registry(), AttributionConfig(strategy=Strategy.SWEEP, rollouts=1)
+    )
     assert result.verdict is Verdict.INCONCLUSIVE
     floor = decisive_rollouts(0.1, 0.05 / (2 * 5))
     assert floor >= 30
@@ -33,10 +39,18 @@ def test_a_budget_that_cannot_decide_is_never_told_it_nearly_did() -> None:
     assert f"about {result.rollouts_needed} rollouts per plan" in result.explanation
 
 
-def test_the_smallest_decisive_budget_can_decide() -> None:
-    """At `decisive_rollouts`, two plans that never differ are shown to have no effect."""
-    floor = decisive_rollouts(0.1, 0.05 / (2 * 5))
-    result = attribute(CHAIN.trajectory(), CHAIN.registry(), AttributionConfig(rollouts=floor))
-    assert result.steps[5].no_effect  # summarise: both plans fail every time
-    below = attribute(CHAIN.trajectory(), CHAIN.registry(), AttributionConfig(rollouts=floor // 3))
-    assert not below.steps[5].no_effect
+@pytest.mark.parametrize(("step", "known"), [(4, False), (5, True)])
+def test_the_smallest_decisive_budget_can_decide(step: int, known: bool) -> None:
+    """At `decisive_rollouts`, two plans that never differ are shown to have no effect: two
+    estimated plans (apply_config), or a plan against the record itself (summarise, the last step,
+    whose kept plan resamples nothing), where the bound is the exact binomial one."""
+    floor = decisive_rollouts(0.1, 0.05 / (2 * 5), known=known)
+
+    def no_effect(rollouts: int) -> bool | None:
+        config = AttributionConfig(strategy=Strategy.SWEEP, rollouts=rollouts)
+        return attribute(CHAIN.trajectory(), CHAIN.registry(), config).steps[step].no_effect
+
+    assert no_effect(floor)  # both plans fail every time
+    assert not no_effect(floor - 1)
+    if known:
+        assert 0.9**floor <= 0.005 < 0.9 ** (floor - 1)

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from otel_replay import Registry, Step, StepKind, Trajectory
-from otel_replay.attribution import AttributionConfig, Verdict, attribute
+from otel_replay.attribution import AttributionConfig, Strategy, Verdict, attribute
 from otel_replay.attribution._stats import wilson
 
 FILLERS = 30
@@ -41,7 +41,11 @@ def test_zero_effect_steps_are_not_named_by_chance() -> None:
     trajectory, registry = _model(recover=0.03)
     named = []
     for seed in range(30):
-        result = attribute(trajectory, registry, AttributionConfig(rollouts=100, seed=seed))
+        result = attribute(
+            trajectory,
+            registry,
+            AttributionConfig(strategy=Strategy.SWEEP, rollouts=100, seed=seed),
+        )
         if result.verdict is Verdict.CULPRIT:
             named.append(result.point_of_commitment)
     fillers = [i for i in named if 1 <= (i or 0) <= FILLERS]

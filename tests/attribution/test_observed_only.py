@@ -29,6 +29,7 @@ from otel_replay.attribution import (
     AttributionResult,
     Driver,
     Method,
+    Strategy,
     attribute,
     attribute_stored,
 )
@@ -158,7 +159,12 @@ def test_the_trace_walk_never_resamples_a_step_marked_not_resamplable(
     assert registry.verifier is not None
     spied.set_verifier(registry.verifier)
     config = AttributionConfig(
-        rollouts=30, permutations=8, seed=3, method=Method.ALL, driver=Driver.TRACE
+        strategy=Strategy.SWEEP,
+        rollouts=30,
+        permutations=8,
+        seed=3,
+        method=Method.ALL,
+        driver=Driver.TRACE,
     )
     result = attribute(trajectory, spied, config)
     assert resampled and MARKED not in resampled
@@ -201,7 +207,12 @@ def test_attribute_stored_keeps_the_step_observed_only_in_both_drivers(
 ) -> None:
     jsonl, module = files
     config = AttributionConfig(
-        rollouts=30, permutations=8, seed=3, method=Method.ALL, driver=driver
+        strategy=Strategy.SWEEP,
+        rollouts=30,
+        permutations=8,
+        seed=3,
+        method=Method.ALL,
+        driver=driver,
     )
     code = UserCode(resamplers=(str(module),), entry_points=False)
     with Store.open(tmp_path / "store.db") as store:

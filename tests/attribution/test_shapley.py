@@ -16,6 +16,7 @@ from otel_replay.attribution import (
     AttributionResult,
     Method,
     OnSuccess,
+    Strategy,
     attribute,
 )
 from otel_replay.importers.jsonl import read_jsonl
@@ -35,7 +36,11 @@ EFFICIENCY = 0.1
 def _shapley(module: str, permutations: int = PERMUTATIONS) -> AttributionResult:
     model = next(m for m in MODELS if m.module == module)
     config = AttributionConfig(
-        rollouts=ROLLOUTS, permutations=permutations, seed=0, method=Method.SHAPLEY
+        strategy=Strategy.SWEEP,
+        rollouts=ROLLOUTS,
+        permutations=permutations,
+        seed=0,
+        method=Method.SHAPLEY,
     )
     return attribute(model.trajectory(), model.registry(), config)
 
@@ -105,6 +110,7 @@ def test_credit_mode_efficiency() -> None:
     efficiency gap must compare like with like."""
     (trajectory,) = read_jsonl(SCM / "chain_passing.jsonl")
     config = AttributionConfig(
+        strategy=Strategy.SWEEP,
         rollouts=ROLLOUTS,
         permutations=PERMUTATIONS,
         method=Method.SHAPLEY,

@@ -37,6 +37,7 @@ from otel_replay.attribution import (
     AttributionConfig,
     AttributionResult,
     Method,
+    Strategy,
     attribute,
     rerun_command,
 )
@@ -68,7 +69,11 @@ def _coverage(permutations: int, seeds: Iterable[int]) -> tuple[float, int]:
         trajectory = model.trajectory()
         for seed in seeds:
             config = AttributionConfig(
-                rollouts=1, permutations=permutations, seed=seed, method=Method.SHAPLEY
+                strategy=Strategy.SWEEP,
+                rollouts=1,
+                permutations=permutations,
+                seed=seed,
+                method=Method.SHAPLEY,
             )
             result = attribute(trajectory, _registry(model.module), config)
             for index, exact in model.shapley.items():
@@ -144,7 +149,8 @@ def test_batches_grow_toward_the_target_within_bounds() -> None:
 
 def _config(**options: Any) -> AttributionConfig:
     return AttributionConfig(
-        **{"rollouts": 40, "permutations": 8, "seed": 5, "method": Method.SHAPLEY, **options}
+        strategy=Strategy.SWEEP,
+        **{"rollouts": 40, "permutations": 8, "seed": 5, "method": Method.SHAPLEY, **options},
     )
 
 

@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from otel_replay import Registry, RolloutError, Step, StepKind, Trajectory
-from otel_replay.attribution import AttributionConfig, attribute
+from otel_replay.attribution import AttributionConfig, Strategy, attribute
 from otel_replay.resamplers import ChatModelOptions, OpenAIChatModel, RolloutContext
 from tests.cli_helpers import invoke, ok, one_line_error
 from tests.conftest import SAMPLES
@@ -187,7 +187,7 @@ def test_a_refused_request_stops_the_run_naming_the_step(
     registry.add_resampler("llm", _model(models, base_url=fake.url))
     registry.set_verifier(lambda t: 0.0)
     with pytest.raises(RolloutError) as caught:
-        attribute(run, registry, AttributionConfig(rollouts=1))
+        attribute(run, registry, AttributionConfig(strategy=Strategy.SWEEP, rollouts=1))
     message = str(caught.value)
     assert "step 0 (llm 'm')" in message and "answered 400" in message
     assert "unknown model" in message and "\n" not in message

@@ -1,0 +1,143 @@
+"""The adaptive search on the step index: which suffix of the run holds the commitment.
+
+Each question compares two plans: the whole record kept, and every resamplable step from position
+p on resampled (`SuffixTest`). Write ``F(p)`` for the failure rate of the second; a failed run's
+failure rate rises as more of the record is kept, towards ``F(m)``, the record itself. If the
+suffix from p is shown to matter, some step from p on matters, and the Point of Commitment (the
+latest step that does) is there or later; that holds whatever the rates do. If it is shown to have
+no effect (``F(m) − F(p)`` inside ±margin), the steps from p on have no effect one by one as well,
+provided F does not fall between p and m: their single effects are then all at least zero and sum
+to at most the margin. That proviso is the search's assumption. It holds for a failure that one
+step (or several, jointly) committed to; it fails when resampling a later step rescues more often
+than the record's own later steps did.
+
+The search gallops from the end (positions m−1, m−2, m−4, … down to 0) until a suffix is shown to
+matter, then bisects between that position and the last one shown to have no effect: the latest
+suffix that matters and the earliest that does not are then neighbours, at ``lo`` and ``lo + 1``.
+Questions near the end resample few steps, so they are cheap; the expensive questions, far from
+the end, are the ones whose suffix holds the culprit, and those are settled in the first batches.
+
+The assumption is checked on every plan the search runs: a suffix shown to lower the failure rate,
+or two of the plans with failure rates falling from one to the next beyond their intervals, stop
+the search, and the scan then estimates each step from the end instead, as if the search had never
+run (its rollouts are reused). The scan also takes over where the search ends well: from ``lo``
+back, with the steps from ``lo + 1`` on shown to have no effect jointly (`_adaptive`).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from statistics import NormalDist
+
+from otel_replay.attribution._contrastive import compare
+from otel_replay.attribution._engine import Outcome
+from otel_replay.attribution._results import Comparison, Mode, SuffixTest
+from otel_replay.attribution._sequential import Rollouts, Schedule
+from otel_replay.attribution._stats import wilson
+from otel_replay.replay import Plan, step_seed
+
+
+def questions(m: int) -> int:
+    """The most questions the search asks over ``m`` resamplable steps: the gallop at most
+    ⌈log2 m⌉ + 1, the bisection inside the last doubling at most ⌈log2 m⌉ − 1."""
+    return 2 * math.ceil(math.log2(max(1, m))) + 1
+
+
+class Stop(str, Enum):
+    """Why the search stopped."""
+
+    DONE = "done"  # the latest suffix that matters and the earliest that does not are neighbours
+    FALLS = "falls"  # the failure rate fell between plans: the assumption does not hold
+    UNDECIDED = "undecided"  # a question stayed open at the most rollouts per plan
+    BUDGET = "budget"  # the next batch would have passed the budget
+    SKIPPED = "skipped"  # too few steps to be worth a search
+
+
+@dataclass
+class Searched:
+    """What the search settled: the suffixes from position ``lo`` on matter (-1: none shown to),
+    those from ``hi`` on have no effect (m: none shown not to); the questions in the order asked."""
+
+    lo: int
+    hi: int
+    stop: Stop = Stop.DONE
+    tests: list[SuffixTest] = field(default_factory=list)
+    falling: tuple[int, int] | None = None  # step indices between which the failure rate fell
+
+
+def search(rollouts: Rollouts, mode: Mode, plan: Schedule) -> Searched:
+    """Gallop from the end, then bisect (module docstring)."""
+    m = len(rollouts.resamplable)
+    found = Searched(-1, m)
+    stride = 1
+    while found.stop is Stop.DONE:  # the gallop
+        position = max(0, m - stride)
+        decision = _ask(rollouts, mode, plan, position, found)
+        if decision == "no effect":
+            found.hi = position
+            if position == 0:
+                return found  # every suffix has no effect: nothing to bisect
+            stride *= 2
+        elif decision == "matters":
+            found.lo = position
+            break
+    while found.stop is Stop.DONE and found.hi - found.lo > 1:  # the bisection
+        position = (found.lo + found.hi) // 2
+        decision = _ask(rollouts, mode, plan, position, found)
+        if decision == "no effect":
+            found.hi = position
+        elif decision == "matters":
+            found.lo = position
+    assert len(found.tests) <= questions(m), (len(found.tests), m)
+    return found
+
+
+def _ask(rollouts: Rollouts, mode: Mode, plan: Schedule, position: int, found: Searched) -> str:
+    """One question, asked sequentially; its decision, with ``found.stop`` set when it ends the
+    search (open, over budget, or the rates fall)."""
+    engine, config = rollouts.engine, rollouts.config
+    n_steps = len(engine.factual.steps)
+    start = rollouts.resamplable[position]
+    seed = step_seed(config.seed, "suffix-bootstrap", 0, start)
+
+    def judge(kept: list[Outcome], ablated: list[Outcome], exact: bool) -> Comparison:
+        return compare(
+            kept, ablated, kept_exact=exact, mode=mode, config=config, tail=plan.tail, seed=seed
+        )
+
+    answer = rollouts.decide(
+        plan.looks,
+        Plan.ablate_from(n_steps, n_steps),
+        Plan.ablate_from(n_steps, start),
+        judge,
+        lambda c: c.significant or c.no_effect or c.falls,
+    )
+    if answer is None:
+        found.stop = Stop.BUDGET
+        return "budget"
+    test = SuffixTest(start, answer)
+    found.tests.append(test)
+    falling = _falling(found.tests, mode, plan.tail)
+    if test.decision == "falls" or falling is not None:
+        found.stop = Stop.FALLS
+        found.falling = falling or (start, n_steps)
+    elif test.decision == "undecided":
+        found.stop = Stop.BUDGET if rollouts.out_of_budget else Stop.UNDECIDED
+    return test.decision
+
+
+def _falling(tests: Sequence[SuffixTest], mode: Mode, tail: float) -> tuple[int, int] | None:
+    """Two of the plans run, neighbours by position, whose failure rates fall from the earlier to
+    the later (rise, in credit mode) beyond their Wilson intervals at one-sided ``tail`` each."""
+    z = NormalDist().inv_cdf(1 - tail)
+    rates = sorted((t.start, t.comparison.ablated) for t in tests)
+    for (a, early), (b, late) in itertools.pairwise(rates):
+        early_low, early_high = wilson(early.failures, early.n, z)
+        late_low, late_high = wilson(late.failures, late.n, z)
+        if (early_low > late_high) if mode is Mode.FAILURE else (early_high < late_low):
+            return a, b
+    return None

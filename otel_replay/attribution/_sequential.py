@@ -1,0 +1,109 @@
+"""Sequential decisions: two plans run in growing batches until the tests on them decide.
+
+Both parts of the adaptive strategy (the search over suffixes, `_search`, and the scan over steps,
+`_adaptive`) ask questions of the same form: here are two plans, is the difference between their
+failure rates shown to matter, or shown to stay inside the margin? A question is asked at the looks
+of a `Schedule`: rollouts per plan doubling from a first batch up to ``max_rollouts``, each look's
+tests at the schedule's ``tail``. Looking L times spends the error L times, so the tail is the
+question's share of `ERROR_BOUND` divided by L (a Bonferroni split over the looks: group-sequential,
+conservative, and exact under any dependence between looks, which always-valid intervals would buy
+back only for one-sample tests). Batch sizes are fixed by the schedule, never by timing, so the same
+seed gives the same report for any number of workers.
+
+A ``budget`` of resample-function calls stops a question before a batch that would exceed it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TypeVar
+
+from otel_replay.attribution._config import AttributionConfig
+from otel_replay.attribution._contrastive import test_tail
+from otel_replay.attribution._engine import Engine, Outcome
+from otel_replay.attribution._stats import decisive_rollouts
+from otel_replay.replay import Plan
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Schedule:
+    """The rollouts per plan at each look, and each look's one-sided error per test."""
+
+    looks: tuple[int, ...]
+    tail: float
+
+
+#: The first look's rollouts per plan, and how much each look grows on the last: a question that
+#: a large effect settles stops early, and the rest overshoot what they need by a quarter on average
+#: (looks that doubled would overshoot by twice that, for a tenth less error per look).
+FIRST_LOOK = 8
+GROWTH = 1.5
+
+
+def schedule(config: AttributionConfig, m: int, questions: int = 0) -> Schedule:
+    """Looks from `FIRST_LOOK` rollouts per plan, growing by `GROWTH`, up to ``max_rollouts``, and
+    two more at the fewest rollouts that can show "no effect" at all (`decisive_rollouts`: one for
+    a plan against the record, one for two estimated plans), since most questions end there; the
+    error of each test (``m`` steps and ``questions`` more, `test_tail`) split over the looks."""
+    top = config.max_rollouts
+    looks = {min(FIRST_LOOK, top)}
+    while max(looks) < top:
+        looks.add(min(top, math.ceil(max(looks) * GROWTH)))
+    tail = test_tail(m, questions) / (len(looks) + 2)
+    floors = {
+        decisive_rollouts(config.margin, tail, known=True),
+        decisive_rollouts(config.margin, tail),
+    }
+    return Schedule(tuple(sorted(looks | {f for f in floors if f < top})), tail)
+
+
+@dataclass
+class Rollouts:
+    """The rollouts run so far, per plan, and whether the budget stopped a question."""
+
+    engine: Engine
+    config: AttributionConfig
+    resamplable: Sequence[int]
+    outcomes: dict[Plan, list[Outcome]]
+    out_of_budget: bool = False
+
+    def affordable(self, wants: Sequence[tuple[Plan, int]]) -> bool:
+        """Whether topping the plans up to ``wants`` keeps the calls within the budget (each
+        rollout calls one resample function per resamplable step the plan resamples)."""
+        if self.config.budget is None:
+            return True
+        more = sum(
+            max(0, want - len(self.outcomes.get(plan, []))) * len(plan.resampled(self.resamplable))
+            for plan, want in wants
+        )
+        return self.engine.step_executions + more <= self.config.budget
+
+    def decide(
+        self,
+        looks: Sequence[int],
+        kept: Plan,
+        ablated: Plan,
+        judge: Callable[[list[Outcome], list[Outcome], bool], T],
+        settled: Callable[[T], bool],
+    ) -> T | None:
+        """Ask one question at each look until ``settled``: ``judge(kept outcomes, ablated
+        outcomes, kept exact)`` reads the tests. A plan that resamples nothing in the trace walk is
+        the record itself, so it runs once and is exact. The last answer (None when the budget
+        allowed no look at all)."""
+        exact = self.engine.walks_record and kept.resamples_nothing
+        answer: T | None = None
+        for n in looks:
+            wants = [(kept, 1 if exact else n), (ablated, n)]
+            if not self.affordable(wants):
+                self.out_of_budget = True
+                return answer
+            self.engine.announce(sum(max(0, w - len(self.outcomes.get(p, []))) for p, w in wants))
+            self.engine.top_up(self.outcomes, wants)
+            answer = judge(self.outcomes[kept][: wants[0][1]], self.outcomes[ablated][:n], exact)
+            if settled(answer):
+                return answer
+        return answer

@@ -1,0 +1,187 @@
+"""Long runs built in code, for the adaptive search: a small state machine over many steps, with the
+exact failure rate of every plan, so tests compare the search's answers with theory.
+
+Each step's output is the whole state after it (``{"bad": bool, "lucky": bool, "wear": int}``); a
+step's resample function reads the state before it from the latest step in ``ctx.history`` and
+draws the next one with ``ctx.rng``. The verifier fails a run whose final state is bad or worn to
+``WORN``. The rules (each step follows one; the record took the outcome in brackets):
+
+* ``noise``: the state passes through.
+* ``Break(p)``: a good run goes bad with probability p; bad stays bad [went bad].
+* ``Luck(p)``: the run is lucky with probability p [lucky].
+* ``Crash(lucky, unlucky)``: the run goes bad with probability ``lucky`` if it is lucky, else
+  ``unlucky`` [went bad].
+* ``Fix(p)``: a bad run is mended with probability p [mended].
+* ``Wear(p)``: one more unit of wear with probability p [worn a unit more].
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from otel_replay import Registry, Step, StepKind, Trajectory
+from otel_replay.resamplers import RolloutContext
+
+WORN = 20
+
+State = tuple[bool, bool, int]  # bad, lucky, wear
+
+
+@dataclass(frozen=True)
+class Break:
+    p: float
+
+    def step(self, s: State) -> list[tuple[float, State]]:
+        return [(1.0, s)] if s[0] else [(self.p, (True, s[1], s[2])), (1 - self.p, s)]
+
+    def recorded(self, s: State) -> State:
+        return True, s[1], s[2]
+
+
+@dataclass(frozen=True)
+class Luck:
+    p: float
+
+    def step(self, s: State) -> list[tuple[float, State]]:
+        return [(self.p, (s[0], True, s[2])), (1 - self.p, (s[0], False, s[2]))]
+
+    def recorded(self, s: State) -> State:
+        return s[0], True, s[2]
+
+
+@dataclass(frozen=True)
+class Crash:
+    lucky: float
+    unlucky: float
+
+    def step(self, s: State) -> list[tuple[float, State]]:
+        return Break(self.lucky if s[1] else self.unlucky).step(s)
+
+    def recorded(self, s: State) -> State:
+        return True, s[1], s[2]
+
+
+@dataclass(frozen=True)
+class Fix:
+    p: float
+
+    def step(self, s: State) -> list[tuple[float, State]]:
+        return [(self.p, (False, s[1], s[2])), (1 - self.p, s)] if s[0] else [(1.0, s)]
+
+    def recorded(self, s: State) -> State:
+        return False, s[1], s[2]
+
+
+@dataclass(frozen=True)
+class Wear:
+    p: float
+
+    def step(self, s: State) -> list[tuple[float, State]]:
+        return [(self.p, (s[0], s[1], s[2] + 1)), (1 - self.p, s)]
+
+    def recorded(self, s: State) -> State:
+        return s[0], s[1], s[2] + 1
+
+
+@dataclass(frozen=True)
+class Noise:
+    def step(self, s: State) -> list[tuple[float, State]]:
+        return [(1.0, s)]
+
+    def recorded(self, s: State) -> State:
+        return s
+
+
+Rule = Break | Luck | Crash | Fix | Wear | Noise
+START: State = (False, False, 0)
+
+
+def failed(s: State) -> bool:
+    return s[0] or s[2] >= WORN
+
+
+@dataclass(frozen=True)
+class LongRun:
+    """A run of ``len(rules)`` steps, all resamplable; step i follows ``rules[i]``."""
+
+    name: str
+    rules: tuple[Rule, ...]
+
+    def states(self) -> list[State]:
+        """The recorded state after each step."""
+        states, s = [], START
+        for rule in self.rules:
+            s = rule.recorded(s)
+            states.append(s)
+        return states
+
+    def trajectory(self) -> Trajectory:
+        states = self.states()
+        steps = [
+            Step(StepKind.TOOL, _name(i, rule), {"i": i}, _output(states[i]))
+            for i, rule in enumerate(self.rules)
+        ]
+        return Trajectory.build(self.name, steps, outcome=0.0 if failed(states[-1]) else 1.0)
+
+    def registry(self) -> Registry:
+        registry = Registry()
+        for i, rule in enumerate(self.rules):
+            registry.add_resampler(StepKind.TOOL, _resample(rule), _name(i, rule))
+        registry.set_verifier(lambda t: 0.0 if failed(_state(t.steps[-1].output)) else 1.0)
+        return registry
+
+    def failure_rate(self, start: int) -> float:
+        """P(fail | the steps before ``start`` kept, the rest resampled), exactly."""
+        s = self.states()[start - 1] if start > 0 else START
+        dist = {s: 1.0}
+        for rule in self.rules[start:]:
+            after: dict[State, float] = {}
+            for state, p in dist.items():
+                for q, nxt in rule.step(state):
+                    after[nxt] = after.get(nxt, 0.0) + p * q
+            dist = after
+        return sum(p for state, p in dist.items() if failed(state))
+
+    def effects(self) -> list[float]:
+        """Each step's true attribution, ``F(i + 1) − F(i)`` (signed for a failed run)."""
+        rates = [self.failure_rate(i) for i in range(len(self.rules) + 1)]
+        return [rates[i + 1] - rates[i] for i in range(len(self.rules))]
+
+    def wrongly_named(self, named: int, margin: float = 0.1) -> bool:
+        """Naming ``named`` is wrong (the error bound's sense): it has no effect, or a later step
+        has an effect beyond the margin."""
+        effects = self.effects()
+        return effects[named] <= 0.0 or any(abs(a) > margin for a in effects[named + 1 :])
+
+
+def run(name: str, n: int, rules: dict[int, Rule], default: Rule | None = None) -> LongRun:
+    """``n`` steps following ``rules`` at their indices, ``default`` (noise) elsewhere."""
+    return LongRun(name, tuple(rules.get(i, default or Noise()) for i in range(n)))
+
+
+def _name(i: int, rule: Rule) -> str:
+    return f"s{i:02d}_{type(rule).__name__.lower()}"
+
+
+def _output(s: State) -> dict[str, Any]:
+    return {"bad": s[0], "lucky": s[1], "wear": s[2]}
+
+
+def _state(output: Any) -> State:
+    return bool(output["bad"]), bool(output["lucky"]), int(output["wear"])
+
+
+def _resample(rule: Rule) -> Callable[[Step, RolloutContext], Any]:
+    def resample(step: Step, ctx: RolloutContext) -> Any:
+        before = _state(ctx.history[-1].output) if ctx.history else START
+        draw, total = ctx.rng.random(), 0.0
+        outcomes: Sequence[tuple[float, State]] = rule.step(before)
+        for p, state in outcomes:
+            total += p
+            if draw < total:
+                return _output(state)
+        return _output(outcomes[-1][1])
+
+    return resample
