@@ -39,11 +39,13 @@ if TYPE_CHECKING:
     from otel_replay.attribution._repair import repair_bound
     from otel_replay.attribution._results import (
         AttributionResult,
+        Comparison,
         Mode,
         Proportion,
         Repair,
         ShapleySummary,
         StepAttribution,
+        SuffixTest,
         Verdict,
     )
     from otel_replay.attribution._run import attribute_stored, planned_cost_stored
@@ -56,6 +58,7 @@ __all__ = [
     "WILSON",
     "AttributionConfig",
     "AttributionResult",
+    "Comparison",
     "Driver",
     "Method",
     "Mode",
@@ -68,6 +71,7 @@ __all__ = [
     "ShapleySummary",
     "StepAttribution",
     "Strategy",
+    "SuffixTest",
     "Verdict",
     "attribute",
     "attribute_stored",

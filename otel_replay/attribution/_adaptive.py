@@ -55,10 +55,10 @@ def adaptive(
     rollouts = Rollouts(engine, config, resamplable, {})
     searched = search(rollouts, mode, plan) if searching else Searched(-1, m, Stop.SKIPPED)
     start, cleared = m - 1, None
-    if searched.stop is Stop.DONE:
-        start, cleared = searched.lo, searched.hi if searched.hi < m else None
-    elif searched.stop not in (Stop.FALLS, Stop.SKIPPED):
-        start = -1  # the search stayed open: the verdict is its bracket
+    if searched.stop not in (Stop.FALLS, Stop.SKIPPED):
+        cleared = searched.hi if searched.hi < m else None
+        # where the search stayed open, the verdict is its bracket; else the scan goes on from lo
+        start = searched.lo if searched.stop is Stop.DONE else -1
     estimates = _scan(rollouts, start, mode, plan)
     cleared_from = resamplable[cleared] if cleared is not None else None
     steps = all_steps(engine.factual, estimates, resamplable, cleared_from)

@@ -266,10 +266,18 @@ def _explain(
                 f"together does (by {joint.comparison.effect:+.2f}): the {failure} built up over "
                 "several steps, none of them decisive alone."
             )
+        cleared = [s.index for s in found.steps if s.cleared_by is not None]
+        together = (
+            f" (shown together for the steps from step {cleared[0]} on, as long as keeping more "
+            f"of the record never {'lowers' if mode is Mode.FAILURE else 'raises'} the failure "
+            "rate; --strategy scan shows it one step at a time)"
+            if cleared
+            else ""
+        )
         return (
-            f"No resampled step changes the {failure} rate by more than ±{config.margin:g}: the "
-            f"{failure} does not depend on them (it was settled before the first resamplable "
-            "step, or by an observed-only step)."
+            f"No resampled step changes the {failure} rate by more than ±{config.margin:g}"
+            f"{together}: the {failure} does not depend on them (it was settled before the first "
+            "resamplable step, or by an observed-only step)."
         )
     return f"Inconclusive {spent}{budget}."
 

@@ -23,7 +23,6 @@ the rate by simulation on near-margin models at every budget.
 
 from __future__ import annotations
 
-import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -40,12 +39,11 @@ from otel_replay.attribution._stats import (
     DifferenceDistribution,
     clopper_pearson,
     decisive_rollouts,
-    draws_for,
     rollouts_needed,
     wilson,
 )
 from otel_replay.model import Step, Trajectory
-from otel_replay.replay import Plan, step_seed
+from otel_replay.replay import Plan
 
 #: The chance of naming a wrong step, at most (see the module docstring).
 ERROR_BOUND = 0.05
@@ -174,7 +172,6 @@ def estimate_step(
     tail: float,
 ) -> StepAttribution:
     """One step's estimate and its two tests (`compare`), each at one-sided error ``tail``."""
-    seed = step_seed(config.seed, "bootstrap", 0, step.index)
     c = compare(
         kept_outcomes,
         ablated_outcomes,
@@ -182,7 +179,6 @@ def estimate_step(
         mode=mode,
         config=config,
         tail=tail,
-        seed=seed,
     )
     return StepAttribution(
         index=step.index,
@@ -210,12 +206,11 @@ def compare(
     mode: Mode,
     config: AttributionConfig,
     tail: float,
-    seed: int,
 ) -> Comparison:
     """Two plans' difference and its two tests (module docstring), signed like the estimate:
     "matters" needs the one-sided bound above zero, "no effect" the interval at ``1 − 2·tail``
     inside ±margin. Against a known rate (``kept_exact``) the bounds are exact binomial ones;
-    between two estimates they are read off one bootstrap distribution seeded by ``seed``."""
+    between two estimates they are read off the bootstrap distribution (`DifferenceDistribution`)."""
     sign = 1.0 if mode is Mode.FAILURE else -1.0
     kept = _proportion(list(kept_outcomes), exact=kept_exact)
     ablated = _proportion(list(ablated_outcomes))
@@ -228,9 +223,7 @@ def compare(
 
         ci, interval = bounds(0.025), bounds(tail)
     else:
-        dist = DifferenceDistribution(
-            kept.failures, kept.n, ablated.failures, ablated.n, random.Random(seed), draws_for(tail)
-        )
+        dist = DifferenceDistribution(kept.failures, kept.n, ablated.failures, ablated.n)
         ci = _signed(sign, dist.interval(0.95))
         interval = _signed(sign, (dist.quantile(tail), dist.quantile(1 - tail)))
     return Comparison(

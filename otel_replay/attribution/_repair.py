@@ -10,7 +10,6 @@ and saves at least one run, is the repair.
 
 from __future__ import annotations
 
-import random
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,7 +20,7 @@ from otel_replay.attribution._stats import DifferenceDistribution, similarity, w
 from otel_replay.errors import RegistrationError
 from otel_replay.hashing import canonical_json
 from otel_replay.model import StepStatus
-from otel_replay.replay import Plan, step_seed
+from otel_replay.replay import Plan
 from otel_replay.resamplers import describe
 
 _ALPHA = 0.05  # the error rate a repair is accepted at (split over the candidates tried)
@@ -102,9 +101,8 @@ def search(
         plan = Plan.forced(n_steps, index, candidate.output)
         outcomes = engine.run([(plan, config.rollouts)])[plan]
         failures = sum(o.failed for o in outcomes)
-        rng = random.Random(step_seed(config.seed, "repair", tried, index))
         difference = DifferenceDistribution(
-            failures, len(outcomes), baseline_failures, len(baseline), rng
+            failures, len(outcomes), baseline_failures, len(baseline)
         )
         # a repair must save some runs, and fail less than the record does, beyond chance
         if failures < len(outcomes) and difference.quantile(1 - alpha) < 0.0:

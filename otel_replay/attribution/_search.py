@@ -38,7 +38,7 @@ from otel_replay.attribution._engine import Outcome
 from otel_replay.attribution._results import Comparison, Mode, SuffixTest
 from otel_replay.attribution._sequential import Rollouts, Schedule
 from otel_replay.attribution._stats import wilson
-from otel_replay.replay import Plan, step_seed
+from otel_replay.replay import Plan
 
 
 def questions(m: int) -> int:
@@ -102,12 +102,9 @@ def _ask(rollouts: Rollouts, mode: Mode, plan: Schedule, position: int, found: S
     engine, config = rollouts.engine, rollouts.config
     n_steps = len(engine.factual.steps)
     start = rollouts.resamplable[position]
-    seed = step_seed(config.seed, "suffix-bootstrap", 0, start)
 
     def judge(kept: list[Outcome], ablated: list[Outcome], exact: bool) -> Comparison:
-        return compare(
-            kept, ablated, kept_exact=exact, mode=mode, config=config, tail=plan.tail, seed=seed
-        )
+        return compare(kept, ablated, kept_exact=exact, mode=mode, config=config, tail=plan.tail)
 
     answer = rollouts.decide(
         plan.looks,

@@ -3,19 +3,18 @@
 * `wilson` — the Wilson score interval for a binomial proportion (good coverage at small n and at 0/n).
 * `clopper_pearson` — exact one-sided bounds for a proportion, for a difference against a known
   rate (the record itself, in the trace walk): a one-sample test needs no approximation.
-* `difference_interval` — a seeded parametric bootstrap of the difference of two proportions, drawn
-  from Agresti–Caffo adjusted proportions ((k+1)/(n+2)): the plain bootstrap of 0/n vs 0/n is the
-  single point 0, which would "prove" no effect from any budget, however small.
+* `difference_interval` — the parametric bootstrap of the difference of two proportions from
+  Agresti–Caffo adjusted proportions ((k+1)/(n+2)), its distribution computed exactly (no draws):
+  the plain bootstrap of 0/n vs 0/n is the single point 0, which would "prove" no effect from any
+  budget, however small.
 * `t_quantile` — Student's t quantiles (small-sample standard errors, see `_shapley`).
 * `similarity` — normalised edit similarity of two JSON values (1.0 = identical).
 """
 
 from __future__ import annotations
 
-import bisect
 import functools
 import math
-import random
 from collections.abc import Callable
 from typing import Any
 
@@ -23,8 +22,7 @@ from otel_replay.hashing import canonical_json
 
 Z_95 = 1.959963984540054
 WILSON = "wilson-score-95"
-BOOTSTRAP = "agresti-caffo-parametric-bootstrap-95"
-BOOTSTRAP_DRAWS = 4000  # the least; `draws_for` adds draws for deeper tails
+BOOTSTRAP = "agresti-caffo-parametric-bootstrap-exact-95"
 
 
 def wilson(successes: int, n: int, z: float = Z_95) -> tuple[float, float]:
@@ -57,40 +55,47 @@ def _binomial_cdf(n: int, p: float) -> list[float]:
 
 
 class DifferenceDistribution:
-    """Bootstrap draws of ``k1/n1 − k2/n2`` (see the module docstring), for intervals at any level."""
+    """The parametric bootstrap of ``k1/n1 − k2/n2`` (module docstring), computed exactly rather
+    than drawn: each side a binomial at its Agresti–Caffo adjusted rate, their difference's
+    distribution summed over one side, its quantiles found by bisection over the differences that
+    can occur (whole numbers ``x1·n2 − x2·n1`` over ``n1·n2``). No draws, so no seed and no
+    Monte Carlo error, however deep the tail."""
 
-    def __init__(
-        self,
-        k1: int,
-        n1: int,
-        k2: int,
-        n2: int,
-        rng: random.Random,
-        draws: int = BOOTSTRAP_DRAWS,
-    ) -> None:
-        self._samples: list[float] = []
+    def __init__(self, k1: int, n1: int, k2: int, n2: int) -> None:
+        self._n1, self._n2 = n1, n2
         if n1 == 0 or n2 == 0:
             return
-        side1, side2 = _side(k1, n1), _side(k2, n2)
-        self._samples = sorted(side1(rng) - side2(rng) for _ in range(draws))
+        self._pmf1 = _binomial_pmf(n1, (k1 + 1) / (n1 + 2))
+        cdf2 = _binomial_cdf(n2, (k2 + 1) / (n2 + 2))
+        # survival2[x] = P(X2 >= x), for x in 0..n2+1
+        self._survival2 = [1.0, *(1.0 - c for c in cdf2[:-1]), 0.0]
+
+    def _cdf(self, t: int) -> float:
+        """P(X1·n2 − X2·n1 <= t): for each x1, X2 must reach ceil((x1·n2 − t) / n1)."""
+        n1, n2, survival2 = self._n1, self._n2, self._survival2
+        total = 0.0
+        for x1, p in enumerate(self._pmf1):
+            need = -((t - x1 * n2) // n1)  # ceil((x1·n2 − t) / n1)
+            total += p * survival2[min(n2 + 1, max(0, need))]
+        return total
 
     def quantile(self, q: float) -> float:
-        if not self._samples:
+        """The smallest difference whose cumulative probability reaches ``q``."""
+        if self._n1 == 0 or self._n2 == 0:
             return -1.0 if q < 0.5 else 1.0
-        draws = len(self._samples)
-        return self._samples[min(draws - 1, max(0, math.ceil(q * draws) - 1))]
+        low, high = -self._n1 * self._n2 - 1, self._n1 * self._n2  # cdf(low) < q <= cdf(high)
+        while high - low > 1:
+            middle = (low + high) // 2
+            if self._cdf(middle) >= q:
+                high = middle
+            else:
+                low = middle
+        return high / (self._n1 * self._n2)
 
     def interval(self, coverage: float = 0.95) -> tuple[float, float]:
         """Central interval: ``(1 − coverage) / 2`` in each tail."""
         tail = (1 - coverage) / 2
         return self.quantile(tail), self.quantile(1 - tail)
-
-
-def _side(k: int, n: int) -> Callable[[random.Random], float]:
-    """Draws of one side's failure rate: a binomial rate drawn from the Agresti–Caffo adjusted
-    proportion."""
-    cdf = _binomial_cdf(n, (k + 1) / (n + 2))
-    return lambda rng: bisect.bisect_left(cdf, rng.random()) / n
 
 
 def clopper_pearson(k: int, n: int, tail: float) -> tuple[float, float]:
@@ -115,11 +120,6 @@ def _solve(f: Callable[[float], float], target: float, *, falling: bool = False)
         else:
             high = middle
     return (low + high) / 2
-
-
-def draws_for(tail: float) -> int:
-    """Bootstrap draws that leave about 20 in a tail of ``tail`` (never fewer than the default)."""
-    return max(BOOTSTRAP_DRAWS, math.ceil(20 / tail))
 
 
 def decisive_rollouts(margin: float, tail: float, *, known: bool = False) -> int:
@@ -150,11 +150,9 @@ def _binomial_pmf(n: int, p: float) -> list[float]:
     return [cdf[0], *(cdf[k] - cdf[k - 1] for k in range(1, n + 1))]
 
 
-def difference_interval(
-    k1: int, n1: int, k2: int, n2: int, rng: random.Random, draws: int = BOOTSTRAP_DRAWS
-) -> tuple[float, float]:
+def difference_interval(k1: int, n1: int, k2: int, n2: int) -> tuple[float, float]:
     """95 % interval for ``k1/n1 − k2/n2`` (see the module docstring for the method)."""
-    return DifferenceDistribution(k1, n1, k2, n2, rng, draws).interval(0.95)
+    return DifferenceDistribution(k1, n1, k2, n2).interval(0.95)
 
 
 def rollouts_needed(effect: float, half_width: float, n: int, floor: int = 1) -> int | None:

@@ -5,7 +5,7 @@ repair."""
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -22,6 +22,7 @@ from otel_replay.attribution import (
     Progress,
     StepAttribution,
     Strategy,
+    SuffixTest,
     attribute_stored,
     planned_cost_stored,
 )
@@ -128,8 +129,13 @@ def _name_width(wide: bool, shapley: bool) -> int:
     return max(10, console.width - others)
 
 
-def _decision(step: StepAttribution, wide: bool) -> str:
-    """Which test the step passed, with the bound it read when the terminal has room."""
+def _decision(step: StepAttribution, wide: bool, search: Sequence[SuffixTest] = ()) -> str:
+    """Which test the step passed, with the bound it read when the terminal has room; a step the
+    search cleared with every later one names the step the joint test resampled from."""
+    if step.cleared_by is not None:
+        joint = next((t for t in search if t.start == step.cleared_by), None)
+        bound = f" {_interval(*joint.comparison.no_effect_interval)}" if joint and wide else ""
+        return f"no effect, with all from #{step.cleared_by}{bound}"
     if step.significant and step.matters_bound is not None:
         return f"matters >{step.matters_bound:+.2f}" if wide else "matters"
     if step.no_effect and step.no_effect_interval is not None:
@@ -187,7 +193,7 @@ def _render(result: AttributionResult, config: AttributionConfig) -> None:
             f"{step.kept.value:.2f}/{step.ablated.value:.2f}" if step.kept and step.ablated else ""
         )
         cells = [str(step.index), step.kind, shown(step.name), estimate, rates]
-        cells.append(_decision(step, wide))
+        cells.append(_decision(step, wide, result.search))
         if shapley:
             if step.shapley is not None and step.shapley_se is not None:
                 differs = " ≠" if step.shapley_disagrees else ""

@@ -19,13 +19,15 @@ from otel_replay.attribution import (
     Mode,
     Proportion,
     StepAttribution,
+    SuffixTest,
     rerun_command,
 )
 from otel_replay.resamplers import UserCode
 
 #: 2: each step's ``tests`` (the bounds its decisions read) and ``shapley_disagrees``; the Shapley
-#: summary's target, largest SE and note.
-REPORT_VERSION = 2
+#: summary's target, largest SE and note. 3: the adaptive ``search`` (its questions about suffixes)
+#: and each step's ``estimated`` and ``cleared_by``; strategy ``scan``.
+REPORT_VERSION = 3
 #: How Shapley standard errors are made (see `otel_replay.attribution._shapley`).
 SHAPLEY_SE = "monte-carlo-antithetic-pairs-pooled-t-se"
 
@@ -52,6 +54,8 @@ def _step(step: StepAttribution, margin: float) -> dict[str, Any]:
         "kind": step.kind,
         "name": step.name,
         "resamplable": step.resamplable,
+        "estimated": step.attribution is not None,
+        "cleared_by": step.cleared_by,
         "attribution": _r(step.attribution),
         "ci_low": _r(step.ci_low),
         "ci_high": _r(step.ci_high),
@@ -78,6 +82,21 @@ def _step(step: StepAttribution, margin: float) -> dict[str, Any]:
             },
         },
         "shapley_disagrees": step.shapley_disagrees if step.shapley is not None else None,
+    }
+
+
+def _question(test: SuffixTest, margin: float) -> dict[str, Any]:
+    c = test.comparison
+    return {
+        "from_step": test.start,
+        "effect": _r(c.effect),
+        "p_fail_record": _proportion(c.kept),
+        "p_fail_resampled": _proportion(c.ablated),
+        "matters_bound": _r(c.matters_bound),
+        "no_effect_interval": [_r(v) for v in c.no_effect_interval],
+        "confidence": _r(1 - 2 * c.test_tail),
+        "margin": margin,
+        "decision": test.decision,
     }
 
 
@@ -138,6 +157,7 @@ def build_report(
             "rerun": rerun_command(result.trajectory_id, config, code),
         },
         "steps": [_step(s, config.margin) for s in result.steps],
+        "search": [_question(t, config.margin) for t in result.search],
         "point_of_commitment": located if result.mode is Mode.FAILURE else None,
         "save_point": located if result.mode is Mode.CREDIT else None,
         "verdict": result.verdict.value,

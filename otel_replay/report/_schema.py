@@ -29,6 +29,8 @@ _STEP: dict[str, Any] = {
         "kind",
         "name",
         "resamplable",
+        "estimated",
+        "cleared_by",
         "attribution",
         "ci_low",
         "ci_high",
@@ -52,6 +54,17 @@ _STEP: dict[str, Any] = {
         "resamplable": {
             "type": "boolean",
             "description": "false: observed-only, served from the record",
+        },
+        "estimated": {
+            "type": "boolean",
+            "description": "false: observed-only, cleared by the search, or never reached",
+        },
+        "cleared_by": {
+            **_INT_OR_NULL,
+            "description": (
+                "shown to have no effect together with every resamplable step from this step on "
+                "(the search entry whose from_step it is), not estimated alone"
+            ),
         },
         "attribution": {
             **_NUMBER_OR_NULL,
@@ -124,6 +137,42 @@ _STEP: dict[str, Any] = {
     },
 }
 
+_QUESTION: dict[str, Any] = {
+    "type": "object",
+    "description": (
+        "one question of the adaptive search: resampling every resamplable step from from_step on, "
+        "against the record kept whole"
+    ),
+    "required": [
+        "from_step",
+        "effect",
+        "p_fail_record",
+        "p_fail_resampled",
+        "matters_bound",
+        "no_effect_interval",
+        "confidence",
+        "margin",
+        "decision",
+    ],
+    "additionalProperties": False,
+    "properties": {
+        "from_step": {"type": "integer", "minimum": 0},
+        "effect": {"type": "number", "description": "signed by mode, as a step's attribution"},
+        "p_fail_record": _PROPORTION,
+        "p_fail_resampled": _PROPORTION,
+        "matters_bound": {"type": "number"},
+        "no_effect_interval": {
+            "type": "array",
+            "items": {"type": "number"},
+            "minItems": 2,
+            "maxItems": 2,
+        },
+        "confidence": {"type": "number", "minimum": 0, "maximum": 1},
+        "margin": {"type": "number"},
+        "decision": {"enum": ["matters", "no effect", "falls", "undecided"]},
+    },
+}
+
 REPORT_SCHEMA: dict[str, Any] = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "$id": f"https://agent-replay.dev/schemas/attribution-report-v{REPORT_VERSION}.json",
@@ -138,6 +187,7 @@ REPORT_SCHEMA: dict[str, Any] = {
         "failed",
         "config",
         "steps",
+        "search",
         "point_of_commitment",
         "save_point",
         "verdict",
@@ -239,6 +289,11 @@ REPORT_SCHEMA: dict[str, Any] = {
             },
         },
         "steps": {"type": "array", "items": _STEP},
+        "search": {
+            "type": "array",
+            "items": _QUESTION,
+            "description": "the adaptive search's questions in the order asked (empty: no search)",
+        },
         "point_of_commitment": {**_INT_OR_NULL, "description": "failure mode: the culprit step"},
         "save_point": {**_INT_OR_NULL, "description": "credit mode: the step that saved the run"},
         "verdict": {"enum": ["culprit", "inconclusive", "no-failure"]},

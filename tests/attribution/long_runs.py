@@ -8,10 +8,12 @@ draws the next one with ``ctx.rng``. The verifier fails a run whose final state 
 
 * ``noise``: the state passes through.
 * ``Break(p)``: a good run goes bad with probability p; bad stays bad [went bad].
+* ``Risk(p)``: the same [stayed as it was].
 * ``Luck(p)``: the run is lucky with probability p [lucky].
 * ``Crash(lucky, unlucky)``: the run goes bad with probability ``lucky`` if it is lucky, else
   ``unlucky`` [went bad].
 * ``Fix(p)``: a bad run is mended with probability p [mended].
+* ``Miss(p)``: the same [stayed bad]: a chance to mend that the record missed.
 * ``Wear(p)``: one more unit of wear with probability p [worn a unit more].
 """
 
@@ -38,6 +40,17 @@ class Break:
 
     def recorded(self, s: State) -> State:
         return True, s[1], s[2]
+
+
+@dataclass(frozen=True)
+class Risk:
+    p: float
+
+    def step(self, s: State) -> list[tuple[float, State]]:
+        return Break(self.p).step(s)
+
+    def recorded(self, s: State) -> State:
+        return s
 
 
 @dataclass(frozen=True)
@@ -75,6 +88,17 @@ class Fix:
 
 
 @dataclass(frozen=True)
+class Miss:
+    p: float
+
+    def step(self, s: State) -> list[tuple[float, State]]:
+        return Fix(self.p).step(s)
+
+    def recorded(self, s: State) -> State:
+        return s
+
+
+@dataclass(frozen=True)
 class Wear:
     p: float
 
@@ -94,7 +118,7 @@ class Noise:
         return s
 
 
-Rule = Break | Luck | Crash | Fix | Wear | Noise
+Rule = Break | Risk | Luck | Crash | Fix | Miss | Wear | Noise
 START: State = (False, False, 0)
 
 
@@ -145,9 +169,11 @@ class LongRun:
         return sum(p for state, p in dist.items() if failed(state))
 
     def effects(self) -> list[float]:
-        """Each step's true attribution, ``F(i + 1) − F(i)`` (signed for a failed run)."""
+        """Each step's true attribution, ``F(i + 1) − F(i)``, or its rescue credit (the negation)
+        when the record passed."""
         rates = [self.failure_rate(i) for i in range(len(self.rules) + 1)]
-        return [rates[i + 1] - rates[i] for i in range(len(self.rules))]
+        sign = 1.0 if failed(self.states()[-1]) else -1.0
+        return [sign * (rates[i + 1] - rates[i]) for i in range(len(self.rules))]
 
     def wrongly_named(self, named: int, margin: float = 0.1) -> bool:
         """Naming ``named`` is wrong (the error bound's sense): it has no effect, or a later step
