@@ -35,7 +35,7 @@ if TYPE_CHECKING:
         no_effect_confidence,
     )
     from otel_replay.attribution._cost import PlannedCost, planned_cost
-    from otel_replay.attribution._engine import Progress
+    from otel_replay.attribution._engine import Progress, Spending, Spent
     from otel_replay.attribution._repair import repair_bound
     from otel_replay.attribution._results import (
         AttributionResult,
@@ -69,6 +69,8 @@ __all__ = [
     "Proportion",
     "Repair",
     "ShapleySummary",
+    "Spending",
+    "Spent",
     "StepAttribution",
     "Strategy",
     "SuffixTest",

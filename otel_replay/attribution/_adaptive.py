@@ -68,7 +68,9 @@ def adaptive(
 
 
 def _scan(rollouts: Rollouts, start: int, mode: Mode, plan: Schedule) -> dict[int, StepAttribution]:
-    """Steps estimated one by one from position ``start`` back, until one is shown to matter."""
+    """Steps estimated one by one from position ``start`` back, until one is shown to matter, or
+    one stays undecided at the most rollouts per plan: while it is open no earlier step can be
+    named, so estimating them would buy nothing but a narrower bracket, at the highest prices."""
     engine, config, resamplable = rollouts.engine, rollouts.config, rollouts.resamplable
     n_steps = len(engine.factual.steps)
     estimates: dict[int, StepAttribution] = {}
@@ -84,7 +86,7 @@ def _scan(rollouts: Rollouts, start: int, mode: Mode, plan: Schedule) -> dict[in
         )
         if estimate is not None:
             estimates[step.index] = estimate
-        if rollouts.out_of_budget or (estimate is not None and estimate.significant):
+        if rollouts.out_of_budget or estimate is None or not estimate.no_effect:
             break
     return estimates
 
@@ -118,8 +120,6 @@ def _verdict(
         if not later:
             return matters[-1], None, None
         return None, (matters[-1], later[-1]), _needed(steps, later, searched, config)
-    if searched.lo >= 0:  # some step from there on matters: the commitment is not earlier
-        open_steps = [i for i in open_steps if i >= resamplable[searched.lo]] or open_steps
     if not open_steps:
         return None, None, None  # every step shown to have no effect
     return None, (open_steps[0], open_steps[-1]), _needed(steps, open_steps, searched, config)
@@ -184,11 +184,20 @@ def _notes(
     unseen = [
         i for i in resamplable if steps[i].attribution is None and steps[i].cleared_by is None
     ]
+    undecided = [
+        s.index for s in steps if s.attribution is not None and not (s.significant or s.no_effect)
+    ]
     if unseen:
         if rollouts.out_of_budget:
             why = f"the budget of {rollouts.config.budget:,} calls was reached"
         elif searched.stop is Stop.UNDECIDED:
             why = "the search stopped at a question it could not settle"
+        elif undecided:
+            why = (
+                f"step {undecided[0]} stayed undecided at {rollouts.config.max_rollouts} rollouts "
+                "per plan, and no earlier step can be named while it is open; --max-rollouts "
+                "raises the limit"
+            )
         else:
             why = "they come before the step shown to matter"
         notes.append(f"adaptive: {_which(unseen)} not estimated ({why})")

@@ -19,7 +19,7 @@ from otel_replay.attribution._contrastive import (
     kept_plan,
     localise,
 )
-from otel_replay.attribution._engine import Engine, Progress
+from otel_replay.attribution._engine import Engine, Progress, Spending
 from otel_replay.attribution._repair import search
 from otel_replay.attribution._results import (
     AttributionResult,
@@ -75,6 +75,7 @@ def attribute(
     config: AttributionConfig | None = None,
     progress: Progress | None = None,
     driver: Callable[[Plan, int], Rollout] | None = None,
+    spending: Spending | None = None,
 ) -> AttributionResult:
     """Find the step where ``trajectory``'s failure became inevitable (or, in credit mode, its save).
 
@@ -84,7 +85,9 @@ def attribute(
         RolloutError: a resample function raised (unless ``on_resampler_error`` is ``fail-rollout``).
 
     ``progress(completed, total)`` follows the rollouts; ``total`` is exact before a repair search
-    and grows by what the search may try once it knows its candidates. ``driver`` replaces the
+    and grows by what the search may try once it knows its candidates; the sequential strategies
+    announce each batch as they decide on it. ``spending(spent)`` follows the resample-function
+    calls against the budget (`Spent`). ``driver`` replaces the
     trace-driven rollout, e.g. with `otel_replay.replay.agent_driver` to run the live agent; then
     every step is resamplable (its live code re-runs it).
     """
@@ -94,14 +97,11 @@ def attribute(
     verifier = _verifier(trajectory, registry, resamplable)
     factual_score = score(verifier, trajectory)
     mode = _mode(trajectory, verifier, factual_score, config)
-    engine = Engine(trajectory, registry, verifier, config, progress, driver)
+    engine = Engine(trajectory, registry, verifier, config, progress, driver, spending)
+    plans = method_plans(len(trajectory.steps), resamplable, config, engine.walks_record)
     engine.announce(
-        sum(
-            count
-            for _, count in method_plans(
-                len(trajectory.steps), resamplable, config, engine.walks_record
-            )
-        )
+        sum(count for _, count in plans),
+        sum(count * len(plan.resampled(resamplable)) for plan, count in plans),
     )
     found, notes = None, list[str]()
     if config.method in (Method.CONTRASTIVE, Method.ALL):

@@ -13,10 +13,14 @@ import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from otel_replay.attribution._adaptive import SEARCH_FROM
 from otel_replay.attribution._api import method_plans, resamplable_steps
-from otel_replay.attribution._config import MAX_PERMUTATIONS, AttributionConfig, Method
+from otel_replay.attribution._config import MAX_PERMUTATIONS, AttributionConfig, Method, Strategy
 from otel_replay.attribution._contrastive import contrastive_plans
 from otel_replay.attribution._repair import repair_bound
+from otel_replay.attribution._search import questions
+from otel_replay.attribution._sequential import schedule
+from otel_replay.attribution._stats import decisive_rollouts
 from otel_replay.model import Trajectory
 from otel_replay.replay import Plan
 from otel_replay.resamplers import Registry
@@ -33,7 +37,8 @@ class PlannedCost:
     extra_rollouts: int
     extra_calls: int
     exact: bool  # the trace walk: the calls are exact; a driver re-running a loop: an estimate
-    adaptive: bool = False  # the scan's rollouts are decided as it goes: only its most is known
+    adaptive: bool = False  # a sequential strategy decides its rollouts as it goes
+    typical_calls: int | None = None  # a sequential strategy's calls on a typical run (`typical`)
 
     @property
     def worst_rollouts(self) -> int:
@@ -60,12 +65,15 @@ def planned_cost(
         for index in plan.resampled(resamplable):
             by_kind[kinds[index]] = by_kind.get(kinds[index], 0) + count
     extra_rollouts = extra_calls = 0
+    typical_calls = None
     if config.strategy.sequential and config.method is not Method.SHAPLEY:
+        # every plan the search and the scan may run, at the most rollouts each (or the budget)
         sweep = contrastive_plans(
             n_steps, resamplable, config.max_rollouts, walks_record=not agent_driven
         )
         extra_rollouts += _rollouts(sweep)
-        extra_calls += _calls(sweep, resamplable)
+        extra_calls += min(_calls(sweep, resamplable), config.budget or _calls(sweep, resamplable))
+        typical_calls = typical(len(resamplable), config, exact=not agent_driven)
     if config.repair:  # a baseline and each candidate, every later step resampled at most
         extra_rollouts += repair_bound(config)
         extra_calls += repair_bound(config) * len(resamplable)
@@ -82,7 +90,52 @@ def planned_cost(
         extra_calls=extra_calls,
         exact=not agent_driven,
         adaptive=config.strategy.sequential,
+        typical_calls=typical_calls,
     )
+
+
+def typical(m: int, config: AttributionConfig, *, exact: bool) -> int:
+    """A sequential strategy's calls on a typical run of ``m`` resamplable steps: one step halfway
+    decides it, every question about the steps after it settles at the fewest rollouts that can
+    show no effect, and every question about it at the first look. A guide, not a bound: small
+    effects and failures that build up take more (`PlannedCost.worst_calls` bounds them)."""
+    if m == 0:
+        return 0
+    searching = config.strategy is Strategy.ADAPTIVE and m >= SEARCH_FROM
+    plan = schedule(config, m, questions(m) if searching else 0)
+    against_record = decisive_rollouts(config.margin, plan.tail, known=exact)
+    between_plans = decisive_rollouts(config.margin, plan.tail)
+    culprit = m // 2
+    runs: dict[int, int] = {}  # rollouts of the plan that resamples from each position on
+
+    def ask(position: int, rollouts: int) -> None:
+        runs[position] = max(runs.get(position, 0), min(rollouts, config.max_rollouts))
+
+    if searching:
+        for position in _search_path(m, culprit):
+            ask(position, against_record if position > culprit else plan.looks[0])
+    else:
+        for position in range(m - 1, culprit, -1):
+            ask(position, between_plans)
+    ask(culprit, plan.looks[0])
+    return sum(n * (m - position) for position, n in runs.items())
+
+
+def _search_path(m: int, culprit: int) -> list[int]:
+    """The positions `_search.search` asks about when the suffixes from ``culprit`` back matter."""
+    asked, low, high, stride = [], -1, m, 1
+    while True:
+        position = max(0, m - stride)
+        asked.append(position)
+        if position <= culprit:
+            low = position
+            break
+        high, stride = position, 2 * stride
+    while high - low > 1:
+        position = (low + high) // 2
+        asked.append(position)
+        low, high = (position, high) if position <= culprit else (low, position)
+    return asked
 
 
 def _rollouts(plans: list[tuple[Plan, int]]) -> int:

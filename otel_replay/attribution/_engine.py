@@ -36,6 +36,25 @@ class Outcome:
 Progress = Callable[[int, int], None]
 
 
+@dataclass(frozen=True, slots=True)
+class Spent:
+    """What an attribution has spent so far in resample-function calls (the cost users pay), what
+    its batches announced so far will have spent when they end, and the budget, if any."""
+
+    calls: int
+    calls_announced: int
+    budget: int | None
+
+    @property
+    def batch(self) -> int:
+        """Calls still to come in the batches announced: what remains before the next decision."""
+        return max(0, self.calls_announced - self.calls)
+
+
+#: ``spending(spent)``: called as `Progress` is, with the calls.
+Spending = Callable[[Spent], None]
+
+
 class Engine:
     """Rolls plans out and scores them, and keeps the count of what was announced and what ran.
 
@@ -51,12 +70,15 @@ class Engine:
         config: AttributionConfig,
         progress: Progress | None = None,
         driver: Callable[[Plan, int], Rollout] | None = None,
+        spending: Spending | None = None,
     ) -> None:
         self.factual = factual
         self.registry = registry
         self.verifier = verifier
         self.config = config
         self.progress = progress
+        self.spending = spending
+        self.calls_announced = 0
         self.rollouts = 0
         self.planned = 0
         self.step_executions = 0
@@ -70,9 +92,10 @@ class Engine:
             lambda plan, index: rollout(factual, plan, self._registrations, config.seed, index)
         )
 
-    def announce(self, rollouts: int) -> None:
-        """``rollouts`` more will run."""
+    def announce(self, rollouts: int, calls: int = 0) -> None:
+        """``rollouts`` more will run (making ``calls`` resample-function calls, when known)."""
         self.planned += rollouts
+        self.calls_announced = max(self.calls_announced, self.step_executions) + calls
         self._report()
 
     def withdraw(self, rollouts: int) -> None:
@@ -132,3 +155,6 @@ class Engine:
     def _report(self) -> None:
         if self.progress is not None:
             self.progress(self.rollouts, self.planned)
+        if self.spending is not None:
+            spent = Spent(self.step_executions, self.calls_announced, self.config.budget)
+            self.spending(spent)

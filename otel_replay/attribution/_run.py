@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from otel_replay.attribution._api import attribute
 from otel_replay.attribution._config import AttributionConfig, Driver
 from otel_replay.attribution._cost import PlannedCost, planned_cost
-from otel_replay.attribution._engine import Progress
+from otel_replay.attribution._engine import Progress, Spending
 from otel_replay.attribution._results import AttributionResult
 from otel_replay.errors import AttributionError
 from otel_replay.model import StepKind, Trajectory
@@ -31,6 +31,7 @@ def attribute_stored(
     config: AttributionConfig,
     code: UserCode,
     progress: Progress | None = None,
+    spending: Spending | None = None,
 ) -> AttributionResult:
     """Load ``code`` (its mistakes are reported before anything runs), then the run, then attribute
     it: by re-running ``code.agent`` under the replay context when one is named, else by walking
@@ -39,7 +40,7 @@ def attribute_stored(
     prepared = _prepare(store, id_or_prefix, config, code)
     try:
         result = attribute(
-            prepared.trajectory, prepared.registry, config, progress, prepared.driver
+            prepared.trajectory, prepared.registry, config, progress, prepared.driver, spending
         )
     finally:
         if prepared.model is not None:

@@ -101,7 +101,11 @@ class Rollouts:
             if not self.affordable(wants):
                 self.out_of_budget = True
                 return answer
-            self.engine.announce(sum(max(0, w - len(self.outcomes.get(p, []))) for p, w in wants))
+            more = [(p, max(0, w - len(self.outcomes.get(p, [])))) for p, w in wants]
+            self.engine.announce(
+                sum(n for _, n in more),
+                sum(n * len(p.resampled(self.resamplable)) for p, n in more),
+            )
             self.engine.top_up(self.outcomes, wants)
             answer = judge(self.outcomes[kept][: wants[0][1]], self.outcomes[ablated][:n], exact)
             if settled(answer):

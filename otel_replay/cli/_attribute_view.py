@@ -20,6 +20,8 @@ from otel_replay.attribution import (
     Mode,
     PlannedCost,
     Progress,
+    Spending,
+    Spent,
     StepAttribution,
     Strategy,
     SuffixTest,
@@ -56,11 +58,14 @@ def run(
         if dry_run:
             with open_store(store) as db:
                 print_cost(
-                    trajectory_id, *planned_cost_stored(db, trajectory_id, config, code), json
+                    trajectory_id,
+                    *planned_cost_stored(db, trajectory_id, config, code),
+                    json,
+                    config.strategy.value,
                 )
             return
-        with open_store(store) as db, progress_bar() as progress:
-            result = attribute_stored(db, trajectory_id, config, code, progress)
+        with open_store(store) as db, progress_bar(config) as (progress, spending):
+            result = attribute_stored(db, trajectory_id, config, code, progress, spending)
         report = dumps_report(build_report(result, config, code))
         if json_out is not None:
             write_output(json_out, report)
@@ -92,12 +97,38 @@ def print_outcome(
 
 
 @contextmanager
-def progress_bar() -> Iterator[Progress]:
-    """A rollouts bar on stderr that follows the engine's count of what ran and what is planned."""
-    columns = (TextColumn("rollouts"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with RichProgress(*columns, console=err_console, transient=True) as bar:
-        task = bar.add_task("rollouts", total=None)
-        yield lambda completed, total: bar.update(task, completed=completed, total=total)
+def progress_bar(config: AttributionConfig) -> Iterator[tuple[Progress, Spending]]:
+    """A bar on stderr: the sweep's rollouts against the total it planned; a sequential strategy's
+    resample-function calls against the budget (or, without one, a count), with the calls left in
+    the batch under way, which is what remains before its next decision."""
+    if config.strategy is Strategy.SWEEP:
+        columns = (TextColumn("rollouts"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+        with RichProgress(*columns, console=err_console, transient=True) as bar:
+            task = bar.add_task("rollouts", total=None)
+            yield (
+                lambda completed, total: bar.update(task, completed=completed, total=total),
+                lambda spent: None,
+            )
+        return
+    calls = (
+        TextColumn("calls"),
+        BarColumn(),
+        TextColumn("{task.completed:,.0f}{task.fields[of]}"),
+        TextColumn("{task.fields[batch]}"),
+        TimeElapsedColumn(),
+    )
+    with RichProgress(*calls, console=err_console, transient=True) as bar:
+        task = bar.add_task("calls", total=config.budget, of="", batch="")
+
+        def spending(spent: Spent) -> None:
+            bar.update(
+                task,
+                completed=spent.calls,
+                of=f" of {spent.budget:,} (budget)" if spent.budget else "",
+                batch=f"{spent.batch:,} more in this batch" if spent.batch else "",
+            )
+
+        yield (lambda completed, total: None), spending
 
 
 def _interval(low: float | None, high: float | None) -> str:
@@ -239,7 +270,9 @@ def _render(result: AttributionResult, config: AttributionConfig) -> None:
         )
 
 
-def print_cost(trajectory_id: str, cost: PlannedCost, how: str, json: bool) -> None:
+def print_cost(
+    trajectory_id: str, cost: PlannedCost, how: str, json: bool, config_name: str = "adaptive"
+) -> None:
     """``--dry-run``: what the attribution would run, and at most with a repair search or a
     Shapley target."""
     if json:
@@ -253,15 +286,17 @@ def print_cost(trajectory_id: str, cost: PlannedCost, how: str, json: bool) -> N
                 "calls_exact": cost.exact,
                 "worst_rollouts": cost.worst_rollouts,
                 "worst_calls": cost.worst_calls,
+                "typical_calls": cost.typical_calls,
                 "adaptive": cost.adaptive,
             }
         )
         return
     if cost.adaptive and not cost.calls:
         console.print(
-            f"dry run of {shown(trajectory_id)} ({shown(how)}): the adaptive scan stops as soon "
-            f"as its tests decide; at most {cost.worst_rollouts:,} rollouts and "
-            f"{cost.worst_calls:,} resample-function calls",
+            f"dry run of {shown(trajectory_id)} ({shown(how)}): the {shown(config_name)} strategy "
+            f"stops as soon as its tests decide: typically about {cost.typical_calls or 0:,} "
+            "resample-function calls (one decisive step halfway through the run); at most "
+            f"{cost.worst_rollouts:,} rollouts and {cost.worst_calls:,} calls",
             highlight=False,
         )
         return

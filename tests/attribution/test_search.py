@@ -17,6 +17,7 @@ from otel_replay.attribution import (
     AttributionResult,
     Mode,
     OnSuccess,
+    Spent,
     Strategy,
     Verdict,
     attribute,
@@ -202,3 +203,29 @@ def test_the_search_keeps_the_stated_bound_near_the_margin(max_rollouts: int) ->
     assert wrong <= ERROR_BOUND * seeds / 2, (wrong, named)
     if max_rollouts == 640:  # and the budget buys answers
         assert named.count(29) >= 0.75 * seeds, named
+
+
+def test_progress_follows_the_calls_against_the_budget() -> None:
+    seen: list[Spent] = []
+    config = dataclasses.replace(ADAPTIVE, budget=5_000)
+    result = attribute(SINGLE.trajectory(), SINGLE.registry(), config, spending=seen.append)
+    calls = [s.calls for s in seen]
+    assert calls == sorted(calls) and calls[-1] == result.step_executions <= 5_000
+    assert all(s.budget == 5_000 for s in seen)
+    # each batch is announced before it runs, so what remains of it is known while it runs
+    assert any(s.batch > 0 for s in seen)
+    assert all(s.calls + s.batch <= 5_000 for s in seen)
+
+
+@pytest.mark.parametrize("strategy", [Strategy.ADAPTIVE, Strategy.SCAN])
+def test_the_dry_run_gives_the_typical_and_the_worst_cost(strategy: Strategy) -> None:
+    model = run("halfway", 48, {24: Break(0.6)})
+    config = dataclasses.replace(ADAPTIVE, strategy=strategy)
+    cost = planned_cost(model.trajectory(), model.registry(), config)
+    spent = _attributed(model, config).step_executions
+    assert cost.typical_calls is not None and 0.5 * spent <= cost.typical_calls <= 2 * spent
+    assert spent <= cost.worst_calls
+    capped = planned_cost(
+        model.trajectory(), model.registry(), dataclasses.replace(config, budget=3_000)
+    )
+    assert capped.worst_calls == 3_000
