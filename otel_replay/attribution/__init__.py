@@ -47,6 +47,7 @@ if TYPE_CHECKING:
         StepAttribution,
         SuffixTest,
         Verdict,
+        percent,
     )
     from otel_replay.attribution._run import attribute_stored, planned_cost_stored
     from otel_replay.attribution._stats import BOOTSTRAP, WILSON
@@ -79,6 +80,7 @@ __all__ = [
     "attribute_stored",
     "matters_confidence",
     "no_effect_confidence",
+    "percent",
     "planned_cost",
     "planned_cost_stored",
     "planned_rollouts",

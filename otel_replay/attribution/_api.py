@@ -28,6 +28,7 @@ from otel_replay.attribution._results import (
     ShapleySummary,
     StepAttribution,
     Verdict,
+    percent,
 )
 from otel_replay.attribution._shapley import shapley, shapley_plans
 from otel_replay.errors import AttributionError, VerifierError
@@ -296,12 +297,12 @@ def _located(found: Localisation, poc: int, mode: Mode, margin: float, named: st
     )
     shown = (
         f"{head}: keeping it as recorded {change} the failure rate by {abs(step.attribution):.2f} "
-        f"(by more than {step.matters_bound:.2f} at {confidence:.2%} one-sided confidence)"
+        f"(by more than {step.matters_bound:.2f} at {percent(confidence)} one-sided confidence)"
     )
     if not later:
         return f"{shown}, and no later step can be resampled."
     bound = f"The chance that these tests name a wrong step is at most {ERROR_BOUND:g}"
-    level = f"{step.no_effect_confidence or 0.0:.2%}"
+    level = percent(step.no_effect_confidence or 0.0)
     alone = [s for s in later if s.cleared_by is None]
     joint = next((t for t in found.search if t.start == later[-1].cleared_by), None)
     if joint is None:

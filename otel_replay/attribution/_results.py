@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
 from otel_replay.attribution._stats import Z_95
+
+
+def percent(confidence: float) -> str:
+    """A confidence as a percentage with the digits it needs not to read 100 %: 99.50%, 99.996%."""
+    tail = 1.0 - confidence
+    digits = 2 if tail <= 0 else max(2, math.ceil(-math.log10(tail)) - 2)
+    return f"{confidence:.{digits}%}"
 
 
 class Mode(str, Enum):

@@ -26,6 +26,7 @@ from otel_replay.attribution import (
     Strategy,
     SuffixTest,
     attribute_stored,
+    percent,
     planned_cost_stored,
 )
 from otel_replay.cli._common import (
@@ -165,13 +166,23 @@ def _decision(step: StepAttribution, wide: bool, search: Sequence[SuffixTest] = 
     search cleared with every later one names the step the joint test resampled from."""
     if step.cleared_by is not None:
         joint = next((t for t in search if t.start == step.cleared_by), None)
-        bound = f" {_interval(*joint.comparison.no_effect_interval)}" if joint and wide else ""
+        if not wide:
+            return f"no effect ≥#{step.cleared_by}"
+        bound = f" {_interval(*joint.comparison.no_effect_interval)}" if joint else ""
         return f"no effect, with all from #{step.cleared_by}{bound}"
     if step.significant and step.matters_bound is not None:
         return f"matters >{step.matters_bound:+.2f}" if wide else "matters"
     if step.no_effect and step.no_effect_interval is not None:
         return f"no effect {_interval(*step.no_effect_interval)}" if wide else "no effect"
     return "undecided" if step.test_tail is not None else "not estimated"
+
+
+def _joint_caption(result: AttributionResult, wide: bool) -> str:
+    """How the table words the steps the search cleared together, when there are any."""
+    if not any(s.cleared_by is not None for s in result.steps):
+        return ""
+    how = "'no effect, with all from #k'" if wide else "'no effect ≥#k'"
+    return f" ({how}: shown together with every step from #k on, by the search)"
 
 
 def _render(result: AttributionResult, config: AttributionConfig) -> None:
@@ -187,8 +198,9 @@ def _render(result: AttributionResult, config: AttributionConfig) -> None:
         caption=(
             f"{_budget(result, config)}, seed {config.seed}; {intervals}; "
             f"P(fail) with the step kept / resampled; test: 'matters' when the one-sided "
-            f"{1 - tail:.2%} bound is above 0, 'no effect' when the "
-            f"{1 - 2 * tail:.2%} interval is inside ±{config.margin:g}; "
+            f"{percent(1 - tail)} bound is above 0, 'no effect' when the "
+            f"{percent(1 - 2 * tail)} interval is inside ±{config.margin:g}"
+            f"{_joint_caption(result, wide)}; "
             f"◀ {'save point' if credit else 'point of commitment'}"
         ),
     )

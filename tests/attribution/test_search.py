@@ -178,7 +178,7 @@ def test_the_table_names_the_joint_test() -> None:
     assert _decision(result.steps[30], True, result.search).startswith(
         "no effect, with all from #18 ["
     )
-    assert _decision(result.steps[30], False, result.search) == "no effect, with all from #18"
+    assert _decision(result.steps[30], False, result.search) == "no effect ≥#18"
 
 
 #: A real culprit early, then a missed chance to mend just past the margin (0.11): naming the early
