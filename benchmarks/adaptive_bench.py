@@ -190,12 +190,22 @@ def main() -> None:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
-    tasks = [(f, n, i) for n in sizes for f in FAMILIES for i in range(args.instances)]
-    with ProcessPoolExecutor(2) as pool:
-        rows = [row for batch in pool.map(run, tasks) for row in batch]
+    rows = measure(args.instances, sizes)
     if args.json:
         print(json.dumps([asdict(r) for r in rows], indent=2))
         return
+    print_table(rows, sizes)
+
+
+def measure(instances: int, sizes: list[int], jobs: int = 2) -> list[Row]:
+    """Every family and size, ``instances`` each, with the sweep and the adaptive default."""
+    tasks = [(f, n, i) for n in sizes for f in FAMILIES for i in range(instances)]
+    with ProcessPoolExecutor(jobs) as pool:
+        return [row for batch in pool.map(run, tasks) for row in batch]
+
+
+def print_table(rows: list[Row], sizes: list[int]) -> None:
+    """Right / inconclusive / wrong and calls per run, per size and family, and the verdicts."""
     print(
         f"{'steps':>5} {'family':>8} {'strategy':>9} {'right':>6} {'inconcl.':>9} "
         f"{'wrong':>6} {'calls/run':>10} {'ratio':>7}"

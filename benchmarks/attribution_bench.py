@@ -15,7 +15,10 @@ Measures in one run:
   contract requires per resampled step (a ``random.Random`` seeded from (seed, plan, rollout,
   step) and a ``RolloutContext``);
 * **thread scaling**: resample functions that sleep 50 ms, at 1, 16 and 64 workers, as a fraction
-  of ideal (target >= 0.9 at 64 workers).
+  of ideal (target >= 0.9 at 64 workers);
+* **the adaptive default against the sweep** (``adaptive_bench.py``, issue 10): right, inconclusive
+  and wrong answers and resample-function calls on models of 8-64 steps (targets: <= 0.15x the
+  sweep's calls at 32 steps, <= 0.10x at 64; on a gradual failure, never wrong more often).
 
 The machines this runs on are noisy, so the verdicts are ratios against baselines measured in the
 same run rather than absolute speeds.
@@ -47,7 +50,7 @@ between the key steps; instances have 3-21 steps.
 Usage::
 
     python benchmarks/attribution_bench.py [--quick] [--json] [--seed S] [--instances K]
-                                           [--jobs N] [--profile]
+                                           [--jobs N] [--profile] [--no-adaptive]
 
 ``--jobs`` (default: all CPUs) only parallelises the accuracy part, which ends before the timed
 parts start; ``--profile`` adds a cProfile of ``Engine.run`` on the trivial workload.
@@ -961,6 +964,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help=f"instances per family (default {INSTANCES}, quick {QUICK_INSTANCES})",
     )
     p.add_argument("--profile", action="store_true", help="cProfile Engine.run and print the top")
+    p.add_argument(
+        "--no-adaptive",
+        action="store_true",
+        help="leave out the adaptive default against the sweep (adaptive_bench.py)",
+    )
     return p.parse_args(argv)
 
 
@@ -1011,6 +1019,19 @@ def main(argv: list[str] | None = None) -> int:
         print(report_json(report, env))
     else:
         print_report(report, env)
+    if not args.json and not args.no_adaptive:
+        # issue 10's targets: the adaptive default against the sweep (``adaptive_bench.py``, which
+        # builds its models with this module's machinery, so it is imported only here)
+        import adaptive_bench
+
+        sizes = [8, 16, 32] if quick else [8, 16, 32, 64]
+        progress(f"adaptive against the sweep: steps {', '.join(map(str, sizes))}")
+        print(
+            "\n5. adaptive default against the sweep at 100 rollouts (benchmarks/adaptive_bench.py)"
+        )
+        adaptive_bench.print_table(
+            adaptive_bench.measure(2 if quick else 6, sizes, max(1, args.jobs)), sizes
+        )
     return 0
 
 

@@ -62,8 +62,10 @@ def adaptive(
     estimates = _scan(rollouts, start, mode, plan)
     cleared_from = resamplable[cleared] if cleared is not None else None
     steps = all_steps(engine.factual, estimates, resamplable, cleared_from)
-    poc, bracket, needed = _verdict(steps, resamplable, searched, config)
-    found = Localisation(steps, poc, bracket, needed, rollouts.outcomes, tuple(searched.tests))
+    poc, bracket, needed, calls = _verdict(steps, searched, rollouts)
+    found = Localisation(
+        steps, poc, bracket, needed, rollouts.outcomes, tuple(searched.tests), calls
+    )
     return found, _notes(steps, resamplable, searched, rollouts, mode)
 
 
@@ -104,59 +106,69 @@ def _judge(
     return estimate_step(step, kept, ablated, kept_exact=exact, mode=mode, config=config, tail=tail)
 
 
-def _verdict(
-    steps: tuple[StepAttribution, ...],
-    resamplable: Sequence[int],
-    searched: Searched,
-    config: AttributionConfig,
-) -> tuple[int | None, tuple[int, int] | None, int | None]:
+#: (Point of Commitment, bracket, rollouts per plan and calls that might settle the bracket).
+Verdict = tuple[int | None, tuple[int, int] | None, int | None, int | None]
+
+
+def _verdict(steps: tuple[StepAttribution, ...], searched: Searched, rollouts: Rollouts) -> Verdict:
     """The sweep's rule over what the search and the scan showed: a step cleared jointly counts as
     shown to have no effect, a step never reached may still be the commitment."""
+    resamplable = rollouts.resamplable
     shown_none = [i for i in resamplable if steps[i].no_effect or steps[i].cleared_by is not None]
     matters = [i for i in resamplable if steps[i].significant]
     open_steps = [i for i in resamplable if i not in shown_none and i not in matters]
     if matters:
         later = [i for i in open_steps if i > matters[-1]]
         if not later:
-            return matters[-1], None, None
-        return None, (matters[-1], later[-1]), _needed(steps, later, searched, config)
+            return matters[-1], None, None, None
+        return None, (matters[-1], later[-1]), *_needed(steps, later, searched, rollouts)
     if not open_steps:
-        return None, None, None  # every step shown to have no effect
-    return None, (open_steps[0], open_steps[-1]), _needed(steps, open_steps, searched, config)
+        return None, None, None, None  # every step shown to have no effect
+    return None, (open_steps[0], open_steps[-1]), *_needed(steps, open_steps, searched, rollouts)
 
 
 def _needed(
     steps: tuple[StepAttribution, ...],
     open_steps: Sequence[int],
     searched: Searched,
-    config: AttributionConfig,
-) -> int | None:
-    """Rollouts per plan that might settle the latest open question: an undecided step, else the
-    search's last question when it stayed open."""
+    rollouts: Rollouts,
+) -> tuple[int | None, int | None]:
+    """Rollouts per plan that might settle the latest open question (an undecided step, else the
+    search's last question when it stayed open), and the calls they would add."""
+    n_steps = len(rollouts.engine.factual.steps)
     undecided = [i for i in open_steps if steps[i].attribution is not None]
     if undecided:
         step = steps[undecided[-1]]
-        if step.no_effect_interval and step.ablated and step.test_tail:
-            return _rollouts_to_settle(
-                step.no_effect_interval,
-                step.attribution or 0.0,
-                step.ablated.n,
-                step.test_tail,
-                config,
-            )
-        return None
-    if searched.stop in (Stop.UNDECIDED, Stop.BUDGET) and searched.tests:
+        if not (step.no_effect_interval and step.ablated and step.test_tail):
+            return None, None
+        position = rollouts.resamplable.index(step.index)
+        plans = [kept_plan(n_steps, rollouts.resamplable, position)]
+        plans.append(Plan.ablate_from(n_steps, step.index))
+        compared = (step.no_effect_interval, step.attribution or 0.0, step.test_tail)
+    elif searched.stop in (Stop.UNDECIDED, Stop.BUDGET) and searched.tests:
         c: Comparison = searched.tests[-1].comparison
-        return _rollouts_to_settle(c.no_effect_interval, c.effect, c.ablated.n, c.test_tail, config)
-    return None
-
-
-def _rollouts_to_settle(
-    interval: tuple[float, float], effect: float, n: int, tail: float, config: AttributionConfig
-) -> int | None:
-    low, high = interval
-    room = config.margin - abs(effect)
-    return rollouts_needed(room, (high - low) / 2, n, decisive_rollouts(config.margin, tail))
+        plans = [
+            Plan.ablate_from(n_steps, n_steps),
+            Plan.ablate_from(n_steps, searched.tests[-1].start),
+        ]
+        compared = (c.no_effect_interval, c.effect, c.test_tail)
+    else:
+        return None, None
+    (low, high), effect, tail = compared
+    config = rollouts.config
+    floor = decisive_rollouts(config.margin, tail)
+    ran = len(rollouts.outcomes.get(plans[1], []))
+    needed = rollouts_needed(config.margin - abs(effect), (high - low) / 2, ran, floor)
+    if needed is None:
+        return None, None
+    exact = rollouts.engine.walks_record
+    calls = sum(
+        max(0, needed - len(rollouts.outcomes.get(plan, [])))
+        * len(plan.resampled(rollouts.resamplable))
+        for plan in plans
+        if not (exact and plan.resamples_nothing)
+    )
+    return needed, calls
 
 
 def _notes(

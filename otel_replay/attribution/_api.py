@@ -145,6 +145,7 @@ def attribute(
         wall_seconds=time.perf_counter() - started,
         notes=tuple(notes),
         search=found.search if found else (),
+        calls_needed=found.calls_needed if found else None,
     )
 
 
@@ -237,7 +238,8 @@ def _explain(
     poc, bracket, needed = found.point_of_commitment, found.bracket, found.rollouts_needed
     if poc is not None:
         return _located(found, poc, mode, config.margin, name(poc))
-    budget = f"; about {needed} rollouts per plan might decide it" if needed else ""
+    calls = f" (some {found.calls_needed:,} more calls)" if found.calls_needed else ""
+    budget = f"; about {needed} rollouts per plan{calls} might decide it" if needed else ""
     what = "commitment" if mode is Mode.FAILURE else "save point"
     limits = f"at most {config.max_rollouts} rollouts per plan" + (
         f", {config.budget:,} calls" if config.budget is not None else ""

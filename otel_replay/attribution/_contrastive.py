@@ -75,6 +75,7 @@ class Localisation:
     rollouts_needed: int | None
     outcomes: dict[Plan, list[Outcome]]
     search: tuple[SuffixTest, ...] = ()  # the adaptive search's questions
+    calls_needed: int | None = None  # with rollouts_needed, the calls it would add (sequential)
 
     def resampled_from(self, index: int) -> list[Outcome]:
         """The rollouts that held the steps before ``index`` and resampled the rest."""

@@ -196,3 +196,4 @@ class AttributionResult:
     notes: tuple[str, ...] = ()  # what a person should know about how it ran (not in the report)
     driver: str = "trace"  # how rollouts were made, and why (the report's config.driver)
     search: tuple[SuffixTest, ...] = ()  # the adaptive search's questions, in the order asked
+    calls_needed: int | None = None  # with rollouts_needed: the calls it would add (sequential)

@@ -26,7 +26,7 @@ from otel_replay.resamplers import UserCode
 
 #: 2: each step's ``tests`` (the bounds its decisions read) and ``shapley_disagrees``; the Shapley
 #: summary's target, largest SE and note. 3: the adaptive ``search`` (its questions about suffixes)
-#: and each step's ``estimated`` and ``cleared_by``; strategy ``scan``.
+#: and each step's ``estimated`` and ``cleared_by``; strategy ``scan``; ``calls_needed``.
 REPORT_VERSION = 3
 #: How Shapley standard errors are made (see `otel_replay.attribution._shapley`).
 SHAPLEY_SE = "monte-carlo-antithetic-pairs-pooled-t-se"
@@ -143,6 +143,12 @@ def build_report(
                 f"1 - {ERROR_BOUND:g}/2m is above 0; no effect: the interval at "
                 f"1 - {ERROR_BOUND:g}/m lies inside +-margin (two one-sided tests at "
                 f"{ERROR_BOUND:g}/2m); each step's bounds are in steps[].tests"
+                + (
+                    "; the adaptive and scan strategies count the search's questions (search[]) "
+                    "among the m tests, and split each test's error over its looks"
+                    if config.strategy.sequential
+                    else ""
+                )
             ),
             "error_bound": ERROR_BOUND,
             "strategy": config.strategy.value,
@@ -164,6 +170,7 @@ def build_report(
         "explanation": result.explanation,
         "bracket": list(result.bracket) if result.bracket else None,
         "rollouts_needed": result.rollouts_needed,
+        "calls_needed": result.calls_needed,
         "repair": None
         if repair is None
         else {

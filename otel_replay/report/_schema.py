@@ -194,6 +194,7 @@ REPORT_SCHEMA: dict[str, Any] = {
         "explanation",
         "bracket",
         "rollouts_needed",
+        "calls_needed",
         "repair",
         "repair_note",
         "shapley",
@@ -306,6 +307,11 @@ REPORT_SCHEMA: dict[str, Any] = {
             "description": "inconclusive: the commitment lies between these steps",
         },
         "rollouts_needed": _INT_OR_NULL,
+        "calls_needed": {
+            **_INT_OR_NULL,
+            "description": "with rollouts_needed, the resample-function calls it would add "
+            "(the sequential strategies)",
+        },
         "repair": {
             "type": ["object", "null"],
             "required": [

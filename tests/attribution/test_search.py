@@ -145,6 +145,9 @@ def test_a_budget_stops_the_search_with_what_it_had_cleared() -> None:
     assert low <= 17 <= high < 47
     assert all(s.cleared_by == high + 1 for s in result.steps[high + 1 :])
     assert any("budget of 2,000 calls" in n for n in result.notes)
+    # what it would take, in the cost users pay
+    assert result.calls_needed is not None and result.calls_needed > 0
+    assert f"(some {result.calls_needed:,} more calls) might decide it" in result.explanation
 
 
 def test_questions_bound_what_the_search_asks() -> None:
