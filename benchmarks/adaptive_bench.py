@@ -39,7 +39,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from attribution_bench import (
+from synthetic import (
     Builder,
     Model,
     State,

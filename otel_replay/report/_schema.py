@@ -8,6 +8,7 @@ from otel_replay.report._json import REPORT_VERSION
 
 _NUMBER_OR_NULL = {"type": ["number", "null"]}
 _INT_OR_NULL = {"type": ["integer", "null"]}
+_PAIR = {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2}
 
 _PROPORTION: dict[str, Any] = {
     "type": ["object", "null"],
@@ -111,12 +112,7 @@ _STEP: dict[str, Any] = {
                             "required": ["interval", "confidence", "margin", "passed"],
                             "additionalProperties": False,
                             "properties": {
-                                "interval": {
-                                    "type": "array",
-                                    "items": {"type": "number"},
-                                    "minItems": 2,
-                                    "maxItems": 2,
-                                },
+                                "interval": _PAIR,
                                 "confidence": {"type": "number", "minimum": 0, "maximum": 1},
                                 "margin": {"type": "number"},
                                 "passed": {"type": "boolean"},
@@ -161,12 +157,7 @@ _QUESTION: dict[str, Any] = {
         "p_fail_record": _PROPORTION,
         "p_fail_resampled": _PROPORTION,
         "matters_bound": {"type": "number"},
-        "no_effect_interval": {
-            "type": "array",
-            "items": {"type": "number"},
-            "minItems": 2,
-            "maxItems": 2,
-        },
+        "no_effect_interval": _PAIR,
         "confidence": {"type": "number", "minimum": 0, "maximum": 1},
         "margin": {"type": "number"},
         "decision": {"enum": ["matters", "no effect", "falls", "undecided"]},
