@@ -86,6 +86,17 @@ CREATE TABLE steps (
 CREATE INDEX steps_by_op_key ON steps(op_key);
 """
 
+#: Spans the receiver holds for traces whose root span has not arrived (`Store.keep_pending`). Created
+#: by the receiver when it starts, so a store no receiver wrote to is as it always was (and stores
+#: of older versions gain the table without a new schema version).
+_PENDING = """
+CREATE TABLE IF NOT EXISTS pending_spans (
+    trace_id              TEXT NOT NULL,
+    received_at_unix_nano INTEGER NOT NULL,
+    span                  BLOB NOT NULL  -- one decoded span (otel_replay.importers.span_bytes)
+);
+CREATE INDEX IF NOT EXISTS pending_by_trace ON pending_spans(trace_id);
+"""
 
 #: How long one attempt to take the write lock waits inside SQLite before the store looks again.
 BUSY_TIMEOUT_MS = 1000
@@ -535,6 +546,42 @@ class Store:
             )
             found[key] = [(orjson.loads(r["output"]), r["status"], r["error"]) for r in rows]
         return found
+
+    # --- spans waiting for the rest of their trace (the receiver) -------------------------------
+
+    def prepare_pending(self) -> None:
+        """Create the table of waiting spans if the store has none (inside `transaction`)."""
+        for statement in _PENDING.split(";"):
+            if statement.strip():
+                self._db.execute(statement)
+
+    def keep_pending(self, trace_id: str, spans: Iterable[bytes], received_ns: int) -> None:
+        """Keep spans of ``trace_id`` until its run is built (inside `transaction`)."""
+        self._db.executemany(
+            "INSERT INTO pending_spans (trace_id, received_at_unix_nano, span) VALUES (?, ?, ?)",
+            ((trace_id, received_ns, span) for span in spans),
+        )
+
+    def pending(self, trace_id: str) -> list[bytes]:
+        """The spans kept for ``trace_id``, in the order they arrived."""
+        rows = self._db.execute(
+            "SELECT span FROM pending_spans WHERE trace_id = ? ORDER BY rowid", (trace_id,)
+        )
+        return [bytes(row["span"]) for row in rows]
+
+    def drop_pending(self, trace_id: str) -> None:
+        """Forget the spans kept for ``trace_id`` (inside `transaction`): its run is stored."""
+        self._db.execute("DELETE FROM pending_spans WHERE trace_id = ?", (trace_id,))
+
+    def pending_traces(self, quiet_since_ns: int | None = None) -> list[str]:
+        """Traces with spans kept, oldest first; with ``quiet_since_ns``, only those that received
+        nothing since."""
+        rows = self._db.execute(
+            "SELECT trace_id, max(received_at_unix_nano) AS last FROM pending_spans "
+            "GROUP BY trace_id HAVING ? IS NULL OR last < ? ORDER BY min(rowid)",
+            (quiet_since_ns, quiet_since_ns),
+        )
+        return [str(row["trace_id"]) for row in rows]
 
     def counts(self) -> dict[str, int]:
         """Row counts, for tests and ``list`` footers."""

@@ -36,6 +36,7 @@ RESIDENTS = {
     "export": "importers",  # the native JSONL format, written rather than read
     "__main__": "cli",
     "_lazy": "model",  # lazy package exports (PEP 562): the standard library only
+    "receiver": "ingest",  # `serve`'s OTLP/HTTP receiver: the library under the command
 }
 
 

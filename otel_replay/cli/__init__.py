@@ -25,6 +25,7 @@ from otel_replay.cli._export import export_command
 from otel_replay.cli._import import import_command
 from otel_replay.cli._live import diff_command, fork_command, record_command, replay_command
 from otel_replay.cli._report import report_app
+from otel_replay.cli._serve import serve_command
 
 __all__ = ["app", "main"]
 
@@ -86,6 +87,7 @@ app.command("record")(record_command)
 app.command("replay")(replay_command)
 app.command("fork")(fork_command)
 app.command("diff")(diff_command)
+app.command("serve")(serve_command)
 app.add_typer(report_app, name="report")
 
 

@@ -20,13 +20,13 @@ _BYTE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 _MAX_RECORD_CEILING = 1 << 40  # what ReadOptions accepts: no record that large could be held
 
 
-def byte_count(text: str) -> int:
-    """``--max-record-bytes``: a number of bytes, or with a K, M or G suffix counting 1024s."""
+def byte_count(text: str, option: str = "--max-record-bytes") -> int:
+    """A size option: a number of bytes, or with a K, M or G suffix counting 1024s."""
     match = _BYTE_COUNT.fullmatch(text.strip())
     count = int(match[1]) * _BYTE_UNITS[(match[2] or "").upper()] if match else 0
     if not 0 < count <= _MAX_RECORD_CEILING:
         raise ReplayError(
-            f"--max-record-bytes {text} must be a number of bytes from 1 to 1T (K, M and G count "
+            f"{option} {text} must be a number of bytes from 1 to 1T (K, M and G count "
             "1024s: 64M, 1G)"
         )
     return count

@@ -20,7 +20,14 @@ if TYPE_CHECKING:
         ReadReport,
     )
     from otel_replay.importers._read import read_path
+    from otel_replay.importers._request import (
+        assemble_trace,
+        span_bytes,
+        span_from_bytes,
+        spans_of_request,
+    )
     from otel_replay.importers._sniff import Format, detect
+    from otel_replay.importers._spans import SpanRecord
     from otel_replay.importers.jsonl import read_jsonl
     from otel_replay.importers.otlp_json import read_otlp_json
     from otel_replay.importers.otlp_proto import read_otlp_proto
@@ -31,6 +38,8 @@ __all__ = [
     "Format",
     "ReadOptions",
     "ReadReport",
+    "SpanRecord",
+    "assemble_trace",
     "built_from_spans",
     "detect",
     "merge_partial",
@@ -38,6 +47,9 @@ __all__ = [
     "read_otlp_json",
     "read_otlp_proto",
     "read_path",
+    "span_bytes",
+    "span_from_bytes",
+    "spans_of_request",
 ]
 
 __getattr__, __dir__ = lazy_exports(__name__, __all__)

@@ -144,11 +144,11 @@ def _parse(data: bytes, path: Path, offset: int) -> ExportTraceServiceRequest:
 
 def _spans(request: ExportTraceServiceRequest, order: int) -> Iterator[SpanRecord]:
     for resource_spans in request.resource_spans:
-        resource = _attributes(resource_spans.resource.attributes)
+        resource = proto_attributes(resource_spans.resource.attributes)
         for scope_spans in resource_spans.scope_spans:
             scope_name = scope_spans.scope.name
             for pb2_span in scope_spans.spans:
-                yield _span(pb2_span, resource, scope_name, order)
+                yield proto_span(pb2_span, resource, scope_name, order)
                 order += 1
 
 
@@ -159,7 +159,8 @@ def _hex(raw: bytes) -> str:
 _MAX_TIME = (1 << 63) - 1
 
 
-def _span(pb2_span: Span, resource: dict[str, Any], scope_name: str, order: int) -> SpanRecord:
+def proto_span(pb2_span: Span, resource: dict[str, Any], scope_name: str, order: int) -> SpanRecord:
+    """One protobuf span, decoded (its resource's attributes already are)."""
     for value in (pb2_span.start_time_unix_nano, pb2_span.end_time_unix_nano):
         if value > _MAX_TIME:
             raise TraceFormatError(
@@ -173,11 +174,12 @@ def _span(pb2_span: Span, resource: dict[str, Any], scope_name: str, order: int)
         kind=pb2_span.kind,
         start_time_unix_nano=pb2_span.start_time_unix_nano,
         end_time_unix_nano=pb2_span.end_time_unix_nano,
-        attributes=_attributes(pb2_span.attributes),
+        attributes=proto_attributes(pb2_span.attributes),
         status_code=pb2_span.status.code,
         status_message=pb2_span.status.message,
         events=[
-            SpanEvent(e.name, e.time_unix_nano, _attributes(e.attributes)) for e in pb2_span.events
+            SpanEvent(e.name, e.time_unix_nano, proto_attributes(e.attributes))
+            for e in pb2_span.events
         ],
         resource=resource,
         scope_name=scope_name,
@@ -185,11 +187,13 @@ def _span(pb2_span: Span, resource: dict[str, Any], scope_name: str, order: int)
     )
 
 
-def _attributes(items: Any) -> dict[str, Any]:
-    return {kv.key: _value(kv.value) for kv in items}
+def proto_attributes(items: Any) -> dict[str, Any]:
+    """Attributes as a plain dict of JSON data."""
+    return {kv.key: proto_value(kv.value) for kv in items}
 
 
-def _value(value: AnyValue) -> Any:
+def proto_value(value: AnyValue) -> Any:
+    """One attribute value as JSON data."""
     which = value.WhichOneof("value")
     if which == "string_value":
         return value.string_value
@@ -200,9 +204,9 @@ def _value(value: AnyValue) -> Any:
     if which == "bool_value":
         return value.bool_value
     if which == "array_value":
-        return [_value(v) for v in value.array_value.values]
+        return [proto_value(v) for v in value.array_value.values]
     if which == "kvlist_value":
-        return _attributes(value.kvlist_value.values)
+        return proto_attributes(value.kvlist_value.values)
     if which == "bytes_value":
         return base64.b64encode(value.bytes_value).decode("ascii")
     return None

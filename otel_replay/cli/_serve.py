@@ -1,0 +1,108 @@
+"""``agent-replay serve``: an OTLP/HTTP receiver into the store, until Ctrl-C or SIGTERM.
+
+The options live here; the receiver (`otel_replay.receiver`) loads when the command runs.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from otel_replay.cli._common import (
+    StoreOption,
+    console,
+    err_console,
+    open_store,
+    shown,
+    user_errors,
+)
+from otel_replay.cli._import import byte_count
+from otel_replay.errors import ReplayError
+from otel_replay.store import default_store_path
+
+if TYPE_CHECKING:
+    from otel_replay.ingest import Ingested
+
+
+def serve_command(
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[
+        int, typer.Option(help="Port (4318 is OTLP/HTTP's; 0 picks a free one).")
+    ] = 4318,
+    flush_after: Annotated[
+        float,
+        typer.Option(
+            metavar="SECONDS",
+            help="Store a trace whose root span has not come after it has been quiet this long "
+            "(a later part merges into it).",
+        ),
+    ] = 30.0,
+    max_body_bytes: Annotated[
+        str,
+        typer.Option(
+            "--max-body-bytes",
+            metavar="BYTES",
+            help="Largest request body, decompressed; larger ones get 413. K, M, G count 1024s.",
+        ),
+    ] = "64M",
+    store: StoreOption = None,
+) -> None:
+    """Receive traces over OTLP/HTTP (POST /v1/traces, protobuf or JSON, gzip or not) into the
+    store: point OTEL_EXPORTER_OTLP_ENDPOINT at it. Runs until Ctrl-C or SIGTERM."""
+    from otel_replay.receiver import Receiver
+
+    with user_errors():
+        if not flush_after > 0:
+            raise ReplayError(f"--flush-after {flush_after:g} must be above 0 seconds")
+        receiver = Receiver(
+            lambda: open_store(store, write=True, create=True),
+            host,
+            port,
+            flush_after=flush_after,
+            max_body_bytes=byte_count(max_body_bytes, "--max-body-bytes"),
+            on_stored=_stored,
+            on_request=_refused,
+        )
+        receiver.start()
+    where = store if store is not None else default_store_path()
+    console.print(
+        f"receiving OTLP/HTTP traces at {receiver.url}/v1/traces into {shown(str(where))} "
+        "(Ctrl-C stops)"
+    )
+    _until_stopped()
+    with user_errors():
+        stored = receiver.stop()
+    waiting = (
+        f"; {len(stored.runs)} trace(s) still waiting for a root span stored" if stored.runs else ""
+    )
+    console.print(f"stopped{waiting}")
+
+
+def _until_stopped() -> None:
+    """Wait for Ctrl-C or SIGTERM (the way service managers stop a process)."""
+    stop = threading.Event()
+    previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    try:
+        while not stop.wait(0.5):
+            pass
+    except KeyboardInterrupt:
+        pass
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _stored(run: Ingested) -> None:
+    summary = run.summary
+    outcome = "" if summary.outcome is None else f", outcome {summary.outcome:g}"
+    err_console.print(
+        f"{run.result.value} {shown(summary.id)} ({summary.n_steps} steps{outcome})",
+        highlight=False,
+    )
+
+
+def _refused(status: int, what: str) -> None:
+    if status != 200:
+        err_console.print(f"[yellow]refused a request ({status}):[/] {shown(what)}")

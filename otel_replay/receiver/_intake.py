@@ -1,0 +1,158 @@
+"""The receiver's one writer: spans in, runs out, one store transaction per request.
+
+SQLite has one writer, and a connection belongs to the thread that opened it, so every store access
+happens on one thread (`Intake`), fed by a queue. A request's spans are grouped by trace. A trace
+already stored takes them as another part (`otel_replay.ingest` merges it, as it merges a trace
+split across files). A trace whose root span is among its spans so far is built and stored. Any
+other keeps its spans in the store, out of sight, until its root arrives, or until it has been
+quiet for ``flush_after`` seconds (a root that never comes: the run is built from what there is,
+and a later part merges into it). The request's answer waits for its commit: nothing is
+acknowledged that is not in the store.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import queue
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from otel_replay.importers import (
+    SpanRecord,
+    assemble_trace,
+    span_bytes,
+    span_from_bytes,
+)
+from otel_replay.ingest import Ingested, ingest_one
+from otel_replay.store import Store
+
+T = TypeVar("T")
+
+#: How often the writer looks for traces that have been quiet for ``flush_after``.
+FLUSH_CHECK_SECONDS = 0.5
+
+
+@dataclass(frozen=True, slots=True)
+class Stored:
+    """What one request, or one flush, changed: the runs stored or merged into, and the traces
+    still waiting for their root span."""
+
+    runs: tuple[Ingested, ...]
+    waiting: int
+
+
+class Intake:
+    """The thread that owns the store (``open_store`` opens it, on that thread). ``on_stored``
+    hears of every run stored or changed (from requests and flushes alike), on the writer thread."""
+
+    def __init__(
+        self,
+        open_store: Callable[[], Store],
+        source: str,
+        flush_after: float,
+        on_stored: Callable[[Ingested], None] | None = None,
+    ) -> None:
+        self._open_store = open_store
+        self._source = source
+        self._flush_after_ns = int(flush_after * 1e9)
+        self._on_stored = on_stored
+        self._jobs: queue.Queue[tuple[Callable[[Store], Any], Future[Any]] | None] = queue.Queue()
+        self._ready: Future[None] = Future()
+        self._thread = threading.Thread(target=self._run, name="agent-replay-writer")
+
+    def start(self) -> None:
+        """Open the store on the writer thread; raises what opening it raised."""
+        self._thread.start()
+        self._ready.result()
+
+    def stop(self) -> Stored:
+        """Build every trace still waiting (a later part will merge into it), close the store."""
+        flushed = self._submit(lambda store: self._flush(store, None))
+        self._jobs.put(None)
+        self._thread.join()
+        return flushed.result()
+
+    def receive(self, spans: Sequence[SpanRecord], untraced: str) -> Stored:
+        """Store one request's spans (spans with no trace id form the trace ``untraced``), and
+        return once they are committed; raises what the store raised."""
+        return self._submit(lambda store: self._receive(store, spans, untraced)).result()
+
+    def _submit(self, job: Callable[[Store], T]) -> Future[T]:
+        done: Future[T] = Future()
+        self._jobs.put((job, done))
+        return done
+
+    def _run(self) -> None:
+        try:
+            store = self._open_store()
+            with store.transaction():
+                store.prepare_pending()
+        except BaseException as exc:
+            self._ready.set_exception(exc)
+            return
+        self._ready.set_result(None)
+        try:
+            while True:
+                try:
+                    item = self._jobs.get(timeout=FLUSH_CHECK_SECONDS)
+                except queue.Empty:
+                    self._flush(store, time.time_ns() - self._flush_after_ns)
+                    continue
+                if item is None:
+                    return
+                job, done = item
+                try:
+                    done.set_result(job(store))
+                except BaseException as exc:  # the request hears of it; the writer goes on
+                    done.set_exception(exc)
+        finally:
+            store.close()
+
+    def _receive(self, store: Store, spans: Sequence[SpanRecord], untraced: str) -> Stored:
+        traces: dict[str, list[SpanRecord]] = {}
+        for span in spans:
+            traces.setdefault(span.trace_id or untraced, []).append(span)
+        runs = []
+        now = time.time_ns()
+        with store.transaction():
+            for trace_id, arrived in traces.items():
+                if store.summary(trace_id) is not None:  # another part of a stored run
+                    runs.append(self._store(store, trace_id, arrived))
+                    continue
+                everything = [*map(span_from_bytes, store.pending(trace_id)), *arrived]
+                if any(not span.parent_span_id for span in everything):  # the root is here
+                    runs.append(self._store(store, trace_id, everything))
+                    store.drop_pending(trace_id)
+                else:
+                    store.keep_pending(trace_id, map(span_bytes, arrived), now)
+            waiting = len(store.pending_traces())
+        return self._heard(runs, waiting)
+
+    def _flush(self, store: Store, quiet_since_ns: int | None) -> Stored:
+        """Build the traces quiet since ``quiet_since_ns`` (every waiting trace, with None)."""
+        runs = []
+        with store.transaction():
+            for trace_id in store.pending_traces(quiet_since_ns):
+                spans = [span_from_bytes(data) for data in store.pending(trace_id)]
+                runs.append(self._store(store, trace_id, spans))
+                store.drop_pending(trace_id)
+            waiting = len(store.pending_traces())
+        return self._heard(runs, waiting)
+
+    def _store(self, store: Store, trace_id: str, spans: Sequence[SpanRecord]) -> Ingested:
+        return ingest_one(store, assemble_trace(trace_id, spans, self._source))
+
+    def _heard(self, runs: list[Ingested], waiting: int) -> Stored:
+        if self._on_stored is not None:
+            for run in runs:
+                self._on_stored(run)
+        return Stored(tuple(runs), waiting)
+
+
+def untraced_id(body: bytes) -> str:
+    """The run id of a request's spans that carry no trace id: one run per request body."""
+    return "untraced-" + hashlib.sha256(body).hexdigest()[:16]

@@ -1,0 +1,311 @@
+"""``agent-replay serve`` (issue 12, part 1): the OTLP/HTTP receiver, fed by the real SDK exporter and
+by hand-made requests, on a loopback port the test picks, with no network beyond it."""
+
+from __future__ import annotations
+
+import gzip
+import http.client
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+import pytest
+from opentelemetry.exporter.otlp.proto.http import Compression
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from otel_replay import Store
+from otel_replay.otlp_encode import request_to_otlp_json, spans_to_request
+from otel_replay.receiver import Receiver
+from tests.conftest import ROOT
+
+LIMIT = 1 << 20
+AGENT_REPLAY = [sys.executable, "-m", "otel_replay"]
+
+
+@pytest.fixture
+def store_file(tmp_path: Path) -> Path:
+    return tmp_path / "store.db"
+
+
+def _receiver(store_file: Path, flush_after: float = 30.0) -> Receiver:
+    receiver = Receiver(
+        lambda: Store.open(store_file),
+        "127.0.0.1",
+        0,
+        flush_after=flush_after,
+        max_body_bytes=LIMIT,
+    )
+    receiver.start()
+    return receiver
+
+
+@pytest.fixture
+def receiver(store_file: Path) -> Iterator[Receiver]:
+    running = _receiver(store_file)
+    yield running
+    running.stop()
+
+
+def _agent_run(provider: TracerProvider, question: str) -> str:
+    """One agent run: a root span, a model call that asks for a tool, the tool, the answer."""
+    tracer = provider.get_tracer("tests.receiver")
+    with tracer.start_as_current_span(
+        "agent", attributes={"openinference.span.kind": "AGENT"}
+    ) as root:
+        with tracer.start_as_current_span(
+            "chat", attributes={"gen_ai.operation.name": "chat", "gen_ai.request.model": "m"}
+        ):
+            pass
+        with tracer.start_as_current_span(
+            "execute_tool search",
+            attributes={"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "search"},
+        ):
+            pass
+        with tracer.start_as_current_span(
+            "chat", attributes={"gen_ai.operation.name": "chat", "gen_ai.request.model": "m"}
+        ):
+            pass
+        root.set_attribute("input.value", question)
+        return format(root.get_span_context().trace_id, "032x")
+
+
+def _stored(store_file: Path) -> dict[str, int]:
+    with Store.open(store_file, read_only=True) as store:
+        return {s.id: s.n_steps for s in store.summaries()}
+
+
+@pytest.mark.parametrize("compression", [Compression.NoCompression, Compression.Gzip])
+def test_the_sdk_exporter_sends_runs_that_appear_as_they_finish(
+    receiver: Receiver, store_file: Path, compression: Compression
+) -> None:
+    exporter = OTLPSpanExporter(endpoint=f"{receiver.url}/v1/traces", compression=compression)
+    provider = TracerProvider(resource=Resource.create({"service.name": "agent"}))
+    provider.add_span_processor(BatchSpanProcessor(exporter))
+    ids = [_agent_run(provider, f"question {i}") for i in range(3)]
+    assert provider.force_flush()
+    provider.shutdown()
+    stored = _stored(store_file)
+    assert set(ids) <= set(stored) and all(stored[i] == 3 for i in ids)
+
+
+def _spans() -> tuple[ReadableSpan, ...]:
+    memory = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    _agent_run(provider, "what broke?")
+    return memory.get_finished_spans()
+
+
+def _post(
+    receiver: Receiver,
+    body: bytes,
+    content_type: str = "application/x-protobuf",
+    path: str = "/v1/traces",
+    method: str = "POST",
+    headers: dict[str, str] | None = None,
+) -> tuple[int, bytes, dict[str, str]]:
+    connection = http.client.HTTPConnection("127.0.0.1", receiver.port, timeout=10)
+    try:
+        connection.request(method, path, body, {"Content-Type": content_type, **(headers or {})})
+        response = connection.getresponse()
+        return response.status, response.read(), dict(response.getheaders())
+    finally:
+        connection.close()
+
+
+def _proto(spans: tuple[ReadableSpan, ...]) -> bytes:
+    return bytes(spans_to_request(spans).SerializeToString())
+
+
+def test_children_first_over_many_requests_make_one_run_when_the_root_arrives(
+    receiver: Receiver, store_file: Path
+) -> None:
+    spans = _spans()  # the SDK finishes children first; the root is last
+    trace_id = format(spans[0].context.trace_id, "032x")
+    for span in spans[:-1]:  # one request per child, as a busy batch processor may send them
+        status, body, headers = _post(receiver, _proto((span,)))
+        assert status == 200 and headers["Content-Type"] == "application/x-protobuf"
+        assert ExportTraceServiceResponse.FromString(body) == ExportTraceServiceResponse()
+        assert trace_id not in _stored(store_file)  # kept, out of sight, until its root comes
+    assert _post(receiver, _proto(spans[-1:]))[0] == 200
+    assert _stored(store_file)[trace_id] == 3
+    # a span delivered again (delivery is at least once) changes nothing
+    assert _post(receiver, _proto(spans[:1]))[0] == 200
+    assert _stored(store_file)[trace_id] == 3
+
+
+def test_json_requests_get_json_answers(receiver: Receiver, store_file: Path) -> None:
+    spans = _spans()
+    document = orjson.dumps(request_to_otlp_json(spans_to_request(spans)))
+    status, body, headers = _post(receiver, document, "application/json; charset=utf-8")
+    assert (status, orjson.loads(body)) == (200, {})
+    assert headers["Content-Type"] == "application/json"
+    assert _stored(store_file)[format(spans[0].context.trace_id, "032x")] == 3
+
+
+def test_spans_that_cannot_be_read_are_rejected_and_the_rest_kept(
+    receiver: Receiver, store_file: Path
+) -> None:
+    spans = _spans()
+    document = request_to_otlp_json(spans_to_request(spans))
+    document["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["spanId"] = "not-hex!"
+    status, body, _ = _post(receiver, orjson.dumps(document), "application/json")
+    assert status == 200
+    partial = orjson.loads(body)["partialSuccess"]
+    assert partial["rejectedSpans"] == "1" and "not-hex!" in partial["errorMessage"]
+    assert _stored(store_file)[format(spans[0].context.trace_id, "032x")] == 2
+
+
+@pytest.mark.parametrize(
+    ("request_", "status", "says"),
+    [
+        ({"content_type": "text/plain"}, 415, "Content-Type 'text/plain'"),
+        ({"headers": {"Content-Encoding": "br"}}, 415, "Content-Encoding 'br'"),
+        ({"path": "/v1/metrics"}, 404, "/v1/metrics"),
+        ({"method": "GET"}, 405, "POST spans to /v1/traces"),
+        ({"body": b"\xff\xff\xff"}, 400, "not an ExportTraceServiceRequest"),
+        ({"body": b"{", "content_type": "application/json"}, 400, "not JSON"),
+        ({"body": b"x" * (LIMIT + 1)}, 413, "over the limit"),
+        (
+            {"body": gzip.compress(b"\x00" * (4 * LIMIT)), "headers": {"Content-Encoding": "gzip"}},
+            413,
+            "inflates past the limit",
+        ),
+    ],
+)
+def test_what_is_refused_and_why(
+    receiver: Receiver, request_: dict[str, object], status: int, says: str
+) -> None:
+    body = request_.pop("body", _proto(_spans()))
+    assert isinstance(body, bytes)
+    got, answer, headers = _post(receiver, body, **request_)  # type: ignore[arg-type]
+    assert got == status
+    if headers["Content-Type"] == "application/json":
+        message = orjson.loads(answer)["message"]
+    else:  # google.rpc.Status: field 1 the code, field 2 the message
+        message = answer[answer.index(b"\x12") + 2 :].decode()
+    assert says in message
+
+
+def test_a_trace_whose_root_never_comes_is_stored_once_it_goes_quiet(store_file: Path) -> None:
+    receiver = _receiver(store_file, flush_after=0.3)
+    try:
+        spans = _spans()
+        assert _post(receiver, _proto(spans[:-1]))[0] == 200
+        trace_id = format(spans[0].context.trace_id, "032x")
+        deadline = time.monotonic() + 10
+        while trace_id not in _stored(store_file) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert _stored(store_file)[trace_id] == 3  # the model calls and the tool: all but the root
+    finally:
+        receiver.stop()
+
+
+def test_stopping_stores_what_waits_and_the_root_later_merges_in(store_file: Path) -> None:
+    spans = _spans()
+    trace_id = format(spans[0].context.trace_id, "032x")
+    first = _receiver(store_file)
+    assert _post(first, _proto(spans[:-1]))[0] == 200
+    stopped = first.stop()
+    assert [run.summary.id for run in stopped.runs] == [trace_id]
+    with Store.open(store_file, read_only=True) as store:
+        assert len(store.get(trace_id).spans) == 3  # every span but the root
+    second = _receiver(store_file)
+    try:
+        assert _post(second, _proto(spans[-1:]))[0] == 200
+    finally:
+        second.stop()
+    with Store.open(store_file, read_only=True) as store:
+        assert len(store.get(trace_id).spans) == 4 and len(store.get(trace_id).steps) == 3
+
+
+def test_concurrent_exporters_lose_nothing(receiver: Receiver, store_file: Path) -> None:
+    def export(worker: int, ids: list[str]) -> None:
+        provider = TracerProvider(resource=Resource.create({"service.name": f"agent-{worker}"}))
+        provider.add_span_processor(
+            BatchSpanProcessor(
+                OTLPSpanExporter(endpoint=f"{receiver.url}/v1/traces"), max_export_batch_size=7
+            )
+        )
+        ids.extend(_agent_run(provider, f"{worker}-{i}") for i in range(15))
+        provider.force_flush()
+        provider.shutdown()
+
+    found: list[list[str]] = [[] for _ in range(4)]
+    threads = [threading.Thread(target=export, args=(w, found[w])) for w in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    stored = _stored(store_file)
+    assert len({i for ids in found for i in ids}) == 60
+    assert all(stored.get(i) == 3 for ids in found for i in ids)
+
+
+def test_the_command_serves_until_sigterm_and_stores_what_waits(tmp_path: Path) -> None:
+    store_file = tmp_path / "served.db"
+    command = [
+        sys.executable,
+        "-m",
+        "otel_replay",
+        "--store",
+        str(store_file),
+        "serve",
+        "--port",
+        "0",
+    ]
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT, env={**os.environ}
+    )
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline().decode()
+        assert "receiving OTLP/HTTP traces at http://127.0.0.1:" in line, line
+        port = int(line.split("http://127.0.0.1:")[1].split("/")[0])
+        spans = _spans()
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        connection.request(
+            "POST", "/v1/traces", _proto(spans[:-1]), {"Content-Type": "application/x-protobuf"}
+        )
+        assert connection.getresponse().status == 200
+        connection.close()
+        process.send_signal(signal.SIGTERM)
+        out, err = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 0, err
+    assert b"1 trace(s) still waiting for a root span stored" in out
+    assert _stored(store_file) == {format(spans[0].context.trace_id, "032x"): 3}
+
+
+def test_a_port_in_use_is_one_clear_line(receiver: Receiver, tmp_path: Path) -> None:
+    result = subprocess.run(
+        [*AGENT_REPLAY, "--store", str(tmp_path / "s.db"), "serve", "--port", str(receiver.port)],
+        capture_output=True,
+        cwd=ROOT,
+        timeout=60,
+    )
+    assert result.returncode == 1
+    assert f"cannot listen on 127.0.0.1:{receiver.port}" in result.stderr.decode()
+    assert b"Traceback" not in result.stderr
+
+
+def test_requests_are_decoded_from_what_the_exporter_sends() -> None:
+    # the request the SDK's own encoder makes is what the exporter posts: the tests above send it
+    request = spans_to_request(_spans())
+    assert isinstance(request, ExportTraceServiceRequest) and len(request.resource_spans) == 1
