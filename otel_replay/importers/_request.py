@@ -54,15 +54,20 @@ def spans_of_request(body: bytes, *, json: bool) -> tuple[list[SpanRecord], list
     return spans, rejected
 
 
+_FIELDS = [f.name for f in dataclasses.fields(SpanRecord) if f.name not in ("events", "order")]
+
+
 def span_bytes(span: SpanRecord) -> bytes:
     """``span`` as JSON, to keep it until its trace is built."""
-    return orjson.dumps(dataclasses.asdict(span))
+    fields = {name: getattr(span, name) for name in _FIELDS}
+    fields["events"] = [(e.name, e.time_unix_nano, e.attributes) for e in span.events]
+    return orjson.dumps(fields)
 
 
 def span_from_bytes(data: bytes) -> SpanRecord:
     """The span `span_bytes` kept."""
     fields = orjson.loads(data)
-    fields["events"] = [SpanEvent(**event) for event in fields["events"]]
+    fields["events"] = [SpanEvent(*event) for event in fields["events"]]
     return SpanRecord(**fields)
 
 
@@ -70,10 +75,11 @@ def assemble_trace(trajectory_id: str, spans: Iterable[SpanRecord], source: str)
     """The run of one trace from its spans, in the order they arrived, received from ``source``; a
     span delivered twice (OTLP delivery is at least once) counts once."""
     seen: set[str] = set()
-    kept = []
-    for order, span in enumerate(spans):
+    kept: list[SpanRecord] = []
+    for span in spans:
         if span.span_id and span.span_id in seen:
             continue
         seen.add(span.span_id)
-        kept.append(dataclasses.replace(span, order=order))
+        span.order = len(kept)  # the spans are the receiver's own, decoded for this run
+        kept.append(span)
     return assemble(trajectory_id, kept, ReadOptions(), {"source": source, "format": _RECEIVED})

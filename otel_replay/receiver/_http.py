@@ -166,7 +166,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             raise _Refused(HTTPStatus.BAD_REQUEST, f"Content-Length {length_header!r}") from None
         if length > limit:
-            self.close_connection = True  # the body is never read: the connection cannot go on
+            self._discard(length, limit)
             raise _Refused(
                 HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
                 f"a body of {length} bytes is over the limit of {limit} (--max-body-bytes)",
@@ -191,6 +191,19 @@ class _Handler(BaseHTTPRequestHandler):
                 f"the body inflates past the limit of {limit} bytes (--max-body-bytes)",
             )
         return body
+
+    def _discard(self, length: int, limit: int) -> None:
+        """Read past a body refused for its size, a chunk at a time, so that the client, which
+        sends it all before it reads an answer, gets the answer; a body claiming more than 16
+        times the limit is not waited for: the connection is closed."""
+        if length > 16 * limit:
+            self.close_connection = True
+            return
+        while length > 0:
+            chunk = self.rfile.read(min(length, 1 << 16))
+            if not chunk:
+                break
+            length -= len(chunk)
 
     def _answer_status(
         self, status: HTTPStatus, message: str, json: bool, *, retry: bool = False
