@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
@@ -97,6 +97,9 @@ CREATE TABLE IF NOT EXISTS pending_spans (
 );
 CREATE INDEX IF NOT EXISTS pending_by_trace ON pending_spans(trace_id);
 """
+
+#: The most blob digests `Store.transaction` remembers as stored between commits (about 12 MB).
+_KNOWN_BLOBS = 100_000
 
 #: How long one attempt to take the write lock waits inside SQLite before the store looks again.
 BUSY_TIMEOUT_MS = 1000
@@ -297,7 +300,7 @@ class Store:
         self._db = connection
         self.path = path
         self._on_wait = on_wait
-        self._known: set[str] = set()  # blobs written in the current transaction
+        self._known: set[str] = set()  # blobs known to be stored (see `transaction`)
 
     @classmethod
     def open(
@@ -347,17 +350,21 @@ class Store:
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
-        """Commit everything done inside, or nothing if it raises."""
-        self._known.clear()
+        """Commit everything done inside, or nothing if it raises. The blobs known to be stored
+        outlive a commit (blobs are never deleted), so a receiver committing request after request
+        does not look them up again; a rollback forgets them."""
         try:
             with self._write_lock():
                 yield
-        except sqlite3.DatabaseError as exc:
+        except BaseException as exc:
+            self._known.clear()
+            if not isinstance(exc, sqlite3.DatabaseError):
+                raise
             translated = _translated(self.path, exc)
             if translated is None:
                 raise  # a damaged store: the caller names the recovery
             raise translated from None
-        finally:
+        if len(self._known) > _KNOWN_BLOBS:
             self._known.clear()
 
     @contextmanager
@@ -390,7 +397,7 @@ class Store:
         stored = self.summary(trajectory.id)
         if stored is not None and stored.content_digest == row["content_digest"]:
             return stored
-        known = self._known  # blobs this transaction has already written
+        known = self._known  # blobs already stored
         fresh = [(k, v) for k, v in blobs.items() if k not in known]
         self._db.executemany("INSERT OR IGNORE INTO blobs VALUES (?, ?)", fresh)
         known.update(k for k, _ in fresh)
@@ -562,12 +569,28 @@ class Store:
             ((trace_id, received_ns, span) for span in spans),
         )
 
-    def pending(self, trace_id: str) -> list[bytes]:
-        """The spans kept for ``trace_id``, in the order they arrived."""
-        rows = self._db.execute(
-            "SELECT span FROM pending_spans WHERE trace_id = ? ORDER BY rowid", (trace_id,)
-        )
-        return [bytes(row["span"]) for row in rows]
+    def pending(self, trace_ids: Collection[str]) -> dict[str, list[bytes]]:
+        """The spans kept for each of ``trace_ids`` that has any, in the order they arrived."""
+        kept: dict[str, list[bytes]] = {}
+        for chunk in _chunks(list(trace_ids)):
+            rows = self._db.execute(
+                "SELECT trace_id, span FROM pending_spans WHERE trace_id IN "
+                f"({','.join('?' * len(chunk))}) ORDER BY rowid",
+                chunk,
+            )
+            for row in rows:
+                kept.setdefault(str(row["trace_id"]), []).append(bytes(row["span"]))
+        return kept
+
+    def stored(self, ids: Collection[str]) -> set[str]:
+        """Which of ``ids`` are stored runs."""
+        found: set[str] = set()
+        for chunk in _chunks(list(ids)):
+            rows = self._db.execute(
+                f"SELECT id FROM trajectories WHERE id IN ({','.join('?' * len(chunk))})", chunk
+            )
+            found.update(str(row["id"]) for row in rows)
+        return found
 
     def drop_pending(self, trace_id: str) -> None:
         """Forget the spans kept for ``trace_id`` (inside `transaction`): its run is stored."""
@@ -608,6 +631,12 @@ class Store:
         if row is None:
             raise StoreError(f"{self.path} is missing blob {blob_digest}")
         return orjson.loads(row["data"])
+
+
+def _chunks(values: list[str], size: int = 500) -> Iterator[list[str]]:
+    """``values`` in chunks SQLite's limit on bound parameters admits."""
+    for start in range(0, len(values), size):
+        yield values[start : start + size]
 
 
 def _summary(row: sqlite3.Row | dict[str, Any]) -> TrajectorySummary:

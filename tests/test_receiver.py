@@ -309,3 +309,34 @@ def test_requests_are_decoded_from_what_the_exporter_sends() -> None:
     # the request the SDK's own encoder makes is what the exporter posts: the tests above send it
     request = spans_to_request(_spans())
     assert isinstance(request, ExportTraceServiceRequest) and len(request.resource_spans) == 1
+
+
+def test_a_store_that_cannot_take_the_spans_gets_a_retry(tmp_path: Path) -> None:
+    """A full disk (SQLite's own result, ``max_page_count`` capping the file as a full disk does):
+    503 with ``Retry-After``, which exporters retry, and the store as it was."""
+    path = tmp_path / "full.db"
+
+    def capped() -> Store:
+        store = Store.open(path)
+        pages = store._db.execute("PRAGMA page_count").fetchone()[0]
+        store._db.execute(f"PRAGMA max_page_count={pages + 8}")
+        return store
+
+    receiver = Receiver(capped, "127.0.0.1", 0, max_body_bytes=8 * LIMIT)
+    receiver.start()
+    try:
+        memory = InMemorySpanExporter()
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(memory))
+        tracer = provider.get_tracer("tests.receiver")
+        with tracer.start_as_current_span("agent"):
+            for i in range(40):
+                attributes = {"gen_ai.operation.name": "chat", "gen_ai.prompt": f"{i}" * 20_000}
+                with tracer.start_as_current_span("chat", attributes=attributes):
+                    pass
+        status, body, headers = _post(receiver, _proto(memory.get_finished_spans()))
+        assert status == 503 and headers["Retry-After"] == "1"
+        assert b"no space left on the disk holding" in body
+    finally:
+        receiver.stop()
+    assert _stored(path) == {}

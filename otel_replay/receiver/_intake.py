@@ -119,26 +119,30 @@ class Intake:
         runs = []
         now = time.time_ns()
         with store.transaction():
+            stored = store.stored(traces)
+            waiting = store.pending([t for t in traces if t not in stored])
             for trace_id, arrived in traces.items():
-                if store.summary(trace_id) is not None:  # another part of a stored run
+                if trace_id in stored:  # another part of a stored run
                     runs.append(self._store(store, trace_id, arrived))
                     continue
-                everything = [*map(span_from_bytes, store.pending(trace_id)), *arrived]
+                kept = waiting.get(trace_id, [])
+                everything = [*map(span_from_bytes, kept), *arrived]
                 if any(not span.parent_span_id for span in everything):  # the root is here
                     runs.append(self._store(store, trace_id, everything))
-                    store.drop_pending(trace_id)
+                    if kept:
+                        store.drop_pending(trace_id)
                 else:
                     store.keep_pending(trace_id, map(span_bytes, arrived), now)
-            waiting = len(store.pending_traces())
-        return self._heard(runs, waiting)
+            still = len(store.pending_traces())
+        return self._heard(runs, still)
 
     def _flush(self, store: Store, quiet_since_ns: int | None) -> Stored:
         """Build the traces quiet since ``quiet_since_ns`` (every waiting trace, with None)."""
         runs = []
         with store.transaction():
-            for trace_id in store.pending_traces(quiet_since_ns):
-                spans = [span_from_bytes(data) for data in store.pending(trace_id)]
-                runs.append(self._store(store, trace_id, spans))
+            quiet = store.pending_traces(quiet_since_ns)
+            for trace_id, kept in store.pending(quiet).items():
+                runs.append(self._store(store, trace_id, [span_from_bytes(data) for data in kept]))
                 store.drop_pending(trace_id)
             waiting = len(store.pending_traces())
         return self._heard(runs, waiting)
