@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from otel_replay.frame import steps_frame
     from otel_replay.importers import Format, ReadOptions, read_path
     from otel_replay.model import SpanNode, Step, StepKind, StepStatus, Trajectory
+    from otel_replay.replay import instrument, step, tool
     from otel_replay.resamplers import (
         Registry,
         RolloutContext,
@@ -60,10 +61,13 @@ __all__ = [
     "TraceFormatError",
     "Trajectory",
     "VerifierError",
+    "instrument",
     "read_path",
     "repair_candidates",
     "resampler",
+    "step",
     "steps_frame",
+    "tool",
     "verifier",
 ]
 

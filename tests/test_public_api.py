@@ -33,10 +33,13 @@ def test_top_level_exports() -> None:
         "TraceFormatError",
         "Trajectory",
         "VerifierError",
+        "instrument",
         "read_path",
         "repair_candidates",
         "resampler",
+        "step",
         "steps_frame",
+        "tool",
         "verifier",
     ]
     for name in otel_replay.__all__:

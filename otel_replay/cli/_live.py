@@ -49,12 +49,28 @@ def _json_option(text: str | None, option: str) -> Any:
         raise ReplayError(f"{option} {text!r} is not JSON: {exc.msg}") from None
 
 
-def _agent(spec: str) -> Any:
+InstrumentOption = Annotated[
+    str | None,
+    typer.Option(
+        "--instrument",
+        metavar="SDKS",
+        help="Record the model calls of an agent not written for agent-replay, through these "
+        "SDKs (openai): its function is then called without ctx.",
+    ),
+]
+
+
+def _agent(spec: str, instrument: str | None = None) -> Any:
+    if instrument:
+        from otel_replay.replay import instrument as patch
+
+        patch(*(name.strip() for name in instrument.split(",") if name.strip()))
     return load_object(spec, "--agent")
 
 
 def record_command(
     agent: Annotated[str, typer.Option("--agent", help="module:function or file.py:function.")],
+    instrument: InstrumentOption = None,
     input: Annotated[
         str | None,
         typer.Option("--input", help="JSON: an object of keyword arguments, or one argument."),
@@ -87,7 +103,7 @@ def record_command(
     from otel_replay.replay import record
 
     with user_errors():
-        function = _agent(agent)
+        function = _agent(agent, instrument)
         registry = load_registry(resamplers or ())
         scorer = load_object(outcome, "--verifier") if outcome else None
         recording = record(
@@ -151,6 +167,7 @@ def replay_command(
         list[StepKind] | None,
         typer.Option("--live", help="Step kinds to execute for real (repeatable)."),
     ] = None,
+    instrument: InstrumentOption = None,
     json: JsonOption = False,
     store: StoreOption = None,
 ) -> None:
@@ -158,7 +175,7 @@ def replay_command(
     from otel_replay.replay import replay
 
     with user_errors():
-        function = _agent(agent) if agent else None
+        function = _agent(agent, instrument) if agent else None
         with open_store(store) as db:
             original = db.get(trajectory_id)
         result = replay(original, function or _chat_loop(original), live_kinds=live or ())
@@ -222,6 +239,7 @@ def fork_command(
         str | None, typer.Option("--fault", help=f"A built-in fault: {', '.join(sorted(FAULTS))}.")
     ] = None,
     agent: AgentOption = None,
+    instrument: InstrumentOption = None,
     driver: Annotated[
         Driver,
         typer.Option(help="Without --agent: walk the record, or re-drive the tool-calling loop."),
@@ -255,7 +273,7 @@ def fork_command(
                 original,
                 at,
                 intervention,
-                agent=_agent(agent) if agent else _driven(original, driver, max_turns),
+                agent=_agent(agent, instrument) if agent else _driven(original, driver, max_turns),
                 registry=load_registry(resamplers or ()),
                 outcome=load_object(outcome, "--verifier") if outcome else None,
                 seed=seed,

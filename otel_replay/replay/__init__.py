@@ -16,11 +16,13 @@ if TYPE_CHECKING:
         RecordingContext,
         ReplayContext,
         StepError,
+        current_context,
         run_agent,
     )
     from otel_replay.replay._chat import ChatRecord, chat_agent, chat_driver, chat_record
     from otel_replay.replay._diff import TrajectoryDiff, diff, step_differences
     from otel_replay.replay._faults import FAULTS, fault
+    from otel_replay.replay._instrument import instrument, step, tool, uninstrument
     from otel_replay.replay._live import (
         Recording,
         Replay,
@@ -56,18 +58,23 @@ __all__ = [
     "chat_agent",
     "chat_driver",
     "chat_record",
+    "current_context",
     "diff",
     "fault",
     "fork",
     "fork_id",
+    "instrument",
     "record",
     "registrations",
     "replay",
     "rollout",
     "run_agent",
     "score",
+    "step",
     "step_differences",
     "step_seed",
+    "tool",
+    "uninstrument",
 ]
 
 __getattr__, __dir__ = lazy_exports(__name__, __all__)

@@ -23,11 +23,13 @@ both contexts, so its error handling replays too.
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import math
 import random
 import time
 from collections import deque
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
@@ -51,6 +53,30 @@ Produce = Callable[[], Any]
 
 # Errors of agent-replay itself raised during the current `run_agent` (per thread of execution).
 _FATAL: ContextVar[list[ReplayError] | None] = ContextVar("otel_replay_fatal", default=None)
+# The context of the run under way: what instrumented SDK calls and decorated tools record through.
+# A ContextVar, so it follows the agent across `await` (asyncio tasks copy it when created); a thread
+# the agent starts sees it when started with ``contextvars.copy_context().run``.
+_CURRENT: ContextVar[AgentContext | None] = ContextVar("otel_replay_context", default=None)
+
+
+def current_context() -> AgentContext | None:
+    """The recording or replay context of the run under way here (None outside one)."""
+    return _CURRENT.get()
+
+
+@dataclass(frozen=True, slots=True)
+class _Served:
+    """An operation the context answered without running it (its output, or None if removed)."""
+
+    output: Any
+
+
+@dataclass(frozen=True, slots=True)
+class _Live:
+    """An operation to run live: when it started, and the recorded step it matched (if any)."""
+
+    started: int
+    matched: int | None
 
 
 class StepError(Exception):
@@ -85,6 +111,7 @@ class AgentContext:
         self.seed = seed
         self.registry = registry or Registry()
         self.ledger = Ledger()
+        self.lax = False  # outputs that are not JSON: an error, or (lax) a lossy copy
         # Common random numbers: a position the plan holds draws from the recorded seed, so a
         # rollout replays its held steps draw for draw; positions it resamples, and every position
         # once the run has diverged from the record, draw from ``fresh_seed`` (when given).
@@ -181,7 +208,85 @@ class AgentContext:
         key: str | None = None,
     ) -> Any:
         """Perform the operation; ``key`` is its op_key when the caller knows it already."""
+        decided = self._decide(kind, name, inputs, produce is not None, key)
+        if not isinstance(decided, _Live):
+            return decided.output
+        try:
+            output = self._produce(kind, name, inputs, produce)
+        except ReplayError:
+            raise
+        except Exception as exc:
+            return self._done(decided, kind, name, inputs, None, exc)
+        return self._done(decided, kind, name, inputs, output, None)
+
+    async def acall(
+        self,
+        kind: StepKind | str,
+        name: str,
+        inputs: dict[str, Any],
+        *,
+        produce: Callable[[], Awaitable[Any]] | None = None,
+    ) -> Any:
+        """`call` for an operation that is awaited: the record serves it without awaiting anything
+        (no network under replay); only a live run awaits ``produce()``."""
+        step_kind = StepKind(kind)
+        index = len(self.ledger.steps)
+        try:
+            stored = _plain_json(inputs, "inputs")
+        except CanonicalJSONError as exc:
+            raise self._fatal(
+                CanonicalJSONError(f"step {index} ({step_kind.value} {name!r}): {exc}")
+            ) from None
+        decided = self._decide(step_kind, name, stored, produce is not None, None)
+        if not isinstance(decided, _Live):
+            return decided.output
+        try:
+            if produce is not None:
+                output = await produce()
+            else:
+                output = self._produce(step_kind, name, stored, None)
+        except ReplayError:
+            raise
+        except Exception as exc:
+            return self._done(decided, step_kind, name, stored, None, exc)
+        return self._done(decided, step_kind, name, stored, output, None)
+
+    async def allm(
+        self, name: str, /, *, produce: Callable[[], Awaitable[Any]] | None = None, **inputs: Any
+    ) -> Any:
+        """`llm`, awaited: ``await ctx.allm("model", produce=lambda: client.chat(...), ...)``."""
+        return await self.acall(
+            StepKind.LLM, name, _shape(StepKind.LLM, name, inputs), produce=produce
+        )
+
+    async def atool(
+        self, name: str, /, *, produce: Callable[[], Awaitable[Any]] | None = None, **inputs: Any
+    ) -> Any:
+        """`tool`, awaited."""
+        return await self.acall(
+            StepKind.TOOL, name, _shape(StepKind.TOOL, name, inputs), produce=produce
+        )
+
+    def _decide(
+        self, kind: StepKind, name: str, inputs: dict[str, Any], runnable: bool, key: str | None
+    ) -> _Served | _Live:
+        """Serve the operation without running it (recorded), or say it must run live."""
         raise NotImplementedError
+
+    def _done(
+        self,
+        live: _Live,
+        kind: StepKind,
+        name: str,
+        inputs: dict[str, Any],
+        output: Any,
+        failure: Exception | None,
+    ) -> Any:
+        """Record what a live run of the operation returned or raised."""
+        if failure is not None:
+            error = _error_text(failure)
+            return self._record(kind, name, inputs, None, error, live.started, live.matched)
+        return self._record(kind, name, inputs, output, None, live.started, live.matched, self.lax)
 
     # --- shared machinery --------------------------------------------------------------------------
 
@@ -339,22 +444,10 @@ class RecordingContext(AgentContext):
         super().__init__(seed, registry)
         self.lax = lax
 
-    def _execute(
-        self,
-        kind: StepKind,
-        name: str,
-        inputs: dict[str, Any],
-        produce: Produce | None,
-        key: str | None = None,
-    ) -> Any:
-        started = time.time_ns()
-        try:
-            output = self._produce(kind, name, inputs, produce)
-        except ReplayError:
-            raise
-        except Exception as exc:
-            return self._record(kind, name, inputs, None, _error_text(exc), started, None)
-        return self._record(kind, name, inputs, output, None, started, None, self.lax)
+    def _decide(
+        self, kind: StepKind, name: str, inputs: dict[str, Any], runnable: bool, key: str | None
+    ) -> _Served | _Live:
+        return _Live(time.time_ns(), None)
 
 
 class ReplayContext(AgentContext):
@@ -405,14 +498,9 @@ class ReplayContext(AgentContext):
         left = {id(s) for queue in self._cassette.values() for s in queue}
         return [s for s in self.recorded if id(s) in left]
 
-    def _execute(
-        self,
-        kind: StepKind,
-        name: str,
-        inputs: dict[str, Any],
-        produce: Produce | None,
-        key: str | None = None,
-    ) -> Any:
+    def _decide(
+        self, kind: StepKind, name: str, inputs: dict[str, Any], runnable: bool, key: str | None
+    ) -> _Served | _Live:
         started = time.time_ns()
         key = key or op_key(kind.value, name, inputs)
         queue = self._cassette.get(key)
@@ -422,20 +510,22 @@ class ReplayContext(AgentContext):
                 raise self._fatal(self._miss(kind, name, inputs))
             if self.ledger.diverged_at is None:
                 self.ledger.diverged_at = len(self.ledger.steps)
-            stale = self._observed_only(kind, name, inputs, produce)
+            stale = self._observed_only(kind, name, inputs, runnable)
             if stale is not None:  # nothing can run it: served as recorded, though asked anew
                 error = _recorded_error(stale)
-                return self._record(
-                    kind,
-                    name,
-                    inputs,
-                    stale.output,
-                    error,
-                    started,
-                    stale.index,
-                    checked=self.shares_record,
+                return _Served(
+                    self._record(
+                        kind,
+                        name,
+                        inputs,
+                        stale.output,
+                        error,
+                        started,
+                        stale.index,
+                        checked=self.shares_record,
+                    )
                 )
-            return self._live(kind, name, inputs, produce, started, None)
+            return _Live(started, None)
         if recorded.index != len(self.ledger.steps) and self.ledger.diverged_at is None:
             self.ledger.diverged_at = len(self.ledger.steps)  # matched, but out of recorded order
         action = self.plan.at(recorded.index).action if self.plan is not None else Action.HOLD
@@ -444,33 +534,37 @@ class ReplayContext(AgentContext):
         if action is Action.HOLD and kind in self.live_kinds:
             action = Action.RESAMPLE
         if action is Action.HOLD:
-            return self._record(
-                kind,
-                name,
-                inputs,
-                recorded.output,
-                _recorded_error(recorded),
-                started,
-                recorded.index,
-                checked=self.shares_record,
+            return _Served(
+                self._record(
+                    kind,
+                    name,
+                    inputs,
+                    recorded.output,
+                    _recorded_error(recorded),
+                    started,
+                    recorded.index,
+                    checked=self.shares_record,
+                )
             )
         if action is Action.FORCE:
             assert self.plan is not None
             forced = self.plan.at(recorded.index)
             output = None if forced.error is not None else forced.output
-            return self._record(kind, name, inputs, output, forced.error, started, recorded.index)
+            return _Served(
+                self._record(kind, name, inputs, output, forced.error, started, recorded.index)
+            )
         if action is Action.REMOVE:
-            return None
-        return self._live(kind, name, inputs, produce, started, recorded.index)
+            return _Served(None)
+        return _Live(started, recorded.index)
 
     def _observed_only(
-        self, kind: StepKind, name: str, inputs: dict[str, Any], produce: Produce | None
+        self, kind: StepKind, name: str, inputs: dict[str, Any], runnable_here: bool
     ) -> Step | None:
         """With ``holds_observed_only``: the next unconsumed recorded step of the operation, taken
         off the cassette, when nothing can run the operation (no ``produce``, no resample function)
         or that recorded step is marked ``resamplable: false`` (the call asked anew stands in its
         place, and a marked step is never re-run, whatever is registered for its kind); else None."""
-        if not self.holds_observed_only or produce is not None:
+        if not self.holds_observed_only or runnable_here:
             return None
         runnable = self.registry.lookup(Step(kind, name, inputs)) is not None
         if runnable and (kind, name) not in self._marked:
@@ -483,23 +577,6 @@ class ReplayContext(AgentContext):
                 self._cassette[step.op_key or _key(step)].remove(step)
                 return step
         return None
-
-    def _live(
-        self,
-        kind: StepKind,
-        name: str,
-        inputs: dict[str, Any],
-        produce: Produce | None,
-        started: int,
-        matched: int | None,
-    ) -> Any:
-        try:
-            output = self._produce(kind, name, inputs, produce)
-        except ReplayError:
-            raise
-        except Exception as exc:
-            return self._record(kind, name, inputs, None, _error_text(exc), started, matched)
-        return self._record(kind, name, inputs, output, None, started, matched, self.lax)
 
     def _miss(self, kind: StepKind, name: str, inputs: dict[str, Any]) -> NonDeterminismError:
         index = len(self.ledger.steps)
@@ -548,23 +625,44 @@ def _difference(step: Step, kind: StepKind, name: str, inputs: dict[str, Any]) -
 _ABSENT = object()
 
 
+async def _awaited(answer: Awaitable[Any]) -> Any:
+    return await answer
+
+
+def _takes_context(agent: Callable[..., Any]) -> bool:
+    """Whether the agent is written for agent-replay: its first parameter is ``ctx``. An agent
+    that is not (its model calls recorded by `otel_replay.instrument`) is called without it."""
+    try:
+        parameters = list(inspect.signature(agent).parameters.values())
+    except (TypeError, ValueError):
+        return True
+    return bool(parameters) and parameters[0].name == "ctx"
+
+
 def run_agent(
     agent: Callable[..., Any], ctx: AgentContext, arguments: Any
 ) -> tuple[Any, str | None]:
-    """Call ``agent(ctx, ...)``; return ``(answer, None)`` or ``(None, "Type: message")`` if it raised.
+    """Call ``agent(ctx, ...)`` (``agent(...)`` when its first parameter is not named ``ctx``); an
+    ``async def`` agent runs on an event loop of its own. Return ``(answer, None)``, or
+    ``(None, "Type: message")`` if it raised.
 
     ``arguments``: a JSON object becomes keyword arguments, anything else one positional argument,
-    ``None`` none. Errors of agent-replay itself (non-determinism, invalid output) propagate.
+    ``None`` none. While the agent runs, `current_context` is ``ctx``. Errors of agent-replay itself
+    (non-determinism, invalid output) propagate.
     """
     pending: list[ReplayError] = []
     token = _FATAL.set(pending)
+    current = _CURRENT.set(ctx)
     try:
+        head = (ctx,) if _takes_context(agent) else ()
         if arguments is None:
-            answer = agent(ctx)
+            answer = agent(*head)
         elif isinstance(arguments, dict):
-            answer = agent(ctx, **arguments)
+            answer = agent(*head, **arguments)
         else:
-            answer = agent(ctx, arguments)
+            answer = agent(*head, arguments)
+        if inspect.isawaitable(answer):  # an async agent: run on a loop of its own
+            answer = asyncio.run(_awaited(answer))
     except ReplayError:
         raise
     except Exception as exc:
@@ -572,6 +670,7 @@ def run_agent(
             raise pending[0] from exc
         return None, f"{type(exc).__name__}: {exc}"
     finally:
+        _CURRENT.reset(current)
         _FATAL.reset(token)
     if pending:  # the agent caught it, but the run is not what it seems
         raise pending[0]
