@@ -71,6 +71,14 @@ def _agent(spec: str, instrument: str | None = None) -> Any:
 def record_command(
     agent: Annotated[str, typer.Option("--agent", help="module:function or file.py:function.")],
     instrument: InstrumentOption = None,
+    redact: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--redact",
+            metavar="REGEX",
+            help="Replace matching text with [REDACTED] in what is recorded (repeatable).",
+        ),
+    ] = None,
     input: Annotated[
         str | None,
         typer.Option("--input", help="JSON: an object of keyword arguments, or one argument."),
@@ -114,6 +122,7 @@ def record_command(
             lax=lax,
             outcome=scorer,
             agent_spec=agent,
+            redact=redact or (),
         )
         trajectory = recording.trajectory
         with open_store(store, write=True, create=True) as db:

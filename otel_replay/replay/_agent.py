@@ -27,6 +27,7 @@ import asyncio
 import inspect
 import math
 import random
+import re
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Collection, Sequence
@@ -62,6 +63,36 @@ _CURRENT: ContextVar[AgentContext | None] = ContextVar("otel_replay_context", de
 def current_context() -> AgentContext | None:
     """The recording or replay context of the run under way here (None outside one)."""
     return _CURRENT.get()
+
+
+REDACTED = "[REDACTED]"
+_SAME = object()  # `AgentContext._record`: the recorded output is the one the agent gets
+
+
+class Redactor:
+    """Replaces text matching any of ``patterns`` (regular expressions) with ``[REDACTED]`` in every
+    string of a JSON value; with no patterns, returns the value itself."""
+
+    def __init__(self, patterns: Sequence[str]) -> None:
+        try:
+            self._patterns = [re.compile(p) for p in patterns]
+        except re.error as exc:
+            raise ReplayError(
+                f"--redact {exc.pattern!r} is not a regular expression: {exc}"
+            ) from None
+
+    def __call__(self, value: Any) -> Any:
+        if not self._patterns:
+            return value
+        if isinstance(value, str):
+            for pattern in self._patterns:
+                value = pattern.sub(REDACTED, value)
+            return value
+        if isinstance(value, dict):
+            return {key: self(item) for key, item in value.items()}
+        if isinstance(value, list):
+            return [self(item) for item in value]
+        return value
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,10 +138,13 @@ class AgentContext:
         *,
         fresh_seed: int | None = None,
         holds: Callable[[int], bool] | None = None,
+        redact: Sequence[str] = (),
     ) -> None:
         self.seed = seed
         self.registry = registry or Registry()
         self.ledger = Ledger()
+        self.redact = tuple(redact)
+        self._scrub = Redactor(self.redact)
         self.lax = False  # outputs that are not JSON: an error, or (lax) a lossy copy
         # Common random numbers: a position the plan holds draws from the recorded seed, so a
         # rollout replays its held steps draw for draw; positions it resamples, and every position
@@ -180,7 +214,7 @@ class AgentContext:
         index = len(self.ledger.steps)
         try:
             # a snapshot: agents keep appending to the message list they pass in
-            stored = _plain_json(inputs, "inputs")
+            stored = self._scrub(_plain_json(inputs, "inputs"))
         except CanonicalJSONError as exc:
             raise self._fatal(
                 CanonicalJSONError(f"step {index} ({kind.value} {name!r}): {exc}")
@@ -232,7 +266,7 @@ class AgentContext:
         step_kind = StepKind(kind)
         index = len(self.ledger.steps)
         try:
-            stored = _plain_json(inputs, "inputs")
+            stored = self._scrub(_plain_json(inputs, "inputs"))
         except CanonicalJSONError as exc:
             raise self._fatal(
                 CanonicalJSONError(f"step {index} ({step_kind.value} {name!r}): {exc}")
@@ -284,9 +318,11 @@ class AgentContext:
     ) -> Any:
         """Record what a live run of the operation returned or raised."""
         if failure is not None:
-            error = _error_text(failure)
+            error = self._scrub(_error_text(failure))
             return self._record(kind, name, inputs, None, error, live.started, live.matched)
-        return self._record(kind, name, inputs, output, None, live.started, live.matched, self.lax)
+        return self._record(
+            kind, name, inputs, output, None, live.started, live.matched, self.lax, scrub=True
+        )
 
     # --- shared machinery --------------------------------------------------------------------------
 
@@ -334,16 +370,20 @@ class AgentContext:
         matched: int | None,
         lax: bool = False,
         checked: bool = False,
+        scrub: bool = False,
     ) -> Any:
+        """Append the step; return its output to the agent (a live output as the operation
+        returned it: ``scrub`` redacts only the copy that is recorded)."""
         index = len(self.ledger.steps)
         if error is None and not checked:
             output = self._checked_output(index, kind, name, output, lax)
+        stored = self._scrub(output) if scrub and self.redact else _SAME
         self.ledger.steps.append(
             Step(
                 kind=kind,
                 name=name,
                 inputs=inputs,
-                output=output,
+                output=output if stored is _SAME else stored,
                 status=StepStatus.OK if error is None else StepStatus.ERROR,
                 error=error,
                 start_time_unix_nano=started,
@@ -439,9 +479,14 @@ class RecordingContext(AgentContext):
     OpenTelemetry spans)."""
 
     def __init__(
-        self, seed: int = 0, registry: Registry | None = None, *, lax: bool = False
+        self,
+        seed: int = 0,
+        registry: Registry | None = None,
+        *,
+        lax: bool = False,
+        redact: Sequence[str] = (),
     ) -> None:
-        super().__init__(seed, registry)
+        super().__init__(seed, registry, redact=redact)
         self.lax = lax
 
     def _decide(
@@ -467,8 +512,9 @@ class ReplayContext(AgentContext):
         lax: bool = False,
         shares_record: bool = False,
         holds_observed_only: bool = False,
+        redact: Sequence[str] = (),
     ) -> None:
-        super().__init__(seed, registry, fresh_seed=fresh_seed, holds=holds)
+        super().__init__(seed, registry, fresh_seed=fresh_seed, holds=holds, redact=redact)
         self.lax = lax  # outputs run live that are not JSON: an error, or (lax) a lossy copy
         # an agent that never changes what it is served (the chat loop) is served the recorded
         # outputs themselves: a copy each would cost more than the rest of the call

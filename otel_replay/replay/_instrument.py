@@ -1,27 +1,34 @@
-"""Recording agents that were not written for agent-replay: a patched model SDK, decorated tools.
+"""Recording agents that were not written for agent-replay: patched model SDKs, decorated tools.
 
-`instrument("openai")` wraps the OpenAI SDK's chat completions (``client.chat.completions.create``
-on `OpenAI` and `AsyncOpenAI` clients, streaming included). Inside a recording or a replay (the
-context `run_agent` sets, `current_context`), each call is one llm step named after its model: its
-inputs the request in the recorded shape (``model``, ``messages``, ``tools``, ``parameters``; never the
-client's key or headers), its output the response as JSON. A stream is read to its end when it is
-recorded; its output is the assembled completion with the chunks it came in (``chunks``), and the
-agent is handed a stream of those same chunks, recording and replaying alike. Under replay a held
-call is served from the record with no network; a call the record does not hold is the usual
-`NonDeterminismError`. Outside a recording or replay the SDK runs untouched.
+`instrument("openai", "anthropic")` wraps the SDKs' model calls: OpenAI chat completions and
+responses (``client.chat.completions.create``, ``client.responses.create``) and Anthropic messages
+(``client.messages.create``), on sync and async clients, streaming included. Inside a recording or a
+replay (the context `run_agent` sets, `current_context`), each call is one llm step named after its
+model: its inputs the request in the recorded shape (``model``, ``messages``, ``tools``,
+``parameters``; never the client's key or headers, which are not part of the request's arguments),
+its output the response as JSON. A stream is read to its end when it is recorded; its output is the
+message it adds up to with the chunks or events it came in (``chunks``), and the agent is handed a
+stream of those same chunks, recording and replaying alike, so both see the same objects. Under
+replay a held call is served from the record with no network; a call the record does not hold is
+the usual `NonDeterminismError`. Outside a recording or replay the SDK runs untouched. (Anthropic's
+``client.messages.stream(...)`` helper is not wrapped: ``create(..., stream=True)`` is.)
 
-`tool` and `step` make one of the agent's own functions a step: ``@otel_replay.tool`` (its keyword
-arguments the tool's arguments) and ``@otel_replay.step("retriever", "docs")``; outside a recording
-or replay they call the function and nothing more. An ``async def`` function is awaited under the
-context's `AgentContext.acall`, so its record is served without awaiting it.
+`tool` and `step` make one of the agent's own functions a step: ``@otel_replay.tool`` (its arguments
+the tool's arguments) and ``@otel_replay.step("retriever", "docs")``; outside a recording or replay
+they call the function and nothing more. An ``async def`` function is awaited through the context's
+`AgentContext.acall`, so its record is served without awaiting it.
 """
 
 from __future__ import annotations
 
 import functools
+import importlib
 import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from dataclasses import dataclass
 from typing import Any, TypeVar, cast
+
+import orjson
 
 from otel_replay.errors import ReplayError
 from otel_replay.model import StepKind
@@ -35,12 +42,14 @@ _PATCHED: dict[str, tuple[Any, str, Any]] = {}  # "module.Class.create" -> (clas
 
 
 def instrument(*sdks: str) -> None:
-    """Patch the named SDKs (``"openai"``) so their model calls are recorded and replayed; calling
-    it again changes nothing."""
+    """Patch the named SDKs (``"openai"``, ``"anthropic"``) so their model calls are recorded and
+    replayed; calling it again changes nothing."""
     for sdk in sdks:
-        if sdk != "openai":
-            raise ReplayError(f"cannot instrument {sdk!r}: agent-replay instruments 'openai'")
-        _instrument_openai()
+        if sdk not in _SDKS:
+            raise ReplayError(
+                f"cannot instrument {sdk!r}: agent-replay instruments {', '.join(map(repr, _SDKS))}"
+            )
+        _SDKS[sdk]()
 
 
 def uninstrument() -> None:
@@ -50,27 +59,62 @@ def uninstrument() -> None:
     _PATCHED.clear()
 
 
+@dataclass(frozen=True, slots=True)
+class _Api:
+    """How one SDK method's responses become JSON and back: ``response`` the response type, ``item``
+    the type of a stream's items, ``assemble`` a stream's items into the output, ``sdk`` the
+    package whose lenient parser (the one it reads the wire with) builds the objects again."""
+
+    sdk: str
+    response: Callable[[], Any]
+    item: Callable[[], Any]
+    assemble: Callable[[list[dict[str, Any]]], dict[str, Any]]
+
+    def _build(self, kind: Any, value: Any) -> Any:
+        construct = importlib.import_module(f"{self.sdk}._models").construct_type
+        return construct(type_=kind, value=value)
+
+    def completion(self, output: Any) -> Any:
+        return self._build(self.response(), output)
+
+    def items(self, output: Any) -> list[Any]:
+        return [self._build(self.item(), chunk) for chunk in output.get("chunks") or []]
+
+
 def _instrument_openai() -> None:
     try:
         from openai.resources.chat.completions import AsyncCompletions, Completions
+        from openai.resources.responses import AsyncResponses, Responses
     except ImportError:
         raise ReplayError(
             "instrumenting openai needs the openai package: pip install 'otel-replay[openai]'"
         ) from None
-    _patch(Completions, "create", _openai_create)
-    _patch(AsyncCompletions, "create", _openai_acreate)
+    _patch(Completions, "create", _OPENAI_CHAT, asynchronous=False)
+    _patch(AsyncCompletions, "create", _OPENAI_CHAT, asynchronous=True)
+    _patch(Responses, "create", _OPENAI_RESPONSES, asynchronous=False)
+    _patch(AsyncResponses, "create", _OPENAI_RESPONSES, asynchronous=True)
 
 
-def _patch(owner: Any, name: str, wrapper: Callable[[Any], Any]) -> None:
+def _instrument_anthropic() -> None:
+    try:
+        from anthropic.resources.messages import AsyncMessages, Messages
+    except ImportError:
+        raise ReplayError(
+            "instrumenting anthropic needs the anthropic package: "
+            "pip install 'otel-replay[anthropic]'"
+        ) from None
+    _patch(Messages, "create", _ANTHROPIC, asynchronous=False)
+    _patch(AsyncMessages, "create", _ANTHROPIC, asynchronous=True)
+
+
+def _patch(owner: Any, name: str, api: _Api, *, asynchronous: bool) -> None:
     key = f"{owner.__module__}.{owner.__qualname__}.{name}"
     if key in _PATCHED:
         return
     original = getattr(owner, name)
     _PATCHED[key] = (owner, name, original)
-    setattr(owner, name, functools.wraps(original)(wrapper(original)))
-
-
-# --- OpenAI chat completions ------------------------------------------------------------------------
+    wrap = _awrapped if asynchronous else _wrapped
+    setattr(owner, name, functools.wraps(original)(wrap(original, api)))
 
 
 def _request(kwargs: dict[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -92,7 +136,7 @@ def _json(value: Any) -> Any:
     return value
 
 
-def _openai_create(original: Callable[..., Any]) -> Callable[..., Any]:
+def _wrapped(original: Callable[..., Any], api: _Api) -> Callable[..., Any]:
     def create(self: Any, *args: Any, **kwargs: Any) -> Any:
         ctx = current_context()
         if ctx is None or args:
@@ -102,15 +146,17 @@ def _openai_create(original: Callable[..., Any]) -> Callable[..., Any]:
 
         def produce() -> Any:
             response = original(self, **kwargs)
-            return _assembled(list(response)) if streaming else _json(response)
+            return (
+                api.assemble([_json(item) for item in response]) if streaming else _json(response)
+            )
 
         output = ctx.call(StepKind.LLM, model, inputs, produce=produce)
-        return _chunks(output) if streaming else _completion(output)
+        return _Replayed(api.items(output)) if streaming else api.completion(output)
 
     return create
 
 
-def _openai_acreate(original: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
+def _awrapped(original: Callable[..., Awaitable[Any]], api: _Api) -> Callable[..., Awaitable[Any]]:
     async def create(self: Any, *args: Any, **kwargs: Any) -> Any:
         ctx = current_context()
         if ctx is None or args:
@@ -121,28 +167,60 @@ def _openai_acreate(original: Callable[..., Awaitable[Any]]) -> Callable[..., Aw
         async def produce() -> Any:
             response = await original(self, **kwargs)
             if streaming:
-                return _assembled([chunk async for chunk in response])
+                return api.assemble([_json(item) async for item in response])
             return _json(response)
 
         output = await ctx.acall(StepKind.LLM, model, inputs, produce=produce)
-        return _achunks(output) if streaming else _completion(output)
+        return _AReplayed(api.items(output)) if streaming else api.completion(output)
 
     return create
 
 
-def _completion(output: Any) -> Any:
-    from openai.types.chat import ChatCompletion
+class _Replayed:
+    """A stream of recorded chunks, used as the SDK's stream is (iterated, or in ``with``)."""
 
-    return ChatCompletion.model_validate(output)
+    def __init__(self, items: list[Any]) -> None:
+        self._items = items
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._items)
+
+    def __enter__(self) -> _Replayed:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def close(self) -> None:
+        return None
 
 
-def _assembled(chunks: list[Any]) -> dict[str, Any]:
-    """A stream's chunks as the completion they add up to, with the chunks themselves."""
-    dumped = [_json(chunk) for chunk in chunks]
-    first = dumped[0] if dumped else {}
+class _AReplayed:
+    """`_Replayed` for ``async for`` and ``async with``."""
+
+    def __init__(self, items: list[Any]) -> None:
+        self._items = items
+
+    async def __aiter__(self) -> AsyncIterator[Any]:
+        for item in self._items:
+            yield item
+
+    async def __aenter__(self) -> _AReplayed:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        return None
+
+    async def close(self) -> None:
+        return None
+
+
+def _openai_chat_assembled(chunks: list[dict[str, Any]]) -> dict[str, Any]:
+    """A chat stream's chunks as the completion they add up to, with the chunks themselves."""
+    first = chunks[0] if chunks else {}
     choices: dict[int, dict[str, Any]] = {}
     usage = None
-    for chunk in dumped:
+    for chunk in chunks:
         usage = chunk.get("usage") or usage
         for choice in chunk.get("choices") or []:
             into = choices.setdefault(
@@ -169,7 +247,7 @@ def _assembled(chunks: list[Any]) -> dict[str, Any]:
         "created": first.get("created", 0),
         "model": first.get("model", ""),
         "choices": [choices[i] for i in sorted(choices)],
-        "chunks": dumped,
+        "chunks": chunks,
     }
     if usage is not None:
         completion["usage"] = usage
@@ -179,16 +257,71 @@ def _assembled(chunks: list[Any]) -> dict[str, Any]:
     return completion
 
 
-def _chunks(output: Any) -> Iterator[Any]:
-    from openai.types.chat import ChatCompletionChunk
+def _openai_responses_assembled(events: list[dict[str, Any]]) -> dict[str, Any]:
+    """A responses stream's events: the response its last event carries, with the events."""
+    final: dict[str, Any] = next(
+        (e["response"] for e in reversed(events) if isinstance(e.get("response"), dict)), {}
+    )
+    return {**final, "chunks": events}
 
-    for chunk in output.get("chunks") or []:
-        yield ChatCompletionChunk.model_validate(chunk)
+
+def _anthropic_assembled(events: list[dict[str, Any]]) -> dict[str, Any]:
+    """A messages stream's events as the message they add up to, with the events themselves."""
+    message: dict[str, Any] = {"content": []}
+    partial: dict[int, str] = {}
+    for event in events:
+        kind = event.get("type")
+        if kind == "message_start":
+            message = {**event.get("message", {}), "content": []}
+        elif kind == "content_block_start":
+            message["content"].append(dict(event.get("content_block", {})))
+        elif kind == "content_block_delta":
+            index, delta = event.get("index", 0), event.get("delta", {})
+            block = message["content"][index]
+            if delta.get("type") == "text_delta":
+                block["text"] = block.get("text", "") + delta.get("text", "")
+            elif delta.get("type") == "input_json_delta":
+                partial[index] = partial.get(index, "") + delta.get("partial_json", "")
+        elif kind == "content_block_stop" and event.get("index", 0) in partial:
+            message["content"][event["index"]]["input"] = orjson.loads(
+                partial[event["index"]] or "{}"
+            )
+        elif kind == "message_delta":
+            message.update(event.get("delta", {}))
+            if "usage" in event:
+                message["usage"] = {**message.get("usage", {}), **event["usage"]}
+    return {**message, "chunks": events}
 
 
-async def _achunks(output: Any) -> AsyncIterator[Any]:
-    for chunk in _chunks(output):
-        yield chunk
+def _type(module: str, name: str) -> Callable[[], Any]:
+    def load() -> Any:
+        return getattr(importlib.import_module(module), name)
+
+    return load
+
+
+_OPENAI_CHAT = _Api(
+    "openai",
+    _type("openai.types.chat", "ChatCompletion"),
+    _type("openai.types.chat", "ChatCompletionChunk"),
+    _openai_chat_assembled,
+)
+_OPENAI_RESPONSES = _Api(
+    "openai",
+    _type("openai.types.responses", "Response"),
+    _type("openai.types.responses", "ResponseStreamEvent"),
+    _openai_responses_assembled,
+)
+_ANTHROPIC = _Api(
+    "anthropic",
+    _type("anthropic.types", "Message"),
+    _type("anthropic.types", "RawMessageStreamEvent"),
+    _anthropic_assembled,
+)
+_SDKS: dict[str, Callable[[], None]] = {
+    "openai": _instrument_openai,
+    "anthropic": _instrument_anthropic,
+}
 
 
 # --- the agent's own functions ------------------------------------------------------------------------

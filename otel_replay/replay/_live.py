@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,7 +16,13 @@ from otel_replay.errors import (
 )
 from otel_replay.hashing import canonical_json, check_json_value, digest
 from otel_replay.model import SpanNode, StepKind, Trajectory
-from otel_replay.replay._agent import RecordingContext, ReplayContext, lossy, run_agent
+from otel_replay.replay._agent import (
+    RecordingContext,
+    Redactor,
+    ReplayContext,
+    lossy,
+    run_agent,
+)
 from otel_replay.replay._diff import TrajectoryDiff, diff
 from otel_replay.replay._plan import HOLD, RESAMPLE, Action, Intervention, Plan
 from otel_replay.replay._rollout import Rollout, rollout, score
@@ -52,22 +58,29 @@ def record(
     lax: bool = False,
     outcome: OutcomeFunction | None = None,
     agent_spec: str = "",
+    redact: Sequence[str] = (),
 ) -> Recording:
-    """Run ``agent`` live, recording every step and emitting its spans."""
-    ctx = RecordingContext(seed, registry, lax=lax)
+    """Run ``agent`` live, recording every step and emitting its spans. Text matching any of the
+    ``redact`` patterns is replaced with ``[REDACTED]`` in what is recorded (steps' inputs and
+    outputs, the run's input and answer) before it is hashed; a replay applies them again."""
+    ctx = RecordingContext(seed, registry, lax=lax, redact=redact)
     started = time.time_ns()
     answer, error = run_agent(agent, ctx, arguments)
     ended = time.time_ns()
     steps = ctx.ledger.steps
     answer = _json_or_repr(answer)
+    scrub = Redactor(redact)
+    answer = scrub(answer)
     metadata: dict[str, Any] = {
         "source": "record",
         "format": "agent",
         "agent": agent_spec,
-        "input": _json_or_repr(arguments),
+        "input": scrub(_json_or_repr(arguments)),
         "seed": seed,
         "answer": answer,
     }
+    if redact:
+        metadata["redact"] = list(redact)
     if error is not None:
         metadata["agent_error"] = error
     if ctx.ledger.lossy:
@@ -149,6 +162,12 @@ class Replay:
         return self.nondeterminism is None and self.diff.identical and self.ending is None
 
 
+def _redacted(trajectory: Trajectory) -> list[str]:
+    """The patterns a recording was redacted with (a replay applies them to its calls too)."""
+    patterns = trajectory.metadata.get("redact") or []
+    return [p for p in patterns if isinstance(p, str)]
+
+
 def _inputs_of(trajectory: Trajectory) -> tuple[Any, int]:
     meta = trajectory.metadata
     seed = meta.get("seed", 0)
@@ -169,7 +188,12 @@ def replay(
     """Re-run ``agent`` with the recorded outputs served; compare the two ledgers."""
     arguments, seed = _inputs_of(original)
     ctx = ReplayContext(
-        original.steps, seed, registry=registry, on_miss="error", live_kinds=live_kinds
+        original.steps,
+        seed,
+        registry=registry,
+        on_miss="error",
+        live_kinds=live_kinds,
+        redact=_redacted(original),
     )
     problem: NonDeterminismError | None = None
     answer: Any = None
@@ -260,6 +284,7 @@ def fork(
             registry=registry,
             on_miss="resample",
             fresh_seed=None if seed is None else step_seed(seed, plan.identity, 0, -1),
+            redact=_redacted(original),
             holds=lambda position: True,
             shares_record=is_built_in(agent),
             holds_observed_only=is_built_in(agent),
@@ -320,6 +345,7 @@ def agent_driver(
             on_miss="resample",
             fresh_seed=step_seed(seed, plan.identity, index, -1),
             holds=holds,
+            redact=_redacted(factual),
             shares_record=built_in,
             holds_observed_only=built_in,
         )

@@ -11,6 +11,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import anthropic
 import orjson
 import pytest
 from openai import AsyncOpenAI, OpenAI
@@ -235,3 +236,156 @@ def test_the_commands_record_and_replay_an_unmodified_agent(
     assert orjson.loads(replayed.stdout)["identical"] is True
     wrong = invoke(runner, store_path, "record", *agent[:2], "--instrument", "cohere")
     assert wrong.exit_code == 1 and "cannot instrument 'cohere'" in wrong.stderr
+
+
+ANTHROPIC_TOOLS = [
+    {
+        "name": t["function"]["name"],
+        "description": "of the order",
+        "input_schema": {"type": "object"},
+    }
+    for t in TOOLS
+]
+
+
+def claude_agent(question: str, base_url: str, stream: bool = False) -> str:
+    """The same agent on the Anthropic SDK (sync; streamed events gathered into blocks)."""
+    client = anthropic.Anthropic(base_url=base_url, api_key=SECRET)
+    messages: list[Any] = [{"role": "user", "content": question}]
+    while True:
+        request = {"model": "fake-claude", "max_tokens": 512, "messages": messages}
+        if stream:
+            blocks: list[dict[str, Any]] = []
+            partial: dict[int, str] = {}
+            for event in client.messages.create(**request, tools=ANTHROPIC_TOOLS, stream=True):
+                if event.type == "content_block_start":
+                    blocks.append(event.content_block.model_dump(exclude_none=True))
+                elif event.type == "content_block_delta" and event.delta.type == "text_delta":
+                    blocks[event.index]["text"] = (
+                        blocks[event.index].get("text", "") + event.delta.text
+                    )
+                elif event.type == "content_block_delta" and event.delta.type == "input_json_delta":
+                    partial[event.index] = partial.get(event.index, "") + event.delta.partial_json
+            for index, text in partial.items():
+                blocks[index]["input"] = json.loads(text or "{}")
+        else:
+            response = client.messages.create(**request, tools=ANTHROPIC_TOOLS)
+            blocks = [block.model_dump(exclude_none=True) for block in response.content]
+        messages.append({"role": "assistant", "content": blocks})
+        uses = [b for b in blocks if b["type"] == "tool_use"]
+        if not uses:
+            return "".join(b.get("text", "") for b in blocks)
+        results = [
+            {
+                "type": "tool_result",
+                "tool_use_id": b["id"],
+                "content": json.dumps(RUN_TOOL[b["name"]](**b["input"])),
+            }
+            for b in uses
+        ]
+        messages.append({"role": "user", "content": results})
+
+
+async def async_claude_agent(question: str, base_url: str) -> str:
+    client = anthropic.AsyncAnthropic(base_url=base_url, api_key=SECRET)
+    messages: list[Any] = [{"role": "user", "content": question}]
+    while True:
+        response = await client.messages.create(
+            model="fake-claude", max_tokens=512, messages=messages, tools=ANTHROPIC_TOOLS
+        )
+        messages.append({"role": "assistant", "content": response.content})  # SDK objects
+        uses = [b for b in response.content if b.type == "tool_use"]
+        if not uses:
+            await client.close()
+            return "".join(b.text for b in response.content if b.type == "text")
+        messages.append(
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": b.id,
+                        "content": json.dumps(RUN_TOOL[b.name](**b.input)),
+                    }
+                    for b in uses
+                ],
+            }
+        )
+
+
+def responses_agent(question: str, base_url: str) -> str:
+    """The OpenAI Responses API: input items, function calls and their outputs."""
+    client = OpenAI(base_url=f"{base_url}/v1", api_key=SECRET)
+    items: list[Any] = [{"role": "user", "content": question}]
+    tools = [
+        {"type": "function", "name": t["function"]["name"], "parameters": {"type": "object"}}
+        for t in TOOLS
+    ]
+    while True:
+        response = client.responses.create(model="fake-model", input=items, tools=tools)
+        calls = [item for item in response.output if item.type == "function_call"]
+        if not calls:
+            return response.output_text
+        for call in calls:
+            items.append(call.model_dump(exclude_none=True))
+            result = RUN_TOOL[call.name](**json.loads(call.arguments))
+            items.append(
+                {
+                    "type": "function_call_output",
+                    "call_id": call.call_id,
+                    "output": json.dumps(result),
+                }
+            )
+
+
+@pytest.mark.parametrize(
+    ("sdk", "agent", "stream"),
+    [
+        ("anthropic", claude_agent, False),
+        ("anthropic", claude_agent, True),
+        ("anthropic", async_claude_agent, False),
+        ("openai", responses_agent, False),
+    ],
+    ids=["anthropic", "anthropic-stream", "anthropic-async", "openai-responses"],
+)
+def test_other_model_apis_record_and_replay_with_no_server(
+    server: Server, sdk: str, agent: Any, stream: bool
+) -> None:
+    otel_replay.instrument(sdk)
+    arguments: dict[str, Any] = {"question": QUESTION, "base_url": server.url}
+    if stream:
+        arguments["stream"] = True
+    recording = record(agent, arguments=arguments)
+    assert recording.error is None and recording.answer == FAKE.FINAL_ANSWER
+    steps = recording.trajectory.steps
+    assert [s.kind for s in steps] == [StepKind.LLM, StepKind.TOOL] * 3 + [StepKind.LLM]
+    assert SECRET.encode() not in canonical_json([s.inputs for s in steps])
+    if stream:
+        assert steps[-1].output["content"][0]["text"] == FAKE.FINAL_ANSWER
+        assert steps[-1].output["chunks"][0]["type"] == "message_start"
+    server.stop()
+    again = replay(recording.trajectory, agent)
+    assert again.identical, again
+
+
+def test_redacted_text_never_reaches_the_store_and_the_run_still_replays(
+    server: Server, runner: CliRunner, store_path: Path
+) -> None:
+    question = f"{QUESTION} My account token is tok-8812734."
+    agent = ["--agent", "tests.replay.test_instrument:support_agent", "--instrument", "openai"]
+    arguments = orjson.dumps({"question": question, "base_url": server.url}).decode()
+    redact = ["--redact", r"tok-\d+"]
+    recorded = orjson.loads(
+        ok(
+            invoke(runner, store_path, "record", *agent, *redact, "--input", arguments, "--json")
+        ).stdout
+    )
+    for file in store_path.parent.glob(f"{store_path.name}*"):  # the store, its WAL
+        assert b"tok-8812734" not in file.read_bytes(), file
+    exported = ok(invoke(runner, store_path, "export", recorded["id"], "--format", "jsonl")).stdout
+    assert "tok-8812734" not in exported and "[REDACTED]" in exported
+    server.stop()
+    replayed = invoke(runner, store_path, "replay", recorded["id"], *agent, "--json")
+    assert replayed.exit_code == 0 and orjson.loads(replayed.stdout)["identical"] is True
+    bad = invoke(runner, store_path, "record", *agent, "--redact", "tok-(")
+    assert bad.exit_code == 1 and "is not a regular expression" in bad.stderr
