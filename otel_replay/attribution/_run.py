@@ -13,7 +13,7 @@ from otel_replay.attribution._engine import Progress, Spending
 from otel_replay.attribution._results import AttributionResult
 from otel_replay.errors import AttributionError
 from otel_replay.model import StepKind, Trajectory
-from otel_replay.replay import Plan, Rollout, agent_driver, chat_driver
+from otel_replay.replay import Plan, Rollout, agent_driver, chat_driver, instrument
 from otel_replay.resamplers import (
     OpenAIChatModel,
     Registry,
@@ -86,6 +86,8 @@ def _prepare(
     driver = None
     how = "trace" if not code.agent else f"agent:{code.agent}"
     if code.agent:
+        if code.instrument:
+            instrument(*code.instrument)
         driver = agent_driver(trajectory, load_object(code.agent, "--agent"), registry, config.seed)
     elif config.driver is not Driver.TRACE:
         chat = chat_driver(trajectory, registry, config.seed, config.max_turns)

@@ -135,6 +135,14 @@ def attribute_command(
         str | None,
         typer.Option("--agent", help="Roll out by re-running this live agent (module:function)."),
     ] = None,
+    instrument: Annotated[
+        str | None,
+        typer.Option(
+            "--instrument",
+            metavar="SDKS",
+            help="The agent's model calls go through these SDKs (openai, anthropic), unmodified.",
+        ),
+    ] = None,
     dry_run: Annotated[
         bool,
         typer.Option(
@@ -175,6 +183,7 @@ def attribute_command(
             fail_if,
             tools,
             model,
+            tuple(name.strip() for name in (instrument or "").split(",") if name.strip()),
         )
     # the engine, the report and the table load here, not for `--help` or another command
     from otel_replay.cli._attribute_view import run

@@ -43,6 +43,7 @@ class UserCode:
         llm: a built-in model for every model step no registration covers (``--llm openai``:
             `otel_replay.resamplers.OpenAIChatModel`).
         agent: ``module:function`` of a live agent, when rollouts re-run it.
+        instrument: SDKs whose model calls the agent makes unmodified (``--instrument``).
         entry_points: whether installed ``otel_replay.resamplers`` entry points are loaded too.
     """
 
@@ -54,6 +55,7 @@ class UserCode:
     fail_if: str | None = None
     tools: ToolSource | None = None
     llm: ChatModelOptions | None = None
+    instrument: tuple[str, ...] = ()
 
     def registry(self) -> Registry:
         answer = self.success_if is not None or self.fail_if is not None
@@ -80,6 +82,8 @@ class UserCode:
             flags += ["--fail-if", self.fail_if]
         if self.agent:
             flags += ["--agent", self.agent]
+        if self.instrument:
+            flags += ["--instrument", ",".join(self.instrument)]
         if self.tools is not None:
             flags += ["--tools", self.tools.value]
         if self.llm is not None:

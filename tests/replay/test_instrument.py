@@ -389,3 +389,20 @@ def test_redacted_text_never_reaches_the_store_and_the_run_still_replays(
     assert replayed.exit_code == 0 and orjson.loads(replayed.stdout)["identical"] is True
     bad = invoke(runner, store_path, "record", *agent, "--redact", "tok-(")
     assert bad.exit_code == 1 and "is not a regular expression" in bad.stderr
+
+
+def test_attribute_re_runs_an_instrumented_agent(
+    server: Server, runner: CliRunner, store_path: Path
+) -> None:
+    agent = ["--agent", "tests.replay.test_instrument:support_agent", "--instrument", "openai"]
+    arguments = orjson.dumps({"question": QUESTION, "base_url": server.url}).decode()
+    recorded = orjson.loads(
+        ok(invoke(runner, store_path, "record", *agent, "--input", arguments, "--json")).stdout
+    )
+    planned = orjson.loads(
+        ok(
+            invoke(runner, store_path, "attribute", recorded["id"], *agent, "--dry-run", "--json")
+        ).stdout
+    )
+    assert planned["driver"] == "agent:tests.replay.test_instrument:support_agent"
+    assert planned["worst_calls"] > 0
