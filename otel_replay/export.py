@@ -1,18 +1,20 @@
-"""Trajectories out as native JSONL: one `Trajectory.to_record` per line.
+"""Trajectories out as native JSONL: one `Trajectory.to_record` per line; and a recorded run as a
+pytest regression test (`pytest_module`).
 
 The record is what `otel_replay.importers.read_jsonl` reads back; a round trip keeps every step hash.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import re
+from collections.abc import Iterable, Sequence
 from typing import IO
 
 import orjson
 
 from otel_replay.model import Trajectory
 
-__all__ = ["write_jsonl"]
+__all__ = ["pytest_module", "write_jsonl"]
 
 
 def write_jsonl(trajectories: Iterable[Trajectory], out: IO[bytes]) -> int:
@@ -23,3 +25,89 @@ def write_jsonl(trajectories: Iterable[Trajectory], out: IO[bytes]) -> int:
         out.write(b"\n")
         count += 1
     return count
+
+
+def pytest_module(
+    *,
+    run_id: str,
+    recording: str,
+    agent: str,
+    instrument: Sequence[str] = (),
+    verifier: str | None = None,
+    expect: str = "identical",
+) -> str:
+    """A self-contained test replaying run ``run_id`` (its native JSONL ``recording``, beside the
+    test) against the current code of ``agent``: ``identical`` asserts it replays step for step;
+    ``pass`` serves tools from the record, runs model calls live, and asserts ``verifier`` now
+    scores the run a success. ``agent`` and ``verifier`` are specs as the command line takes them;
+    a ``file.py:function`` spec is relative to the test's folder."""
+    slug = re.sub(r"\W+", "_", run_id[:12]).strip("_") or "run"
+    if expect == "identical":
+        body = f'''
+
+def test_run_{slug}_replays_identically() -> None:
+    """The agent makes exactly the recorded calls and returns the recorded answer."""
+    result = replay(_recorded(), _load(AGENT, "--agent"))
+    assert result.identical, result.nondeterminism or result.ending or result.diff
+'''
+    else:
+        body = f'''
+
+def test_run_{slug}_now_passes() -> None:
+    """Tools served from the record, model calls live: the agent now succeeds where it failed."""
+    result = replay(_recorded(), _load(AGENT, "--agent"), live_kinds=(StepKind.LLM,))
+    assert result.nondeterminism is None, result.nondeterminism
+    outcome = score(_load(VERIFIER, "--verifier"), result.trajectory)
+    assert outcome >= FAIL_THRESHOLD, f"the verifier scores the replayed run {{outcome}}"
+'''
+    model_imports = (
+        "from otel_replay.model import Trajectory\nfrom otel_replay.replay import instrument, replay"
+        if expect == "identical"
+        else "from otel_replay.model import FAIL_THRESHOLD, StepKind, Trajectory\n"
+        "from otel_replay.replay import instrument, replay, score"
+    )
+    return f'''"""Regression test made from agent run {run_id} by ``agent-replay export --format pytest``.
+
+It replays the recorded run ({recording}, beside this file) against the agent's current
+code; it needs no store, and no network{" for tools" if expect == "pass" else ""}.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from otel_replay.importers import read_jsonl
+{model_imports}
+from otel_replay.resamplers import load_object
+
+HERE = Path(__file__).resolve().parent
+RECORDING = HERE / {_literal(recording)}
+AGENT = {_literal(agent)}
+VERIFIER = {_literal(verifier)}
+INSTRUMENT = {_literal(tuple(instrument))}
+
+
+def _load(spec: str | None, what: str) -> Any:
+    assert spec is not None, f"this test needs {{what}}"
+    module, _, name = spec.rpartition(":")
+    if module.endswith(".py"):
+        spec = f"{{HERE / module}}:{{name}}"
+    return load_object(spec, what)
+
+
+def _recorded() -> Trajectory:
+    if INSTRUMENT:
+        instrument(*INSTRUMENT)
+    (run,) = read_jsonl(RECORDING)
+    return run
+{body}'''
+
+
+def _literal(value: str | tuple[str, ...] | None) -> str:
+    """``value`` as Python source, double-quoted as the formatter writes it."""
+    if value is None:
+        return "None"
+    if isinstance(value, tuple):
+        return "(" + "".join(f"{_literal(item)}, " for item in value).rstrip(" ") + ")"
+    return orjson.dumps(value).decode()

@@ -156,6 +156,7 @@ class Replay:
     diff: TrajectoryDiff
     nondeterminism: NonDeterminismError | None
     ending: str | None = None  # how the end differs when every step matched (answer, crash)
+    answer: Any = None  # what the agent returned in the replay
 
     @property
     def identical(self) -> bool:
@@ -207,7 +208,10 @@ def replay(
         recorded_error = original.metadata.get("agent_error")
         if error != recorded_error:
             ending = f"the agent {'raised ' + error if error else 'returned'} after the last step (recorded: {'raised ' + str(recorded_error) if recorded_error else 'returned'})"
-        elif "answer" in original.metadata and _json_or_repr(answer) != original.metadata["answer"]:
+        elif (
+            "answer" in original.metadata
+            and Redactor(_redacted(original))(_json_or_repr(answer)) != original.metadata["answer"]
+        ):
             ending = f"the answer differs: {_json_or_repr(answer)!r} (recorded: {original.metadata['answer']!r})"
     replayed = Trajectory.build(
         original.id,
@@ -215,7 +219,7 @@ def replay(
         outcome=original.outcome,
         metadata={**original.metadata, "answer": _json_or_repr(answer), "source": "replay"},
     )
-    return Replay(original, replayed, diff(original, replayed), problem, ending)
+    return Replay(original, replayed, diff(original, replayed), problem, ending, answer)
 
 
 def fork_id(

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
@@ -406,3 +408,62 @@ def test_attribute_re_runs_an_instrumented_agent(
     )
     assert planned["driver"] == "agent:tests.replay.test_instrument:support_agent"
     assert planned["worst_calls"] > 0
+
+
+def outcome(trajectory: Any) -> float:
+    """The support agent succeeded when its answer gives the shipment's new date."""
+    return 1.0 if "2026-12-04" in str(trajectory.metadata.get("answer")) else 0.0
+
+
+def test_a_run_becomes_a_regression_test(
+    server: Server, runner: CliRunner, store_path: Path, tmp_path: Path
+) -> None:
+    agent = ["--agent", "tests.replay.test_instrument:support_agent", "--instrument", "openai"]
+    arguments = orjson.dumps({"question": QUESTION, "base_url": server.url}).decode()
+    run_id = orjson.loads(
+        ok(invoke(runner, store_path, "record", *agent, "--input", arguments, "--json")).stdout
+    )["id"]
+    identical, passing = tmp_path / "test_incident.py", tmp_path / "test_fixed.py"
+    ok(
+        invoke(
+            runner,
+            store_path,
+            "export",
+            run_id,
+            "--format",
+            "pytest",
+            *agent,
+            "--out",
+            str(identical),
+        )
+    )
+    verifier = ["--verifier", "tests.replay.test_instrument:outcome", "--expect", "pass"]
+    ok(
+        invoke(
+            runner,
+            store_path,
+            "export",
+            run_id,
+            "--format",
+            "pytest",
+            *agent,
+            *verifier,
+            "--out",
+            str(passing),
+        )
+    )
+    assert identical.with_suffix(".jsonl").exists()
+
+    def pytest(test: Path) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(test)]
+        return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120)
+
+    assert pytest(passing).returncode == 0  # the model live: the server answers
+    server.stop()
+    result = pytest(identical)  # no store, no network: the recording beside it
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "1 passed" in result.stdout
+    missing = invoke(
+        runner, store_path, "export", run_id, "--format", "pytest", "--out", str(identical)
+    )
+    assert missing.exit_code == 1 and "--agent MODULE:FUNCTION" in missing.stderr
