@@ -37,6 +37,7 @@ RESIDENTS = {
     "__main__": "cli",
     "_lazy": "model",  # lazy package exports (PEP 562): the standard library only
     "receiver": "ingest",  # `serve`'s OTLP/HTTP receiver: the library under the command
+    "pytest_plugin": "cli",  # agent runs as pytest cassettes: a front end, like the command
 }
 
 

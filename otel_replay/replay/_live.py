@@ -185,14 +185,16 @@ def replay(
     *,
     registry: Registry | None = None,
     live_kinds: Collection[StepKind] = (),
+    on_miss: str = "error",
 ) -> Replay:
-    """Re-run ``agent`` with the recorded outputs served; compare the two ledgers."""
+    """Re-run ``agent`` with the recorded outputs served; compare the two ledgers. A call the
+    record does not hold stops the replay (``on_miss="error"``) or runs live (``"resample"``)."""
     arguments, seed = _inputs_of(original)
     ctx = ReplayContext(
         original.steps,
         seed,
         registry=registry,
-        on_miss="error",
+        on_miss=on_miss,
         live_kinds=live_kinds,
         redact=_redacted(original),
     )

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -467,3 +468,46 @@ def test_a_run_becomes_a_regression_test(
         runner, store_path, "export", run_id, "--format", "pytest", "--out", str(identical)
     )
     assert missing.exit_code == 1 and "--agent MODULE:FUNCTION" in missing.stderr
+
+
+CASSETTE_TEST = """
+import os
+
+import pytest
+
+from tests.replay.test_instrument import QUESTION, support_agent
+
+
+@pytest.mark.agent_replay(cassette="support.jsonl", instrument=("openai",))
+def test_support(agent_replay):
+    answer = agent_replay.run(support_agent, question=QUESTION, base_url=os.environ["FAKE_MODELS"])
+    assert "2026-12-04" in answer
+    print("recorded" if agent_replay.recorded else "replayed")
+"""
+
+
+def test_the_pytest_plugin_records_once_and_replays_after(server: Server, tmp_path: Path) -> None:
+    test = tmp_path / "test_cassette.py"
+    test.write_text(CASSETTE_TEST)
+
+    def pytest(*options: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", str(test)]
+        environment = {**os.environ, "FAKE_MODELS": server.url}
+        return subprocess.run(
+            [*command, *options],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=environment,
+        )
+
+    first = pytest()
+    assert first.returncode == 0 and "recorded" in first.stdout, first.stdout + first.stderr
+    assert (tmp_path / "cassettes" / "support.jsonl").exists()
+    server.stop()
+    again = pytest()  # no server: the cassette answers
+    assert again.returncode == 0 and "replayed" in again.stdout, again.stdout + again.stderr
+    (tmp_path / "cassettes" / "support.jsonl").unlink()
+    none = pytest("--agent-replay-mode", "none")
+    assert none.returncode == 1 and "no cassette" in none.stdout
