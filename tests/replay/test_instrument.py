@@ -511,3 +511,32 @@ def test_the_pytest_plugin_records_once_and_replays_after(server: Server, tmp_pa
     (tmp_path / "cassettes" / "support.jsonl").unlink()
     none = pytest("--agent-replay-mode", "none")
     assert none.returncode == 1 and "no cassette" in none.stdout
+
+
+async def awaiting_agent(ctx: Any, question: str) -> str:
+    """An async agent written for agent-replay: ``await ctx.allm`` / ``ctx.atool``."""
+    calls: list[str] = []
+
+    async def model() -> dict[str, Any]:
+        calls.append("model")
+        return {"role": "assistant", "content": f"looking up {question}"}
+
+    async def lookup() -> dict[str, Any]:
+        calls.append("tool")
+        return dict(FAKE.ORDER)
+
+    turn = await ctx.allm(
+        "planner", produce=model, messages=[{"role": "user", "content": question}]
+    )
+    order = await ctx.atool("lookup_order", produce=lookup, order_id="A-1001")
+    return f"{turn['content']}: {order['status']} ({len(calls)} live calls)"
+
+
+def test_an_async_agent_awaits_its_steps_live_and_nothing_on_replay() -> None:
+    recording = record(awaiting_agent, arguments={"question": "A-1001"})
+    assert recording.answer == "looking up A-1001: shipped (2 live calls)"
+    assert [s.kind for s in recording.trajectory.steps] == [StepKind.LLM, StepKind.TOOL]
+    again = replay(recording.trajectory, awaiting_agent)
+    assert again.answer == "looking up A-1001: shipped (0 live calls)"  # both served, not awaited
+    assert not again.identical and again.ending is not None  # the answer says how it ran
+    assert again.nondeterminism is None and again.diff.identical
