@@ -425,34 +425,13 @@ def test_a_run_becomes_a_regression_test(
         ok(invoke(runner, store_path, "record", *agent, "--input", arguments, "--json")).stdout
     )["id"]
     identical, passing = tmp_path / "test_incident.py", tmp_path / "test_fixed.py"
-    ok(
-        invoke(
-            runner,
-            store_path,
-            "export",
-            run_id,
-            "--format",
-            "pytest",
-            *agent,
-            "--out",
-            str(identical),
-        )
-    )
-    verifier = ["--verifier", "tests.replay.test_instrument:outcome", "--expect", "pass"]
-    ok(
-        invoke(
-            runner,
-            store_path,
-            "export",
-            run_id,
-            "--format",
-            "pytest",
-            *agent,
-            *verifier,
-            "--out",
-            str(passing),
-        )
-    )
+
+    def export(out: Path, *options: str) -> None:
+        command = ["export", run_id, "--format", "pytest", *agent, *options, "--out", str(out)]
+        ok(invoke(runner, store_path, *command))
+
+    export(identical)
+    export(passing, "--verifier", "tests.replay.test_instrument:outcome", "--expect", "pass")
     assert identical.with_suffix(".jsonl").exists()
 
     def pytest(test: Path) -> subprocess.CompletedProcess[str]:
