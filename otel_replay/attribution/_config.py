@@ -77,6 +77,8 @@ class AttributionConfig:
         max_repair_candidates: how many candidate outputs the repair search tries at most.
         on_success, on_resampler_error: see the enums.
         workers: threads running rollouts (results are identical for any number).
+        concurrency: rollouts of an ``async def`` live agent run at once on one event loop
+            (results are identical for any number; other drivers use ``workers``).
         driver: without a live agent, walk the record (``trace``), re-drive the tool-calling loop
             (``chat``), or the loop whenever the record is a tool-calling chat (``auto``).
         max_turns: model turns a rollout of the loop may take (default twice the recorded turns).
@@ -93,6 +95,7 @@ class AttributionConfig:
     on_success: OnSuccess = OnSuccess.ERROR
     on_resampler_error: OnResamplerError = OnResamplerError.FAIL
     workers: int = 1
+    concurrency: int = 1
     driver: Driver = Driver.AUTO
     max_turns: int | None = None
     shapley_se: float | None = None
@@ -107,6 +110,8 @@ class AttributionConfig:
             raise AttributionError(f"permutations={self.permutations} must be at least 1")
         if self.workers < 1:
             raise AttributionError(f"workers={self.workers} must be at least 1")
+        if self.concurrency < 1:
+            raise AttributionError(f"concurrency={self.concurrency} must be at least 1")
         if self.max_rollouts < 1:
             raise AttributionError(f"max_rollouts={self.max_rollouts} must be at least 1")
         if self.budget is not None and self.budget < 1:

@@ -8,7 +8,8 @@ and the live agent re-run under the replay context.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+import asyncio
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -104,16 +105,24 @@ class Engine:
         self._report()
 
     def _one(self, task: tuple[Plan, int]) -> Outcome:
-        plan, index = task
         try:
-            result = self._drive(plan, index)
+            result = self._drive(*task)
         except RolloutError as exc:
-            if self.config.on_resampler_error is not OnResamplerError.FAIL_ROLLOUT:
-                raise
-            return Outcome(plan, index, 0.0, True, 0, None, str(exc))
+            return self._lost(task, exc)
+        return self._scored(result)
+
+    def _lost(self, task: tuple[Plan, int], exc: RolloutError) -> Outcome:
+        """A rollout a resample function's error ended: a failure, or (by default) the end."""
+        if self.config.on_resampler_error is not OnResamplerError.FAIL_ROLLOUT:
+            raise exc
+        return Outcome(task[0], task[1], 0.0, True, 0, None, str(exc))
+
+    def _scored(self, result: Rollout) -> Outcome:
         value = score(self.verifier, result.trajectory)
         failed = value < self.config.fail_threshold
-        return Outcome(plan, index, value, failed, result.step_executions, result.trajectory)
+        return Outcome(
+            result.plan, result.index, value, failed, result.step_executions, result.trajectory
+        )
 
     def run(self, plans: Sequence[tuple[Plan, int]]) -> dict[Plan, list[Outcome]]:
         """Roll each plan out the given number of times; outcomes per plan, in rollout order."""
@@ -136,12 +145,36 @@ class Engine:
         # work nobody announced still shows (a caller of `run` alone); methods announce theirs
         self.planned = max(self.planned, self.rollouts + len(tasks))
         grouped: dict[Plan, list[Outcome]] = {plan: [] for plan, _ in plans}
-        if self.config.workers == 1:
+        rollout_async = getattr(self._drive, "arollout", None)
+        if rollout_async is not None and getattr(self._drive, "asynchronous", False):
+            self._collect(self._concurrently(rollout_async, tasks), grouped)
+        elif self.config.workers == 1:
             self._collect(map(self._one, tasks), grouped)
         else:
             with ThreadPoolExecutor(self.config.workers, thread_name_prefix="rollout") as pool:
                 self._collect(pool.map(self._one, tasks), grouped)
         return grouped
+
+    def _concurrently(
+        self, rollout: Callable[[Plan, int], Awaitable[Rollout]], tasks: list[tuple[Plan, int]]
+    ) -> list[Outcome]:
+        """An async agent's rollouts, ``concurrency`` at a time on one event loop, in task order
+        (a rollout is a pure function of its task: the order they finish in changes nothing)."""
+
+        async def all_of() -> list[Outcome]:
+            gate = asyncio.Semaphore(self.config.concurrency)
+
+            async def one(task: tuple[Plan, int]) -> Outcome:
+                async with gate:
+                    try:
+                        made = await rollout(*task)
+                    except RolloutError as exc:
+                        return self._lost(task, exc)
+                return self._scored(made)
+
+            return list(await asyncio.gather(*(one(task) for task in tasks)))
+
+        return asyncio.run(all_of())
 
     def _collect(self, outcomes: Iterable[Outcome], grouped: dict[Plan, list[Outcome]]) -> None:
         for outcome in outcomes:

@@ -83,7 +83,7 @@ def _prepare(
         model = OpenAIChatModel(code.llm)
         registry.add_resampler(StepKind.LLM, model)
         notes += model.notes(trajectory)
-    driver = None
+    driver: Callable[[Plan, int], Rollout] | None = None
     how = "trace" if not code.agent else f"agent:{code.agent}"
     if code.agent:
         if code.instrument:

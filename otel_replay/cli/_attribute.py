@@ -124,6 +124,12 @@ def attribute_command(
     workers: Annotated[
         int, typer.Option(help="Threads running rollouts (same results for any).")
     ] = 1,
+    concurrency: Annotated[
+        int,
+        typer.Option(
+            help="Rollouts of an async --agent at once, on one event loop (same results)."
+        ),
+    ] = 1,
     entry_points: Annotated[
         bool, typer.Option(help="Also load installed otel_replay.resamplers entry points.")
     ] = True,
@@ -170,6 +176,7 @@ def attribute_command(
             on_success=on_success,
             on_resampler_error=on_resampler_error,
             workers=workers,
+            concurrency=concurrency,
             driver=driver,
             max_turns=max_turns,
         )

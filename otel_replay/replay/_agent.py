@@ -30,7 +30,8 @@ import random
 import re
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Collection, Sequence
+from collections.abc import Awaitable, Callable, Collection, Iterator, Sequence
+from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
@@ -689,35 +690,70 @@ def run_agent(
     agent: Callable[..., Any], ctx: AgentContext, arguments: Any
 ) -> tuple[Any, str | None]:
     """Call ``agent(ctx, ...)`` (``agent(...)`` when its first parameter is not named ``ctx``); an
-    ``async def`` agent runs on an event loop of its own. Return ``(answer, None)``, or
-    ``(None, "Type: message")`` if it raised.
+    ``async def`` agent runs on an event loop of its own (`arun_agent` runs it on the caller's).
+    Return ``(answer, None)``, or ``(None, "Type: message")`` if it raised.
 
     ``arguments``: a JSON object becomes keyword arguments, anything else one positional argument,
     ``None`` none. While the agent runs, `current_context` is ``ctx``. Errors of agent-replay itself
     (non-determinism, invalid output) propagate.
     """
+    with _running(ctx) as pending:
+        try:
+            answer = _call(agent, ctx, arguments)
+            if inspect.isawaitable(answer):  # an async agent: run on a loop of its own
+                answer = asyncio.run(_awaited(answer))
+        except Exception as exc:
+            return _failed(exc, pending)
+    return _returned(answer, pending)
+
+
+async def arun_agent(
+    agent: Callable[..., Any], ctx: AgentContext, arguments: Any
+) -> tuple[Any, str | None]:
+    """`run_agent` on the running event loop: an ``async def`` agent is awaited there, so many
+    rollouts share one loop (each task has its own `current_context`)."""
+    with _running(ctx) as pending:
+        try:
+            answer = _call(agent, ctx, arguments)
+            if inspect.isawaitable(answer):
+                answer = await answer
+        except Exception as exc:
+            return _failed(exc, pending)
+    return _returned(answer, pending)
+
+
+@contextmanager
+def _running(ctx: AgentContext) -> Iterator[list[ReplayError]]:
+    """``ctx`` is the current context, and agent-replay's own errors are collected, meanwhile."""
     pending: list[ReplayError] = []
     token = _FATAL.set(pending)
     current = _CURRENT.set(ctx)
     try:
-        head = (ctx,) if _takes_context(agent) else ()
-        if arguments is None:
-            answer = agent(*head)
-        elif isinstance(arguments, dict):
-            answer = agent(*head, **arguments)
-        else:
-            answer = agent(*head, arguments)
-        if inspect.isawaitable(answer):  # an async agent: run on a loop of its own
-            answer = asyncio.run(_awaited(answer))
-    except ReplayError:
-        raise
-    except Exception as exc:
-        if pending:
-            raise pending[0] from exc
-        return None, f"{type(exc).__name__}: {exc}"
+        yield pending
     finally:
         _CURRENT.reset(current)
         _FATAL.reset(token)
+
+
+def _call(agent: Callable[..., Any], ctx: AgentContext, arguments: Any) -> Any:
+    head = (ctx,) if _takes_context(agent) else ()
+    if arguments is None:
+        return agent(*head)
+    if isinstance(arguments, dict):
+        return agent(*head, **arguments)
+    return agent(*head, arguments)
+
+
+def _failed(exc: Exception, pending: list[ReplayError]) -> tuple[Any, str | None]:
+    """The agent raised: agent-replay's own errors propagate, the agent's is the run's end."""
+    if isinstance(exc, ReplayError):
+        raise exc
+    if pending:
+        raise pending[0] from exc
+    return None, f"{type(exc).__name__}: {exc}"
+
+
+def _returned(answer: Any, pending: list[ReplayError]) -> tuple[Any, str | None]:
     if pending:  # the agent caught it, but the run is not what it seems
         raise pending[0]
     return answer, None

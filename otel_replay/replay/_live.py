@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import time
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ from otel_replay.replay._agent import (
     RecordingContext,
     Redactor,
     ReplayContext,
+    arun_agent,
     lossy,
     run_agent,
 )
@@ -329,43 +331,65 @@ def fork(
 
 def agent_driver(
     factual: Trajectory, agent: AgentFunction, registry: Registry, seed: int
-) -> Callable[[Plan, int], Rollout]:
+) -> AgentDriver:
     """Rollouts that run the live agent under the replay context (attribution with ``--agent``)."""
-    arguments, recorded_seed = _inputs_of(factual)
-    built_in = is_built_in(agent)
-    # served from the record even where a plan resamples them (see ReplayContext._execute)
-    observed_only = {s.index for s in factual.steps if not s.resamplable}
+    return AgentDriver(factual, agent, registry, seed)
 
-    def drive(plan: Plan, index: int) -> Rollout:
+
+class AgentDriver:
+    """``driver(plan, index)`` rolls the live agent out once; an ``async def`` agent also offers
+    `arollout`, which runs on the caller's event loop, so many rollouts share one."""
+
+    def __init__(
+        self, factual: Trajectory, agent: AgentFunction, registry: Registry, seed: int
+    ) -> None:
+        self.factual, self.agent, self.registry, self.seed = factual, agent, registry, seed
+        self.arguments, self.recorded_seed = _inputs_of(factual)
+        self.built_in = is_built_in(agent)
+        # served from the record even where a plan resamples them (see ReplayContext._decide)
+        self.observed_only = {s.index for s in factual.steps if not s.resamplable}
+        self.asynchronous = inspect.iscoroutinefunction(agent)
+
+    def __call__(self, plan: Plan, index: int) -> Rollout:
+        ctx = self._context(plan, index)
+        return self._rollout(plan, index, ctx, *run_agent(self.agent, ctx, self.arguments))
+
+    async def arollout(self, plan: Plan, index: int) -> Rollout:
+        ctx = self._context(plan, index)
+        answer, error = await arun_agent(self.agent, ctx, self.arguments)
+        return self._rollout(plan, index, ctx, answer, error)
+
+    def _context(self, plan: Plan, index: int) -> ReplayContext:
         def holds(position: int) -> bool:  # held and forced positions replay the recorded draws
             return position < len(plan.interventions) and plan.at(position).action in (
                 Action.HOLD,
                 Action.FORCE,
             )
 
-        ctx = ReplayContext(
-            factual.steps,
-            recorded_seed,
+        return ReplayContext(
+            self.factual.steps,
+            self.recorded_seed,
             plan=plan,
-            registry=registry,
+            registry=self.registry,
             on_miss="resample",
-            fresh_seed=step_seed(seed, plan.identity, index, -1),
+            fresh_seed=step_seed(self.seed, plan.identity, index, -1),
             holds=holds,
-            redact=_redacted(factual),
-            shares_record=built_in,
-            holds_observed_only=built_in,
+            redact=_redacted(self.factual),
+            shares_record=self.built_in,
+            holds_observed_only=self.built_in,
         )
-        answer, error = run_agent(agent, ctx, arguments)
+
+    def _rollout(
+        self, plan: Plan, index: int, ctx: ReplayContext, answer: Any, error: str | None
+    ) -> Rollout:
         live = sum(  # what ran: calls the record does not hold, and resampled recorded steps
             1
             for matched in ctx.ledger.matched
             if matched is None
-            or (plan.at(matched).action is Action.RESAMPLE and matched not in observed_only)
+            or (plan.at(matched).action is Action.RESAMPLE and matched not in self.observed_only)
         )
         meta = {"plan": plan.identity, "rollout": index, "answer": _json_or_repr(answer)}
         if error is not None:
             meta["agent_error"] = error
-        trajectory = Trajectory(factual.id, tuple(ctx.ledger.steps), metadata=meta)
+        trajectory = Trajectory(self.factual.id, tuple(ctx.ledger.steps), metadata=meta)
         return Rollout(plan, index, trajectory, live)
-
-    return drive
