@@ -340,3 +340,31 @@ def test_a_store_that_cannot_take_the_spans_gets_a_retry(tmp_path: Path) -> None
     finally:
         receiver.stop()
     assert _stored(path) == {}
+
+
+def test_a_killed_receiver_keeps_every_span_it_acknowledged(tmp_path: Path) -> None:
+    """SIGKILL, no clean stop: what was answered 200 was committed, and the next receiver on the
+    store builds the waiting trace from it."""
+    store_file = tmp_path / "killed.db"
+    command = [*AGENT_REPLAY, "--store", str(store_file), "serve", "--port", "0"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline().decode()
+        port = int(line.split("http://127.0.0.1:")[1].split("/")[0])
+        spans = _spans()
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        connection.request(
+            "POST", "/v1/traces", _proto(spans[:-1]), {"Content-Type": "application/x-protobuf"}
+        )
+        assert connection.getresponse().status == 200
+        connection.close()
+    finally:
+        process.kill()
+        process.communicate(timeout=30)
+    assert process.returncode == -signal.SIGKILL
+    trace_id = format(spans[0].context.trace_id, "032x")
+    assert trace_id not in _stored(store_file)  # still waiting for its root, out of sight
+    stopped = _receiver(store_file).stop()
+    assert [run.summary.id for run in stopped.runs] == [trace_id]
+    assert _stored(store_file)[trace_id] == 3

@@ -75,6 +75,23 @@ def test_the_openai_sdk_investigator_records_replays_forks_and_becomes_a_test(
         ).stdout
     )
     assert forked["diff"]["first_divergence"] == 3 and forked["diff"]["right"]["outcome"] == 0.0
+    # the fork failed; attributing it re-runs the unmodified agent: the emptied deploy list is it
+    fork_id = forked["diff"]["right"]["id"]
+    report = orjson.loads(
+        ok(
+            invoke(
+                runner,
+                store_path,
+                "attribute",
+                fork_id,
+                *agent,
+                "--verifier",
+                VERIFIER,
+                "--json",
+            )
+        ).stdout
+    )
+    assert report["point_of_commitment"] == 3 and report["config"]["driver"].startswith("agent:")
     test = tmp_path / "test_incident.py"
     ok(
         invoke(
