@@ -10,8 +10,10 @@ its output the response as JSON. A stream is read to its end when it is recorded
 message it adds up to with the chunks or events it came in (``chunks``), and the agent is handed a
 stream of those same chunks, recording and replaying alike, so both see the same objects. Under
 replay a held call is served from the record with no network; a call the record does not hold is
-the usual `NonDeterminismError`. Outside a recording or replay the SDK runs untouched. (Anthropic's
-``client.messages.stream(...)`` helper is not wrapped: ``create(..., stream=True)`` is.)
+the usual `NonDeterminismError`. Outside a recording or replay the SDK runs untouched. The streaming
+helpers ``client.messages.stream(...)`` and ``client.chat.completions.stream(...)`` record the same
+step as ``create(..., stream=True)``; OpenAI's ``parse`` and ``responses.stream`` helpers are not
+wrapped.
 
 `tool` and `step` make one of the agent's own functions a step: ``@otel_replay.tool`` (its arguments
 the tool's arguments) and ``@otel_replay.step("retriever", "docs")``; outside a recording or replay
@@ -38,6 +40,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 #: What a request carries that is not the call itself: transport, and secrets.
 _TRANSPORT = frozenset({"extra_headers", "extra_query", "timeout", "stream"})
+#: The SDKs' "not given" sentinels (their helpers pass every parameter, most of them unset).
+_UNSET = frozenset({"Omit", "NotGiven"})
 _PATCHED: dict[str, tuple[Any, str, Any]] = {}  # "module.Class.create" -> (class, name, original)
 
 
@@ -105,6 +109,8 @@ def _instrument_anthropic() -> None:
         ) from None
     _patch(Messages, "create", _ANTHROPIC, asynchronous=False)
     _patch(AsyncMessages, "create", _ANTHROPIC, asynchronous=True)
+    _patch_with(Messages, "stream", _helper(_ANTHROPIC))
+    _patch_with(AsyncMessages, "stream", _helper(_ANTHROPIC))
 
 
 def _patch(owner: Any, name: str, api: _Api, *, asynchronous: bool) -> None:
@@ -117,15 +123,75 @@ def _patch(owner: Any, name: str, api: _Api, *, asynchronous: bool) -> None:
     setattr(owner, name, functools.wraps(original)(wrap(original, api)))
 
 
+def _patch_with(owner: Any, name: str, wrapper: Callable[[Any], Any]) -> None:
+    key = f"{owner.__module__}.{owner.__qualname__}.{name}"
+    if key not in _PATCHED:
+        original = getattr(owner, name)
+        _PATCHED[key] = (owner, name, original)
+        setattr(owner, name, functools.wraps(original)(wrapper(original)))
+
+
+def _helper(api: _Api) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """A streaming helper that does not go through ``create`` (Anthropic's
+    ``client.messages.stream(...)``): the SDK's own manager, its request swapped for the recorded
+    step, which is the same step as ``create(..., stream=True)`` (a helper is not part of the
+    call). OpenAI's ``client.chat.completions.stream(...)`` calls ``create`` itself, so it is
+    recorded there."""
+
+    def wrap(original: Callable[..., Any]) -> Callable[..., Any]:
+        def stream(self: Any, *args: Any, **kwargs: Any) -> Any:
+            ctx = current_context()
+            if ctx is None or args:
+                return original(self, *args, **kwargs)
+            manager = original(self, **kwargs)
+            slot = f"_{type(manager).__name__}__api_request"
+            request = getattr(manager, slot)
+            model, inputs = _request(kwargs)
+            if inspect.iscoroutine(request):  # an async client's manager awaits its request
+
+                async def served() -> _AReplayed:
+                    async def produce() -> Any:
+                        return api.assemble([_json(item) async for item in await request])
+
+                    output = await ctx.acall(StepKind.LLM, model, inputs, produce=produce)
+                    if inspect.getcoroutinestate(request) == inspect.CORO_CREATED:
+                        request.close()  # served from the record: the request is never sent
+                    return _AReplayed(api.items(output))
+
+                setattr(manager, slot, served())
+                return manager
+
+            def replayed() -> _Replayed:
+                def produce() -> Any:
+                    return api.assemble([_json(item) for item in request()])
+
+                output = ctx.call(StepKind.LLM, model, inputs, produce=produce)
+                return _Replayed(api.items(output))
+
+            setattr(manager, slot, replayed)
+            return manager
+
+        return stream
+
+    return wrap
+
+
 def _request(kwargs: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     """The step's name (the model) and inputs, in the shape importers give model calls."""
     model = str(kwargs.get("model", "model"))
-    call = {k: _json(v) for k, v in kwargs.items() if k not in _TRANSPORT and k != "model"}
+    call = {
+        k: _json(v)
+        for k, v in kwargs.items()
+        if k not in _TRANSPORT and k != "model" and type(v).__name__ not in _UNSET
+    }
     return model, _shape(StepKind.LLM, model, call)
 
 
 def _json(value: Any) -> Any:
     """SDK objects (a message the agent appended from a response) as the JSON they were sent as."""
+    if isinstance(value, type):  # a response format given as a model class: its schema
+        schema = getattr(value, "model_json_schema", None)
+        return {"name": value.__name__, "schema": schema()} if callable(schema) else value.__name__
     dump = getattr(value, "model_dump", None)
     if callable(dump):
         return dump(mode="json", exclude_none=True)
@@ -176,11 +242,26 @@ def _awrapped(original: Callable[..., Awaitable[Any]], api: _Api) -> Callable[..
     return create
 
 
+class _NoResponse:
+    """What a served stream says of its HTTP response: there was none, no request having been
+    sent. The SDKs' stream helpers only read its headers (request ids) and close it."""
+
+    status_code = 200
+    headers: dict[str, str] = {}  # noqa: RUF012 (read-only: nothing writes it)
+
+    def close(self) -> None:
+        return None
+
+    async def aclose(self) -> None:
+        return None
+
+
 class _Replayed:
     """A stream of recorded chunks, used as the SDK's stream is (iterated, or in ``with``)."""
 
     def __init__(self, items: list[Any]) -> None:
         self._items = items
+        self.response = _NoResponse()
 
     def __iter__(self) -> Iterator[Any]:
         return iter(self._items)
@@ -200,6 +281,7 @@ class _AReplayed:
 
     def __init__(self, items: list[Any]) -> None:
         self._items = items
+        self.response = _NoResponse()
 
     async def __aiter__(self) -> AsyncIterator[Any]:
         for item in self._items:

@@ -519,3 +519,111 @@ def test_an_async_agent_awaits_its_steps_live_and_nothing_on_replay() -> None:
     assert again.answer == "looking up A-1001: shipped (0 live calls)"  # both served, not awaited
     assert not again.identical and again.ending is not None  # the answer says how it ran
     assert again.nondeterminism is None and again.diff.identical
+
+
+def claude_helper_agent(question: str, base_url: str) -> str:
+    """The Anthropic SDK's streaming helper: ``with client.messages.stream(...) as stream``."""
+    client = anthropic.Anthropic(base_url=base_url, api_key=SECRET)
+    messages: list[Any] = [{"role": "user", "content": question}]
+    while True:
+        with client.messages.stream(
+            model="fake-claude", max_tokens=512, messages=messages, tools=ANTHROPIC_TOOLS
+        ) as stream:
+            text = "".join(stream.text_stream)
+            message = stream.get_final_message()
+        messages.append({"role": "assistant", "content": message.content})
+        uses = [b for b in message.content if b.type == "tool_use"]
+        if not uses:
+            return text
+        messages.append({"role": "user", "content": _results(uses)})
+
+
+async def async_claude_helper_agent(question: str, base_url: str) -> str:
+    client = anthropic.AsyncAnthropic(base_url=base_url, api_key=SECRET)
+    messages: list[Any] = [{"role": "user", "content": question}]
+    while True:
+        async with client.messages.stream(
+            model="fake-claude", max_tokens=512, messages=messages, tools=ANTHROPIC_TOOLS
+        ) as stream:
+            message = await stream.get_final_message()
+        messages.append({"role": "assistant", "content": message.content})
+        uses = [b for b in message.content if b.type == "tool_use"]
+        if not uses:
+            await client.close()
+            return "".join(b.text for b in message.content if b.type == "text")
+        messages.append({"role": "user", "content": _results(uses)})
+
+
+def _results(uses: list[Any]) -> list[dict[str, Any]]:
+    return [
+        {
+            "type": "tool_result",
+            "tool_use_id": b.id,
+            "content": json.dumps(RUN_TOOL[b.name](**b.input)),
+        }
+        for b in uses
+    ]
+
+
+@pytest.mark.parametrize(
+    "agent", [claude_helper_agent, async_claude_helper_agent], ids=["sync", "async"]
+)
+def test_the_anthropic_stream_helper_records_and_replays(server: Server, agent: Any) -> None:
+    otel_replay.instrument("anthropic")
+    recording = record(agent, arguments={"question": QUESTION, "base_url": server.url})
+    assert recording.error is None and recording.answer == FAKE.FINAL_ANSWER
+    assert len(recording.trajectory.steps) == 7
+    server.stop()
+    assert replay(recording.trajectory, agent).identical
+
+
+def chat_helper_agent(question: str, base_url: str) -> str | None:
+    """OpenAI's streaming helper: ``with client.chat.completions.stream(...) as stream``."""
+    client = OpenAI(base_url=f"{base_url}/v1", api_key=SECRET)
+    messages: list[Any] = [{"role": "user", "content": question}]
+    while True:
+        with client.chat.completions.stream(
+            model="fake-model", messages=messages, tools=TOOLS
+        ) as stream:
+            for _ in stream:
+                pass
+            message = stream.get_final_completion().choices[0].message
+        messages.append(message.model_dump(exclude_none=True, exclude={"parsed"}))
+        if not message.tool_calls:
+            return message.content
+        for call in message.tool_calls:
+            result = RUN_TOOL[call.function.name](**json.loads(call.function.arguments))
+            messages.append(
+                {"role": "tool", "tool_call_id": call.id, "content": json.dumps(result)}
+            )
+
+
+async def async_chat_helper_agent(question: str, base_url: str) -> str | None:
+    client = AsyncOpenAI(base_url=f"{base_url}/v1", api_key=SECRET)
+    messages: list[Any] = [{"role": "user", "content": question}]
+    while True:
+        async with client.chat.completions.stream(
+            model="fake-model", messages=messages, tools=TOOLS
+        ) as stream:
+            completion = await stream.get_final_completion()
+        message = completion.choices[0].message
+        messages.append(message.model_dump(exclude_none=True, exclude={"parsed"}))
+        if not message.tool_calls:
+            await client.close()
+            return message.content
+        for call in message.tool_calls:
+            result = RUN_TOOL[call.function.name](**json.loads(call.function.arguments))
+            messages.append(
+                {"role": "tool", "tool_call_id": call.id, "content": json.dumps(result)}
+            )
+
+
+@pytest.mark.parametrize(
+    "agent", [chat_helper_agent, async_chat_helper_agent], ids=["sync", "async"]
+)
+def test_the_openai_stream_helper_records_and_replays(server: Server, agent: Any) -> None:
+    otel_replay.instrument("openai")
+    recording = record(agent, arguments={"question": QUESTION, "base_url": server.url})
+    assert recording.error is None and recording.answer == FAKE.FINAL_ANSWER, recording.error
+    server.stop()
+    assert replay(recording.trajectory, agent).identical
