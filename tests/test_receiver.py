@@ -180,6 +180,7 @@ def test_spans_that_cannot_be_read_are_rejected_and_the_rest_kept(
         ({"body": b"\xff\xff\xff"}, 400, "not an ExportTraceServiceRequest"),
         ({"body": b"{", "content_type": "application/json"}, 400, "not JSON"),
         ({"body": b"x" * (LIMIT + 1)}, 413, "over the limit"),
+        ({"headers": {"Content-Length": "-5"}}, 400, "Content-Length '-5'"),
         (
             {"body": gzip.compress(b"\x00" * (4 * LIMIT)), "headers": {"Content-Encoding": "gzip"}},
             413,

@@ -134,6 +134,7 @@ class _Handler(BaseHTTPRequestHandler):
             spans, rejected = spans_of_request(body, json=json)
             stored = receiver.intake.receive(spans, untraced_id(body))
         except _Refused as exc:
+            self.close_connection = True  # what is left of the body must not be read as a request
             self._answer_status(exc.status, str(exc), json)
             return
         except TraceFormatError as exc:
@@ -163,8 +164,9 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             length = int(length_header)
         except ValueError:
-            self.close_connection = True
-            raise _Refused(HTTPStatus.BAD_REQUEST, f"Content-Length {length_header!r}") from None
+            length = -1
+        if length < 0:
+            raise _Refused(HTTPStatus.BAD_REQUEST, f"Content-Length {length_header!r}")
         if length > limit:
             self._discard(length, limit)
             raise _Refused(
