@@ -123,8 +123,12 @@ def _create_schema(db: sqlite3.Connection) -> None:
 def _prepare(db: sqlite3.Connection, path: Path, read_only: bool) -> int:
     """Check the file is a store this version reads, set the connection up; its schema version.
     Looks before writing anything: a file that is not ours is left byte-for-byte alone."""
-    version: int = db.execute("PRAGMA user_version").fetchone()[0]
-    tables = db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+    # one statement, one snapshot: read apart, another process creating the store between the two
+    # reads would show tables without their version, "not an agent-replay store"
+    row = db.execute(
+        "SELECT (SELECT user_version FROM pragma_user_version), (SELECT count(*) FROM sqlite_master)"
+    ).fetchone()
+    version, tables = int(row[0]), int(row[1])
     if version == 0 and tables:
         raise StoreError(f"{path} is an SQLite file but not an agent-replay store")
     if version > SCHEMA_VERSION:
