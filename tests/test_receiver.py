@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import gzip
 import http.client
-import os
 import signal
 import subprocess
 import sys
@@ -257,33 +256,29 @@ def test_concurrent_exporters_lose_nothing(receiver: Receiver, store_file: Path)
     assert all(stored.get(i) == 3 for ids in found for i in ids)
 
 
+def _serve_and_send_children(store_file: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """``agent-replay serve`` in its own process, sent every span of a run but its root (answered
+    200); the process and the run's trace id."""
+    command = [*AGENT_REPLAY, "--store", str(store_file), "serve", "--port", "0"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
+    assert process.stdout is not None
+    line = process.stdout.readline().decode()
+    assert "receiving OTLP/HTTP traces at http://127.0.0.1:" in line, line
+    port = int(line.split("http://127.0.0.1:")[1].split("/")[0])
+    spans = _spans()
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    connection.request(
+        "POST", "/v1/traces", _proto(spans[:-1]), {"Content-Type": "application/x-protobuf"}
+    )
+    assert connection.getresponse().status == 200
+    connection.close()
+    return process, format(spans[0].context.trace_id, "032x")
+
+
 def test_the_command_serves_until_sigterm_and_stores_what_waits(tmp_path: Path) -> None:
     store_file = tmp_path / "served.db"
-    command = [
-        sys.executable,
-        "-m",
-        "otel_replay",
-        "--store",
-        str(store_file),
-        "serve",
-        "--port",
-        "0",
-    ]
-    process = subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT, env={**os.environ}
-    )
+    process, trace_id = _serve_and_send_children(store_file)
     try:
-        assert process.stdout is not None
-        line = process.stdout.readline().decode()
-        assert "receiving OTLP/HTTP traces at http://127.0.0.1:" in line, line
-        port = int(line.split("http://127.0.0.1:")[1].split("/")[0])
-        spans = _spans()
-        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-        connection.request(
-            "POST", "/v1/traces", _proto(spans[:-1]), {"Content-Type": "application/x-protobuf"}
-        )
-        assert connection.getresponse().status == 200
-        connection.close()
         process.send_signal(signal.SIGTERM)
         out, err = process.communicate(timeout=30)
     finally:
@@ -291,7 +286,7 @@ def test_the_command_serves_until_sigterm_and_stores_what_waits(tmp_path: Path) 
             process.kill()
     assert process.returncode == 0, err
     assert b"1 trace(s) still waiting for a root span stored" in out
-    assert _stored(store_file) == {format(spans[0].context.trace_id, "032x"): 3}
+    assert _stored(store_file) == {trace_id: 3}
 
 
 def test_a_port_in_use_is_one_clear_line(receiver: Receiver, tmp_path: Path) -> None:
@@ -347,24 +342,10 @@ def test_a_killed_receiver_keeps_every_span_it_acknowledged(tmp_path: Path) -> N
     """SIGKILL, no clean stop: what was answered 200 was committed, and the next receiver on the
     store builds the waiting trace from it."""
     store_file = tmp_path / "killed.db"
-    command = [*AGENT_REPLAY, "--store", str(store_file), "serve", "--port", "0"]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
-    try:
-        assert process.stdout is not None
-        line = process.stdout.readline().decode()
-        port = int(line.split("http://127.0.0.1:")[1].split("/")[0])
-        spans = _spans()
-        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-        connection.request(
-            "POST", "/v1/traces", _proto(spans[:-1]), {"Content-Type": "application/x-protobuf"}
-        )
-        assert connection.getresponse().status == 200
-        connection.close()
-    finally:
-        process.kill()
-        process.communicate(timeout=30)
+    process, trace_id = _serve_and_send_children(store_file)
+    process.kill()
+    process.communicate(timeout=30)
     assert process.returncode == -signal.SIGKILL
-    trace_id = format(spans[0].context.trace_id, "032x")
     assert trace_id not in _stored(store_file)  # still waiting for its root, out of sight
     stopped = _receiver(store_file).stop()
     assert [run.summary.id for run in stopped.runs] == [trace_id]

@@ -29,6 +29,7 @@ from otel_replay.attribution._config import AttributionConfig, Strategy
 from otel_replay.attribution._contrastive import (
     Localisation,
     all_steps,
+    compare,
     estimate_step,
     kept_plan,
 )
@@ -103,7 +104,8 @@ def _judge(
     config: AttributionConfig,
     tail: float,
 ) -> StepAttribution:
-    return estimate_step(step, kept, ablated, kept_exact=exact, mode=mode, config=config, tail=tail)
+    tests = compare(kept, ablated, kept_exact=exact, mode=mode, config=config, tail=tail)
+    return estimate_step(step, tests)
 
 
 #: (Point of Commitment, bracket, rollouts per plan and calls that might settle the bracket).

@@ -125,8 +125,7 @@ def localise(
     estimates: dict[int, StepAttribution] = {}
     for position, index in enumerate(resamplable):
         kept = kept_plan(n_steps, resamplable, position)
-        estimates[index] = estimate_step(
-            factual.steps[index],
+        tests = compare(
             outcomes[kept],
             outcomes[Plan.ablate_from(n_steps, index)],
             kept_exact=walks and kept.resamples_nothing,
@@ -134,6 +133,7 @@ def localise(
             config=config,
             tail=tail,
         )
+        estimates[index] = estimate_step(factual.steps[index], tests)
     steps = all_steps(factual, estimates, resamplable)
     poc, bracket, needed = _commitment(steps, resamplable, config)
     return Localisation(steps, poc, bracket, needed, outcomes)
@@ -162,25 +162,8 @@ def all_steps(
     )
 
 
-def estimate_step(
-    step: Step,
-    kept_outcomes: Sequence[Outcome],
-    ablated_outcomes: Sequence[Outcome],
-    *,
-    kept_exact: bool,
-    mode: Mode,
-    config: AttributionConfig,
-    tail: float,
-) -> StepAttribution:
-    """One step's estimate and its two tests (`compare`), each at one-sided error ``tail``."""
-    c = compare(
-        kept_outcomes,
-        ablated_outcomes,
-        kept_exact=kept_exact,
-        mode=mode,
-        config=config,
-        tail=tail,
-    )
+def estimate_step(step: Step, c: Comparison) -> StepAttribution:
+    """One step's estimate and its two tests: the `compare` of its kept and ablated plans."""
     return StepAttribution(
         index=step.index,
         kind=step.kind.value,
@@ -195,7 +178,7 @@ def estimate_step(
         no_effect=c.no_effect,
         matters_bound=c.matters_bound,
         no_effect_interval=c.no_effect_interval,
-        test_tail=tail,
+        test_tail=c.test_tail,
     )
 
 

@@ -34,7 +34,7 @@ from collections.abc import Awaitable, Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import orjson
 
@@ -212,15 +212,18 @@ class AgentContext:
             return self._execute(kind, name, recorded.inputs, produce, recorded.op_key or None)
         if checked:  # made of values already checked, and not to be changed
             return self._execute(kind, name, inputs, produce)
-        index = len(self.ledger.steps)
+        return self._execute(kind, name, self._snapshot(kind, name, inputs), produce)
+
+    def _snapshot(self, kind: StepKind, name: str, inputs: dict[str, Any]) -> dict[str, Any]:
+        """The inputs as recorded: a plain-JSON copy (agents keep appending to the message list
+        they pass in), redacted; inputs that are not JSON stop the run, naming the step."""
         try:
-            # a snapshot: agents keep appending to the message list they pass in
-            stored = self._scrub(_plain_json(inputs, "inputs"))
+            return cast(dict[str, Any], self._scrub(_plain_json(inputs, "inputs")))
         except CanonicalJSONError as exc:
+            index = len(self.ledger.steps)
             raise self._fatal(
                 CanonicalJSONError(f"step {index} ({kind.value} {name!r}): {exc}")
             ) from None
-        return self._execute(kind, name, stored, produce)
 
     def _fatal(self, error: ReplayError) -> ReplayError:
         """Remember an error of agent-replay itself: an agent's ``except Exception`` must not hide it
@@ -265,13 +268,7 @@ class AgentContext:
         """`call` for an operation that is awaited: the record serves it without awaiting anything
         (no network under replay); only a live run awaits ``produce()``."""
         step_kind = StepKind(kind)
-        index = len(self.ledger.steps)
-        try:
-            stored = self._scrub(_plain_json(inputs, "inputs"))
-        except CanonicalJSONError as exc:
-            raise self._fatal(
-                CanonicalJSONError(f"step {index} ({step_kind.value} {name!r}): {exc}")
-            ) from None
+        stored = self._snapshot(step_kind, name, inputs)
         decided = self._decide(step_kind, name, stored, produce is not None, None)
         if not isinstance(decided, _Live):
             return decided.output

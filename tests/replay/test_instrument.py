@@ -118,6 +118,20 @@ def support_agent(question: str, base_url: str, stream: bool = False) -> str | N
             )
 
 
+def _tool_results(calls: Any) -> list[dict[str, Any]]:
+    """The tool messages answering a model turn's calls (the SDK's own call objects)."""
+    return [
+        {
+            "role": "tool",
+            "tool_call_id": call.id,
+            "content": json.dumps(
+                RUN_TOOL[call.function.name](**json.loads(call.function.arguments))
+            ),
+        }
+        for call in calls
+    ]
+
+
 async def async_support_agent(question: str, base_url: str) -> str | None:
     client = AsyncOpenAI(base_url=f"{base_url}/v1", api_key=SECRET)
     messages: list[Any] = [{"role": "user", "content": question}]
@@ -130,11 +144,7 @@ async def async_support_agent(question: str, base_url: str) -> str | None:
         if not message.tool_calls:
             await client.close()
             return message.content
-        for call in message.tool_calls:
-            result = RUN_TOOL[call.function.name](**json.loads(call.function.arguments))
-            messages.append(
-                {"role": "tool", "tool_call_id": call.id, "content": json.dumps(result)}
-            )
+        messages.extend(_tool_results(message.tool_calls))
 
 
 class Server:
@@ -591,11 +601,7 @@ def chat_helper_agent(question: str, base_url: str) -> str | None:
         messages.append(message.model_dump(exclude_none=True, exclude={"parsed"}))
         if not message.tool_calls:
             return message.content
-        for call in message.tool_calls:
-            result = RUN_TOOL[call.function.name](**json.loads(call.function.arguments))
-            messages.append(
-                {"role": "tool", "tool_call_id": call.id, "content": json.dumps(result)}
-            )
+        messages.extend(_tool_results(message.tool_calls))
 
 
 async def async_chat_helper_agent(question: str, base_url: str) -> str | None:
@@ -611,11 +617,7 @@ async def async_chat_helper_agent(question: str, base_url: str) -> str | None:
         if not message.tool_calls:
             await client.close()
             return message.content
-        for call in message.tool_calls:
-            result = RUN_TOOL[call.function.name](**json.loads(call.function.arguments))
-            messages.append(
-                {"role": "tool", "tool_call_id": call.id, "content": json.dumps(result)}
-            )
+        messages.extend(_tool_results(message.tool_calls))
 
 
 @pytest.mark.parametrize(
