@@ -11,9 +11,11 @@ message it adds up to with the chunks or events it came in (``chunks``), and the
 stream of those same chunks, recording and replaying alike, so both see the same objects. Under
 replay a held call is served from the record with no network; a call the record does not hold is
 the usual `NonDeterminismError`. Outside a recording or replay the SDK runs untouched. The streaming
-helpers ``client.messages.stream(...)`` and ``client.chat.completions.stream(...)`` record the same
-step as ``create(..., stream=True)``; OpenAI's ``parse`` and ``responses.stream`` helpers are not
-wrapped.
+helpers (``client.messages.stream``, ``client.chat.completions.stream``, ``client.responses.stream``)
+record the same step as ``create(..., stream=True)``, and the structured-output helpers
+(``client.chat.completions.parse``, ``client.responses.parse``) the same step as ``create``, the SDK
+parsing the recorded response. (``client.responses.stream(response_id=...)`` resumes a response
+already made, not a model call: it is not recorded.)
 
 `tool` and `step` make one of the agent's own functions a step: ``@otel_replay.tool`` (its arguments
 the tool's arguments) and ``@otel_replay.step("retriever", "docs")``; outside a recording or replay
@@ -97,6 +99,13 @@ def _instrument_openai() -> None:
     _patch(AsyncCompletions, "create", _OPENAI_CHAT, asynchronous=True)
     _patch(Responses, "create", _OPENAI_RESPONSES, asynchronous=False)
     _patch(AsyncResponses, "create", _OPENAI_RESPONSES, asynchronous=True)
+    for owner, api in (
+        (Completions, _OPENAI_CHAT),
+        (AsyncCompletions, _OPENAI_CHAT),
+        (Responses, _OPENAI_RESPONSES),
+        (AsyncResponses, _OPENAI_RESPONSES),
+    ):
+        _patch_with(owner, "parse", _parser(api))
 
 
 def _instrument_anthropic() -> None:
@@ -174,6 +183,77 @@ def _helper(api: _Api) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         return stream
 
     return wrap
+
+
+def _parser(api: _Api) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """OpenAI's structured-output helpers (``client.chat.completions.parse``,
+    ``client.responses.parse``) post their request themselves and parse the response after. The post
+    is the recorded step, the same step as ``create`` with the same arguments: its output the
+    response as the API sent it (a model resampler's answer has that shape too). The SDK's own
+    parser, handed to the post with the request, then reads the response, recorded or served, so
+    the agent gets the SDK's parsed objects either way."""
+
+    def wrap(original: Callable[..., Any]) -> Callable[..., Any]:
+        if inspect.iscoroutinefunction(original):
+
+            async def aparse(self: Any, *args: Any, **kwargs: Any) -> Any:
+                ctx = current_context()
+                if ctx is None or args:
+                    return await original(self, *args, **kwargs)
+                model, inputs = _request(kwargs)
+
+                async def post(path: str, *, options: dict[str, Any], **rest: Any) -> Any:
+                    parse, sent = _post_parser(options)
+
+                    async def produce() -> Any:
+                        return _json(await self._post(path, options=sent, **rest))
+
+                    output = await ctx.acall(StepKind.LLM, model, inputs, produce=produce)
+                    return parse(api.completion(output))
+
+                return await original(_Posting(self, post), **kwargs)
+
+            return aparse
+
+        def parse(self: Any, *args: Any, **kwargs: Any) -> Any:
+            ctx = current_context()
+            if ctx is None or args:
+                return original(self, *args, **kwargs)
+            model, inputs = _request(kwargs)
+
+            def post(path: str, *, options: dict[str, Any], **rest: Any) -> Any:
+                parse, sent = _post_parser(options)
+
+                def produce() -> Any:
+                    return _json(self._post(path, options=sent, **rest))
+
+                return parse(api.completion(ctx.call(StepKind.LLM, model, inputs, produce=produce)))
+
+            return original(_Posting(self, post), **kwargs)
+
+        return parse
+
+    return wrap
+
+
+def _post_parser(options: dict[str, Any]) -> tuple[Callable[[Any], Any], dict[str, Any]]:
+    """A request's options without their parser (the post returns the response as sent), and the
+    parser."""
+    parse = options.get("post_parser")
+    sent = {k: v for k, v in options.items() if k != "post_parser"}
+    return (parse if callable(parse) else lambda response: response), sent
+
+
+class _Posting:
+    """An SDK resource whose ``_post`` is the recorded step: what a parse helper is handed in place
+    of its resource; anything else it reads is the resource's own."""
+
+    def __init__(self, resource: Any, post: Callable[..., Any]) -> None:
+        self._resource = resource
+        self._post = post
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._resource, name)
 
 
 def _request(kwargs: dict[str, Any]) -> tuple[str, dict[str, Any]]:

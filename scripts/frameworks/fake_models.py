@@ -5,7 +5,8 @@ policy, the support agent of `policy`, answers every protocol; adapters translat
 request into a plain conversation and the policy's reply back into that protocol's response:
 
 * OpenAI chat completions ``POST /v1/chat/completions`` (plain and SSE streaming, tool calls, usage),
-  OpenAI responses ``POST /v1/responses`` (plain), embeddings ``POST /v1/embeddings``;
+  OpenAI responses ``POST /v1/responses`` (plain and SSE streaming; both APIs answer a
+  ``json_schema`` response format with JSON), embeddings ``POST /v1/embeddings``;
 * Anthropic Messages ``POST /v1/messages`` (plain and SSE streaming, ``tool_use`` blocks);
 * Gemini ``POST /v1beta/models/{model}:generateContent`` (``functionCall`` parts).
 
@@ -137,9 +138,20 @@ def _call_id(name: str, messages: list[dict[str, Any]]) -> str:
     return f"call_{name}_{len(messages)}"
 
 
+def _structured(reply: dict[str, Any], form: Any) -> dict[str, Any]:
+    """A text reply in the JSON a structured-output request asks for (``json_schema``): each string
+    property of the schema holds the text."""
+    if "content" not in reply or not isinstance(form, dict) or form.get("type") != "json_schema":
+        return reply
+    schema = form.get("schema") or (form.get("json_schema") or {}).get("schema") or {}
+    properties = schema.get("properties") or {}
+    text = {k: reply["content"] for k, v in properties.items() if v.get("type") == "string"}
+    return {"content": json.dumps(text)}
+
+
 def openai_chat(body: dict[str, Any]) -> dict[str, Any]:
     messages, tools = _openai_conversation(body)
-    reply = policy(messages, tools)
+    reply = _structured(policy(messages, tools), body.get("response_format"))
     message: dict[str, Any] = {"role": "assistant", "content": reply.get("content")}
     finish = "stop"
     if "tool_calls" in reply:
@@ -255,7 +267,7 @@ def openai_responses(body: dict[str, Any]) -> dict[str, Any]:
                 {"role": item.get("role", "user"), "content": _text(item.get("content"))}
             )
     tools = [t.get("name", "") for t in body.get("tools") or [] if t.get("type") == "function"]
-    reply = policy(messages, tools)
+    reply = _structured(policy(messages, tools), (body.get("text") or {}).get("format"))
     output: list[dict[str, Any]] = []
     if "tool_calls" in reply:
         for c in reply["tool_calls"]:
@@ -298,6 +310,83 @@ def openai_responses(body: dict[str, Any]) -> dict[str, Any]:
             "output_tokens_details": {"reasoning_tokens": 0},
         },
     }
+
+
+def openai_responses_stream(body: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """The events of a streamed response, named as the API names them: the response created, each
+    output item added, its text or arguments in pieces, done, and the response completed."""
+    whole = openai_responses(body)
+    events: list[dict[str, Any]] = [
+        {"type": "response.created", "response": {**whole, "status": "in_progress", "output": []}},
+        {
+            "type": "response.in_progress",
+            "response": {**whole, "status": "in_progress", "output": []},
+        },
+    ]
+    for index, item in enumerate(whole["output"]):
+        at = {"output_index": index, "item_id": item["id"]}
+        if item["type"] == "function_call":
+            events.append(
+                {
+                    "type": "response.output_item.added",
+                    "output_index": index,
+                    "item": {**item, "arguments": "", "status": "in_progress"},
+                }
+            )
+            for piece in re.findall(r".{1,8}", item["arguments"]):
+                events.append(
+                    {"type": "response.function_call_arguments.delta", **at, "delta": piece}
+                )
+            events.append(
+                {
+                    "type": "response.function_call_arguments.done",
+                    **at,
+                    "arguments": item["arguments"],
+                }
+            )
+        else:
+            text = item["content"][0]["text"]
+            part = {"type": "output_text", "text": "", "annotations": []}
+            events.append(
+                {
+                    "type": "response.output_item.added",
+                    "output_index": index,
+                    "item": {**item, "content": [], "status": "in_progress"},
+                }
+            )
+            events.append(
+                {"type": "response.content_part.added", **at, "content_index": 0, "part": part}
+            )
+            for piece in re.findall(r"\S+\s*", text):
+                events.append(
+                    {
+                        "type": "response.output_text.delta",
+                        **at,
+                        "content_index": 0,
+                        "delta": piece,
+                        "logprobs": [],
+                    }
+                )
+            events.append(
+                {
+                    "type": "response.output_text.done",
+                    **at,
+                    "content_index": 0,
+                    "text": text,
+                    "logprobs": [],
+                }
+            )
+            events.append(
+                {
+                    "type": "response.content_part.done",
+                    **at,
+                    "content_index": 0,
+                    "part": {**part, "text": text},
+                }
+            )
+        events.append({"type": "response.output_item.done", "output_index": index, "item": item})
+    events.append({"type": "response.completed", "response": whole})
+    return [(event["type"], {**event, "sequence_number": n}) for n, event in enumerate(events)]
 
 
 def openai_embeddings(body: dict[str, Any]) -> dict[str, Any]:
@@ -530,6 +619,8 @@ class _Handler(BaseHTTPRequestHandler):
                 return self._sse([(None, c) for c in openai_chat_stream(body)], done=True)
             return self._json(openai_chat(body))
         if path.endswith("/responses"):
+            if body.get("stream"):
+                return self._sse(openai_responses_stream(body), done=False)
             return self._json(openai_responses(body))
         if path.endswith("/embeddings"):
             return self._json(openai_embeddings(body))

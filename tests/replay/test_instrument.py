@@ -15,9 +15,11 @@ from types import ModuleType
 from typing import Any
 
 import anthropic
+import openai
 import orjson
 import pytest
 from openai import AsyncOpenAI, OpenAI
+from pydantic import BaseModel
 from typer.testing import CliRunner
 
 import otel_replay
@@ -629,3 +631,225 @@ def test_the_openai_stream_helper_records_and_replays(server: Server, agent: Any
     assert recording.error is None and recording.answer == FAKE.FINAL_ANSWER, recording.error
     server.stop()
     assert replay(recording.trajectory, agent).identical
+
+
+# --- OpenAI's structured-output and Responses streaming helpers ---------------------------------------
+
+
+class LookupOrder(BaseModel):
+    order_id: str
+
+
+class TrackShipment(BaseModel):
+    tracking_id: str
+
+
+class SearchPolicies(BaseModel):
+    query: str
+
+
+class Answer(BaseModel):
+    answer: str
+
+
+PARSED_TOOLS = [
+    openai.pydantic_function_tool(LookupOrder, name="lookup_order"),
+    openai.pydantic_function_tool(TrackShipment, name="track_shipment"),
+    openai.pydantic_function_tool(SearchPolicies, name="search_policies"),
+]
+RESPONSES_TOOLS = [
+    {"type": "function", "name": t["function"]["name"], "parameters": {"type": "object"}}
+    for t in TOOLS
+]
+
+
+def _parsed_turn(message: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """A parsed chat turn as the agent sends it back, and its tools' results: the arguments are
+    the SDK's parsed objects (`LookupOrder` …), so a test sees the SDK's parser ran."""
+    calls = message.tool_calls or []
+    sent = {
+        "role": "assistant",
+        "content": message.content,
+        "tool_calls": [
+            {
+                "id": c.id,
+                "type": "function",
+                "function": c.function.model_dump(include={"name", "arguments"}),
+            }
+            for c in calls
+        ]
+        or None,
+    }
+    results = [
+        {
+            "role": "tool",
+            "tool_call_id": c.id,
+            "content": json.dumps(
+                RUN_TOOL[c.function.name](**c.function.parsed_arguments.model_dump())
+            ),
+        }
+        for c in calls
+    ]
+    return sent, results
+
+
+def chat_parse_agent(question: str, base_url: str) -> str:
+    """``client.chat.completions.parse``: strict tools and a response format, both parsed."""
+    client = OpenAI(base_url=f"{base_url}/v1", api_key=SECRET)
+    messages: list[Any] = [{"role": "user", "content": question}]
+    while True:
+        completion = client.chat.completions.parse(
+            model="fake-model", messages=messages, tools=PARSED_TOOLS, response_format=Answer
+        )
+        message = completion.choices[0].message
+        if not message.tool_calls:
+            assert isinstance(message.parsed, Answer)
+            return message.parsed.answer
+        sent, results = _parsed_turn(message)
+        messages += [sent, *results]
+
+
+async def async_chat_parse_agent(question: str, base_url: str) -> str:
+    client = AsyncOpenAI(base_url=f"{base_url}/v1", api_key=SECRET)
+    messages: list[Any] = [{"role": "user", "content": question}]
+    while True:
+        completion = await client.chat.completions.parse(
+            model="fake-model", messages=messages, tools=PARSED_TOOLS, response_format=Answer
+        )
+        message = completion.choices[0].message
+        if not message.tool_calls:
+            await client.close()
+            assert isinstance(message.parsed, Answer)
+            return message.parsed.answer
+        sent, results = _parsed_turn(message)
+        messages += [sent, *results]
+
+
+def _responses_results(response: Any, items: list[Any]) -> bool:
+    """Append a response's function calls and their results to ``items``; whether there were any."""
+    calls = [item for item in response.output if item.type == "function_call"]
+    for call in calls:
+        parsed = getattr(call, "parsed_arguments", None)
+        arguments = parsed.model_dump() if parsed is not None else json.loads(call.arguments)
+        items.append(
+            call.model_dump(exclude_none=True, include={"type", "call_id", "name", "arguments"})
+        )
+        items.append(
+            {
+                "type": "function_call_output",
+                "call_id": call.call_id,
+                "output": json.dumps(RUN_TOOL[call.name](**arguments)),
+            }
+        )
+    return bool(calls)
+
+
+def responses_parse_agent(question: str, base_url: str) -> str:
+    """``client.responses.parse``: the answer as ``output_parsed``, the calls' parsed arguments."""
+    client = OpenAI(base_url=f"{base_url}/v1", api_key=SECRET)
+    items: list[Any] = [{"role": "user", "content": question}]
+    while True:
+        response = client.responses.parse(
+            model="fake-model", input=items, tools=PARSED_TOOLS, text_format=Answer
+        )
+        if not _responses_results(response, items):
+            assert isinstance(response.output_parsed, Answer)
+            return response.output_parsed.answer
+
+
+async def async_responses_parse_agent(question: str, base_url: str) -> str:
+    client = AsyncOpenAI(base_url=f"{base_url}/v1", api_key=SECRET)
+    items: list[Any] = [{"role": "user", "content": question}]
+    while True:
+        response = await client.responses.parse(
+            model="fake-model", input=items, tools=PARSED_TOOLS, text_format=Answer
+        )
+        if not _responses_results(response, items):
+            await client.close()
+            assert isinstance(response.output_parsed, Answer)
+            return response.output_parsed.answer
+
+
+def responses_stream_agent(question: str, base_url: str) -> str:
+    """``with client.responses.stream(...) as stream``: text deltas read, the final response kept."""
+    client = OpenAI(base_url=f"{base_url}/v1", api_key=SECRET)
+    items: list[Any] = [{"role": "user", "content": question}]
+    while True:
+        with client.responses.stream(
+            model="fake-model", input=items, tools=RESPONSES_TOOLS
+        ) as stream:
+            text = "".join(e.delta for e in stream if e.type == "response.output_text.delta")
+            response = stream.get_final_response()
+        if not _responses_results(response, items):
+            assert text == response.output_text
+            return text
+
+
+async def async_responses_stream_agent(question: str, base_url: str) -> str:
+    client = AsyncOpenAI(base_url=f"{base_url}/v1", api_key=SECRET)
+    items: list[Any] = [{"role": "user", "content": question}]
+    while True:
+        async with client.responses.stream(
+            model="fake-model", input=items, tools=RESPONSES_TOOLS
+        ) as stream:
+            response = await stream.get_final_response()
+        if not _responses_results(response, items):
+            await client.close()
+            return response.output_text
+
+
+def responses_events_agent(question: str, base_url: str) -> str:
+    """``client.responses.create(stream=True)``: the raw events, the response the last one holds."""
+    client = OpenAI(base_url=f"{base_url}/v1", api_key=SECRET)
+    items: list[Any] = [{"role": "user", "content": question}]
+    while True:
+        events = list(
+            client.responses.create(
+                model="fake-model", input=items, tools=RESPONSES_TOOLS, stream=True
+            )
+        )
+        response = events[-1].response
+        if not _responses_results(response, items):
+            return response.output_text
+
+
+@pytest.mark.parametrize(
+    "agent",
+    [
+        chat_parse_agent,
+        async_chat_parse_agent,
+        responses_parse_agent,
+        async_responses_parse_agent,
+        responses_stream_agent,
+        async_responses_stream_agent,
+        responses_events_agent,
+    ],
+    ids=[
+        "chat-parse",
+        "chat-parse-async",
+        "responses-parse",
+        "responses-parse-async",
+        "responses-stream",
+        "responses-stream-async",
+        "responses-create-stream",
+    ],
+)
+def test_openai_parse_and_responses_stream_helpers_record_and_replay(
+    server: Server, agent: Any
+) -> None:
+    recording = record(agent, arguments={"question": QUESTION, "base_url": server.url})
+    assert recording.error is None, recording.error
+    assert recording.answer == FAKE.FINAL_ANSWER
+    steps = recording.trajectory.steps
+    assert [s.kind for s in steps] == [StepKind.LLM, StepKind.TOOL] * 3 + [StepKind.LLM]
+    assert SECRET.encode() not in canonical_json([s.inputs for s in steps])
+    last = steps[-1].output
+    if "parse" in agent.__name__:  # the response as the API sent it; the SDK parses it
+        assert b'"parsed' not in canonical_json([s.output for s in steps])
+        assert "Answer" in canonical_json(steps[-1].inputs).decode()  # the format asked for
+    else:  # the events it came in, and the response they add up to
+        assert last["chunks"][0]["type"] == "response.created"
+        assert last["output"][0]["content"][0]["text"] == FAKE.FINAL_ANSWER
+    server.stop()
+    again = replay(recording.trajectory, agent)
+    assert again.identical, again
