@@ -98,6 +98,20 @@ CREATE TABLE IF NOT EXISTS pending_spans (
 CREATE INDEX IF NOT EXISTS pending_by_trace ON pending_spans(trace_id);
 """
 
+#: Attribution reports kept for their run (`Store.keep_report`), one per run and configuration: the
+#: same question asked again replaces its answer. Created by the first report kept, like
+#: `_PENDING`. ``report`` is the report's JSON as written (``otel_replay.report.dumps_report``).
+_REPORTS = """
+CREATE TABLE IF NOT EXISTS reports (
+    trajectory_id        TEXT NOT NULL,
+    config_digest        TEXT NOT NULL,  -- of the report's canonical "config" block
+    created_at_unix_nano INTEGER NOT NULL,
+    verdict              TEXT,
+    report               BLOB NOT NULL,
+    PRIMARY KEY (trajectory_id, config_digest)
+);
+"""
+
 #: The most blob digests `Store.transaction` remembers as stored between commits (about 12 MB).
 _KNOWN_BLOBS = 100_000
 
@@ -609,6 +623,46 @@ class Store:
             (quiet_since_ns, quiet_since_ns),
         )
         return [str(row["trace_id"]) for row in rows]
+
+    # --- attribution reports ------------------------------------------------------------------------
+
+    def keep_report(self, report: bytes) -> str:
+        """Keep an attribution report (its JSON bytes) beside its run, replacing the one kept for
+        the same run and configuration; returns the configuration's digest."""
+        parsed = orjson.loads(report)
+        key = digest(canonical_json(parsed.get("config")))
+        with self.transaction():
+            self._db.execute(_REPORTS)
+            self._db.execute(
+                "INSERT OR REPLACE INTO reports VALUES (?, ?, ?, ?, ?)",
+                (parsed["trajectory_id"], key, time.time_ns(), parsed.get("verdict"), report),
+            )
+        return key
+
+    def reports(self, trajectory_id: str) -> list[dict[str, Any]]:
+        """The reports kept for a run, newest first: ``config_digest``, ``created_at_unix_nano``,
+        ``verdict`` and ``report`` (parsed). A store no report was kept in has none."""
+        if not self._has_table("reports"):
+            return []
+        rows = self._db.execute(
+            "SELECT config_digest, created_at_unix_nano, verdict, report FROM reports "
+            "WHERE trajectory_id = ? ORDER BY created_at_unix_nano DESC",
+            (trajectory_id,),
+        )
+        return [{**dict(row), "report": orjson.loads(row["report"])} for row in rows]
+
+    def report_counts(self) -> dict[str, int]:
+        """How many reports are kept for each run that has any."""
+        if not self._has_table("reports"):
+            return {}
+        rows = self._db.execute("SELECT trajectory_id, count(*) FROM reports GROUP BY 1")
+        return {str(row[0]): int(row[1]) for row in rows}
+
+    def _has_table(self, name: str) -> bool:
+        row = self._db.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)
+        ).fetchone()
+        return row is not None
 
     def counts(self) -> dict[str, int]:
         """Row counts, for tests and ``list`` footers."""

@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+pytest_plugins = ["tests.browser"]  # the `browser` and `browser_page` fixtures
+
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT.parent / "shared" / "trace-corpus"
 SAMPLES = ROOT / "sample_traces"

@@ -1,0 +1,320 @@
+"""The attribution report as one self-contained HTML page, in three phases.
+
+**The run** (the step timeline; observed-only steps greyed; the Point of Commitment marked),
+**the attribution** (each step's estimate and interval on one shared axis, P(fail) kept against
+resampled, the decision and the test that made it, the search's questions, Shapley values with their
+standard errors and the efficiency check) and **the repair** (the recorded output against the
+repairing one, as a diff), then the configuration that reproduces it. It reads the JSON report
+(`build_report`) and, when it has it, the run itself; without the run it shows what the report holds.
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import Any
+
+import orjson
+
+from otel_replay.model import Trajectory
+from otel_replay.report._page import esc, page
+from otel_replay.report._timeline import Mark, run_section
+
+#: Lines of a repair diff shown at most (a 50 KB output is a few thousand lines of JSON).
+_DIFF_LINES = 4000
+
+
+def html_report(
+    report: dict[str, Any], trajectory: Trajectory | None = None, *, nav: str = ""
+) -> str:
+    """The report page for ``report`` (the JSON report's data), with ``trajectory`` the run it is
+    about when there is one (its steps' inputs and outputs, the recorded output the repair changes).
+    """
+    run_id = str(report.get("trajectory_id", "?"))
+    return page(
+        f"agent-replay · {run_id[:12]} · {report.get('verdict', '')}",
+        report_body(report, trajectory),
+        nav=nav,
+    )
+
+
+def report_body(report: dict[str, Any], trajectory: Trajectory | None) -> str:
+    """The report's sections, for a page of its own or the viewer's."""
+    credit = report.get("mode") == "credit"
+    located = report.get("save_point" if credit else "point_of_commitment")
+    title = "Rescue credit" if credit else "Failure attribution"
+    return (
+        f"<h1>{title} of run <span class='mono'>{esc(report.get('trajectory_id', '?'))}</span></h1>"
+        f"{_banner(report, located, credit)}"
+        f"<h2>1 · The run</h2>{_run(report, trajectory, located, credit)}"
+        f"<h2>2 · The attribution</h2>{_attribution(report, located)}"
+        f"<h2>3 · The repair</h2>{_repair(report, trajectory)}"
+        f"<h2>Configuration</h2>{_config(report)}"
+    )
+
+
+def _banner(report: dict[str, Any], located: Any, credit: bool) -> str:
+    verdict = report.get("verdict")
+    explanation = f"<p>{esc(report.get('explanation') or '')}</p>"
+    if verdict == "culprit" and isinstance(located, int):
+        step = _step(report, located)
+        what = f"{step.get('kind', '')} {step.get('name', '')}".strip()
+        label = "Save point" if credit else "Point of Commitment"
+        return (
+            f'<div class="banner poc" id="verdict"><b>{label}: step #{located}</b> '
+            f"<span class='mono'>{esc(what)}</span>{explanation}</div>"
+        )
+    if verdict == "inconclusive":
+        bracket = report.get("bracket")
+        between = f" between steps #{bracket[0]} and #{bracket[1]}" if bracket else ""
+        calls = report.get("calls_needed")
+        rollouts = report.get("rollouts_needed")
+        might = (
+            f" About {calls:,} resample-function calls ({rollouts:,} rollouts per plan) might decide it."
+            if isinstance(calls, int) and isinstance(rollouts, int)
+            else ""
+        )
+        return (
+            f'<div class="banner undecided" id="verdict"><b>Inconclusive{esc(between)}.</b>'
+            f"{esc(might)}{explanation}</div>"
+        )
+    return f'<div class="banner ok" id="verdict"><b>{esc(verdict or "")}</b>{explanation}</div>'
+
+
+def _step(report: dict[str, Any], index: int) -> dict[str, Any]:
+    return next((s for s in report.get("steps") or [] if s.get("index") == index), {})
+
+
+def _run(report: dict[str, Any], trajectory: Trajectory | None, located: Any, credit: bool) -> str:
+    if trajectory is None:
+        return (
+            '<p class="muted">The run itself is not in the store this page was made from, so its '
+            "steps' messages and values are not shown; the attribution below is the report's.</p>"
+        )
+    marks: dict[int, list[Mark]] = {}
+    if isinstance(located, int):
+        marks[located] = [Mark("save point" if credit else "Point of Commitment", "poc")]
+    repair = report.get("repair")
+    if isinstance(repair, dict) and isinstance(repair.get("step_index"), int):
+        marks.setdefault(repair["step_index"], []).append(Mark("repaired below", "repaired"))
+    return run_section(trajectory, marks)
+
+
+def _attribution(report: dict[str, Any], located: Any) -> str:
+    steps = report.get("steps") or []
+    if not steps:
+        return '<p class="muted">No step was estimated.</p>'
+    shapley = report.get("shapley")
+    rows = []
+    for s in steps:
+        index = s.get("index")
+        css = "poc" if index == located else ("cleared" if s.get("cleared_by") is not None else "")
+        rows.append(
+            f'<tr class="{css}" data-step="{esc(index)}"><td class="mono">#{esc(index)}</td>'
+            f"<td>{esc(s.get('kind', ''))} <span class='mono'>{esc(s.get('name', ''))}</span></td>"
+            f"<td class='mono'>{_number(s.get('attribution'))}</td>"
+            f"<td>{_axis(s)}</td>"
+            f"<td class='mono'>{_rate(s.get('p_fail_kept'))} / {_rate(s.get('p_fail_ablated'))}</td>"
+            f"<td>{_decision(s)}</td>"
+            + (
+                f"<td class='mono'>{_number(s.get('shapley'))}"
+                f"{' ± ' + _number(s.get('shapley_se')) if s.get('shapley_se') is not None else ''}</td>"
+                if shapley
+                else ""
+            )
+            + "</tr>"
+        )
+    head = (
+        "<tr><th>step</th><th>kind and name</th><th>estimate</th>"
+        "<th>interval on −1 … 0 … +1</th><th>P(fail) kept / resampled</th><th>decision</th>"
+        + ("<th>Shapley ± SE</th>" if shapley else "")
+        + "</tr>"
+    )
+    estimand = f"<p class='muted mono'>{esc(report.get('estimand', ''))}</p>"
+    table = (
+        f'<table class="attribution"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>'
+    )
+    return estimand + table + _search(report) + _shapley(shapley)
+
+
+def _number(value: Any) -> str:
+    return f"{value:+.2f}" if isinstance(value, int | float) else '<span class="muted">—</span>'
+
+
+def _rate(p: Any) -> str:
+    if not isinstance(p, dict) or p.get("n") in (None, 0):
+        return '<span class="muted">—</span>'
+    return (
+        f"<span title='{esc(p.get('failures'))} failed of {esc(p.get('n'))}; "
+        f"95% [{p.get('ci_low', 0):.2f}, {p.get('ci_high', 0):.2f}]'>"
+        f"{p.get('value', 0):.2f}</span>"
+    )
+
+
+def _axis(s: dict[str, Any]) -> str:
+    """The estimate (a dot) and its interval (a bar) on the axis every row shares, −1 to +1."""
+    value, low, high = s.get("attribution"), s.get("ci_low"), s.get("ci_high")
+
+    def at(v: float) -> float:
+        return max(0.0, min(100.0, (v + 1) * 50))
+
+    if not isinstance(value, int | float):
+        return '<div class="axis"><span class="zero" style="left:50%"></span></div>'
+    bar = ""
+    if isinstance(low, int | float) and isinstance(high, int | float):
+        bar = (
+            f'<span class="ci" style="left:{at(low):.1f}%;width:{at(high) - at(low):.1f}%"></span>'
+        )
+    title = f"{value:+.3f}" + (f" [{low:+.3f}, {high:+.3f}]" if bar else "")
+    return (
+        f'<div class="axis" title="{esc(title)}"><span class="zero" style="left:50%"></span>{bar}'
+        f'<span class="est" style="left:{at(value):.1f}%"></span></div>'
+    )
+
+
+def _decision(s: dict[str, Any]) -> str:
+    """Which test decided the step, with the bound it read."""
+    tests = s.get("tests") or {}
+    if s.get("cleared_by") is not None:
+        return f"no effect, with every step from #{esc(s['cleared_by'])} <span class='muted'>(the search)</span>"
+    if not s.get("resamplable", True):
+        return '<span class="muted">observed only: never resampled</span>'
+    if s.get("significant") and tests.get("matters"):
+        m = tests["matters"]
+        return (
+            f"<b>matters</b> <span class='muted'>lower bound {m.get('lower_bound', 0):+.3f} &gt; 0 at "
+            f"{100 * m.get('confidence', 0):.2f}% one-sided</span>"
+        )
+    if s.get("no_effect") and tests.get("no_effect"):
+        n = tests["no_effect"]
+        a, b = (n.get("interval") or [0, 0])[:2]
+        return (
+            f"no effect <span class='muted'>[{a:+.3f}, {b:+.3f}] inside ±{n.get('margin', 0):g} at "
+            f"{100 * n.get('confidence', 0):.2f}%</span>"
+        )
+    if tests:
+        return '<span class="muted">undecided at these rollouts</span>'
+    return '<span class="muted">not estimated</span>'
+
+
+def _search(report: dict[str, Any]) -> str:
+    questions = report.get("search") or []
+    if not questions:
+        return ""
+    rows = "".join(
+        f"<tr><td class='mono'>#{esc(q.get('from_step'))} …</td><td class='mono'>{_number(q.get('effect'))}</td>"
+        f"<td class='mono'>{_rate(q.get('p_fail_record'))} / {_rate(q.get('p_fail_resampled'))}</td>"
+        f"<td>{esc(q.get('decision', ''))}</td></tr>"
+        for q in questions
+    )
+    return (
+        "<h3>The search's questions</h3><p class='muted'>Each resampled every step from the one "
+        "named on, against the record kept whole.</p><table><thead><tr><th>resampled from</th>"
+        f"<th>effect</th><th>P(fail) record / resampled</th><th>decision</th></tr></thead><tbody>{rows}</tbody></table>"
+    )
+
+
+def _shapley(shapley: Any) -> str:
+    if not isinstance(shapley, dict):
+        return ""
+    gap = shapley.get("efficiency_gap")
+    note = f"<p class='muted'>{esc(shapley['note'])}</p>" if shapley.get("note") else ""
+    return (
+        "<h3>Shapley efficiency check</h3>"
+        f"<p>Σφ = {_number(shapley.get('sum'))} ± {_plain(shapley.get('sum_se'))} against "
+        f"v(all) − v(∅) = {_number(shapley.get('expected_sum'))}: gap {_number(gap)} "
+        f"<span class='muted'>({esc(shapley.get('permutations'))} permutations, antithetic pairs; "
+        f"largest SE {_plain(shapley.get('max_se'))})</span></p>{note}"
+    )
+
+
+def _plain(value: Any) -> str:
+    return f"{value:.2f}" if isinstance(value, int | float) else "—"
+
+
+def _repair(report: dict[str, Any], trajectory: Trajectory | None) -> str:
+    repair = report.get("repair")
+    if not isinstance(repair, dict):
+        note = (
+            report.get("repair_note") or "No repair was searched (attribute --repair searches one)."
+        )
+        return f'<p class="muted">{esc(note)}</p>'
+    index = repair.get("step_index")
+    recorded = None
+    if trajectory is not None and isinstance(index, int) and 0 <= index < len(trajectory.steps):
+        recorded = trajectory.steps[index].output
+    summary = (
+        f"<p>Step <b>#{esc(index)}</b> returning the output below saves the run "
+        f"<b>{100 * repair.get('success_rate', 0):.0f}%</b> of the time "
+        f"<span class='mono'>[{repair.get('ci_low', 0):.2f}, {repair.get('ci_high', 0):.2f}]</span> "
+        f"over {esc(repair.get('n'))} rollouts; similarity to the record "
+        f"{repair.get('minimality', 0):.2f} (1 is unchanged); found by "
+        f"<span class='mono'>{esc(repair.get('source', ''))}</span> after "
+        f"{esc(repair.get('candidates_tried'))} candidates.</p>"
+    )
+    if recorded is None:
+        return (
+            summary
+            + f"<h3>The repairing output</h3><pre>{esc(_pretty(repair.get('output')))}</pre>"
+        )
+    return summary + "<h3>Recorded → repairing output</h3>" + _diff(recorded, repair.get("output"))
+
+
+def _pretty(value: Any) -> str:
+    try:
+        return orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode()
+    except (TypeError, orjson.JSONEncodeError):
+        return repr(value)
+
+
+def _diff(before: Any, after: Any) -> str:
+    """A line diff of two values' JSON: removed lines red, added green, the rest as context."""
+    lines = difflib.unified_diff(
+        _pretty(before).splitlines(),
+        _pretty(after).splitlines(),
+        "recorded",
+        "repair",
+        n=3,
+        lineterm="",
+    )
+    shown = []
+    for count, line in enumerate(lines):
+        if count >= _DIFF_LINES:
+            shown.append('<div class="muted">… (the rest of the diff is left out)</div>')
+            break
+        css = "add" if line.startswith("+") else "del" if line.startswith("-") else ""
+        shown.append(f'<div class="{css}">{esc(line)}</div>')
+    return f'<div class="diff" id="repair-diff">{"".join(shown)}</div>'
+
+
+def _config(report: dict[str, Any]) -> str:
+    config = report.get("config") or {}
+    cost = report.get("cost") or {}
+    fields = [
+        ("seed", config.get("seed")),
+        ("strategy", config.get("strategy")),
+        ("rollouts", config.get("rollouts")),
+        ("max rollouts per plan", config.get("max_rollouts")),
+        ("budget (calls)", config.get("budget")),
+        ("method", config.get("method")),
+        ("driver", config.get("driver")),
+        ("resamplers", ", ".join(map(str, config.get("resamplers") or [])) or "—"),
+        ("verifier", config.get("verifier")),
+        ("margin", config.get("margin")),
+        ("fail threshold", config.get("fail_threshold")),
+        ("error bound", config.get("error_bound")),
+        (
+            "interval methods",
+            ", ".join(f"{k}: {v}" for k, v in (config.get("interval_methods") or {}).items()),
+        ),
+        ("decisions", config.get("decisions")),
+        (
+            "cost",
+            f"{cost.get('rollouts')} rollouts, {cost.get('step_executions')} step executions, "
+            f"{cost.get('wall_seconds')} s",
+        ),
+        ("report version", report.get("version")),
+    ]
+    rows = "".join(f"<dt>{esc(k)}</dt><dd>{esc('—' if v is None else v)}</dd>" for k, v in fields)
+    rerun = config.get("rerun")
+    command = f"<h3>Reproduce it</h3><pre id='rerun'>{esc(rerun)}</pre>" if rerun else ""
+    return f'<dl class="config">{rows}</dl>{command}'
