@@ -137,6 +137,10 @@ def attribute_command(
         Path | None,
         typer.Option("--json-out", "--out", help="Write the JSON report here (- for stdout)."),
     ] = None,
+    html_out: Annotated[
+        Path | None,
+        typer.Option("--html", help="Write the report as one self-contained HTML page here."),
+    ] = None,
     agent: Annotated[
         str | None,
         typer.Option("--agent", help="Roll out by re-running this live agent (module:function)."),
@@ -195,4 +199,4 @@ def attribute_command(
     # the engine, the report and the table load here, not for `--help` or another command
     from otel_replay.cli._attribute_view import run
 
-    run(store, trajectory_id, config, code, json_out, json=json, dry_run=dry_run)
+    run(store, trajectory_id, config, code, (json_out, html_out), json=json, dry_run=dry_run)

@@ -1,6 +1,6 @@
 """What ``agent-replay attribute`` does once its options are read: run the attribution (or, with
-``--dry-run``, count it), write the report, and show the progress bar, the table, the verdict and the
-repair."""
+``--dry-run``, count it), write the report (JSON, HTML) and keep it in the store beside its run, and
+show the progress bar, the table, the verdict and the repair."""
 
 from __future__ import annotations
 
@@ -40,6 +40,7 @@ from otel_replay.cli._common import (
     user_errors,
     write_output,
 )
+from otel_replay.errors import StoreError
 from otel_replay.resamplers import UserCode
 
 
@@ -48,12 +49,15 @@ def run(
     trajectory_id: str,
     config: AttributionConfig,
     code: UserCode,
-    json_out: Path | None,
+    outputs: tuple[Path | None, Path | None],
     *,
     json: bool,
     dry_run: bool,
 ) -> None:
-    from otel_replay.report import build_report, dumps_report
+    """``outputs``: where the JSON report and the HTML page go (``None``: nowhere)."""
+    from otel_replay.report import build_report, dumps_report, html_report, read_report
+
+    json_out, html_out = outputs
 
     with user_errors():
         if dry_run:
@@ -67,10 +71,28 @@ def run(
             return
         with open_store(store) as db, progress_bar(config) as (progress, spending):
             result = attribute_stored(db, trajectory_id, config, code, progress, spending)
+            run_of = db.get(result.trajectory_id) if html_out is not None else None
         report = dumps_report(build_report(result, config, code))
         if json_out is not None:
             write_output(json_out, report)
+        if html_out is not None:  # from the report as written: `report html` makes the same page
+            write_output(html_out, html_report(read_report(report, "the report"), run_of).encode())
     print_outcome(result, config, report, json_out, json)
+    keep_report(store, report)
+    if html_out is not None and str(html_out) != "-":
+        (err_console if json else console).print(f"HTML report written to {shown(str(html_out))}")
+
+
+def keep_report(store: Path | None, report: bytes) -> None:
+    """Keep the report in the store beside its run (``ui`` shows it); a store that cannot be
+    written (a read-only disk) keeps nothing, and the user is told so."""
+    try:
+        with open_store(store, write=True) as db:
+            db.keep_report(report)
+    except StoreError as exc:
+        err_console.print(
+            f"[yellow]warning:[/] the report was not kept in the store: {shown(str(exc))}"
+        )
 
 
 def print_outcome(

@@ -2,7 +2,7 @@
 self-contained HTML page, and the pieces of that page the viewer shares (the run's timeline)."""
 
 from otel_replay.report._html import html_report, report_body
-from otel_replay.report._json import REPORT_VERSION, build_report, dumps_report
+from otel_replay.report._json import REPORT_VERSION, build_report, dumps_report, read_report
 from otel_replay.report._page import data_script, esc, page
 from otel_replay.report._schema import REPORT_SCHEMA
 from otel_replay.report._timeline import Mark, run_data, run_section, span_tree, timeline
@@ -19,6 +19,7 @@ __all__ = [
     "esc",
     "html_report",
     "page",
+    "read_report",
     "report_body",
     "run_data",
     "run_section",

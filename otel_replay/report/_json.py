@@ -22,6 +22,7 @@ from otel_replay.attribution import (
     SuffixTest,
     rerun_command,
 )
+from otel_replay.errors import ReplayError, preview
 from otel_replay.resamplers import UserCode
 
 #: 2: each step's ``tests`` (the bounds its decisions read) and ``shapley_disagrees``; the Shapley
@@ -206,6 +207,31 @@ def build_report(
             "wall_seconds": round(result.wall_seconds, 3),
         },
     }
+
+
+def read_report(data: bytes, where: str) -> dict[str, Any]:
+    """A JSON report read back (``where`` names it in errors): a report of any version this one
+    can show, checked for the fields every page needs."""
+    try:
+        report = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise ReplayError(
+            f"{where}: not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
+        ) from None
+    if not isinstance(report, dict):
+        raise ReplayError(f"{where}: a report is a JSON object, got {preview(report)}")
+    version = report.get("version")
+    if not isinstance(version, int) or not 1 <= version <= REPORT_VERSION:
+        raise ReplayError(
+            f"{where}: not an attribution report of a version this agent-replay reads "
+            f"(1 to {REPORT_VERSION}): version is {preview(version)}"
+        )
+    for name, kind in (("trajectory_id", str), ("steps", list), ("config", dict)):
+        if not isinstance(report.get(name), kind):
+            raise ReplayError(
+                f"{where}: {name} must be a {kind.__name__}, got {preview(report.get(name))}"
+            )
+    return report
 
 
 def dumps_report(report: dict[str, Any]) -> bytes:
