@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
                 "--resamplers",
                 tools,
                 "--json",
-            )  # fmt: skip
+            )
         )["id"]
         viewer = subprocess.Popen(
             [sys.executable, "-m", "otel_replay", "ui", "--port", "0", "--store", str(store)],
