@@ -4,6 +4,7 @@ from disk in a real Chromium, with no network; every string from a trace shown a
 from __future__ import annotations
 
 import re
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -251,3 +252,25 @@ def test_markup_in_a_trace_is_shown_as_text_in_the_browser(
 def test_report_json_of_the_cli_reads_back(attributed: tuple[Path, Path, Path]) -> None:
     _, report, _ = attributed
     assert read_report(report.read_bytes(), str(report))["verdict"] == "culprit"
+
+
+def test_an_inconclusive_run_shows_its_bracket_and_the_calls_that_might_decide_it(
+    attributed: tuple[Path, Path, Path], runner: CliRunner, tmp_path: Path, browser_page: Any
+) -> None:
+    store = tmp_path / "store.db"  # a copy: the reports kept are the other tests' to count
+    shutil.copy(attributed[0], store)
+    report, page = tmp_path / "report.json", tmp_path / "report.html"
+    ok(
+        invoke(
+            runner, store, "attribute", FAILING, "--resamplers", TOOLS, "--success-if", "v841",
+            "--budget", "40", "--out", str(report), "--html", str(page),
+        )
+    )  # fmt: skip
+    data = orjson.loads(report.read_bytes())
+    assert data["verdict"] == "inconclusive"
+    low, high = data["bracket"]
+    browser_page.goto(page.as_uri())
+    banner = browser_page.locator("#verdict.undecided").inner_text()
+    assert f"Inconclusive between steps #{low} and #{high}" in banner
+    assert f"About {data['calls_needed']:,} resample-function calls" in banner
+    assert browser_page.locator("table.attribution tr.poc").count() == 0
