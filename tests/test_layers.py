@@ -38,6 +38,7 @@ RESIDENTS = {
     "_lazy": "model",  # lazy package exports (PEP 562): the standard library only
     "receiver": "ingest",  # `serve`'s OTLP/HTTP receiver: the library under the command
     "pytest_plugin": "cli",  # agent runs as pytest cassettes: a front end, like the command
+    "viewer": "report",  # `ui`'s pages over the store: a front end over the report's pages
 }
 
 

@@ -26,6 +26,7 @@ from otel_replay.cli._import import import_command
 from otel_replay.cli._live import diff_command, fork_command, record_command, replay_command
 from otel_replay.cli._report import report_app
 from otel_replay.cli._serve import serve_command
+from otel_replay.cli._ui import ui_command
 
 __all__ = ["app", "main"]
 
@@ -88,6 +89,7 @@ app.command("replay")(replay_command)
 app.command("fork")(fork_command)
 app.command("diff")(diff_command)
 app.command("serve")(serve_command)
+app.command("ui")(ui_command)
 app.add_typer(report_app, name="report")
 
 

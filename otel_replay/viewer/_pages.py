@@ -1,0 +1,228 @@
+"""The viewer's pages over a store: the run list, a run, one stored report, a page for what went
+wrong. The run comparison is `otel_replay.viewer._diff`.
+
+Each page is `otel_replay.report.page` (the style and the script every report shares, inline) and
+reads the store it is given, never writes it. Every string that came from a trace or a report goes
+through `esc` (or `data_script`, inside `run_section`); numbers are formatted here. A run or report
+that is not there raises `NotFoundError`, which the server answers with 404.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any
+
+from otel_replay.errors import NotFoundError
+from otel_replay.model import Step, StepStatus, Trajectory, is_failure
+from otel_replay.report import esc, page, report_body, run_section
+from otel_replay.store import Store, TrajectorySummary
+from otel_replay.viewer._urls import compare_url, diff_url, is_run_id, report_url, run_url
+
+#: What the viewer's own pages add to the shared style (the comparison's rows, the report list).
+VIEWER_STYLE = (
+    "<style>"
+    "tr.same td{color:var(--muted);padding-top:.1em;padding-bottom:.1em}"
+    "tr.divergence td{background:var(--mark);border-top:2px solid var(--bad);"
+    "border-bottom:2px solid var(--bad)}"
+    "tr.divergence .what{color:var(--bad);font-weight:600}"
+    "tr.after td{background:var(--soft)}"
+    "form.compare{display:flex;gap:.6em;align-items:center;margin:.5em 0}"
+    ".links a{margin-right:.8em}"
+    "</style>"
+)
+
+
+def nav(*links: tuple[str, str]) -> str:
+    """The header's links: every page leads back to the run list; ``links`` are (href, label)."""
+    return '<a href="/">runs</a>' + "".join(f'<a href="{esc(h)}">{esc(t)}</a>' for h, t in links)
+
+
+def outcome_class(outcome: float | None) -> str:
+    """``failed``, ``passed`` or ``unknown``: the run list's outcome filter."""
+    return {True: "failed", False: "passed", None: "unknown"}[is_failure(outcome)]
+
+
+def outcome_text(outcome: float | None) -> str:
+    return "unknown" if outcome is None else f"{outcome:g} {outcome_class(outcome)}"
+
+
+def utc(time_unix_nano: int | None) -> str:
+    if time_unix_nano is None:
+        return "—"
+    moment = datetime.fromtimestamp(time_unix_nano / 1e9, tz=timezone.utc)
+    return moment.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def run_link(run_id: str, text: str | None = None) -> str:
+    """A link to the run's page; an id the viewer cannot put in a URL is shown without one."""
+    label = esc(run_id if text is None else text)
+    if not is_run_id(run_id):
+        return f'<span title="this id holds characters the viewer does not accept in a URL">{label}</span>'
+    return f'<a class="mono" href="{esc(run_url(run_id))}">{label}</a>'
+
+
+def step_label(step: Step, href: str | None = None) -> str:
+    """A step in a line: its kind, its name (a link to ``href`` when given), an error badge."""
+    error = ' <span class="badge error">error</span>' if step.status is StepStatus.ERROR else ""
+    name = f'<span class="mono">{esc(step.name)}</span>'
+    if href is not None:
+        name = f'<a href="{esc(href)}">{name}</a>'
+    return (
+        f'<span class="badge kind kind-{esc(step.kind.value)}">{esc(step.kind.value)}</span> '
+        f"{name}{error}"
+    )
+
+
+def error_page(title: str, message: str) -> str:
+    """A page saying what went wrong (``message`` is escaped here)."""
+    body = f'<h1>{esc(title)}</h1><p>{esc(message)}</p><p><a href="/">all runs</a></p>'
+    return page(f"agent-replay · {title}", body, nav=nav())
+
+
+# --- the run list --------------------------------------------------------------------------------
+
+
+def run_list_page(store: Store) -> str:
+    """Every stored run, oldest first, with a filter by outcome and text and sortable columns (the
+    shared script's ``table[data-filter]``)."""
+    summaries = store.summaries()
+    counts = store.report_counts()
+    where = (
+        f'<p class="muted">{len(summaries)} runs in <span class="mono">{esc(store.path)}</span></p>'
+    )
+    if not summaries:
+        return page(
+            "agent-replay · runs",
+            f"<h1>Runs</h1>{where}<p>The store holds no run yet: "
+            "<code>agent-replay import TRACES</code> adds some.</p>",
+            nav=nav(),
+        )
+    filters = (
+        '<div class="filters">'
+        '<input id="filter-text" type="search" placeholder="id or source" '
+        'aria-label="filter by id or source" size="32">'
+        '<select id="filter-outcome" aria-label="filter by outcome">'
+        '<option value="">any outcome</option><option value="failed">failed</option>'
+        '<option value="passed">passed</option><option value="unknown">unknown</option></select>'
+        f'<span><span id="filter-count">{len(summaries)}</span> shown</span></div>'
+    )
+    head = (
+        '<tr><th data-sort="text">run</th><th data-sort="number">steps</th>'
+        '<th data-sort="number">outcome</th><th data-sort="text">source</th>'
+        '<th data-sort="number">started</th><th data-sort="number">reports</th></tr>'
+    )
+    rows = "".join(_run_row(s, counts.get(s.id, 0)) for s in summaries)
+    table = f'<table data-filter id="runs"><thead>{head}</thead><tbody>{rows}</tbody></table>'
+    return page("agent-replay · runs", f"<h1>Runs</h1>{where}{filters}{table}", nav=nav())
+
+
+def _run_row(summary: TrajectorySummary, reports: int) -> str:
+    source = summary.source or summary.format or "recorded"
+    search = f"{summary.id} {source}".lower()
+    outcome = "" if summary.outcome is None else f"{summary.outcome:g}"
+    started = "" if summary.start_time_unix_nano is None else str(summary.start_time_unix_nano)
+    return (
+        f'<tr data-search="{esc(search)}" data-outcome="{outcome_class(summary.outcome)}">'
+        f"<td>{run_link(summary.id)}</td>"
+        f'<td class="mono" data-value="{summary.n_steps}">{summary.n_steps}</td>'
+        f'<td data-value="{esc(outcome)}">{esc(outcome_text(summary.outcome))}</td>'
+        f'<td class="muted">{esc(source)}</td>'
+        f'<td class="mono" data-value="{started}">{utc(summary.start_time_unix_nano)}</td>'
+        f'<td class="mono" data-value="{reports}">{reports or ""}</td></tr>'
+    )
+
+
+# --- a run ---------------------------------------------------------------------------------------
+
+
+def run_page(store: Store, run_id: str) -> str:
+    """A run's timeline (as the HTML report shows it), its stored reports, a comparison form."""
+    trajectory = store.get(run_id)
+    reports = store.reports(trajectory.id)
+    body = (
+        f'<h1>Run <span class="mono">{esc(trajectory.id)}</span></h1>{_about(trajectory)}'
+        f"{run_section(trajectory)}"
+        f"<h2>Attribution reports</h2>{_report_list(trajectory.id, reports)}"
+        f"<h2>Compare</h2>{_compare(store, trajectory)}{VIEWER_STYLE}"
+    )
+    return page(f"agent-replay · {trajectory.id[:12]}", body, nav=nav())
+
+
+def _about(trajectory: Trajectory) -> str:
+    meta = trajectory.metadata
+    fields = [
+        f"{key} <span class='mono'>{esc(meta[key])}</span>"
+        for key in ("service", "session", "root_span", "format")
+        if meta.get(key) is not None
+    ]
+    return f'<p class="muted">{" · ".join(fields)}</p>' if fields else ""
+
+
+def _report_list(run_id: str, reports: list[dict[str, Any]]) -> str:
+    if not reports:
+        return '<p class="muted">No attribution report is stored for this run.</p>'
+    rows = []
+    for kept in reports:
+        report = kept["report"] if isinstance(kept["report"], dict) else {}
+        config = report.get("config") if isinstance(report.get("config"), dict) else {}
+        assert isinstance(config, dict)
+        located = report.get(
+            "save_point" if report.get("mode") == "credit" else "point_of_commitment"
+        )
+        digest = str(kept["config_digest"])
+        how = ", ".join(
+            f"{name} {esc(config[key])}"
+            for key, name in (("method", "method"), ("rollouts", "rollouts"), ("seed", "seed"))
+            if config.get(key) is not None
+        )
+        rows.append(
+            f'<tr><td><a href="{esc(report_url(run_id, digest))}">{esc(kept["verdict"] or "report")}</a></td>'
+            f'<td class="mono">{"#" + esc(located) if isinstance(located, int) else "—"}</td>'
+            f"<td>{how}</td>"
+            f'<td class="mono">{utc(kept["created_at_unix_nano"])}</td>'
+            f'<td class="mono muted">{esc(digest[:12])}</td></tr>'
+        )
+    head = (
+        "<tr><th>verdict</th><th>step</th><th>configuration</th><th>kept</th><th>config digest</th>"
+        "</tr>"
+    )
+    return f'<table id="reports"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>'
+
+
+def _compare(store: Store, trajectory: Trajectory) -> str:
+    """A form for any other run (an id or a prefix), and links to the runs that ended otherwise."""
+    others = [s for s in store.summaries() if s.id != trajectory.id and is_run_id(s.id)]
+    options = "".join(f'<option value="{esc(s.id)}">' for s in others)
+    own = outcome_class(trajectory.outcome)
+    contrast = [s for s in others if outcome_class(s.outcome) != own][:8]
+    links = "".join(
+        f'<a class="mono" href="{esc(diff_url(trajectory.id, s.id))}" title="{esc(s.id)}">'
+        f"{esc(s.id if len(s.id) <= 32 else s.id[:24] + '…')}</a> "
+        for s in contrast
+    )
+    shortcut = f'<p class="links">with a run that ended otherwise: {links}</p>' if links else ""
+    return (
+        f'<form class="compare" method="get" action="{esc(compare_url(trajectory.id))}">'
+        '<label for="compare-with">compare with</label>'
+        '<input id="compare-with" name="with" list="other-runs" required '
+        'placeholder="run id or prefix" size="36" autocomplete="off">'
+        f'<datalist id="other-runs">{options}</datalist>'
+        '<button type="submit">compare</button></form>'
+        f"{shortcut}"
+    )
+
+
+# --- one stored report ---------------------------------------------------------------------------
+
+
+def report_page(store: Store, run_id: str, config_digest: str) -> str:
+    """The report kept for the run under ``config_digest``, as the HTML report shows it."""
+    trajectory = store.get(run_id)
+    for kept in store.reports(trajectory.id):
+        if kept["config_digest"] == config_digest and isinstance(kept["report"], dict):
+            body = report_body(kept["report"], trajectory)
+            title = f"agent-replay · {trajectory.id[:12]} · {kept['verdict'] or 'report'}"
+            return page(title, body, nav=nav((run_url(trajectory.id), f"run {trajectory.id[:12]}")))
+    raise NotFoundError(
+        f"no report with configuration digest {config_digest[:12]}… is stored for run {trajectory.id}"
+    )
