@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import sqlite3
 import sys
 import tempfile
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -180,3 +182,16 @@ def trajectory_table(title: str, columns: tuple[str, ...]) -> Table:
             min_width=32 if column == "trajectory id" else None,
         )
     return table
+
+
+def until_stopped() -> None:
+    """Wait for Ctrl-C or SIGTERM (the way service managers stop a process)."""
+    stop = threading.Event()
+    previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    try:
+        while not stop.wait(0.5):
+            pass
+    except KeyboardInterrupt:
+        pass
+    finally:
+        signal.signal(signal.SIGTERM, previous)

@@ -5,8 +5,6 @@ The options live here; the receiver (`otel_replay.receiver`) loads when the comm
 
 from __future__ import annotations
 
-import signal
-import threading
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -17,6 +15,7 @@ from otel_replay.cli._common import (
     err_console,
     open_store,
     shown,
+    until_stopped,
     user_errors,
 )
 from otel_replay.cli._import import byte_count
@@ -72,26 +71,13 @@ def serve_command(
         f"receiving OTLP/HTTP traces at {receiver.url}/v1/traces into {shown(str(where))} "
         "(Ctrl-C stops)"
     )
-    _until_stopped()
+    until_stopped()
     with user_errors():
         stored = receiver.stop()
     waiting = (
         f"; {len(stored.runs)} trace(s) still waiting for a root span stored" if stored.runs else ""
     )
     console.print(f"stopped{waiting}")
-
-
-def _until_stopped() -> None:
-    """Wait for Ctrl-C or SIGTERM (the way service managers stop a process)."""
-    stop = threading.Event()
-    previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    try:
-        while not stop.wait(0.5):
-            pass
-    except KeyboardInterrupt:
-        pass
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def _stored(run: Ingested) -> None:

@@ -16,9 +16,9 @@ from otel_replay.cli._common import (
     err_console,
     print_error,
     shown,
+    until_stopped,
     user_errors,
 )
-from otel_replay.cli._serve import _until_stopped
 from otel_replay.store import default_store_path
 
 
@@ -51,7 +51,7 @@ def ui_command(
             f"port {viewer.port} can read the runs"
         )
     console.print(f"agent-replay ui: {shown(viewer.url)}/ (Ctrl-C stops it)")
-    _until_stopped()
+    until_stopped()
     viewer.stop()
     console.print("stopped")
 
