@@ -23,6 +23,7 @@ Messages show the offending value; the CLI adds nothing but the exit code.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 __all__ = [
     "AgentError",
@@ -137,6 +138,9 @@ class RolloutError(ReplayError, RuntimeError):
         self.step_index = step_index
         self.function = function
 
+    def __reduce__(self) -> tuple[Any, ...]:  # crosses to and from worker processes intact
+        return (_rollout_error, (str(self), self.step_index, self.function))
+
 
 class AttributionError(ReplayError, ValueError):
     """Attribution cannot run as asked (a passing run without ``--on-success credit``, ...)."""
@@ -152,6 +156,9 @@ class NonDeterminismError(ReplayError, RuntimeError):
         super().__init__(message)
         self.step_index = step_index
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_nondeterminism_error, (str(self), self.step_index))
+
 
 class AgentError(ReplayError, RuntimeError):
     """An agent function cannot be loaded, or was called with inputs it does not accept."""
@@ -160,3 +167,11 @@ class AgentError(ReplayError, RuntimeError):
 class InterventionError(ReplayError, ValueError):
     """A fork, fault or plan asks for something the run cannot take: a step it does not have, an
     unknown fault, an option outside its range."""
+
+
+def _rollout_error(message: str, step_index: int, function: str) -> RolloutError:
+    return RolloutError(message, step_index=step_index, function=function)
+
+
+def _nondeterminism_error(message: str, step_index: int) -> NonDeterminismError:
+    return NonDeterminismError(message, step_index=step_index)

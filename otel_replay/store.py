@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
@@ -34,6 +34,7 @@ from otel_replay.model import SpanNode, Step, Trajectory
 
 __all__ = [
     "DEFAULT_STORE",
+    "REPORT_STEP_COLUMNS",
     "SCHEMA_VERSION",
     "Store",
     "TrajectorySummary",
@@ -100,17 +101,51 @@ CREATE INDEX IF NOT EXISTS pending_by_trace ON pending_spans(trace_id);
 
 #: Attribution reports kept for their run (`Store.keep_report`), one per run and configuration: the
 #: same question asked again replaces its answer. Created by the first report kept, like
-#: `_PENDING`. ``report`` is the report's JSON as written (``otel_replay.report.dumps_report``).
+#: `_PENDING`. ``report`` is the report's JSON as written (``otel_replay.report.dumps_report``);
+#: ``report_steps`` holds one row per step of each report, what ``blame`` reads across runs
+#: (its columns are `REPORT_STEP_COLUMNS`, made by ``otel_replay.fleet``).
 _REPORTS = """
 CREATE TABLE IF NOT EXISTS reports (
     trajectory_id        TEXT NOT NULL,
-    config_digest        TEXT NOT NULL,  -- of the report's canonical "config" block
+    config_digest        TEXT NOT NULL,  -- the question asked (otel_replay.attribution.config_digest)
     created_at_unix_nano INTEGER NOT NULL,
     verdict              TEXT,
     report               BLOB NOT NULL,
     PRIMARY KEY (trajectory_id, config_digest)
 );
+CREATE TABLE IF NOT EXISTS report_steps (
+    trajectory_id  TEXT NOT NULL,
+    config_digest  TEXT NOT NULL,
+    idx            INTEGER NOT NULL,
+    kind           TEXT NOT NULL,
+    name           TEXT NOT NULL,
+    shape          TEXT NOT NULL,  -- a tool call's argument names, sorted and comma-joined
+    verdict        TEXT,
+    attribution    REAL,
+    ci_low         REAL,
+    ci_high        REAL,
+    commitment     INTEGER NOT NULL,  -- 1: this step is the report's Point of Commitment
+    repaired       INTEGER NOT NULL,  -- 1: the report's repair changes this step
+    repair_success REAL,
+    PRIMARY KEY (trajectory_id, config_digest, idx)
+) WITHOUT ROWID;
 """
+#: The columns of a ``report_steps`` row, in order.
+REPORT_STEP_COLUMNS = (
+    "trajectory_id",
+    "config_digest",
+    "idx",
+    "kind",
+    "name",
+    "shape",
+    "verdict",
+    "attribution",
+    "ci_low",
+    "ci_high",
+    "commitment",
+    "repaired",
+    "repair_success",
+)
 
 #: The most blob digests `Store.transaction` remembers as stored between commits (about 12 MB).
 _KNOWN_BLOBS = 100_000
@@ -626,18 +661,60 @@ class Store:
 
     # --- attribution reports ------------------------------------------------------------------------
 
-    def keep_report(self, report: bytes) -> str:
+    def keep_report(
+        self,
+        trajectory_id: str,
+        config_digest: str,
+        report: bytes,
+        verdict: str | None,
+        steps: Iterable[Sequence[Any]] = (),
+    ) -> None:
         """Keep an attribution report (its JSON bytes) beside its run, replacing the one kept for
-        the same run and configuration; returns the configuration's digest."""
-        parsed = orjson.loads(report)
-        key = digest(canonical_json(parsed.get("config")))
-        with self.transaction():
-            self._db.execute(_REPORTS)
-            self._db.execute(
-                "INSERT OR REPLACE INTO reports VALUES (?, ?, ?, ?, ?)",
-                (parsed["trajectory_id"], key, time.time_ns(), parsed.get("verdict"), report),
-            )
-        return key
+        the same run and question (``config_digest``), with its rows for ``report_steps`` (values
+        in `REPORT_STEP_COLUMNS` order). Inside `transaction`, or in one of its own."""
+        if not self._db.in_transaction:
+            with self.transaction():
+                return self.keep_report(trajectory_id, config_digest, report, verdict, steps)
+        self.prepare_reports()
+        key = (trajectory_id, config_digest)
+        self._db.execute(
+            "DELETE FROM report_steps WHERE trajectory_id = ? AND config_digest = ?", key
+        )
+        self._db.execute(
+            "INSERT OR REPLACE INTO reports VALUES (?, ?, ?, ?, ?)",
+            (*key, time.time_ns(), verdict, report),
+        )
+        marks = ", ".join("?" * len(REPORT_STEP_COLUMNS))
+        self._db.executemany(f"INSERT INTO report_steps VALUES ({marks})", steps)
+
+    def prepare_reports(self) -> None:
+        """Create the report tables if the store has none (inside `transaction`)."""
+        for statement in _REPORTS.split(";"):
+            if statement.strip():
+                self._db.execute(statement)
+
+    def reported(self, config_digest: str) -> set[str]:
+        """The runs that have a report for the question ``config_digest``."""
+        if not self._has_table("reports"):
+            return set()
+        rows = self._db.execute(
+            "SELECT trajectory_id FROM reports WHERE config_digest = ?", (config_digest,)
+        )
+        return {str(row[0]) for row in rows}
+
+    def report_step_rows(self, config_digest: str | None = None) -> Iterator[tuple[Any, ...]]:
+        """Every ``report_steps`` row (of one question, or of all), in `REPORT_STEP_COLUMNS`
+        order."""
+        if not self._has_table("report_steps"):
+            return
+        query = f"SELECT {', '.join(REPORT_STEP_COLUMNS)} FROM report_steps"
+        cursor = (
+            self._db.execute(query + " WHERE config_digest = ?", (config_digest,))
+            if config_digest is not None
+            else self._db.execute(query)
+        )
+        while rows := cursor.fetchmany(50_000):
+            yield from (tuple(row) for row in rows)
 
     def reports(self, trajectory_id: str) -> list[dict[str, Any]]:
         """The reports kept for a run, newest first: ``config_digest``, ``created_at_unix_nano``,

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
         OnResamplerError,
         OnSuccess,
         Strategy,
+        config_digest,
         rerun_command,
     )
     from otel_replay.attribution._contrastive import (
@@ -49,7 +50,14 @@ if TYPE_CHECKING:
         Verdict,
         percent,
     )
-    from otel_replay.attribution._run import attribute_stored, planned_cost_stored
+    from otel_replay.attribution._run import (
+        RolloutWork,
+        RunJob,
+        attribute_job,
+        attribute_stored,
+        job_of,
+        planned_cost_stored,
+    )
     from otel_replay.attribution._stats import BOOTSTRAP, WILSON
 
 __all__ = [
@@ -69,6 +77,8 @@ __all__ = [
     "Progress",
     "Proportion",
     "Repair",
+    "RolloutWork",
+    "RunJob",
     "ShapleySummary",
     "Spending",
     "Spent",
@@ -77,7 +87,10 @@ __all__ = [
     "SuffixTest",
     "Verdict",
     "attribute",
+    "attribute_job",
     "attribute_stored",
+    "config_digest",
+    "job_of",
     "matters_confidence",
     "no_effect_confidence",
     "percent",

@@ -19,7 +19,7 @@ from otel_replay.attribution._contrastive import (
     kept_plan,
     localise,
 )
-from otel_replay.attribution._engine import Engine, Progress, Spending
+from otel_replay.attribution._engine import Engine, Progress, Shipper, Spending
 from otel_replay.attribution._repair import search
 from otel_replay.attribution._results import (
     AttributionResult,
@@ -77,6 +77,7 @@ def attribute(
     progress: Progress | None = None,
     driver: Callable[[Plan, int], Rollout] | None = None,
     spending: Spending | None = None,
+    shipper: Shipper | None = None,
 ) -> AttributionResult:
     """Find the step where ``trajectory``'s failure became inevitable (or, in credit mode, its save).
 
@@ -90,7 +91,8 @@ def attribute(
     announce each batch as they decide on it. ``spending(spent)`` follows the resample-function
     calls against the budget (`Spent`). ``driver`` replaces the
     trace-driven rollout, e.g. with `otel_replay.replay.agent_driver` to run the live agent; then
-    every step is resamplable (its live code re-runs it).
+    every step is resamplable (its live code re-runs it). ``shipper`` runs the rollouts elsewhere
+    (see `otel_replay.attribution.attribute_stored`'s executor); the results are the same.
     """
     config = config or AttributionConfig()
     started = time.perf_counter()
@@ -98,7 +100,7 @@ def attribute(
     verifier = _verifier(trajectory, registry, resamplable)
     factual_score = score(verifier, trajectory)
     mode = _mode(trajectory, verifier, factual_score, config)
-    engine = Engine(trajectory, registry, verifier, config, progress, driver, spending)
+    engine = Engine(trajectory, registry, verifier, config, progress, driver, spending, shipper)
     plans = method_plans(len(trajectory.steps), resamplable, config, engine.walks_record)
     engine.announce(
         sum(count for _, count in plans),

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from otel_replay.errors import AttributionError
+from otel_replay.hashing import digest
 from otel_replay.model import FAIL_THRESHOLD
 from otel_replay.resamplers import UserCode
 
@@ -182,3 +183,10 @@ class AttributionConfig:
 def rerun_command(trajectory_id: str, config: AttributionConfig, code: UserCode) -> str:
     """The ``agent-replay attribute`` command line that reproduces an attribution."""
     return shlex.join(["agent-replay", "attribute", trajectory_id, *code.flags(), *config.flags()])
+
+
+def config_digest(config: AttributionConfig, code: UserCode) -> str:
+    """What identifies the question an attribution asks, apart from the run: the digest of the
+    command that reproduces it with the run left out. Two attributions with one digest asked the
+    same question (the store keeps one report per run and digest)."""
+    return digest(" ".join(["agent-replay", "attribute", *code.flags(), *config.flags()]).encode())

@@ -2,8 +2,9 @@
 
 Rollout ``r`` of a plan is a pure function of ``(seed, plan, r)``, so the executor only changes how
 fast results arrive, never what they are: serial, or ``workers`` threads (resample functions often
-wait on remote models). Two drivers produce rollouts: the trace-driven walk over the recorded steps,
-and the live agent re-run under the replay context.
+wait on remote models), or a `Shipper` that runs them elsewhere (a process pool, Ray: see
+`otel_replay.executors`), in batches, and hands them back in order. Two drivers produce rollouts:
+the trace-driven walk over the recorded steps, and the live agent re-run under the replay context.
 """
 
 from __future__ import annotations
@@ -32,6 +33,10 @@ class Outcome:
     trajectory: Trajectory | None
     resampler_error: str | None = None
 
+
+#: ``ship(tasks)``: the rollouts of ``tasks`` made elsewhere, in order; a rollout a resample
+#: function's error ended comes back as that error.
+Shipper = Callable[[list[tuple[Plan, int]]], Iterable[Rollout | RolloutError]]
 
 #: ``progress(completed, total)``: rollouts run so far, and rollouts announced in all.
 Progress = Callable[[int, int], None]
@@ -72,8 +77,10 @@ class Engine:
         progress: Progress | None = None,
         driver: Callable[[Plan, int], Rollout] | None = None,
         spending: Spending | None = None,
+        shipper: Shipper | None = None,
     ) -> None:
         self.factual = factual
+        self.shipper = shipper
         self.registry = registry
         self.verifier = verifier
         self.config = config
@@ -111,6 +118,9 @@ class Engine:
             return self._lost(task, exc)
         return self._scored(result)
 
+    def _received(self, task: tuple[Plan, int], got: Rollout | RolloutError) -> Outcome:
+        return self._lost(task, got) if isinstance(got, RolloutError) else self._scored(got)
+
     def _lost(self, task: tuple[Plan, int], exc: RolloutError) -> Outcome:
         """A rollout a resample function's error ended: a failure, or (by default) the end."""
         if self.config.on_resampler_error is not OnResamplerError.FAIL_ROLLOUT:
@@ -146,7 +156,10 @@ class Engine:
         self.planned = max(self.planned, self.rollouts + len(tasks))
         grouped: dict[Plan, list[Outcome]] = {plan: [] for plan, _ in plans}
         rollout_async = getattr(self._drive, "arollout", None)
-        if rollout_async is not None and getattr(self._drive, "asynchronous", False):
+        if self.shipper is not None:
+            made = zip(tasks, self.shipper(tasks), strict=True)
+            self._collect((self._received(task, got) for task, got in made), grouped)
+        elif rollout_async is not None and getattr(self._drive, "asynchronous", False):
             self._collect(self._concurrently(rollout_async, tasks), grouped)
         elif self.config.workers == 1:
             self._collect(map(self._one, tasks), grouped)

@@ -1,21 +1,39 @@
-"""`attribute_stored`: attribute a stored run with the user's code, as ``agent-replay attribute`` does."""
+"""`attribute_stored`: attribute a stored run with the user's code, as ``agent-replay attribute`` does.
+
+What a run's rollouts need is one picklable `RunJob` (the run, the user's code as the command line
+names it, the configuration, and the store's recorded tool results when ``--tools recorded`` draws
+from them), so an executor can ship it to other processes or machines once and build the driver
+there (`RolloutWork`): the store is read here, never by a worker.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
+from typing import Any
 
 from otel_replay.attribution._api import attribute
 from otel_replay.attribution._config import AttributionConfig, Driver
 from otel_replay.attribution._cost import PlannedCost, planned_cost
 from otel_replay.attribution._engine import Progress, Spending
 from otel_replay.attribution._results import AttributionResult
-from otel_replay.errors import AttributionError
+from otel_replay.errors import AttributionError, RolloutError
+from otel_replay.executors import ExecutorKind, Processes, RayExecutor, Threads
 from otel_replay.model import StepKind, Trajectory
-from otel_replay.replay import Plan, Rollout, agent_driver, chat_driver, instrument
+from otel_replay.replay import (
+    Plan,
+    Rollout,
+    agent_driver,
+    chat_driver,
+    instrument,
+    registrations,
+    rollout,
+)
 from otel_replay.resamplers import (
     OpenAIChatModel,
+    RecordedOutcomes,
     Registry,
     ToolSource,
     UserCode,
@@ -23,6 +41,8 @@ from otel_replay.resamplers import (
     recorded_outcomes,
 )
 from otel_replay.store import Store
+
+Executor = Threads | Processes | RayExecutor
 
 
 def attribute_stored(
@@ -32,15 +52,37 @@ def attribute_stored(
     code: UserCode,
     progress: Progress | None = None,
     spending: Spending | None = None,
+    executor: Executor | None = None,
 ) -> AttributionResult:
     """Load ``code`` (its mistakes are reported before anything runs), then the run, then attribute
     it: by re-running ``code.agent`` under the replay context when one is named, else by walking
     the record with the registered resample functions (with ``code.tools``, a built-in one for the
-    tool steps no registration covers: a user's own wins)."""
-    prepared = _prepare(store, id_or_prefix, config, code)
+    tool steps no registration covers: a user's own wins). ``executor`` (a process pool, Ray) runs
+    the rollouts elsewhere, in batches; the result is the same as on this process's threads."""
+    return attribute_job(job_of(store, id_or_prefix, config, code), progress, spending, executor)
+
+
+def attribute_job(
+    job: RunJob,
+    progress: Progress | None = None,
+    spending: Spending | None = None,
+    executor: Executor | None = None,
+) -> AttributionResult:
+    """`attribute_stored` of a run already read (in whichever process the job was shipped to)."""
+    prepared = _prepare(job)
+    shipper = None
+    if executor is not None and executor.kind is not ExecutorKind.THREADS:
+        work = RolloutWork(job)
+        shipper = partial(executor.map, work)
     try:
         result = attribute(
-            prepared.trajectory, prepared.registry, config, progress, prepared.driver, spending
+            prepared.trajectory,
+            prepared.registry,
+            job.config,
+            progress,
+            prepared.driver,
+            spending,
+            shipper,
         )
     finally:
         if prepared.model is not None:
@@ -48,12 +90,57 @@ def attribute_stored(
     return dataclasses.replace(result, notes=(*result.notes, *prepared.notes), driver=prepared.how)
 
 
+@dataclass(frozen=True, slots=True)
+class RunJob:
+    """Everything rollouts of one stored run need, and nothing that is not data: the run as stored,
+    the user's code as named, the configuration, the store's recorded tool results (when
+    ``code.tools`` is ``recorded``)."""
+
+    trajectory: Trajectory
+    code: UserCode
+    config: AttributionConfig
+    recorded: RecordedOutcomes | None = None
+
+
+def job_of(store: Store, id_or_prefix: str, config: AttributionConfig, code: UserCode) -> RunJob:
+    """The job of attributing a stored run. The user's code is loaded once here first, so its
+    mistakes are reported before anything is read or shipped."""
+    code.registry()
+    trajectory = store.get(id_or_prefix)
+    recorded = None
+    if code.tools is ToolSource.RECORDED:
+        recorded = recorded_outcomes(store, trajectory)
+    return RunJob(trajectory, code, config, recorded)
+
+
+class RolloutWork:
+    """An executor's `otel_replay.executors.Work`: the rollouts of one `RunJob`, the driver built
+    once per worker, a rollout a resample function's error ended handed back as that error."""
+
+    def __init__(self, job: RunJob) -> None:
+        self.job = job
+
+    def prepare(self) -> Callable[[Plan, int], Rollout]:
+        prepared = _prepare(self.job)
+        if prepared.driver is not None:
+            return prepared.driver
+        found = registrations(prepared.trajectory, prepared.registry)
+        seed = self.job.config.seed
+        return lambda plan, index: rollout(prepared.trajectory, plan, found, seed, index)
+
+    def run(self, drive: Callable[[Plan, int], Rollout], task: tuple[Plan, int]) -> Any:
+        try:
+            return drive(*task)
+        except RolloutError as exc:
+            return exc
+
+
 def planned_cost_stored(
     store: Store, id_or_prefix: str, config: AttributionConfig, code: UserCode
 ) -> tuple[PlannedCost, str]:
     """What `attribute_stored` would cost (rollouts, resample-function calls), and how it would
     roll out, without running anything (``agent-replay attribute --dry-run``)."""
-    prepared = _prepare(store, id_or_prefix, config, code)
+    prepared = _prepare(job_of(store, id_or_prefix, config, code))
     if prepared.model is not None:
         prepared.model.close()
     driven = prepared.driver is not None
@@ -70,13 +157,11 @@ class _Prepared:
     model: OpenAIChatModel | None
 
 
-def _prepare(
-    store: Store, id_or_prefix: str, config: AttributionConfig, code: UserCode
-) -> _Prepared:
+def _prepare(job: RunJob) -> _Prepared:
+    code, config, trajectory = job.code, job.config, job.trajectory
     registry = code.registry()
-    trajectory = store.get(id_or_prefix)
-    if code.tools is ToolSource.RECORDED and not registry.registered(StepKind.TOOL):
-        registry.add_resampler(StepKind.TOOL, recorded_outcomes(store, trajectory))
+    if job.recorded is not None and not registry.registered(StepKind.TOOL):
+        registry.add_resampler(StepKind.TOOL, job.recorded)
     notes: list[str] = []
     model = None
     if code.llm is not None and not registry.registered(StepKind.LLM):

@@ -1,4 +1,5 @@
-"""``agent-replay attribute``: which step made a failure inevitable, with intervals and a repair."""
+"""``agent-replay attribute``: which step made a failure inevitable, with intervals and a repair;
+for one run, or for many (ids, ``--where``, ``--all-failing``) spread over an executor."""
 
 from __future__ import annotations
 
@@ -21,6 +22,9 @@ from otel_replay.cli._common import (
     StoreOption,
     user_errors,
 )
+from otel_replay.errors import ReplayError
+from otel_replay.executors import ExecutorKind
+from otel_replay.fleet import Selection
 from otel_replay.model import FAIL_THRESHOLD
 from otel_replay.resamplers import ChatModelOptions, ModelSource, ToolSource, UserCode
 
@@ -29,9 +33,35 @@ DEFAULT_ROLLOUTS = 100
 
 
 def attribute_command(
-    trajectory_id: Annotated[
-        str, typer.Argument(metavar="ID", help="Trajectory id or a unique prefix.")
-    ],
+    ids: Annotated[
+        list[str] | None,
+        typer.Argument(
+            metavar="[ID]...",
+            help="Runs (an id or a unique prefix); several, or none with --where.",
+        ),
+    ] = None,
+    where: Annotated[
+        str | None,
+        typer.Option(help="Runs matching this, e.g. 'outcome < 0.5 and steps > 3' (see README)."),
+    ] = None,
+    all_failing: Annotated[
+        bool, typer.Option("--all-failing", help="Every run whose outcome is a failure.")
+    ] = False,
+    since: Annotated[
+        str | None, typer.Option(help="Runs started since: 2026-03-14, or an age (24h, 7d).")
+    ] = None,
+    limit: Annotated[int | None, typer.Option(help="At most this many runs, newest first.")] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Attribute runs already answered for this question.")
+    ] = False,
+    executor: Annotated[
+        ExecutorKind,
+        typer.Option(help="Where rollouts (or, for many runs, runs) go: threads, process, ray."),
+    ] = ExecutorKind.THREADS,
+    ray_address: Annotated[
+        str | None,
+        typer.Option(help="--executor ray: auto, or ray://host:port (default: a local Ray)."),
+    ] = None,
     resamplers: Annotated[
         list[str] | None,
         typer.Option(
@@ -122,7 +152,7 @@ def attribute_command(
         OnResamplerError, typer.Option(help="Stop, or count the rollout as failed.")
     ] = OnResamplerError.FAIL,
     workers: Annotated[
-        int, typer.Option(help="Threads running rollouts (same results for any).")
+        int, typer.Option(help="Threads, processes or Ray CPUs at work (same results for any).")
     ] = 1,
     concurrency: Annotated[
         int,
@@ -163,40 +193,33 @@ def attribute_command(
     json: JsonOption = False,
     store: StoreOption = None,
 ) -> None:
-    """Attribute a failed run to the step where its failure became inevitable."""
+    """Attribute a failed run to the step where its failure became inevitable; or many runs."""
     with user_errors():
         config = AttributionConfig(
-            rollouts=rollouts or DEFAULT_ROLLOUTS,
-            permutations=permutations,
-            shapley_se=shapley_se,
+            rollouts=rollouts or DEFAULT_ROLLOUTS, permutations=permutations,
+            shapley_se=shapley_se, max_rollouts=max_rollouts, budget=budget, seed=seed,
             strategy=strategy or (Strategy.ADAPTIVE if rollouts is None else Strategy.SWEEP),
-            max_rollouts=max_rollouts,
-            budget=budget,
-            seed=seed,
-            method=method,
-            fail_threshold=fail_threshold,
-            margin=margin,
-            repair=repair,
-            on_success=on_success,
-            on_resampler_error=on_resampler_error,
-            workers=workers,
-            concurrency=concurrency,
-            driver=driver,
-            max_turns=max_turns,
-        )
+            method=method, fail_threshold=fail_threshold, margin=margin, repair=repair,
+            on_success=on_success, on_resampler_error=on_resampler_error, workers=workers,
+            concurrency=concurrency, driver=driver, max_turns=max_turns,
+        )  # fmt: skip
         model = ChatModelOptions(llm_base_url, llm_model, llm_temperature) if llm else None
+        sdks = tuple(name.strip() for name in (instrument or "").split(",") if name.strip())
         code = UserCode(
-            tuple(resamplers or ()),
-            verifier,
-            agent,
-            entry_points,
-            success_if,
-            fail_if,
-            tools,
-            model,
-            tuple(name.strip() for name in (instrument or "").split(",") if name.strip()),
-        )
+            tuple(resamplers or ()), verifier, agent, entry_points, success_if, fail_if, tools,
+            model, sdks,
+        )  # fmt: skip
+        chosen = Selection(tuple(ids or ()), where, all_failing, since, limit, fail_threshold)
+        if not (chosen.ids or where or all_failing or since):
+            raise ReplayError("name a run (ID), or choose runs with --where or --all-failing")
     # the engine, the report and the table load here, not for `--help` or another command
+    from otel_replay.cli._attribute_many import run_many
     from otel_replay.cli._attribute_view import run
+    from otel_replay.cli._executing import Running
 
-    run(store, trajectory_id, config, code, (json_out, html_out), json=json, dry_run=dry_run)
+    running = Running(executor, ray_address, force)
+    if chosen.many:
+        run_many(store, chosen, config, code, running, (json_out, html_out, dry_run), json=json)
+    else:
+        outputs = (json_out, html_out)
+        run(store, chosen.ids[0], config, code, outputs, running, json=json, dry_run=dry_run)

@@ -9,6 +9,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+import orjson
 from rich import box
 from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
 from rich.progress import Progress as RichProgress
@@ -26,6 +27,7 @@ from otel_replay.attribution import (
     Strategy,
     SuffixTest,
     attribute_stored,
+    config_digest,
     percent,
     planned_cost_stored,
 )
@@ -40,6 +42,7 @@ from otel_replay.cli._common import (
     user_errors,
     write_output,
 )
+from otel_replay.cli._executing import Running, executing
 from otel_replay.errors import StoreError
 from otel_replay.resamplers import UserCode
 
@@ -50,6 +53,7 @@ def run(
     config: AttributionConfig,
     code: UserCode,
     outputs: tuple[Path | None, Path | None],
+    running: Running | None = None,
     *,
     json: bool,
     dry_run: bool,
@@ -69,8 +73,12 @@ def run(
                     config.strategy.value,
                 )
             return
-        with open_store(store) as db, progress_bar(config) as (progress, spending):
-            result = attribute_stored(db, trajectory_id, config, code, progress, spending)
+        with (
+            open_store(store) as db,
+            executing(running or Running(), config.workers) as executor,
+            progress_bar(config) as (progress, spending),
+        ):
+            result = attribute_stored(db, trajectory_id, config, code, progress, spending, executor)
             run_of = db.get(result.trajectory_id) if html_out is not None else None
         report = dumps_report(build_report(result, config, code))
         if json_out is not None:
@@ -78,17 +86,19 @@ def run(
         if html_out is not None:  # from the report as written: `report html` makes the same page
             write_output(html_out, html_report(read_report(report, "the report"), run_of).encode())
     print_outcome(result, config, report, json_out, json)
-    keep_report(store, report)
+    keep_report(store, report, config_digest(config, code))
     if html_out is not None and str(html_out) != "-":
         (err_console if json else console).print(f"HTML report written to {shown(str(html_out))}")
 
 
-def keep_report(store: Path | None, report: bytes) -> None:
-    """Keep the report in the store beside its run (``ui`` shows it); a store that cannot be
-    written (a read-only disk) keeps nothing, and the user is told so."""
+def keep_report(store: Path | None, report: bytes, question: str) -> None:
+    """Keep the report in the store beside its run (``ui`` shows it, ``blame`` counts it); a store
+    that cannot be written (a read-only disk) keeps nothing, and the user is told so."""
+    from otel_replay.fleet import keep
+
     try:
         with open_store(store, write=True) as db:
-            db.keep_report(report)
+            keep(db, report, db.get(orjson.loads(report)["trajectory_id"]), question)
     except StoreError as exc:
         err_console.print(
             f"[yellow]warning:[/] the report was not kept in the store: {shown(str(exc))}"

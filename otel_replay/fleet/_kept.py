@@ -1,0 +1,66 @@
+"""Keeping a report in the store with the rows ``blame`` reads: one per step of the run, naming the
+step by what it is across runs (kind, name, and for a tool call the names of its arguments)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
+
+from otel_replay.model import Step, Trajectory
+from otel_replay.store import Store
+
+
+def shape(step: Step) -> str:
+    """A step's argument shape: a tool call's argument names, sorted (``"query,service"``); empty
+    for anything without named arguments. Two calls of one tool with different shapes are told
+    apart by ``blame`` (the agent asked for different things)."""
+    arguments = step.inputs.get("arguments")
+    if isinstance(arguments, Mapping):
+        return ",".join(sorted(str(name) for name in arguments))
+    return ""
+
+
+def report_rows(
+    report: Mapping[str, Any], trajectory: Trajectory, config_digest: str
+) -> list[tuple[Any, ...]]:
+    """The ``report_steps`` rows of ``report`` (the JSON report's data) about ``trajectory``."""
+    verdict = report.get("verdict")
+    located = report.get("point_of_commitment")
+    repair = report.get("repair") if isinstance(report.get("repair"), Mapping) else None
+    estimates = {s.get("index"): s for s in report.get("steps") or [] if isinstance(s, Mapping)}
+    rows = []
+    for step in trajectory.steps:
+        estimate = estimates.get(step.index, {})
+        repaired = repair is not None and repair.get("step_index") == step.index
+        rows.append(
+            (
+                trajectory.id,
+                config_digest,
+                step.index,
+                step.kind.value,
+                step.name,
+                shape(step),
+                verdict,
+                estimate.get("attribution"),
+                estimate.get("ci_low"),
+                estimate.get("ci_high"),
+                int(verdict == "culprit" and located == step.index),
+                int(repaired),
+                repair.get("success_rate") if repaired and repair is not None else None,
+            )
+        )
+    return rows
+
+
+def keep(store: Store, report: bytes, trajectory: Trajectory, config_digest: str) -> None:
+    """Keep ``report`` (its JSON bytes) beside ``trajectory`` in ``store``, with its rows."""
+    data = orjson.loads(report)
+    store.keep_report(
+        trajectory.id,
+        config_digest,
+        report,
+        data.get("verdict"),
+        report_rows(data, trajectory, config_digest),
+    )
