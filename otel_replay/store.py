@@ -703,18 +703,36 @@ class Store:
         return {str(row[0]) for row in rows}
 
     def report_step_rows(self, config_digest: str | None = None) -> Iterator[tuple[Any, ...]]:
-        """Every ``report_steps`` row (of one question, or of all), in `REPORT_STEP_COLUMNS`
-        order."""
+        """The ``report_steps`` rows of each run's newest report (of the question
+        ``config_digest``, or of any), in `REPORT_STEP_COLUMNS` order."""
         if not self._has_table("report_steps"):
             return
-        query = f"SELECT {', '.join(REPORT_STEP_COLUMNS)} FROM report_steps"
-        cursor = (
-            self._db.execute(query + " WHERE config_digest = ?", (config_digest,))
-            if config_digest is not None
-            else self._db.execute(query)
+        columns = ", ".join(f"s.{name}" for name in REPORT_STEP_COLUMNS)
+        cursor = self._db.execute(
+            f"SELECT {columns} FROM report_steps s JOIN ("
+            "  SELECT trajectory_id, config_digest,"
+            "         row_number() OVER (PARTITION BY trajectory_id"
+            "                            ORDER BY created_at_unix_nano DESC) AS newest"
+            "  FROM reports WHERE ? IS NULL OR config_digest = ?"
+            ") r ON r.trajectory_id = s.trajectory_id AND r.config_digest = s.config_digest "
+            "WHERE r.newest = 1",
+            (config_digest, config_digest),
         )
         while rows := cursor.fetchmany(50_000):
             yield from (tuple(row) for row in rows)
+
+    def newest_reports(self) -> Iterator[tuple[str, dict[str, Any]]]:
+        """Each run's newest report: its run id and the report (parsed)."""
+        if not self._has_table("reports"):
+            return
+        rows = self._db.execute(
+            "SELECT trajectory_id, report FROM ("
+            "  SELECT trajectory_id, report, row_number() OVER (PARTITION BY trajectory_id"
+            "         ORDER BY created_at_unix_nano DESC) AS newest FROM reports"
+            ") WHERE newest = 1 ORDER BY trajectory_id"
+        )
+        for row in rows:
+            yield str(row[0]), orjson.loads(row[1])
 
     def reports(self, trajectory_id: str) -> list[dict[str, Any]]:
         """The reports kept for a run, newest first: ``config_digest``, ``created_at_unix_nano``,

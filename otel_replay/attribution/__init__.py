@@ -58,7 +58,7 @@ if TYPE_CHECKING:
         job_of,
         planned_cost_stored,
     )
-    from otel_replay.attribution._stats import BOOTSTRAP, WILSON
+    from otel_replay.attribution._stats import BOOTSTRAP, WILSON, wilson
 
 __all__ = [
     "BOOTSTRAP",
@@ -99,6 +99,7 @@ __all__ = [
     "planned_rollouts",
     "repair_bound",
     "rerun_command",
+    "wilson",
 ]
 
 __getattr__, __dir__ = lazy_exports(__name__, __all__)

@@ -19,6 +19,7 @@ except ImportError:  # pragma: no cover - older typer
     from click import exceptions as click_exceptions  # type: ignore[no-redef,import-not-found,unused-ignore]
 
 from otel_replay.cli._attribute import attribute_command
+from otel_replay.cli._blame import blame_command
 from otel_replay.cli._browse import list_command, show_command
 from otel_replay.cli._common import print_error
 from otel_replay.cli._export import export_command
@@ -84,6 +85,7 @@ app.command("list")(list_command)
 app.command("show")(show_command)
 app.command("export")(export_command)
 app.command("attribute")(attribute_command)
+app.command("blame")(blame_command)
 app.command("record")(record_command)
 app.command("replay")(replay_command)
 app.command("fork")(fork_command)

@@ -1,4 +1,5 @@
-"""``agent-replay export``: trajectories as native JSONL, or every step as a Parquet table."""
+"""``agent-replay export``: trajectories as native JSONL, every step as a Parquet table, a recorded
+run as a pytest regression test, or the repaired runs' contrastive pairs."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ class ExportFormat(str, Enum):
     JSONL = "jsonl"
     PARQUET = "parquet"
     PYTEST = "pytest"
+    PAIRS = "pairs"
 
 
 class Expect(str, Enum):
@@ -71,6 +73,9 @@ def export_command(
         )
         if format is ExportFormat.PYTEST:
             _pytest(db, ids, out, agent, instrument, verifier, expect)
+            return
+        if format is ExportFormat.PAIRS:
+            _pairs(db, set(ids) if trajectory_ids else None, out)
             return
         if format is ExportFormat.PARQUET:
             from otel_replay.frame import steps_frame  # polars loads only when asked for
@@ -123,6 +128,23 @@ def _pytest(
     with output_file(out) as handle:
         handle.write(text.encode())
     err_console.print(f"wrote {out} and the recording it replays, {recording}")
+
+
+def _pairs(db: Store, runs: set[str] | None, out: Path | None) -> None:
+    """Each repaired run's contrastive pair, a JSON line each (``prompt``/``chosen``/``rejected``)."""
+    import orjson
+
+    from otel_replay.fleet import pairs
+
+    count = 0
+    with output_file(out or Path("-")) as handle:
+        for pair in pairs(db, runs):
+            handle.write(orjson.dumps(pair) + b"\n")
+            count += 1
+    if count == 0:
+        err_console.print("no stored report found a repair: `attribute --repair` searches one")
+    elif out is not None and str(out) != "-":
+        err_console.print(f"wrote {plural(count, 'pair')} to {out}")
 
 
 def _beside(spec: str, folder: Path) -> str:

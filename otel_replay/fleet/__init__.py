@@ -9,7 +9,9 @@ from otel_replay._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from otel_replay.fleet._batch import Attributed, RunsWork, attribute_runs, pending
+    from otel_replay.fleet._blame import IDENTITY, blame, finite, rows_frame
     from otel_replay.fleet._kept import keep, report_rows, shape
+    from otel_replay.fleet._pairs import pairs
     from otel_replay.fleet._select import (
         FIELDS,
         Selection,
@@ -20,16 +22,21 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FIELDS",
+    "IDENTITY",
     "Attributed",
     "RunsWork",
     "Selection",
     "attribute_runs",
+    "blame",
     "described",
+    "finite",
     "keep",
+    "pairs",
     "parse_since",
     "parse_where",
     "pending",
     "report_rows",
+    "rows_frame",
     "shape",
 ]
 

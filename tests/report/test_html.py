@@ -12,6 +12,7 @@ import orjson
 import pytest
 from typer.testing import CliRunner
 
+from otel_replay.fleet import keep
 from otel_replay.model import Step, StepKind, StepStatus, Trajectory
 from otel_replay.report import html_report, read_report
 from otel_replay.store import Store
@@ -158,8 +159,9 @@ def test_attribute_keeps_its_report_in_the_store(attributed: tuple[Path, Path, P
         assert kept["report"] == orjson.loads(report.read_bytes())
         assert kept["verdict"] == "culprit" and db.report_counts() == {run_id: 1}
     with Store.open(store) as db:  # the same question asked again replaces its answer
-        db.keep_report(report.read_bytes())
+        keep(db, report.read_bytes(), db.get(run_id), kept["config_digest"])
         assert len(db.reports(run_id)) == 1
+        assert kept["config_digest"] in {row[1] for row in db.report_step_rows()}
 
 
 # --- trace content is text, never markup ------------------------------------------------------------

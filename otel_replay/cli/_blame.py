@@ -1,0 +1,101 @@
+"""``agent-replay blame``: the steps that cause a fleet's failures, over the stored reports."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich import box
+from rich.table import Table
+
+from otel_replay.cli._common import (
+    JsonOption,
+    StoreOption,
+    console,
+    err_console,
+    open_store,
+    output_file,
+    plural,
+    print_json,
+    refuse_store,
+    shown,
+    user_errors,
+)
+from otel_replay.errors import ReplayError
+
+
+def blame_command(
+    where: Annotated[
+        str | None, typer.Option(help="Only runs matching this (as for attribute --where).")
+    ] = None,
+    since: Annotated[
+        str | None, typer.Option(help="Only runs started since (24h, 2026-03-14).")
+    ] = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Also write the table: FILE.parquet or FILE.csv.")
+    ] = None,
+    json: JsonOption = False,
+    store: StoreOption = None,
+) -> None:
+    """Add up the stored attribution reports by step (kind, name, argument names): how often each
+    step was the Point of Commitment, its mean attribution, inconclusive runs, repairs."""
+    from otel_replay.fleet import Selection, blame, rows_frame
+
+    with user_errors(), open_store(store) as db:
+        if out is not None:
+            refuse_store(out, db.path)
+            if out.suffix not in (".parquet", ".csv"):
+                raise ReplayError(f"--out {out}: blame writes .parquet or .csv files")
+        chosen = Selection(where=where, since=since) if where or since else None
+        runs = chosen.runs(db) if chosen is not None else None
+        table = blame(rows_frame(db.report_step_rows()), runs)
+        if table.height == 0:
+            raise ReplayError("no stored report to add up: `agent-replay attribute` keeps them")
+        if out is not None:
+            with output_file(out) as handle:
+                table.write_parquet(handle) if out.suffix == ".parquet" else table.write_csv(handle)
+            err_console.print(f"wrote {plural(table.height, 'step')} to {shown(str(out))}")
+    _show(table.to_dicts(), json)
+
+
+def _show(rows: list[dict[str, Any]], json: bool) -> None:
+    from otel_replay.fleet import finite
+
+    if json:
+        print_json([{k: finite(v) for k, v in row.items()} for row in rows])
+        return
+    decided = rows[0]["decided_runs"]
+    table = Table(box=box.SIMPLE_HEAD, title=f"blame over {plural(decided, 'decided run')}")
+    for column in (
+        "step",
+        "runs",
+        "commitment",
+        "share [95%]",
+        "mean attribution",
+        "undecided",
+        "repairs",
+    ):
+        table.add_column(column)
+    for row in rows:
+        shape = f"({row['shape']})" if row["shape"] else ""
+        table.add_row(
+            shown(f"{row['kind']} {row['name']}{shape}"),
+            str(row["runs"]),
+            str(row["commitments"]),
+            _interval(row["share"], row["share_low"], row["share_high"], "{:.0%}"),
+            _interval(
+                row["mean_attribution"], row["attribution_low"], row["attribution_high"], "{:+.2f}"
+            ),
+            str(row["inconclusive"]),
+            f"{row['repairs']} ({row['repair_success']:.0%})" if row["repairs"] else "",
+        )
+    console.print(table)
+
+
+def _interval(value: Any, low: Any, high: Any, form: str) -> str:
+    if value is None:
+        return ""
+    if low is None or high is None:
+        return form.format(value)
+    return f"{form.format(value)} [{form.format(low)}, {form.format(high)}]"
