@@ -171,14 +171,18 @@ def _redacted(trajectory: Trajectory) -> list[str]:
     return [p for p in patterns if isinstance(p, str)]
 
 
-def _inputs_of(trajectory: Trajectory) -> tuple[Any, int]:
+def _inputs_of(trajectory: Trajectory, agent: AgentFunction | None) -> tuple[Any, int]:
+    """The recorded run's input and seed. The input was the recorded agent's: the built-in chat
+    loop, which rebuilds its opening from the record, is given none (a run recorded with
+    ``record --agent`` and attributed without its agent used to hand the loop that agent's
+    arguments, and every rollout failed before its first step)."""
     meta = trajectory.metadata
     seed = meta.get("seed", 0)
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise ReplayError(
             f"{trajectory.id} has seed {seed!r} in its metadata; a recorded run's seed is an integer"
         )
-    return meta.get("input"), seed
+    return (None if agent is not None and is_built_in(agent) else meta.get("input")), seed
 
 
 def replay(
@@ -191,7 +195,7 @@ def replay(
 ) -> Replay:
     """Re-run ``agent`` with the recorded outputs served; compare the two ledgers. A call the
     record does not hold stops the replay (``on_miss="error"``) or runs live (``"resample"``)."""
-    arguments, seed = _inputs_of(original)
+    arguments, seed = _inputs_of(original, agent)
     ctx = ReplayContext(
         original.steps,
         seed,
@@ -270,7 +274,7 @@ def fork(
             f"--at {at} is not a step of {original.id} (it has {len(original.steps)})"
         )
     registry = registry or Registry()
-    arguments, recorded_seed = _inputs_of(original)
+    arguments, recorded_seed = _inputs_of(original, agent)
     metadata: dict[str, Any] = {
         **original.metadata,
         "source": "fork",
@@ -344,7 +348,7 @@ class AgentDriver:
         self, factual: Trajectory, agent: AgentFunction, registry: Registry, seed: int
     ) -> None:
         self.factual, self.agent, self.registry, self.seed = factual, agent, registry, seed
-        self.arguments, self.recorded_seed = _inputs_of(factual)
+        self.arguments, self.recorded_seed = _inputs_of(factual, agent)
         self.built_in = is_built_in(agent)
         # served from the record even where a plan resamples them (see ReplayContext._decide)
         self.observed_only = {s.index for s in factual.steps if not s.resamplable}

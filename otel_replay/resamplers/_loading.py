@@ -8,6 +8,7 @@ import hashlib
 import importlib
 import importlib.util
 import sys
+import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import Enum
@@ -93,17 +94,24 @@ class UserCode:
         return flags
 
 
+#: Held while user code loads: runs attributed on threads at once each load the modules again, and a
+#: module's decorators register into whichever registry is collecting (found by a fleet on threads:
+#: a run's registry came up empty when another thread's load took its registrations).
+_LOADING = threading.RLock()
+
+
 def load_registry(
     specs: Iterable[str], *, entry_points: bool = False, verifier: str | None = None
 ) -> Registry:
     """A fresh registry holding what the modules ``specs`` register, then (with ``entry_points``) the
     installed entry points' registrations, then ``verifier`` in place of any registered one."""
     registry = Registry()
-    load_resamplers(specs, registry)
-    if entry_points:
-        load_entry_points(registry)
-    if verifier is not None:
-        load_verifier(verifier, registry)
+    with _LOADING:  # decorators register into the registry collecting now: one load at a time
+        load_resamplers(specs, registry)
+        if entry_points:
+            load_entry_points(registry)
+        if verifier is not None:
+            load_verifier(verifier, registry)
     return registry
 
 
