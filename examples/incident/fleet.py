@@ -61,7 +61,9 @@ def faulty_investigator(ctx: AgentContext, ticket: int, tool: str, mode: str) ->
         for call in calls:
             name, arguments = call["name"], dict(call.get("arguments") or {})
             try:
-                result = ctx.tool(name, produce=lambda: world.call(name, arguments), **arguments)
+                result = ctx.tool(
+                    name, produce=lambda n=name, a=arguments: world.call(n, a), **arguments
+                )
                 content = json.dumps(result)
             except StepError as exc:
                 content = json.dumps({"error": str(exc)})
