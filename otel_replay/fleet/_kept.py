@@ -25,7 +25,10 @@ def shape(step: Step) -> str:
 def report_rows(
     report: Mapping[str, Any], trajectory: Trajectory, config_digest: str
 ) -> list[tuple[Any, ...]]:
-    """The ``report_steps`` rows of ``report`` (the JSON report's data) about ``trajectory``."""
+    """The ``report_steps`` rows of ``report`` (the JSON report's data) about ``trajectory``; none
+    for a passing run's credit report (blame is about failures)."""
+    if report.get("mode") == "credit":
+        return []
     verdict = report.get("verdict")
     located = report.get("point_of_commitment")
     repair = report.get("repair") if isinstance(report.get("repair"), Mapping) else None

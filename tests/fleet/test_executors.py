@@ -1,0 +1,163 @@
+"""Executors (issue 14, part 1): the same report on threads, a process pool and Ray, for any number
+of workers; a worker that dies is retried and changes nothing; one that always dies is a clear
+error."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from typer.testing import CliRunner
+
+from otel_replay.executors import BATCHES_PER_WORKER, Processes, Threads, WorkerDied, batches
+from tests.attribution.models import CHAIN
+from tests.cli_helpers import invoke, ok, one_line_error
+
+pytest.importorskip("ray", reason="the ray extra is not installed (pip install 'otel-replay[ray]')")
+
+ARGS = ["--method", "all", "--repair", "--permutations", "8", "--seed", "3"]
+
+
+def _report(runner: CliRunner, store: Path, out: Path, *extra: str) -> dict[str, Any]:
+    ok(invoke(runner, store, "attribute", CHAIN.trajectory_id, *extra, "--out", str(out)))
+    report: dict[str, Any] = orjson.loads(out.read_bytes())
+    report["cost"].pop("wall_seconds")
+    return report
+
+
+@pytest.fixture
+def store(runner: CliRunner, store_path: Path) -> Path:
+    ok(invoke(runner, store_path, "import", str(CHAIN.jsonl)))
+    return store_path
+
+
+def dying_module(folder: Path, *, always: bool = False) -> Path:
+    """The chain's resample functions, with ``read_config`` killing its worker process (never this
+    test's own) the first time it runs there (``always``: every time)."""
+    source = CHAIN.resamplers.read_text()
+    marker = folder / "died-once"
+    head = "def read_config(step: Step, ctx: RolloutContext) -> Any:\n"
+    assert head in source
+    dying = source.replace(head, head + "    _die()\n") + (
+        "\n\ndef _die() -> None:\n"
+        "    import os, pathlib\n"
+        f"    if os.getpid() == {os.getpid()}:\n"
+        "        return\n"
+        f"    marker = pathlib.Path({str(marker)!r})\n"
+        f"    if {always!r} or not marker.exists():\n"
+        "        marker.touch()\n"
+        "        os._exit(13)\n"
+    )
+    path = folder / ("always_dying.py" if always else "dying_once.py")
+    path.write_text(dying)
+    return path
+
+
+def test_the_report_is_the_same_on_every_executor_and_any_number_of_workers(
+    runner: CliRunner, store: Path, tmp_path: Path
+) -> None:
+    code = ["--resamplers", str(CHAIN.resamplers), *ARGS]
+    one = _report(runner, store, tmp_path / "one.json", *code)
+    assert one["point_of_commitment"] == 1 and one["repair"] is not None
+    for name, extra in {
+        "threads-3": ["--workers", "3"],
+        "process-2": ["--executor", "process", "--workers", "2"],
+        "ray-2": ["--executor", "ray", "--workers", "2"],
+    }.items():
+        assert _report(runner, store, tmp_path / f"{name}.json", *code, *extra) == one, name
+
+
+def test_a_worker_that_dies_is_retried_and_changes_nothing(
+    runner: CliRunner, store: Path, tmp_path: Path
+) -> None:
+    code = ["--resamplers", str(CHAIN.resamplers), *ARGS]
+    expected = _report(runner, store, tmp_path / "threads.json", *code)
+    dying = ["--resamplers", str(dying_module(tmp_path)), *ARGS]
+    for executor in ("process", "ray"):
+        (tmp_path / "died-once").unlink(missing_ok=True)
+        got = _report(
+            runner,
+            store,
+            tmp_path / f"{executor}.json",
+            *dying,
+            "--executor",
+            executor,
+            "--workers",
+            "2",
+        )
+        assert (tmp_path / "died-once").exists(), (
+            f"no {executor} worker died: the test tests nothing"
+        )
+        assert _named_apart(got) == _named_apart(expected), executor
+
+
+def test_a_worker_that_always_dies_is_a_one_line_error(
+    runner: CliRunner, store: Path, tmp_path: Path
+) -> None:
+    dying = ["--resamplers", str(dying_module(tmp_path, always=True)), *ARGS]
+    line = one_line_error(
+        invoke(
+            runner,
+            store,
+            "attribute",
+            CHAIN.trajectory_id,
+            *dying,
+            "--executor",
+            "process",
+            "--workers",
+            "2",
+        )
+    )
+    assert "died 4 times running the same batch" in line
+
+
+def _named_apart(report: dict[str, Any]) -> dict[str, Any]:
+    """A report without what names the module it ran (the dying copy has another file name)."""
+    config = {
+        k: v for k, v in report["config"].items() if k not in ("resamplers", "verifier", "rerun")
+    }
+    repair = {k: v for k, v in (report["repair"] or {}).items() if k != "source"}
+    return {**report, "config": config, "repair": repair}
+
+
+class Square:
+    """A picklable piece of work: prepared once per worker, one item at a time."""
+
+    def prepare(self) -> int:
+        return os.getpid()
+
+    def run(self, state: int, item: int) -> tuple[int, int]:
+        return item * item, state
+
+
+def test_results_come_back_in_order_and_the_work_is_prepared_once_per_worker() -> None:
+    items = list(range(50))
+    on_threads = [value for value, _ in Threads(4).map(Square(), items)]
+    pool = Processes(2)
+    try:
+        counted: list[int] = []
+        got = list(pool.map(Square(), items, counted.append))
+    finally:
+        pool.close()
+    assert [value for value, _ in got] == on_threads == [i * i for i in items]
+    assert sum(counted) == len(items)
+    workers = {pid for _, pid in got}
+    assert os.getpid() not in workers and 1 <= len(workers) <= 2
+
+
+def test_batches_give_each_worker_a_few() -> None:
+    cut = batches(list(range(100)), 5)
+    assert [x for batch in cut for x in batch] == list(range(100))
+    assert len(cut) == 20 == 5 * BATCHES_PER_WORKER
+    assert batches(list(range(7)), 4) == [[i] for i in range(7)]
+    assert batches(list(range(10)), 1, largest=3)[0] == [0, 1, 2]
+    assert batches([], 3) == []
+
+
+def test_worker_died_is_a_project_error() -> None:
+    from otel_replay.errors import ReplayError
+
+    assert issubclass(WorkerDied, ReplayError)
