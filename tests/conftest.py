@@ -27,6 +27,19 @@ def proto_frames(path: Path) -> list[bytes]:
     return frames
 
 
+def requires_ray() -> None:
+    """Skip the module without Ray (the ``ray`` extra), with the reason; under CI, fail."""
+    try:
+        import ray  # noqa: F401
+    except ImportError:
+        if os.environ.get("CI"):
+            pytest.fail("Ray is missing under CI: .ci/run installs the test extra, which has it")
+        pytest.skip(
+            "the ray extra is not installed (pip install 'otel-replay[ray]')",
+            allow_module_level=True,
+        )
+
+
 @pytest.fixture
 def corpus() -> Path:
     """``../shared/trace-corpus``: required in CI, skipped with a reason elsewhere."""

@@ -15,8 +15,9 @@ from typer.testing import CliRunner
 from otel_replay.executors import BATCHES_PER_WORKER, Processes, Threads, WorkerDied, batches
 from tests.attribution.models import CHAIN
 from tests.cli_helpers import invoke, ok, one_line_error
+from tests.conftest import requires_ray
 
-pytest.importorskip("ray", reason="the ray extra is not installed (pip install 'otel-replay[ray]')")
+requires_ray()
 
 ARGS = ["--method", "all", "--repair", "--permutations", "8", "--seed", "3"]
 
