@@ -77,14 +77,21 @@ Done = Callable[[int], None]
 
 
 def batches(items: Sequence[Any], workers: int, largest: int | None = None) -> list[list[Any]]:
-    """``items`` in consecutive batches, about `BATCHES_PER_WORKER` per worker (at most ``largest``
-    items each)."""
+    """``items`` in consecutive batches, about `BATCHES_PER_WORKER` per worker, their sizes
+    differing by one at most (so no batch is left to run alone at the end), at most ``largest``
+    items each."""
     if not items:
         return []
-    size = max(1, math.ceil(len(items) / (workers * BATCHES_PER_WORKER)))
+    count = min(len(items), workers * BATCHES_PER_WORKER)
     if largest is not None:
-        size = min(size, largest)
-    return [list(items[i : i + size]) for i in range(0, len(items), size)]
+        count = max(count, math.ceil(len(items) / largest))
+    size, extra = divmod(len(items), count)
+    cut, start = [], 0
+    for number in range(count):
+        end = start + size + (number < extra)
+        cut.append(list(items[start:end]))
+        start = end
+    return cut
 
 
 class Threads:

@@ -154,7 +154,8 @@ def test_batches_give_each_worker_a_few() -> None:
     assert [x for batch in cut for x in batch] == list(range(100))
     assert len(cut) == 20 == 5 * BATCHES_PER_WORKER
     assert batches(list(range(7)), 4) == [[i] for i in range(7)]
-    assert batches(list(range(10)), 1, largest=3)[0] == [0, 1, 2]
+    assert [len(b) for b in batches(list(range(10)), 1, largest=3)] == [3, 3, 2, 2]
+    assert sorted({len(b) for b in batches(list(range(80)), 8)}) == [2, 3]
     assert batches([], 3) == []
 
 
