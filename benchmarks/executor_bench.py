@@ -3,8 +3,9 @@ pool and a local Ray, ``--workers`` of each (64 by default), in one run.
 
 Each executor runs ``--per-worker`` rollouts per worker of a one-step run through the same path
 `attribute --executor` takes (`RolloutWork` over a `RunJob`, shipped once per worker, batches of
-rollouts per task). A first round starts the workers (process start, Ray's workers, the work
-prepared in each: reported as start-up); the second is timed. Figures: wall time, efficiency against
+rollouts per task). A first round of the same size starts the workers (process start, Ray's
+workers, the work prepared in each: reported as start-up, with that round's rollouts); the second
+is timed. Figures: wall time, efficiency against
 the ideal (rollouts × 50 ms / workers), and the overhead per rollout
 (``(wall × workers − rollouts × 50 ms) / rollouts``).
 
@@ -49,7 +50,7 @@ def measure(executor: Any, rollouts: int) -> dict[str, float]:
     work = RolloutWork(job())
     plan = Plan.ablate_from(1, 0)
     started = time.perf_counter()
-    list(executor.map(work, [(plan, r) for r in range(executor.workers)]))  # start the workers
+    list(executor.map(work, [(plan, r) for r in range(rollouts)]))  # start every worker
     startup = time.perf_counter() - started
     started = time.perf_counter()
     made = list(executor.map(work, [(plan, r) for r in range(rollouts)]))

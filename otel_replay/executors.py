@@ -24,6 +24,7 @@ rollouts that wait on a model, many enough that an unlucky slow batch does not l
 from __future__ import annotations
 
 import hashlib
+import importlib
 import math
 import multiprocessing
 import pickle
@@ -241,7 +242,28 @@ def _ray() -> Any:
         import ray
     except ImportError:
         raise ReplayError("--executor ray needs Ray: pip install 'otel-replay[ray]'") from None
+    _messages_to_stderr()
     return ray
+
+
+def _messages_to_stderr() -> None:
+    """Ray prints its cluster's warnings (a raylet starting many workers, say) on standard output,
+    from a thread of its own, at any moment; standard output is the command's (``--json`` prints
+    one document there and nothing else), so they are sent to standard error. Ray offers no
+    setting for this: its printing function is wrapped, and left alone if it is not found."""
+    try:
+        worker = importlib.import_module("ray._private.worker")
+    except ImportError:
+        return
+    original = getattr(worker, "print_to_stdstream", None)
+    if original is None or getattr(original, "to_stderr", False):
+        return
+
+    def to_stderr(data: dict[str, Any], ignore_prefix: bool) -> None:
+        original({**data, "is_err": True}, ignore_prefix)
+
+    to_stderr.to_stderr = True  # type: ignore[attr-defined]
+    worker.print_to_stdstream = to_stderr
 
 
 def _ray_batch(key: str, shipped: bytes, batch: list[Any]) -> list[Any]:
