@@ -263,7 +263,7 @@ def _messages_to_stderr() -> None:
         original({**data, "is_err": True}, ignore_prefix)
 
     to_stderr.to_stderr = True  # type: ignore[attr-defined]
-    worker.print_to_stdstream = to_stderr
+    setattr(worker, "print_to_stdstream", to_stderr)  # noqa: B010 (a module, typed as such)
 
 
 def _ray_batch(key: str, shipped: bytes, batch: list[Any]) -> list[Any]:
