@@ -127,10 +127,12 @@ CREATE TABLE IF NOT EXISTS report_steps (
     commitment     INTEGER NOT NULL,  -- 1: this step is the report's Point of Commitment
     repaired       INTEGER NOT NULL,  -- 1: the report's repair changes this step
     repair_success REAL,
+    newest         INTEGER NOT NULL,  -- 1: of the run's newest report (what blame adds up)
     PRIMARY KEY (trajectory_id, config_digest, idx)
 ) WITHOUT ROWID;
 """
-#: The columns of a ``report_steps`` row, in order.
+#: The columns of a ``report_steps`` row as `Store.keep_report` is given it, in order (the store
+#: adds ``newest``).
 REPORT_STEP_COLUMNS = (
     "trajectory_id",
     "config_digest",
@@ -680,12 +682,15 @@ class Store:
         self._db.execute(
             "DELETE FROM report_steps WHERE trajectory_id = ? AND config_digest = ?", key
         )
+        self._db.execute("UPDATE report_steps SET newest = 0 WHERE trajectory_id = ?", key[:1])
         self._db.execute(
             "INSERT OR REPLACE INTO reports VALUES (?, ?, ?, ?, ?)",
             (*key, time.time_ns(), verdict, report),
         )
         marks = ", ".join("?" * len(REPORT_STEP_COLUMNS))
-        self._db.executemany(f"INSERT INTO report_steps VALUES ({marks})", steps)
+        self._db.executemany(
+            f"INSERT INTO report_steps VALUES ({marks}, 1)", (tuple(row) for row in steps)
+        )
 
     def prepare_reports(self) -> None:
         """Create the report tables if the store has none (inside `transaction`)."""
@@ -702,24 +707,35 @@ class Store:
         )
         return {str(row[0]) for row in rows}
 
-    def report_step_rows(self, config_digest: str | None = None) -> Iterator[tuple[Any, ...]]:
-        """The ``report_steps`` rows of each run's newest report (of the question
-        ``config_digest``, or of any), in `REPORT_STEP_COLUMNS` order."""
+    def blame_sums(self, runs: Collection[str] | None = None) -> list[dict[str, Any]]:
+        """What ``blame`` adds up, one pass over each run's newest report rows (of ``runs``, or
+        of all): per step (kind, name, shape) and verdict, the runs, commitments, the sum, sum of
+        squares and count of the estimates, repairs and their success rates' sum and count."""
         if not self._has_table("report_steps"):
-            return
-        columns = ", ".join(f"s.{name}" for name in REPORT_STEP_COLUMNS)
-        cursor = self._db.execute(
-            f"SELECT {columns} FROM report_steps s JOIN ("
-            "  SELECT trajectory_id, config_digest,"
-            "         row_number() OVER (PARTITION BY trajectory_id"
-            "                            ORDER BY created_at_unix_nano DESC) AS newest"
-            "  FROM reports WHERE ? IS NULL OR config_digest = ?"
-            ") r ON r.trajectory_id = s.trajectory_id AND r.config_digest = s.config_digest "
-            "WHERE r.newest = 1",
-            (config_digest, config_digest),
+            return []
+        among = "" if runs is None else " AND trajectory_id IN (SELECT value FROM json_each(?))"
+        rows = self._db.execute(
+            "SELECT kind, name, shape, verdict, count(DISTINCT trajectory_id) AS runs,"
+            " sum(commitment) AS commitments, sum(attribution) AS total,"
+            " sum(attribution * attribution) AS squares, count(attribution) AS estimated,"
+            " sum(repaired) AS repairs, sum(repair_success) AS repair_total,"
+            " count(repair_success) AS repair_count"
+            f" FROM report_steps WHERE newest = 1{among} GROUP BY 1, 2, 3, 4",
+            () if runs is None else (orjson.dumps(list(runs)).decode(),),
         )
-        while rows := cursor.fetchmany(50_000):
-            yield from (tuple(row) for row in rows)
+        return [dict(row) for row in rows]
+
+    def decided_runs(self, runs: Collection[str] | None = None) -> int:
+        """Runs (of ``runs``, or all) whose newest report named a culprit."""
+        if not self._has_table("report_steps"):
+            return 0
+        among = "" if runs is None else " AND trajectory_id IN (SELECT value FROM json_each(?))"
+        row = self._db.execute(
+            "SELECT count(DISTINCT trajectory_id) FROM report_steps"
+            f" WHERE newest = 1 AND verdict = 'culprit'{among}",
+            () if runs is None else (orjson.dumps(list(runs)).decode(),),
+        ).fetchone()
+        return int(row[0])
 
     def newest_reports(self) -> Iterator[tuple[str, dict[str, Any]]]:
         """Each run's newest report: its run id and the report (parsed)."""

@@ -43,6 +43,7 @@ def shoot(page: Any, url: str, path: Path, *, open_steps: tuple[int, ...] = ()) 
     page.goto(url, wait_until="load")
     for index in open_steps:
         page.locator(f"#step-{index} summary").click()
+        page.locator(f"#step-{index} .body[data-done]").wait_for(state="attached")
     page.screenshot(path=str(path), full_page=True)
     print(f"wrote {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}")
 

@@ -40,7 +40,7 @@ def blame_command(
 ) -> None:
     """Add up the stored attribution reports by step (kind, name, argument names): how often each
     step was the Point of Commitment, its mean attribution, inconclusive runs, repairs."""
-    from otel_replay.fleet import Selection, blame, rows_frame
+    from otel_replay.fleet import Selection, blame
 
     with user_errors(), open_store(store) as db:
         if out is not None:
@@ -49,7 +49,7 @@ def blame_command(
                 raise ReplayError(f"--out {out}: blame writes .parquet or .csv files")
         chosen = Selection(where=where, since=since) if where or since else None
         runs = chosen.runs(db) if chosen is not None else None
-        table = blame(rows_frame(db.report_step_rows()), runs)
+        table = blame(db, runs)
         if table.height == 0:
             raise ReplayError("no stored report to add up: `agent-replay attribute` keeps them")
         if out is not None:

@@ -9,7 +9,7 @@ from otel_replay._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from otel_replay.fleet._batch import Attributed, RunsWork, attribute_runs, pending
-    from otel_replay.fleet._blame import IDENTITY, blame, finite, rows_frame
+    from otel_replay.fleet._blame import IDENTITY, blame, finite
     from otel_replay.fleet._kept import keep, report_rows, shape
     from otel_replay.fleet._pairs import pairs
     from otel_replay.fleet._select import (
@@ -36,7 +36,6 @@ __all__ = [
     "parse_where",
     "pending",
     "report_rows",
-    "rows_frame",
     "shape",
 ]
 
