@@ -463,6 +463,14 @@ class Store:
             self._db.executemany(_insert("steps", steps[0]), steps)
         return _summary(row)
 
+    def delete(self, trajectory_id: str) -> None:
+        """Remove a run (its steps go with it; blobs stay, shared and content-addressed). Inside
+        `transaction`, or in one of its own."""
+        if not self._db.in_transaction:
+            with self.transaction():
+                return self.delete(trajectory_id)
+        self._db.execute("DELETE FROM trajectories WHERE id = ?", (trajectory_id,))
+
     def put_all(self, trajectories: Iterable[Trajectory]) -> list[TrajectorySummary]:
         """Store every trajectory in one transaction: all of them, or (if anything raises) none.
 

@@ -26,6 +26,7 @@ from otel_replay.cli._export import export_command
 from otel_replay.cli._import import import_command
 from otel_replay.cli._live import diff_command, fork_command, record_command, replay_command
 from otel_replay.cli._report import report_app
+from otel_replay.cli._resume import resume_command
 from otel_replay.cli._serve import serve_command
 from otel_replay.cli._ui import ui_command
 
@@ -89,6 +90,7 @@ app.command("blame")(blame_command)
 app.command("record")(record_command)
 app.command("replay")(replay_command)
 app.command("fork")(fork_command)
+app.command("resume")(resume_command)
 app.command("diff")(diff_command)
 app.command("serve")(serve_command)
 app.command("ui")(ui_command)

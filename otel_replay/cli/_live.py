@@ -28,6 +28,7 @@ from otel_replay.errors import ReplayError
 from otel_replay.model import Step, StepKind, Trajectory
 from otel_replay.replay import FAULTS
 from otel_replay.resamplers import load_object, load_registry
+from otel_replay.store import Store
 
 if TYPE_CHECKING:
     from otel_replay.replay import Intervention, Replay, TrajectoryDiff
@@ -60,7 +61,7 @@ InstrumentOption = Annotated[
 ]
 
 
-def _agent(spec: str, instrument: str | None = None) -> Any:
+def load_agent(spec: str, instrument: str | None = None) -> Any:
     if instrument:
         from otel_replay.replay import instrument as patch
 
@@ -106,27 +107,30 @@ def record_command(
     json: JsonOption = False,
     store: StoreOption = None,
 ) -> None:
-    """Run an agent live, store the recorded trajectory, print its id."""
+    """Run an agent live, store the recorded trajectory, print its id. Each step is stored as it
+    completes: a run killed half-way is kept up to its last whole step (`resume` continues it)."""
     from otel_replay.otlp_encode import request_to_otlp_json
     from otel_replay.replay import record
 
     with user_errors():
-        function = _agent(agent, instrument)
+        function = load_agent(agent, instrument)
         registry = load_registry(resamplers or ())
         scorer = load_object(outcome, "--verifier") if outcome else None
-        recording = record(
-            function,
-            arguments=_json_option(input, "--input"),
-            seed=seed,
-            registry=registry,
-            lax=lax,
-            outcome=scorer,
-            agent_spec=agent,
-            redact=redact or (),
-        )
-        trajectory = recording.trajectory
         with open_store(store, write=True, create=True) as db:
-            db.put_all([trajectory])
+            ledger = DurableLedger(db)
+            recording = record(
+                function,
+                arguments=_json_option(input, "--input"),
+                seed=seed,
+                registry=registry,
+                lax=lax,
+                outcome=scorer,
+                agent_spec=agent,
+                redact=redact or (),
+                ledger=ledger.keep,
+            )
+            ledger.finish(recording.trajectory)
+        trajectory = recording.trajectory
         if otlp_out is not None:
             write_output(
                 otlp_out, orjson.dumps(request_to_otlp_json(recording.spans.request)) + b"\n"
@@ -135,6 +139,26 @@ def record_command(
     if recording.error:  # stored (a crash is evidence), but the run did not finish
         print_error(f"the agent raised {recording.error}; recorded up to there")
         raise typer.Exit(1)
+
+
+class DurableLedger:
+    """A recording's run so far, kept in the store after each step (one transaction each), and
+    replaced by the finished run at the end."""
+
+    def __init__(self, db: Store) -> None:
+        self.db = db
+        self.partial: str | None = None
+
+    def keep(self, run: Trajectory) -> None:
+        self.db.put(run)
+        self.partial = run.id
+
+    def finish(self, run: Trajectory) -> None:
+        with self.db.transaction():
+            self.db.put(run)
+            if self.partial is not None and self.partial != run.id:
+                self.db.delete(self.partial)
+        self.partial = None
 
 
 def _print_recorded(trajectory: Trajectory, error: str | None, json: bool) -> None:
@@ -184,7 +208,7 @@ def replay_command(
     from otel_replay.replay import replay
 
     with user_errors():
-        function = _agent(agent, instrument) if agent else None
+        function = load_agent(agent, instrument) if agent else None
         with open_store(store) as db:
             original = db.get(trajectory_id)
         result = replay(original, function or _chat_loop(original), live_kinds=live or ())
@@ -282,7 +306,9 @@ def fork_command(
                 original,
                 at,
                 intervention,
-                agent=_agent(agent, instrument) if agent else _driven(original, driver, max_turns),
+                agent=load_agent(agent, instrument)
+                if agent
+                else _driven(original, driver, max_turns),
                 registry=load_registry(resamplers or ()),
                 outcome=load_object(outcome, "--verifier") if outcome else None,
                 seed=seed,

@@ -144,6 +144,8 @@ class AgentContext:
         self.seed = seed
         self.registry = registry or Registry()
         self.ledger = Ledger()
+        #: Called with the ledger's steps each time one is added (the durable ledger of `record`).
+        self.on_step: Callable[[Sequence[Step]], None] | None = None
         self.redact = tuple(redact)
         self._scrub = Redactor(self.redact)
         self.lax = False  # outputs that are not JSON: an error, or (lax) a lossy copy
@@ -390,6 +392,8 @@ class AgentContext:
             )
         )
         self.ledger.matched.append(matched)
+        if self.on_step is not None:
+            self.on_step(self.ledger.steps)
         if error is not None:
             raise StepError(error, index)
         return output

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import os
 import time
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
@@ -16,7 +17,7 @@ from otel_replay.errors import (
     ReplayError,
 )
 from otel_replay.hashing import canonical_json, check_json_value, digest
-from otel_replay.model import SpanNode, StepKind, Trajectory
+from otel_replay.model import SpanNode, Step, StepKind, Trajectory
 from otel_replay.replay._agent import (
     RecordingContext,
     Redactor,
@@ -61,12 +62,25 @@ def record(
     outcome: OutcomeFunction | None = None,
     agent_spec: str = "",
     redact: Sequence[str] = (),
+    ledger: Callable[[Trajectory], None] | None = None,
 ) -> Recording:
     """Run ``agent`` live, recording every step and emitting its spans. Text matching any of the
     ``redact`` patterns is replaced with ``[REDACTED]`` in what is recorded (steps' inputs and
-    outputs, the run's input and answer) before it is hashed; a replay applies them again."""
+    outputs, the run's input and answer) before it is hashed; a replay applies them again.
+
+    ``ledger`` is handed the run so far each time a step completes (`partial_run`: its id fixed
+    for the recording, marked as ended early), so a caller that stores it keeps every whole step
+    of a run whose process is killed."""
     ctx = RecordingContext(seed, registry, lax=lax, redact=redact)
     started = time.time_ns()
+    if ledger is not None:
+        scrub_input = Redactor(redact)(_json_or_repr(arguments))
+        partial = partial_id(agent_spec, started)
+
+        def so_far(steps: Sequence[Step]) -> None:
+            ledger(partial_run(partial, steps, agent_spec, scrub_input, seed, redact))
+
+        ctx.on_step = so_far
     answer, error = run_agent(agent, ctx, arguments)
     ended = time.time_ns()
     steps = ctx.ledger.steps
@@ -228,6 +242,114 @@ def replay(
         metadata={**original.metadata, "answer": _json_or_repr(answer), "source": "replay"},
     )
     return Replay(original, replayed, diff(original, replayed), problem, ending, answer)
+
+
+@dataclass(frozen=True, slots=True)
+class Resumed:
+    """A run continued from where it ended: the new run, how many of its steps were served from
+    the record (the frontier), and how the agent ended this time."""
+
+    trajectory: Trajectory
+    frontier: int
+    served: int
+    answer: Any
+    error: str | None
+
+
+def ended_early(run: Trajectory) -> str | None:
+    """Why ``run`` ended before its agent returned (killed mid-run, the agent raised), or None."""
+    meta = run.metadata
+    if meta.get("ended_early"):
+        return str(meta["ended_early"])
+    if meta.get("agent_error"):
+        return f"the agent raised {meta['agent_error']}"
+    return None
+
+
+def resume(
+    original: Trajectory,
+    agent: AgentFunction,
+    *,
+    registry: Registry | None = None,
+    outcome: OutcomeFunction | None = None,
+    ledger: Callable[[Trajectory], None] | None = None,
+    agent_spec: str = "",
+) -> Resumed:
+    """Continue a run that ended early: re-run ``agent`` with every recorded step served (nothing
+    of the record runs again), then live from the frontier on, recording the continuation. The
+    result is a new run (``resume-…``) whose metadata names the run it resumed and the frontier;
+    ``ledger`` keeps its steps as they complete, as `record`'s does."""
+    why = ended_early(original)
+    if why is None:
+        raise ReplayError(
+            f"run {original.id} finished (its agent returned): there is nothing to resume; "
+            "`replay` re-runs it, `fork` changes it"
+        )
+    arguments, seed = _inputs_of(original, agent)
+    ctx = ReplayContext(
+        original.steps, seed, registry=registry, on_miss="resample", redact=_redacted(original)
+    )
+    frontier = len(original.steps)
+    run_id = f"resume-{digest(canonical_json([original.id, frontier, agent_spec]))[:24]}"
+    if ledger is not None:
+        spec = agent_spec or str(original.metadata.get("agent", ""))
+
+        def so_far(steps: Sequence[Step]) -> None:
+            ledger(partial_run(run_id, steps, spec, arguments, seed, _redacted(original)))
+
+        ctx.on_step = so_far
+    answer, error = run_agent(agent, ctx, arguments)
+    kept = {k: v for k, v in original.metadata.items() if k not in _ENDING}
+    metadata: dict[str, Any] = {
+        **kept,
+        "source": "resume",
+        "resumed_from": original.id,
+        "frontier": frontier,
+        "answer": Redactor(_redacted(original))(_json_or_repr(answer)),
+    }
+    if agent_spec:
+        metadata["agent"] = agent_spec
+    if error is not None:
+        metadata["agent_error"] = error
+    draft = Trajectory.build(run_id, [s.unlinked() for s in ctx.ledger.steps], metadata=metadata)
+    value = score(outcome, draft) if outcome is not None else None
+    if value is None and error is not None:
+        value = 0.0
+    served = sum(m is not None for m in ctx.ledger.matched)
+    trajectory = dataclasses.replace(draft, outcome=value)
+    return Resumed(trajectory, frontier, served, answer, error)
+
+
+#: What a run's metadata says of how it ended, which a resumed run says afresh.
+_ENDING = frozenset({"ended_early", "agent_error", "answer", "lossy_steps"})
+
+
+def partial_id(agent_spec: str, started_ns: int) -> str:
+    """The id of a recording's partial run: fixed for the recording, apart from every other."""
+    return f"partial-{digest(f'{agent_spec}:{started_ns}:{os.getpid()}'.encode())[:24]}"
+
+
+def partial_run(
+    run_id: str,
+    steps: Sequence[Step],
+    agent_spec: str,
+    arguments: Any,
+    seed: int,
+    redact: Sequence[str] = (),
+) -> Trajectory:
+    """A recording so far: its whole steps, marked ``ended_early`` (what the store holds of a
+    recording whose process died before it finished; `resume` continues it)."""
+    metadata: dict[str, Any] = {
+        "source": "record",
+        "format": "agent",
+        "agent": agent_spec,
+        "input": arguments,
+        "seed": seed,
+        "ended_early": "the recording stopped before the agent returned",
+    }
+    if redact:
+        metadata["redact"] = list(redact)
+    return Trajectory.build(run_id, [s.unlinked() for s in steps], outcome=None, metadata=metadata)
 
 
 def fork_id(

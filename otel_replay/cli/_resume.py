@@ -1,0 +1,72 @@
+"""``agent-replay resume``: continue a recorded run that ended early, from its last whole step."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from otel_replay.cli._common import (
+    JsonOption,
+    StoreOption,
+    console,
+    open_store,
+    plural,
+    print_error,
+    print_json,
+    shown,
+    user_errors,
+)
+from otel_replay.cli._live import DurableLedger, InstrumentOption, load_agent
+from otel_replay.resamplers import load_object, load_registry
+
+
+def resume_command(
+    trajectory_id: Annotated[str, typer.Argument(metavar="ID", help="The run that ended early.")],
+    agent: Annotated[str, typer.Option("--agent", help="module:function or file.py:function.")],
+    instrument: InstrumentOption = None,
+    outcome: Annotated[
+        str | None,
+        typer.Option("--verifier", "--outcome", help="module:function scoring the new run."),
+    ] = None,
+    resamplers: Annotated[
+        list[str] | None,
+        typer.Option("--resamplers", help="Used for steps called without produce=."),
+    ] = None,
+    json: JsonOption = False,
+    store: StoreOption = None,
+) -> None:
+    """Continue a run that ended early (killed, or its agent raised): its recorded steps are
+    served, nothing of them runs again, and the agent goes on live from there. Stores the result
+    as a new run linked to the original."""
+    from otel_replay.replay import resume
+
+    with user_errors():
+        function = load_agent(agent, instrument)
+        registry = load_registry(resamplers or ())
+        scorer = load_object(outcome, "--verifier") if outcome else None
+        with open_store(store, write=True) as db:
+            original = db.get(trajectory_id)
+            ledger = DurableLedger(db)
+            done = resume(
+                original, function, registry=registry, outcome=scorer, ledger=ledger.keep,
+                agent_spec=agent,
+            )  # fmt: skip
+            ledger.finish(done.trajectory)
+    run = done.trajectory
+    if json:
+        print_json(
+            {"id": run.id, "resumed_from": original.id, "frontier": done.frontier,
+             "served": done.served, "steps": len(run.steps), "outcome": run.outcome,
+             "error": done.error}
+        )  # fmt: skip
+    else:
+        console.print(
+            f"resumed {shown(original.id)} from step {done.frontier} as {shown(run.id)}: "
+            f"{plural(done.served, 'step')} served from the record, "
+            f"{plural(len(run.steps) - done.served, 'step')} live; outcome {run.outcome}",
+            highlight=False,
+        )
+    if done.error:
+        print_error(f"the agent raised {done.error} again; recorded up to there")
+        raise typer.Exit(1)
