@@ -116,8 +116,7 @@ def record_command(
         function = load_agent(agent, instrument)
         registry = load_registry(resamplers or ())
         scorer = load_object(outcome, "--verifier") if outcome else None
-        with open_store(store, write=True, create=True) as db:
-            ledger = DurableLedger(db)
+        with open_store(store, write=True, create=True) as db, DurableLedger(db) as ledger:
             recording = record(
                 function,
                 arguments=_json_option(input, "--input"),
@@ -143,11 +142,20 @@ def record_command(
 
 class DurableLedger:
     """A recording's run so far, kept in the store after each step (one transaction each), and
-    replaced by the finished run at the end."""
+    replaced by the finished run at the end. Used in ``with``: a recording stopped by a mistake of
+    the user's (an output that is not JSON, a missing resample function) takes its partial run
+    away again, so the store is as it was; only a killed process leaves one."""
 
     def __init__(self, db: Store) -> None:
         self.db = db
         self.partial: str | None = None
+
+    def __enter__(self) -> DurableLedger:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, *rest: object) -> None:
+        if kind is not None and issubclass(kind, ReplayError) and self.partial is not None:
+            self.db.delete(self.partial)
 
     def keep(self, run: Trajectory) -> None:
         self.db.put(run)

@@ -45,9 +45,8 @@ def resume_command(
         function = load_agent(agent, instrument)
         registry = load_registry(resamplers or ())
         scorer = load_object(outcome, "--verifier") if outcome else None
-        with open_store(store, write=True) as db:
+        with open_store(store, write=True) as db, DurableLedger(db) as ledger:
             original = db.get(trajectory_id)
-            ledger = DurableLedger(db)
             done = resume(
                 original, function, registry=registry, outcome=scorer, ledger=ledger.keep,
                 agent_spec=agent,
