@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -274,7 +275,28 @@ def fork_command(
     trajectory_id: Annotated[str, typer.Argument(metavar="ID", help="The run to fork.")],
     at: Annotated[int, typer.Option("--at", help="The step to inject at.")],
     output: Annotated[
-        str | None, typer.Option("--output", help="JSON output to force at the step.")
+        str | None,
+        typer.Option(
+            "--output", help="JSON output at the step: --do on a model turn, else --observe."
+        ),
+    ] = None,
+    do: Annotated[
+        str | None,
+        typer.Option(
+            "--do",
+            help="do(action): a model turn's new output message, or for a tool step "
+            '{"arguments": {...}}: the call asked anew, the tool run on them.',
+        ),
+    ] = None,
+    observe: Annotated[
+        str | None,
+        typer.Option("--observe", help="mock-observe: the call kept, this JSON returned instead."),
+    ] = None,
+    observe_error: Annotated[
+        str | None,
+        typer.Option(
+            "--observe-error", metavar="TEXT", help="mock-observe: the call kept, it failed."
+        ),
     ] = None,
     fault_name: Annotated[
         str | None, typer.Option("--fault", help=f"A built-in fault: {', '.join(sorted(FAULTS))}.")
@@ -303,24 +325,33 @@ def fork_command(
     json: JsonOption = False,
     store: StoreOption = None,
 ) -> None:
-    """Hold the steps before --at, inject an output or a fault there, continue, store the fork."""
+    """Hold the steps before --at, change it (--do, --observe, --fault), continue, store the fork."""
     from otel_replay.replay import diff, fork
 
     with user_errors():
         with open_store(store, write=True) as db:
             original = db.get(trajectory_id)
-            intervention = _injection(original, at, output, fault_name)
+            moves = (output, do, observe, observe_error, fault_name)
+            where, intervention = _injection(original, at, *moves)
+            runner = (
+                load_agent(agent, instrument) if agent else _driven(original, driver, max_turns)
+            )
+            if where != at and runner is None:
+                raise ReplayError(
+                    "--do on a tool step asks the model's call anew: it needs --agent, or a "
+                    "tool-calling run re-driven as its loop (not --driver trace)"
+                )
             forked = fork(
                 original,
-                at,
+                where,
                 intervention,
-                agent=load_agent(agent, instrument)
-                if agent
-                else _driven(original, driver, max_turns),
+                agent=runner,
                 registry=load_registry(resamplers or ()),
                 outcome=load_object(outcome, "--verifier") if outcome else None,
                 seed=seed,
             )
+            if where != at:  # the tool step whose call the model turn at `where` now makes anew
+                forked = dataclasses.replace(forked, metadata={**forked.metadata, "do_step": at})
             db.put_all([forked])
     result = diff(original, forked)
     if json:
@@ -354,18 +385,47 @@ def _driven(original: Trajectory, driver: Driver, max_turns: int | None) -> Any:
 
 
 def _injection(
-    original: Trajectory, at: int, output: str | None, fault_name: str | None
-) -> Intervention:
-    """What ``--output`` or ``--fault`` asks to inject at step ``at``."""
-    from otel_replay.replay import Intervention, fault
+    original: Trajectory,
+    at: int,
+    output: str | None,
+    do: str | None,
+    observe: str | None,
+    observe_error: str | None,
+    fault_name: str | None,
+) -> tuple[int, Intervention]:
+    """What the move asked for at step ``at`` comes down to: the step the plan changes (for
+    ``--do`` on a tool step, the model turn that asked for it) and the intervention there."""
+    from otel_replay.replay import Intervention, fault, rewritten_call
 
-    if (output is None) == (fault_name is None):
-        raise ReplayError("give exactly one of --output JSON or --fault NAME")
+    given = [m for m in (output, do, observe, observe_error, fault_name) if m is not None]
+    if len(given) != 1:
+        raise ReplayError("give exactly one of --do, --observe, --observe-error, --output, --fault")
     if not 0 <= at < len(original.steps):
         raise ReplayError(f"--at {at}: {original.id} has steps 0..{len(original.steps) - 1}")
-    if output is not None:
-        return Intervention.force(_json_option(output, "--output"))
-    return fault(fault_name or "", original.steps[at].output)
+    turn = original.steps[at].kind is StepKind.LLM
+    named = "--output" if output is not None else "--do" if do is not None else "--observe"
+    if output is not None:  # the alias: a model turn's output is its action
+        do, observe = (output, None) if turn else (None, output)
+    if turn and (observe is not None or observe_error is not None):
+        raise ReplayError(
+            f"step {at} is a model turn: its output is the agent's action, so it is changed "
+            "with --do, not --observe"
+        )
+    if do is not None:
+        value = _json_option(do, named)
+        if turn:
+            return at, Intervention.do(value)
+        arguments = value.get("arguments") if isinstance(value, dict) else None
+        if set(value if isinstance(value, dict) else ()) != {"arguments"}:
+            raise ReplayError(f'--do on tool step {at} takes {{"arguments": {{...}}}}, got {do}')
+        where, patched = rewritten_call(original, at, arguments)
+        return where, Intervention.do(patched)
+    if observe is not None or observe_error is not None:
+        return at, Intervention.observe(
+            None if observe is None else _json_option(observe, named), observe_error
+        )
+    made = fault(fault_name or "", original.steps[at].output)
+    return at, dataclasses.replace(made, move="observe")
 
 
 def _print_fork(forked: Trajectory, result: TrajectoryDiff) -> None:
@@ -420,6 +480,7 @@ def _diff_record(result: TrajectoryDiff) -> dict[str, Any]:
         "common_prefix": result.common,
         "first_divergence": result.divergence,
         "differences": list(result.differences),
+        "change": result.change,
         "left_step": a.to_record() if a else None,
         "right_step": b.to_record() if b else None,
         "structure": [
@@ -437,7 +498,9 @@ def _print_diff(result: TrajectoryDiff) -> None:
     k = result.common
     prefix = f"steps 0..{k - 1} identical" if k else "no step in common"
     console.print(
-        f"{prefix}; first divergence at step {k} ({', '.join(result.differences)})", highlight=False
+        f"{prefix}; first divergence at step {k} ({', '.join(result.differences)})"
+        + (f": {result.change}" if result.change else ""),
+        highlight=False,
     )
     a, b = result.step_pair()
     table = Table(show_lines=True)

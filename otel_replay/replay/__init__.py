@@ -36,6 +36,7 @@ if TYPE_CHECKING:
         replay,
         resume,
     )
+    from otel_replay.replay._moves import rewritten_call
     from otel_replay.replay._plan import HOLD, REMOVE, RESAMPLE, Action, Intervention, Plan
     from otel_replay.replay._rollout import Rollout, registrations, rollout, score
     from otel_replay.resamplers import step_seed
@@ -75,6 +76,7 @@ __all__ = [
     "registrations",
     "replay",
     "resume",
+    "rewritten_call",
     "rollout",
     "run_agent",
     "score",

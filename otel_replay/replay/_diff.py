@@ -38,6 +38,20 @@ class TrajectoryDiff:
     def divergence(self) -> int | None:
         return None if self.identical else self.common
 
+    @property
+    def change(self) -> str | None:
+        """What the first divergence changed, in the intervention algebra's words: ``action
+        changed`` (what the agent asked for: a tool called with other arguments, a model turn that
+        calls otherwise), ``observation changed`` (the same call, another answer), or None."""
+        left, right = self.step_pair()
+        if left is None or right is None or left.kind is not right.kind or left.name != right.name:
+            return None
+        if any(d.startswith("inputs") for d in self.differences):
+            return "action changed"
+        if left.kind.value == "llm":
+            return "action changed"  # a model turn's output is the agent's next action
+        return "observation changed" if self.differences else None
+
     def step_pair(self) -> tuple[Step | None, Step | None]:
         """The two steps at the first divergence (None where a run has ended)."""
         k = self.common

@@ -370,6 +370,7 @@ def fork_id(
             intervention.error,
             driver,
             seed,
+            *([intervention.move] if intervention.move else []),
         ]
     )
     return f"fork-{digest(what)[:24]}"
@@ -405,6 +406,8 @@ def fork(
         "fork_at": at,
         "injected": {"output": intervention.output, "error": intervention.error},
     }
+    if intervention.move is not None:
+        metadata["move"] = intervention.move
     if agent is not None:
         driver = f"agent:{describe(agent)}"
         if is_built_in(agent):  # its rollouts run the registered functions: they make the fork

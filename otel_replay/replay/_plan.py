@@ -25,9 +25,15 @@ class Action(str, Enum):
 
 @dataclass(frozen=True, slots=True)
 class Intervention:
+    """One step's intervention. ``move`` names a FORCE in the intervention algebra: ``do`` (the
+    agent's action is replaced: a model turn's output, a tool call's arguments by way of the turn
+    that asked for it) or ``observe`` (the action kept, what came back replaced); the mechanics
+    are the same, served at the step, and the name goes with the plan, the fork and the diff."""
+
     action: Action
     output: Any = None  # for FORCE
     error: str | None = None  # for FORCE: inject a failure instead of an output
+    move: str | None = None  # for FORCE: "do" or "observe"
 
     @classmethod
     def force(cls, output: Any) -> Intervention:
@@ -36,6 +42,16 @@ class Intervention:
     @classmethod
     def fail(cls, error: str) -> Intervention:
         return cls(Action.FORCE, None, error)
+
+    @classmethod
+    def do(cls, output: Any) -> Intervention:
+        """do(action): the step's output is the agent's new action (a model turn's message)."""
+        return cls(Action.FORCE, output, move="do")
+
+    @classmethod
+    def observe(cls, output: Any = None, error: str | None = None) -> Intervention:
+        """mock-observe: the recorded call kept, ``output`` (or a failure, ``error``) returned."""
+        return cls(Action.FORCE, None if error is not None else output, error, move="observe")
 
 
 HOLD = Intervention(Action.HOLD)
@@ -115,7 +131,8 @@ class Plan:
         interventions = tuple(
             HOLD if i < index else at if i == index else then for i in range(n_steps)
         )
-        what = digest(canonical_json([at.action.value, at.output, at.error]))[:16]
+        named = [at.action.value, at.output, at.error] + ([at.move] if at.move else [])
+        what = digest(canonical_json(named))[:16]
         return cls(f"forced:{index}:{what}:{then.action.value}", interventions)
 
     def repair_baseline(self, index: int) -> Plan:

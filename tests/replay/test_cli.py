@@ -185,8 +185,10 @@ def test_diff_text_and_json_agree(recorded: Recorded) -> None:
     assert (record["left"]["steps"], record["right"]["steps"]) == (5, 7)
     assert (record["left"]["outcome"], record["right"]["outcome"]) == (1.0, 0.0)
     differences = ", ".join(record["differences"])
+    assert record["change"] == "observation changed"  # the same call, another answer
     assert text.splitlines()[0] == (
-        f"steps 0..{at - 1} identical; first divergence at step {at} ({differences})"
+        f"steps 0..{at - 1} identical; first divergence at step {at} ({differences}): "
+        "observation changed"
     )
     assert re.search(
         rf"│ steps\s+│ {record['left']['steps']}\s+│ {record['right']['steps']}\s+│", text
@@ -249,8 +251,8 @@ ERRORS = [
     pytest.param(["replay", "<ID>", "--agent", f"{AGENT_FILE}:nothing"], "has no attribute 'nothing'", id="unknown-agent-function"),
     pytest.param(["record", "--agent", INVESTIGATE, "--input", "{bad"], "--input '{bad' is not JSON", id="input-not-json"),
     pytest.param(["fork", "<ID>", "--at", "3", "--output", "{bad", "--agent", INVESTIGATE], "--output '{bad' is not JSON", id="output-not-json"),
-    pytest.param(["fork", "<ID>", "--at", "3", "--agent", INVESTIGATE], "give exactly one of --output JSON or --fault NAME", id="neither-output-nor-fault"),
-    pytest.param(["fork", "<ID>", "--at", "3", "--output", "[]", "--fault", "error"], "give exactly one of --output JSON or --fault NAME", id="both-output-and-fault"),
+    pytest.param(["fork", "<ID>", "--at", "3", "--agent", INVESTIGATE], "give exactly one of --do, --observe, --observe-error, --output, --fault", id="neither-output-nor-fault"),
+    pytest.param(["fork", "<ID>", "--at", "3", "--output", "[]", "--fault", "error"], "give exactly one of --do, --observe, --observe-error, --output, --fault", id="both-output-and-fault"),
     pytest.param(["fork", "<ID>", "--at", "5", "--output", "[]"], "--at 5: <ID> has steps 0..4", id="at-past-the-end"),
     pytest.param(["fork", "<ID>", "--at=-1", "--output", "[]"], "--at -1: <ID> has steps 0..4", id="at-negative"),
     pytest.param(["fork", "<ID>", "--at", "3", "--fault", "flood"], "unknown fault 'flood'; built-in faults: empty, error, timeout, truncate", id="unknown-fault"),

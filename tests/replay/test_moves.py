@@ -1,0 +1,134 @@
+"""The intervention algebra's do and mock-observe (issue 15, parts 1 and 2), on the incident
+investigator run live and on a recorded tool-calling run re-driven as its loop: what the agent
+saw, what it did, the stored fork's steps, and the diff's words."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from typer.testing import CliRunner
+
+from examples.incident.world import list_deploys
+from otel_replay.store import Store
+from tests.cli_helpers import invoke, ok, one_line_error
+from tests.conftest import ROOT, SAMPLES
+
+AGENT_FILE = str(ROOT / "examples" / "incident" / "agent.py")
+LIVE = ["--agent", f"{AGENT_FILE}:investigate", "--verifier", f"{AGENT_FILE}:outcome"]
+DEPLOYS = 3  # the investigator's list_deploys step
+
+
+@pytest.fixture
+def recorded(runner: CliRunner, store_path: Path) -> str:
+    """A passing run of the live investigator: it names deploy v841."""
+    return orjson.loads(ok(invoke(runner, store_path, "record", *LIVE, "--json")).stdout)["id"]
+
+
+def _fork(
+    runner: CliRunner, store: Path, run: str, *move: str, extra: tuple[str, ...] = LIVE
+) -> tuple[Any, Any]:  # type: ignore[assignment]
+    made = orjson.loads(ok(invoke(runner, store, "fork", run, *move, *extra, "--json")).stdout)
+    with Store.open(store, read_only=True) as db:
+        return db.get(made["id"]), made["diff"]
+
+
+def test_observe_keeps_the_call_and_changes_what_came_back(
+    runner: CliRunner, store_path: Path, recorded: str
+) -> None:
+    forked, diff = _fork(runner, store_path, recorded, "--at", str(DEPLOYS), "--observe", "[]")
+    step = forked.steps[DEPLOYS]
+    assert step.name == "list_deploys" and step.inputs["arguments"] == {"service": "checkout"}
+    assert step.output == [] and forked.metadata["move"] == "observe"
+    assert forked.outcome == 0.0  # seeing no deploy, it blamed something else
+    assert diff["first_divergence"] == DEPLOYS and diff["change"] == "observation changed"
+    text = ok(invoke(runner, store_path, "diff", recorded, forked.id)).stdout
+    assert f"first divergence at step {DEPLOYS} (output): observation changed" in text
+    failed, _ = _fork(
+        runner,
+        store_path,
+        recorded,
+        "--at",
+        str(DEPLOYS),
+        "--observe-error",
+        "503 from the deploy API",
+    )
+    assert failed.steps[DEPLOYS].error == "503 from the deploy API"
+    assert failed.steps[DEPLOYS].inputs == forked.steps[DEPLOYS].inputs
+
+
+def test_do_on_a_tool_step_asks_the_call_anew_and_the_tool_runs_on_it(
+    runner: CliRunner, store_path: Path, recorded: str
+) -> None:
+    forked, diff = _fork(
+        runner,
+        store_path,
+        recorded,
+        "--at",
+        str(DEPLOYS),
+        "--do",
+        '{"arguments": {"service": "payments"}}',
+    )
+    asked = forked.steps[DEPLOYS - 1]  # the model turn that asked for list_deploys
+    (call,) = asked.output["tool_calls"]
+    assert call["name"] == "list_deploys" and call["arguments"] == {"service": "payments"}
+    step = forked.steps[DEPLOYS]
+    assert step.inputs["arguments"] == {"service": "payments"}  # the agent called it so
+    assert step.output == list_deploys("payments")  # and the world answered that call
+    assert forked.metadata["move"] == "do" and forked.metadata["do_step"] == DEPLOYS
+    assert diff["first_divergence"] == DEPLOYS - 1 and diff["change"] == "action changed"
+
+
+def test_do_on_a_model_turn_forces_its_message(
+    runner: CliRunner, store_path: Path, recorded: str
+) -> None:
+    answer = {"role": "assistant", "content": "Roll back deploy v841 of checkout."}
+    with Store.open(store_path, read_only=True) as db:
+        last = len(db.get(recorded).steps) - 1
+    forked, diff = _fork(
+        runner, store_path, recorded, "--at", str(last), "--do", orjson.dumps(answer).decode()
+    )
+    assert forked.steps[last].output == answer and forked.metadata["move"] == "do"
+    assert diff["change"] == "action changed"
+    line = one_line_error(
+        invoke(runner, store_path, "fork", recorded, "--at", str(last), "--observe", "{}", *LIVE)
+    )
+    assert "model turn: its output is the agent's action" in line
+
+
+def test_do_and_observe_on_a_recorded_run_re_driven_as_its_loop(
+    runner: CliRunner, store_path: Path
+) -> None:
+    ok(invoke(runner, store_path, "import", str(SAMPLES)))
+    tools = ("--resamplers", str(ROOT / "examples" / "incident" / "tools.py"))
+    done, _ = _fork(
+        runner,
+        store_path,
+        "5bb58492",
+        "--at",
+        "3",
+        "--do",
+        '{"arguments": {"service": "payments"}}',
+        extra=tools,
+    )
+    # the tool's resample function got the new arguments (its flaky API may come back empty)
+    assert done.steps[3].inputs["arguments"] == {"service": "payments"}
+    assert done.steps[3].output in ([], list_deploys("payments"))
+    seen, diff = _fork(runner, store_path, "5bb58492", "--at", "3", "--observe", "[]", extra=tools)
+    assert seen.steps[3].output == [] and diff["change"] == "observation changed"
+    walk = invoke(
+        runner,
+        store_path,
+        "fork",
+        "5bb58492",
+        "--at",
+        "3",
+        "--do",
+        '{"arguments": {}}',
+        *tools,
+        "--driver",
+        "trace",
+    )
+    assert "needs --agent, or a tool-calling run re-driven as its loop" in one_line_error(walk)
