@@ -298,6 +298,15 @@ def fork_command(
             "--observe-error", metavar="TEXT", help="mock-observe: the call kept, it failed."
         ),
     ] = None,
+    edit: Annotated[
+        str | None,
+        typer.Option(
+            "--edit",
+            metavar="PATCH",
+            help="edit-context: a JSON Patch (RFC 6902) on the step's inputs; the step runs again "
+            "on them through its resample function.",
+        ),
+    ] = None,
     fault_name: Annotated[
         str | None, typer.Option("--fault", help=f"A built-in fault: {', '.join(sorted(FAULTS))}.")
     ] = None,
@@ -331,7 +340,7 @@ def fork_command(
     with user_errors():
         with open_store(store, write=True) as db:
             original = db.get(trajectory_id)
-            moves = (output, do, observe, observe_error, fault_name)
+            moves = (output, do, observe, observe_error, edit, fault_name)
             where, intervention = _injection(original, at, *moves)
             runner = (
                 load_agent(agent, instrument) if agent else _driven(original, driver, max_turns)
@@ -391,17 +400,24 @@ def _injection(
     do: str | None,
     observe: str | None,
     observe_error: str | None,
+    edit: str | None,
     fault_name: str | None,
 ) -> tuple[int, Intervention]:
     """What the move asked for at step ``at`` comes down to: the step the plan changes (for
     ``--do`` on a tool step, the model turn that asked for it) and the intervention there."""
-    from otel_replay.replay import Intervention, fault, rewritten_call
+    from otel_replay.replay import Intervention, apply_patch, fault, rewritten_call
 
-    given = [m for m in (output, do, observe, observe_error, fault_name) if m is not None]
+    given = [m for m in (output, do, observe, observe_error, edit, fault_name) if m is not None]
     if len(given) != 1:
-        raise ReplayError("give exactly one of --do, --observe, --observe-error, --output, --fault")
+        raise ReplayError(
+            "give exactly one of --do, --observe, --observe-error, --edit, --output, --fault"
+        )
     if not 0 <= at < len(original.steps):
         raise ReplayError(f"--at {at}: {original.id} has steps 0..{len(original.steps) - 1}")
+    if edit is not None:
+        patch = _json_option(edit, "--edit")
+        apply_patch(original.steps[at].inputs, patch)  # a patch that does not apply: say so now
+        return at, Intervention.edit(patch)
     turn = original.steps[at].kind is StepKind.LLM
     named = "--output" if output is not None else "--do" if do is not None else "--observe"
     if output is not None:  # the alias: a model turn's output is its action

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
         resume,
     )
     from otel_replay.replay._moves import rewritten_call
+    from otel_replay.replay._patch import apply_patch
     from otel_replay.replay._plan import HOLD, REMOVE, RESAMPLE, Action, Intervention, Plan
     from otel_replay.replay._rollout import Rollout, registrations, rollout, score
     from otel_replay.resamplers import step_seed
@@ -61,6 +62,7 @@ __all__ = [
     "StepError",
     "TrajectoryDiff",
     "agent_driver",
+    "apply_patch",
     "chat_agent",
     "chat_driver",
     "chat_record",

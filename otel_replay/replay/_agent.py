@@ -48,6 +48,7 @@ from otel_replay.errors import (
 from otel_replay.hashing import check_json_value, op_key
 from otel_replay.model import Step, StepKind, StepStatus, Trajectory
 from otel_replay.replay._diff import flat_inputs
+from otel_replay.replay._patch import apply_patch
 from otel_replay.replay._plan import Action, Plan
 from otel_replay.resamplers import Registry, RolloutContext, StepFailed, describe, step_seed
 
@@ -105,10 +106,13 @@ class _Served:
 
 @dataclass(frozen=True, slots=True)
 class _Live:
-    """An operation to run live: when it started, and the recorded step it matched (if any)."""
+    """An operation to run live: when it started, the recorded step it matched (if any), and for
+    an edited step the inputs it runs on (through its resample function: the agent's ``produce``
+    closes over the inputs it was given)."""
 
     started: int
     matched: int | None
+    edited: dict[str, Any] | None = None
 
 
 class StepError(Exception):
@@ -251,6 +255,8 @@ class AgentContext:
         decided = self._decide(kind, name, inputs, produce is not None, key)
         if not isinstance(decided, _Live):
             return decided.output
+        if decided.edited is not None:
+            inputs, produce = decided.edited, None
         try:
             output = self._produce(kind, name, inputs, produce)
         except ReplayError:
@@ -274,6 +280,8 @@ class AgentContext:
         decided = self._decide(step_kind, name, stored, produce is not None, None)
         if not isinstance(decided, _Live):
             return decided.output
+        if decided.edited is not None:
+            stored, produce = decided.edited, None
         try:
             if produce is not None:
                 output = await produce()
@@ -603,6 +611,10 @@ class ReplayContext(AgentContext):
             )
         if action is Action.REMOVE:
             return _Served(None)
+        if action is Action.EDIT:
+            assert self.plan is not None
+            edited = apply_patch(inputs, self.plan.at(recorded.index).output)
+            return _Live(started, recorded.index, edited)
         return _Live(started, recorded.index)
 
     def _observed_only(

@@ -21,6 +21,7 @@ class Action(str, Enum):
     RESAMPLE = "resample"  # call the resample function (observed-only steps are held instead)
     FORCE = "force"  # do(output): inject an output
     REMOVE = "remove"  # drop the step from the counterfactual run
+    EDIT = "edit"  # edit-context: run the step again on its inputs with a JSON Patch applied
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +48,12 @@ class Intervention:
     def do(cls, output: Any) -> Intervention:
         """do(action): the step's output is the agent's new action (a model turn's message)."""
         return cls(Action.FORCE, output, move="do")
+
+    @classmethod
+    def edit(cls, patch: list[Any]) -> Intervention:
+        """edit-context: the step's inputs with ``patch`` (RFC 6902) applied, the step run again
+        on them (a new operation: never served the old output)."""
+        return cls(Action.EDIT, patch, move="edit")
 
     @classmethod
     def observe(cls, output: Any = None, error: str | None = None) -> Intervention:

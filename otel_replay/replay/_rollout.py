@@ -8,14 +8,16 @@ index)``: holding one step never shifts the random numbers another sees.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from otel_replay.errors import CanonicalJSONError, RolloutError, VerifierError
+from otel_replay.errors import CanonicalJSONError, InterventionError, RolloutError, VerifierError
 from otel_replay.hashing import check_json_value
 from otel_replay.model import Step, StepStatus, Trajectory
+from otel_replay.replay._patch import apply_patch
 from otel_replay.replay._plan import Action, Plan
 from otel_replay.resamplers import (
     History,
@@ -66,7 +68,16 @@ def rollout(
             else:
                 history.append(step.with_result(intervention.output, StepStatus.OK, None))
             continue
-        registration = found[step.index] if intervention.action is Action.RESAMPLE else None
+        registration = (
+            found[step.index] if intervention.action in (Action.RESAMPLE, Action.EDIT) else None
+        )
+        if intervention.action is Action.EDIT:
+            if registration is None:
+                raise InterventionError(
+                    f"--edit re-runs step {step.index} ({step.kind.value} {step.name!r}) on the "
+                    "edited inputs through its resample function, and it has none"
+                )
+            step = dataclasses.replace(step, inputs=apply_patch(step.inputs, intervention.output))
         if registration is None:
             history.append(step)
             continue

@@ -132,3 +132,48 @@ def test_do_and_observe_on_a_recorded_run_re_driven_as_its_loop(
         "trace",
     )
     assert "needs --agent, or a tool-calling run re-driven as its loop" in one_line_error(walk)
+
+
+def test_edit_removes_the_deploy_list_and_the_model_asks_for_it_again(
+    runner: CliRunner, store_path: Path, recorded: str
+) -> None:
+    with Store.open(store_path, read_only=True) as db:
+        run = db.get(recorded)
+    last = len(run.steps) - 1  # the model turn that read the deploy list and answered
+    messages = run.steps[last].inputs["messages"]
+    assert messages[-1]["role"] == "tool" and messages[-1]["name"] == "list_deploys"
+    patch = orjson.dumps([{"op": "remove", "path": f"/messages/{len(messages) - 1}"}]).decode()
+    tools = ("--resamplers", str(ROOT / "examples" / "incident" / "tools.py"))
+    forked, diff = _fork(
+        runner, store_path, recorded, "--at", str(last), "--edit", patch, extra=(*LIVE, *tools)
+    )
+    edited = forked.steps[last]
+    assert edited.inputs["messages"] == messages[:-1]  # what the model saw
+    (call,) = edited.output["tool_calls"]  # what it did: asked for the deploys again
+    assert call["name"] == "list_deploys"
+    assert forked.steps[last + 1].name == "list_deploys"
+    assert forked.metadata["move"] == "edit" and diff["first_divergence"] == last
+    assert diff["change"] == "action changed"
+    bad = invoke(runner, store_path, "fork", recorded, "--at", str(last), "--edit",
+                 '[{"op": "remove", "path": "/messages/99"}]', *LIVE)  # fmt: skip
+    assert "patch operation 0 (remove /messages/99) does not apply" in one_line_error(bad)
+
+
+def test_edit_in_the_trace_walk_runs_the_step_on_its_edited_inputs() -> None:
+    from otel_replay.errors import InterventionError
+    from otel_replay.replay import Intervention, fork
+    from tests.attribution.models import CHAIN
+
+    run, registry = CHAIN.trajectory(), CHAIN.registry()
+    patch = [{"op": "replace", "path": "/arguments/service", "value": "payments"}]
+    forked = fork(run, 1, Intervention.edit(patch), registry=registry, seed=1)
+    assert forked.steps[1].inputs["arguments"] == {"service": "payments"}
+    assert forked.steps[1].op_key != run.steps[1].op_key  # a new operation: run, not served
+    assert forked.steps[1].output in ({"timeout_s": 30}, {"timeout_s": 1})
+    with pytest.raises(InterventionError, match="through its resample function, and it has none"):
+        fork(
+            run,
+            2,
+            Intervention.edit([{"op": "add", "path": "/note", "value": 1}]),
+            registry=registry,
+        )
