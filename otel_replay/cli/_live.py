@@ -273,7 +273,7 @@ def _print_replay(result: Replay) -> None:
 
 def fork_command(
     trajectory_id: Annotated[str, typer.Argument(metavar="ID", help="The run to fork.")],
-    at: Annotated[int, typer.Option("--at", help="The step to inject at.")],
+    at: Annotated[int, typer.Option("--at", "--from", help="The step to change (from).")],
     output: Annotated[
         str | None,
         typer.Option(
@@ -310,6 +310,15 @@ def fork_command(
     fault_name: Annotated[
         str | None, typer.Option("--fault", help=f"A built-in fault: {', '.join(sorted(FAULTS))}.")
     ] = None,
+    swap_model: Annotated[
+        str | None,
+        typer.Option(
+            "--swap-model",
+            metavar="MODEL",
+            help="Every model turn from --from K on is answered by MODEL (its resample function "
+            'gets it in step.inputs["model"]).',
+        ),
+    ] = None,
     agent: AgentOption = None,
     instrument: InstrumentOption = None,
     driver: Annotated[
@@ -340,7 +349,7 @@ def fork_command(
     with user_errors():
         with open_store(store, write=True) as db:
             original = db.get(trajectory_id)
-            moves = (output, do, observe, observe_error, edit, fault_name)
+            moves = (output, do, observe, observe_error, edit, fault_name, swap_model)
             where, intervention = _injection(original, at, *moves)
             runner = (
                 load_agent(agent, instrument) if agent else _driven(original, driver, max_turns)
@@ -402,18 +411,22 @@ def _injection(
     observe_error: str | None,
     edit: str | None,
     fault_name: str | None,
+    swap_model: str | None,
 ) -> tuple[int, Intervention]:
     """What the move asked for at step ``at`` comes down to: the step the plan changes (for
     ``--do`` on a tool step, the model turn that asked for it) and the intervention there."""
     from otel_replay.replay import Intervention, apply_patch, fault, rewritten_call
 
-    given = [m for m in (output, do, observe, observe_error, edit, fault_name) if m is not None]
-    if len(given) != 1:
+    moves = (output, do, observe, observe_error, edit, fault_name, swap_model)
+    if sum(m is not None for m in moves) != 1:
         raise ReplayError(
-            "give exactly one of --do, --observe, --observe-error, --edit, --output, --fault"
+            "give exactly one of --do, --observe, --observe-error, --edit, --swap-model, "
+            "--output, --fault"
         )
     if not 0 <= at < len(original.steps):
         raise ReplayError(f"--at {at}: {original.id} has steps 0..{len(original.steps) - 1}")
+    if swap_model is not None:
+        return at, Intervention.swap_model(swap_model)
     if edit is not None:
         patch = _json_option(edit, "--edit")
         apply_patch(original.steps[at].inputs, patch)  # a patch that does not apply: say so now

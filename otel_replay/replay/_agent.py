@@ -561,6 +561,13 @@ class ReplayContext(AgentContext):
         key = key or op_key(kind.value, name, inputs)
         queue = self._cassette.get(key)
         recorded = queue.popleft() if queue else None
+        swap = self.plan.model_from if self.plan is not None else None
+        if swap is not None and kind is StepKind.LLM and len(self.ledger.steps) >= swap[0]:
+            # the model swapped: asked anew of the other model, recorded or not
+            if self.ledger.diverged_at is None and recorded is None:
+                self.ledger.diverged_at = len(self.ledger.steps)
+            matched = recorded.index if recorded is not None else None
+            return _Live(started, matched, {**inputs, "model": swap[1]})
         if recorded is None:
             if self.on_miss == "error":
                 raise self._fatal(self._miss(kind, name, inputs))

@@ -352,6 +352,14 @@ def partial_run(
     return Trajectory.build(run_id, [s.unlinked() for s in steps], outcome=None, metadata=metadata)
 
 
+def _plan(original: Trajectory, at: int, intervention: Intervention, *, then: Intervention) -> Plan:
+    """A fork's plan: the intervention at ``at``, or from it on for a swapped model."""
+    if intervention.move == "swap-model":
+        model = str(intervention.output["model"])
+        return Plan.swapped(len(original.steps), at, model, then=then)
+    return Plan.intervene(len(original.steps), at, intervention, then=then)
+
+
 def fork_id(
     original: Trajectory,
     at: int,
@@ -412,7 +420,7 @@ def fork(
         driver = f"agent:{describe(agent)}"
         if is_built_in(agent):  # its rollouts run the registered functions: they make the fork
             driver += ":" + ",".join(registry.descriptions())
-        plan = Plan.intervene(len(original.steps), at, intervention, then=HOLD)
+        plan = _plan(original, at, intervention, then=HOLD)
         # the recorded seed throughout unless --seed asks for new randomness where the run diverges
         ctx = ReplayContext(
             original.steps,
@@ -442,7 +450,7 @@ def fork(
         ]
     else:
         driver = "resamplers:" + ",".join(registry.descriptions())
-        plan = Plan.intervene(len(original.steps), at, intervention, then=RESAMPLE)
+        plan = _plan(original, at, intervention, then=RESAMPLE)
         result = rollout(original, plan, registry, seed or 0, 0)
         steps = list(result.trajectory.steps)
         metadata["stale_steps"] = [

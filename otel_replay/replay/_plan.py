@@ -56,6 +56,12 @@ class Intervention:
         return cls(Action.EDIT, patch, move="edit")
 
     @classmethod
+    def swap_model(cls, model: str) -> Intervention:
+        """swap-model: every model turn from the step on is answered by ``model`` (through the
+        model's resample function, which finds it in ``step.inputs["model"]``)."""
+        return cls(Action.RESAMPLE, {"model": model}, move="swap-model")
+
+    @classmethod
     def observe(cls, output: Any = None, error: str | None = None) -> Intervention:
         """mock-observe: the recorded call kept, ``output`` (or a failure, ``error``) returned."""
         return cls(Action.FORCE, None if error is not None else output, error, move="observe")
@@ -73,6 +79,9 @@ class Plan:
 
     identity: str
     interventions: tuple[Intervention, ...] = field(compare=False)
+    #: A plan-level model override: every model turn from this step on (recorded or new) is
+    #: asked of this model, through the model's resample function.
+    model_from: tuple[int, str] | None = field(default=None, compare=False)
 
     def resampled(self, indices: Collection[int]) -> list[int]:
         """Which of ``indices`` this plan resamples (each is one resample-function call a rollout)."""
@@ -141,6 +150,15 @@ class Plan:
         named = [at.action.value, at.output, at.error] + ([at.move] if at.move else [])
         what = digest(canonical_json(named))[:16]
         return cls(f"forced:{index}:{what}:{then.action.value}", interventions)
+
+    @classmethod
+    def swapped(
+        cls, n_steps: int, start: int, model: str, *, then: Intervention = RESAMPLE
+    ) -> Plan:
+        """Hold before ``start``; from it on, every model turn asked of ``model`` and every other
+        step ``then``."""
+        interventions = tuple(HOLD if i < start else then for i in range(n_steps))
+        return cls(f"swap:{start}:{model}:{then.action.value}", interventions, (start, model))
 
     def repair_baseline(self, index: int) -> Plan:
         """This plan's interventions under an identity of their own: rollouts independent of this

@@ -16,7 +16,7 @@ from typing import Any
 
 from otel_replay.errors import CanonicalJSONError, InterventionError, RolloutError, VerifierError
 from otel_replay.hashing import check_json_value
-from otel_replay.model import Step, StepStatus, Trajectory
+from otel_replay.model import Step, StepKind, StepStatus, Trajectory
 from otel_replay.replay._patch import apply_patch
 from otel_replay.replay._plan import Action, Plan
 from otel_replay.resamplers import (
@@ -71,6 +71,15 @@ def rollout(
         registration = (
             found[step.index] if intervention.action in (Action.RESAMPLE, Action.EDIT) else None
         )
+        swap = plan.model_from
+        if swap is not None and step.kind is StepKind.LLM and step.index >= swap[0]:
+            if found[step.index] is None:
+                raise InterventionError(
+                    f"--swap-model asks model turn {step.index} of {swap[1]!r} through the model's "
+                    "resample function, and there is none (register one, or --llm openai)"
+                )
+            registration = found[step.index]
+            step = dataclasses.replace(step, inputs={**step.inputs, "model": swap[1]})
         if intervention.action is Action.EDIT:
             if registration is None:
                 raise InterventionError(

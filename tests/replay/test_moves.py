@@ -177,3 +177,66 @@ def test_edit_in_the_trace_walk_runs_the_step_on_its_edited_inputs() -> None:
             Intervention.edit([{"op": "add", "path": "/note", "value": 1}]),
             registry=registry,
         )
+
+
+SWAP_RESAMPLERS = """
+import os
+
+from examples.incident.world import list_deploys, query_metrics, search_logs
+from otel_replay.resamplers import ChatModelOptions, OpenAIChatModel, resampler
+
+resampler("llm")(OpenAIChatModel(ChatModelOptions(base_url=os.environ["SWAP_TEST_URL"] + "/v1")))
+resampler("tool", name="list_deploys")(lambda step, ctx: list_deploys(**step.inputs["arguments"]))
+resampler("tool", name="query_metrics")(lambda step, ctx: query_metrics(**step.inputs["arguments"]))
+resampler("tool", name="search_logs")(lambda step, ctx: search_logs(**step.inputs["arguments"]))
+"""
+
+
+def test_swap_model_asks_the_other_model_from_step_k_on_and_not_before(
+    runner: CliRunner, store_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.replay.test_instrument import FAKE  # the local fake OpenAI-compatible server
+
+    asked: list[str] = []
+    answer = FAKE.openai_chat
+    monkeypatch.setattr(
+        FAKE, "openai_chat", lambda body: asked.append(body["model"]) or answer(body)
+    )
+    server, url = FAKE.serve()
+    try:
+        monkeypatch.setenv("SWAP_TEST_URL", url)
+        module = tmp_path / "swap_resamplers.py"
+        module.write_text(SWAP_RESAMPLERS)
+        ok(invoke(runner, store_path, "import", str(SAMPLES)))
+        code = ("--resamplers", str(module))
+        forked, diff = _fork(
+            runner, store_path, "5bb58492", "--from", "2", "--swap-model", "gpt-swapped", extra=code
+        )
+        assert asked and set(asked) == {"gpt-swapped"}  # nothing was asked of a model before step 2
+        with Store.open(store_path, read_only=True) as db:
+            original = db.get("5bb58492")
+        served = [(s.op_key, s.output) for s in forked.steps[:2]]
+        assert served == [(s.op_key, s.output) for s in original.steps[:2]]  # from the record
+        assert forked.steps[2].inputs["model"] == "gpt-swapped"
+        assert forked.metadata["move"] == "swap-model" and diff["first_divergence"] == 2
+        asked.clear()
+        from_start, _ = _fork(
+            runner, store_path, "5bb58492", "--from", "0", "--swap-model", "gpt-swapped", extra=code
+        )
+        assert from_start.steps[0].inputs["model"] == "gpt-swapped" and set(asked) == {
+            "gpt-swapped"
+        }
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_swap_model_in_the_trace_walk() -> None:
+    from otel_replay.replay import Intervention, fork
+    from tests.attribution.models import CHAIN
+
+    run, registry = CHAIN.trajectory(), CHAIN.registry()
+    forked = fork(run, 3, Intervention.swap_model("m2"), registry=registry, seed=1)
+    models = [s.inputs.get("model") for s in forked.steps if s.kind.value == "llm"]
+    assert [s.index for s in run.steps if s.kind.value == "llm"] == [0, 3, 5]
+    assert models == [run.steps[0].inputs.get("model"), "m2", "m2"]
