@@ -220,7 +220,7 @@ def replay_command(
         function = load_agent(agent, instrument) if agent else None
         with open_store(store) as db:
             original = db.get(trajectory_id)
-        result = replay(original, function or _chat_loop(original), live_kinds=live or ())
+        result = replay(original, function or chat_loop(original), live_kinds=live or ())
     if json:
         print_json(_replay_record(result))
     else:
@@ -378,7 +378,7 @@ def fork_command(
         _print_fork(forked, result)
 
 
-def _chat_loop(original: Trajectory, max_turns: int | None = None) -> Any:
+def chat_loop(original: Trajectory, max_turns: int | None = None, goes_on: bool = False) -> Any:
     from otel_replay.replay import chat_agent, chat_record
 
     if max_turns is not None and max_turns < 1:
@@ -389,7 +389,7 @@ def _chat_loop(original: Trajectory, max_turns: int | None = None) -> Any:
             f"{original.id} is not a tool-calling chat (model steps with messages whose turns ask "
             "for the tool steps that follow them); give the agent that ran it: --agent module:function"
         )
-    return chat_agent(record)
+    return chat_agent(record, goes_on)
 
 
 def _driven(original: Trajectory, driver: Driver, max_turns: int | None) -> Any:
@@ -398,7 +398,7 @@ def _driven(original: Trajectory, driver: Driver, max_turns: int | None) -> Any:
     from otel_replay.replay import chat_record
 
     if driver is Driver.CHAT or (driver is Driver.AUTO and chat_record(original) is not None):
-        return _chat_loop(original, max_turns)
+        return chat_loop(original, max_turns)
     return None
 
 

@@ -17,13 +17,20 @@ from otel_replay.cli._common import (
     shown,
     user_errors,
 )
-from otel_replay.cli._live import DurableLedger, InstrumentOption, load_agent
+from otel_replay.cli._live import DurableLedger, InstrumentOption, chat_loop, load_agent
 from otel_replay.resamplers import load_object, load_registry
 
 
 def resume_command(
     trajectory_id: Annotated[str, typer.Argument(metavar="ID", help="The run that ended early.")],
-    agent: Annotated[str, typer.Option("--agent", help="module:function or file.py:function.")],
+    agent: Annotated[
+        str | None,
+        typer.Option(
+            "--agent",
+            help="module:function or file.py:function (default: an imported tool-calling run "
+            "goes on as its loop, the model's resample function answering).",
+        ),
+    ] = None,
     instrument: InstrumentOption = None,
     outcome: Annotated[
         str | None,
@@ -42,14 +49,14 @@ def resume_command(
     from otel_replay.replay import resume
 
     with user_errors():
-        function = load_agent(agent, instrument)
         registry = load_registry(resamplers or ())
         scorer = load_object(outcome, "--verifier") if outcome else None
         with open_store(store, write=True) as db, DurableLedger(db) as ledger:
             original = db.get(trajectory_id)
+            function = load_agent(agent, instrument) if agent else chat_loop(original, goes_on=True)
             done = resume(
                 original, function, registry=registry, outcome=scorer, ledger=ledger.keep,
-                agent_spec=agent,
+                agent_spec=agent or "",
             )  # fmt: skip
             ledger.finish(done.trajectory)
     run = done.trajectory

@@ -85,8 +85,10 @@ def chat_record(trajectory: Trajectory, max_turns: int | None = None) -> ChatRec
     )
 
 
-def chat_agent(record: ChatRecord) -> Callable[[AgentContext], Any]:
-    """The built-in agent that runs ``record``'s loop; returns the final answer's content."""
+def chat_agent(record: ChatRecord, goes_on: bool = False) -> Callable[[AgentContext], Any]:
+    """The built-in agent that runs ``record``'s loop; returns the final answer's content. A
+    record that ends on a tool's result ended there, unless ``goes_on`` (resuming a run cut
+    short: the model is asked the next turn)."""
 
     def run(ctx: AgentContext) -> Any:
         on_record = True
@@ -133,7 +135,7 @@ def chat_agent(record: ChatRecord) -> Callable[[AgentContext], Any]:
                 messages.append(_result_message(call, result))
             for extra in record.extras[turn] if turn < len(record.extras) else ():
                 ctx.call(extra.kind, extra.name, extra.inputs, recorded=extra)
-            if on_record and turn == len(record.turns) - 1:
+            if on_record and turn == len(record.turns) - 1 and not goes_on:
                 return result  # the run ended here: its answer was a tool's (final_answer)
         return None
 

@@ -278,8 +278,12 @@ def resume(
     """Continue a run that ended early: re-run ``agent`` with every recorded step served (nothing
     of the record runs again), then live from the frontier on, recording the continuation. The
     result is a new run (``resume-…``) whose metadata names the run it resumed and the frontier;
-    ``ledger`` keeps its steps as they complete, as `record`'s does."""
+    ``ledger`` keeps its steps as they complete, as `record`'s does. With the built-in chat loop
+    as ``agent`` (an imported tool-calling run), a run whose record stops before a final answer
+    has ended early too, and the model's resample function makes the continuation."""
     why = ended_early(original)
+    if why is None and is_built_in(agent) and original.final_answer is None:
+        why = "the record stops before a final answer"
     if why is None:
         raise ReplayError(
             f"run {original.id} finished (its agent returned): there is nothing to resume; "

@@ -132,3 +132,32 @@ def test_resume_from_python(monkeypatch: pytest.MonkeyPatch) -> None:
     ] == list(range(6))
     with pytest.raises(ReplayError, match="nothing to resume"):
         resume(done.trajectory, counting)
+
+
+def test_an_imported_run_cut_short_goes_on_as_its_loop(runner: CliRunner, store_path: Path) -> None:
+    from tests.conftest import SAMPLES
+
+    ok(invoke(runner, store_path, "import", str(SAMPLES)))
+    with Store.open(store_path) as db:
+        whole = db.get("ef2843ff")
+        cut = Trajectory.build(
+            "cut-short",
+            [s.unlinked() for s in whole.steps[:4]],  # model, metrics, model, deploys: no answer
+            metadata={**whole.metadata, "source": "cut"},
+        )
+        db.put(cut)
+    tools = str(ROOT / "examples" / "incident" / "tools.py")
+    done = orjson.loads(
+        ok(
+            invoke(runner, store_path, "resume", "cut-short", "--resamplers", tools, "--json")
+        ).stdout
+    )
+    assert done["frontier"] == 4 and done["served"] == 4 and done["steps"] > 4
+    with Store.open(store_path, read_only=True) as db:
+        resumed = db.get(done["id"])
+    assert [(s.kind.value, s.name) for s in resumed.steps[:4]] == [
+        (s.kind.value, s.name) for s in whole.steps[:4]
+    ]
+    assert resumed.final_answer  # the model's resample function answered the rest
+    finished = invoke(runner, store_path, "resume", "ef2843ff", "--resamplers", tools)
+    assert "nothing to resume" in one_line_error(finished)
