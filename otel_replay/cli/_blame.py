@@ -66,36 +66,31 @@ def _show(rows: list[dict[str, Any]], json: bool) -> None:
         print_json([{k: finite(v) for k, v in row.items()} for row in rows])
         return
     decided = rows[0]["decided_runs"]
-    table = Table(box=box.SIMPLE_HEAD, title=f"blame over {plural(decided, 'decided run')}")
-    for column in (
-        "step",
-        "runs",
-        "commitment",
-        "share [95%]",
-        "mean attribution",
-        "undecided",
-        "repairs",
-    ):
+    table = Table(
+        box=box.SIMPLE_HEAD,
+        title=f"blame over {plural(decided, 'decided run')}",
+        pad_edge=False,
+        caption="PoC: runs whose Point of Commitment it was; share of the decided runs and mean "
+        "attribution with 95% intervals; undec.: its runs with an inconclusive verdict",
+    )
+    table.add_column("step", overflow="fold", min_width=14)
+    for column in ("runs", "PoC", "share", "mean", "undec.", "repairs"):
         table.add_column(column)
     for row in rows:
         shape = f"({row['shape']})" if row["shape"] else ""
+        share = "" if row["share"] is None else f"{row['share']:.0%}"
+        if row["share_low"] is not None:
+            share += f" ({row['share_low']:.0%}–{row['share_high']:.0%})"
+        mean = "" if row["mean_attribution"] is None else f"{row['mean_attribution']:+.2f}"
+        if row["attribution_high"] is not None:
+            mean += f" ±{(row['attribution_high'] - row['attribution_low']) / 2:.2f}"
         table.add_row(
             shown(f"{row['kind']} {row['name']}{shape}"),
             str(row["runs"]),
             str(row["commitments"]),
-            _interval(row["share"], row["share_low"], row["share_high"], "{:.0%}"),
-            _interval(
-                row["mean_attribution"], row["attribution_low"], row["attribution_high"], "{:+.2f}"
-            ),
+            share,
+            mean,
             str(row["inconclusive"]),
             f"{row['repairs']} ({row['repair_success']:.0%})" if row["repairs"] else "",
         )
     console.print(table)
-
-
-def _interval(value: Any, low: Any, high: Any, form: str) -> str:
-    if value is None:
-        return ""
-    if low is None or high is None:
-        return form.format(value)
-    return f"{form.format(value)} [{form.format(low)}, {form.format(high)}]"
