@@ -26,15 +26,15 @@ from __future__ import annotations
 import hashlib
 import importlib
 import math
-import multiprocessing
 import pickle
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from enum import Enum
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from otel_replay.errors import ReplayError
+
+if TYPE_CHECKING:  # the process pool loads when one is made (12 ms of every command's start)
+    from concurrent.futures import Future, ProcessPoolExecutor
 
 __all__ = [
     "BATCHES_PER_WORKER",
@@ -118,6 +118,8 @@ class Threads:
                 if done is not None:
                     done(1)
             return
+        from concurrent.futures import ThreadPoolExecutor
+
         with ThreadPoolExecutor(self.workers, thread_name_prefix="rollout") as pool:
             for result in pool.map(lambda item: work.run(state, item), items):
                 yield result
@@ -170,6 +172,9 @@ class Processes:
         self._key: str | None = None
 
     def _start(self, key: str, data: bytes) -> ProcessPoolExecutor:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
         if self._pool is None or self._key != key:
             self.close()
             self._pool = ProcessPoolExecutor(
@@ -189,6 +194,8 @@ class Processes:
         batch_size: int | None = None,
     ) -> Iterator[Any]:
         """``work.run`` of each item, in order, in batches (of at most ``batch_size``)."""
+        from concurrent.futures.process import BrokenProcessPool
+
         key, data = _shipped(work)
         pending = batches(items, self.workers, batch_size)
         results: list[list[Any] | None] = [None] * len(pending)
