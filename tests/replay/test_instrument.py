@@ -235,14 +235,24 @@ def test_outside_a_recording_the_sdk_runs_untouched(server: Server) -> None:
     assert lookup_order(order_id="A-1001") == FAKE.ORDER  # a decorated tool: just the function
 
 
+SUPPORT = ["--agent", "tests.replay.test_instrument:support_agent", "--instrument", "openai"]
+
+
+def _record_support(
+    runner: CliRunner, store: Path, server: Server, question: str = QUESTION, *options: str
+) -> dict[str, Any]:
+    """``agent-replay record`` of the unmodified support agent against the fake server."""
+    arguments = orjson.dumps({"question": question, "base_url": server.url}).decode()
+    command = ["record", *SUPPORT, *options, "--input", arguments, "--json"]
+    recorded: dict[str, Any] = orjson.loads(ok(invoke(runner, store, *command)).stdout)
+    return recorded
+
+
 def test_the_commands_record_and_replay_an_unmodified_agent(
     server: Server, runner: CliRunner, store_path: Path
 ) -> None:
-    agent = ["--agent", "tests.replay.test_instrument:support_agent", "--instrument", "openai"]
-    arguments = orjson.dumps({"question": QUESTION, "base_url": server.url}).decode()
-    recorded = orjson.loads(
-        ok(invoke(runner, store_path, "record", *agent, "--input", arguments, "--json")).stdout
-    )
+    agent = SUPPORT
+    recorded = _record_support(runner, store_path, server)
     run_id = recorded["id"]
     assert recorded["steps"] == 7 and recorded["error"] is None
     server.stop()
@@ -387,14 +397,8 @@ def test_redacted_text_never_reaches_the_store_and_the_run_still_replays(
     server: Server, runner: CliRunner, store_path: Path
 ) -> None:
     question = f"{QUESTION} My account token is tok-8812734."
-    agent = ["--agent", "tests.replay.test_instrument:support_agent", "--instrument", "openai"]
-    arguments = orjson.dumps({"question": question, "base_url": server.url}).decode()
-    redact = ["--redact", r"tok-\d+"]
-    recorded = orjson.loads(
-        ok(
-            invoke(runner, store_path, "record", *agent, *redact, "--input", arguments, "--json")
-        ).stdout
-    )
+    agent = SUPPORT
+    recorded = _record_support(runner, store_path, server, question, "--redact", r"tok-\d+")
     for file in store_path.parent.glob(f"{store_path.name}*"):  # the store, its WAL
         assert b"tok-8812734" not in file.read_bytes(), file
     exported = ok(invoke(runner, store_path, "export", recorded["id"], "--format", "jsonl")).stdout
@@ -409,11 +413,8 @@ def test_redacted_text_never_reaches_the_store_and_the_run_still_replays(
 def test_attribute_re_runs_an_instrumented_agent(
     server: Server, runner: CliRunner, store_path: Path
 ) -> None:
-    agent = ["--agent", "tests.replay.test_instrument:support_agent", "--instrument", "openai"]
-    arguments = orjson.dumps({"question": QUESTION, "base_url": server.url}).decode()
-    recorded = orjson.loads(
-        ok(invoke(runner, store_path, "record", *agent, "--input", arguments, "--json")).stdout
-    )
+    agent = SUPPORT
+    recorded = _record_support(runner, store_path, server)
     planned = orjson.loads(
         ok(
             invoke(runner, store_path, "attribute", recorded["id"], *agent, "--dry-run", "--json")
@@ -431,11 +432,8 @@ def outcome(trajectory: Any) -> float:
 def test_a_run_becomes_a_regression_test(
     server: Server, runner: CliRunner, store_path: Path, tmp_path: Path
 ) -> None:
-    agent = ["--agent", "tests.replay.test_instrument:support_agent", "--instrument", "openai"]
-    arguments = orjson.dumps({"question": QUESTION, "base_url": server.url}).decode()
-    run_id = orjson.loads(
-        ok(invoke(runner, store_path, "record", *agent, "--input", arguments, "--json")).stdout
-    )["id"]
+    agent = SUPPORT
+    run_id = _record_support(runner, store_path, server)["id"]
     identical, passing = tmp_path / "test_incident.py", tmp_path / "test_fixed.py"
 
     def export(out: Path, *options: str) -> None:
