@@ -13,6 +13,7 @@ API come back empty that often, drawing from ``ctx.rng`` — the only randomness
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from otel_replay.model import Trajectory
@@ -27,6 +28,17 @@ MAX_TURNS = 8
 
 
 def investigate(ctx: AgentContext, task: str = TASK, flaky: float = 0.0) -> str:
+    def run_tool(name: str, arguments: dict[str, Any]) -> Any:
+        if name == "list_deploys" and ctx.rng.random() < flaky:
+            return []  # the flaky deploy API
+        return TOOLS[name](**arguments)
+
+    return converse(ctx, task, run_tool)
+
+
+def converse(ctx: AgentContext, task: str, run_tool: Callable[[str, dict[str, Any]], Any]) -> str:
+    """The investigator's loop: model turns, each tool it asks for run by ``run_tool(name,
+    arguments)`` (only when the step runs live), a failed tool reported back to the model."""
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": SYSTEM_PROMPT},
         {"role": "user", "content": task},
@@ -38,23 +50,18 @@ def investigate(ctx: AgentContext, task: str = TASK, flaky: float = 0.0) -> str:
         if not calls:
             return str(reply.get("content", ""))
         for call in calls:
-            messages.append(_call_tool(ctx, call, flaky))
+            name, arguments = call["name"], dict(call.get("arguments") or {})
+            try:
+                result = ctx.tool(
+                    name, produce=lambda n=name, a=arguments: run_tool(n, a), **arguments
+                )
+                content = json.dumps(result)
+            except StepError as exc:
+                content = json.dumps({"error": str(exc)})
+            messages.append(
+                {"role": "tool", "tool_call_id": call["id"], "name": name, "content": content}
+            )
     return "Gave up after too many turns."
-
-
-def _call_tool(ctx: AgentContext, call: dict[str, Any], flaky: float) -> dict[str, Any]:
-    name, arguments = call["name"], dict(call.get("arguments") or {})
-
-    def produce() -> Any:
-        if name == "list_deploys" and ctx.rng.random() < flaky:
-            return []  # the flaky deploy API
-        return TOOLS[name](**arguments)
-
-    try:
-        content = json.dumps(ctx.tool(name, produce=produce, **arguments))
-    except StepError as exc:
-        content = json.dumps({"error": str(exc)})
-    return {"role": "tool", "tool_call_id": call["id"], "name": name, "content": content}
 
 
 def outcome(trajectory: Trajectory) -> float:

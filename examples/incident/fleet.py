@@ -28,15 +28,13 @@ import random
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 from otel_replay.export import write_jsonl
 from otel_replay.model import Trajectory
-from otel_replay.replay import AgentContext, StepError, record
+from otel_replay.replay import AgentContext, record
 
-from .agent import MAX_TURNS, outcome
+from .agent import converse, outcome
 from .conventions import TASK
-from .model import MODEL_NAME, SYSTEM_PROMPT, respond
 from .world import World
 
 #: Each planted reason for failing: the tool and the fault injected into it.
@@ -47,30 +45,7 @@ RATES = {"list_deploys": 0.7, "query_metrics": 0.3}
 
 def faulty_investigator(ctx: AgentContext, ticket: int, tool: str, mode: str) -> str:
     """The investigator's loop over a world whose ``tool`` has fault ``mode``."""
-    world = World({tool: mode})
-    messages: list[dict[str, Any]] = [
-        {"role": "system", "content": SYSTEM_PROMPT},
-        {"role": "user", "content": f"[ticket INC-{ticket:05d}] {TASK}"},
-    ]
-    for _ in range(MAX_TURNS):
-        reply = ctx.llm(MODEL_NAME, produce=lambda: respond(messages), messages=messages)
-        messages.append(reply)
-        calls = reply.get("tool_calls") or []
-        if not calls:
-            return str(reply.get("content", ""))
-        for call in calls:
-            name, arguments = call["name"], dict(call.get("arguments") or {})
-            try:
-                result = ctx.tool(
-                    name, produce=lambda n=name, a=arguments: world.call(n, a), **arguments
-                )
-                content = json.dumps(result)
-            except StepError as exc:
-                content = json.dumps({"error": str(exc)})
-            messages.append(
-                {"role": "tool", "tool_call_id": call["id"], "name": name, "content": content}
-            )
-    return "Gave up after too many turns."
+    return converse(ctx, f"[ticket INC-{ticket:05d}] {TASK}", World({tool: mode}).call)
 
 
 def fleet(runs: int, seed: int = 0) -> Iterator[tuple[str, Trajectory]]:
