@@ -59,7 +59,9 @@ def attribute_stored(
     the record with the registered resample functions (with ``code.tools``, a built-in one for the
     tool steps no registration covers: a user's own wins). ``executor`` (a process pool, Ray) runs
     the rollouts elsewhere, in batches; the result is the same as on this process's threads."""
-    return attribute_job(job_of(store, id_or_prefix, config, code), progress, spending, executor)
+    registry = code.registry()  # loaded once, first: its mistakes before anything is read
+    job = job_of(store, id_or_prefix, config, code)
+    return attribute_job(job, progress, spending, executor, registry)
 
 
 def attribute_job(
@@ -67,9 +69,11 @@ def attribute_job(
     progress: Progress | None = None,
     spending: Spending | None = None,
     executor: Executor | None = None,
+    registry: Registry | None = None,
 ) -> AttributionResult:
-    """`attribute_stored` of a run already read (in whichever process the job was shipped to)."""
-    prepared = _prepare(job)
+    """`attribute_stored` of a run already read (in whichever process the job was shipped to);
+    ``registry``: the job's code, loaded already (else it is loaded here)."""
+    prepared = _prepare(job, registry)
     shipper = None
     if executor is not None and executor.kind is not ExecutorKind.THREADS:
         work = RolloutWork(job)
@@ -103,9 +107,8 @@ class RunJob:
 
 
 def job_of(store: Store, id_or_prefix: str, config: AttributionConfig, code: UserCode) -> RunJob:
-    """The job of attributing a stored run. The user's code is loaded once here first, so its
-    mistakes are reported before anything is read or shipped."""
-    code.registry()
+    """The job of attributing a stored run (its code is named, not loaded: callers load it once
+    first, so its mistakes are reported before anything is read or shipped)."""
     trajectory = store.get(id_or_prefix)
     recorded = None
     if code.tools is ToolSource.RECORDED:
@@ -140,7 +143,8 @@ def planned_cost_stored(
 ) -> tuple[PlannedCost, str]:
     """What `attribute_stored` would cost (rollouts, resample-function calls), and how it would
     roll out, without running anything (``agent-replay attribute --dry-run``)."""
-    prepared = _prepare(job_of(store, id_or_prefix, config, code))
+    registry = code.registry()
+    prepared = _prepare(job_of(store, id_or_prefix, config, code), registry)
     if prepared.model is not None:
         prepared.model.close()
     driven = prepared.driver is not None
@@ -157,9 +161,9 @@ class _Prepared:
     model: OpenAIChatModel | None
 
 
-def _prepare(job: RunJob) -> _Prepared:
+def _prepare(job: RunJob, registry: Registry | None = None) -> _Prepared:
     code, config, trajectory = job.code, job.config, job.trajectory
-    registry = code.registry()
+    registry = registry if registry is not None else code.registry()
     if job.recorded is not None and not registry.registered(StepKind.TOOL):
         registry.add_resampler(StepKind.TOOL, job.recorded)
     notes: list[str] = []

@@ -71,6 +71,7 @@ def attribute_runs(
 ) -> Iterator[Attributed]:
     """Attribute ``runs`` (full ids) over ``executor``, yielding each as it is done, in order."""
     serial = dataclasses.replace(config, workers=1)
+    code.registry()  # loaded once here: its mistakes before any run is read or shipped
     jobs = [job_of(store, run, serial, code) for run in runs]
     results: Iterator[Any] = executor.map(RunsWork(), jobs, done, batch_size=1)
     for job, (result, error) in zip(jobs, results, strict=True):
