@@ -681,24 +681,26 @@ class Store:
     ) -> None:
         """Keep an attribution report (its JSON bytes) beside its run, replacing the one kept for
         the same run and question (``config_digest``), with its rows for ``report_steps`` (values
-        in `REPORT_STEP_COLUMNS` order). Inside `transaction`, or in one of its own."""
+        in `REPORT_STEP_COLUMNS` order): a report with rows is the one ``blame`` adds up for the
+        run from now on; one without (a swap question's) leaves that as it was. Inside
+        `transaction`, or in one of its own."""
         if not self._db.in_transaction:
             with self.transaction():
                 return self.keep_report(trajectory_id, config_digest, report, verdict, steps)
         self.prepare_reports()
+        rows = [tuple(row) for row in steps]
         key = (trajectory_id, config_digest)
         self._db.execute(
             "DELETE FROM report_steps WHERE trajectory_id = ? AND config_digest = ?", key
         )
-        self._db.execute("UPDATE report_steps SET newest = 0 WHERE trajectory_id = ?", key[:1])
+        if rows:
+            self._db.execute("UPDATE report_steps SET newest = 0 WHERE trajectory_id = ?", key[:1])
         self._db.execute(
             "INSERT OR REPLACE INTO reports VALUES (?, ?, ?, ?, ?)",
             (*key, time.time_ns(), verdict, report),
         )
         marks = ", ".join("?" * len(REPORT_STEP_COLUMNS))
-        self._db.executemany(
-            f"INSERT INTO report_steps VALUES ({marks}, 1)", (tuple(row) for row in steps)
-        )
+        self._db.executemany(f"INSERT INTO report_steps VALUES ({marks}, 1)", rows)
 
     def prepare_reports(self) -> None:
         """Create the report tables if the store has none (inside `transaction`)."""

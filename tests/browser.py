@@ -31,9 +31,11 @@ FLAGS = [
 ]
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    """One headless Chromium for the session (pages are cheap, browsers are not)."""
+    """One headless Chromium per test module (pages are cheap, browsers less so). Not per
+    session: while Playwright's sync API is open it keeps an event loop running on the main
+    thread, and any later test's ``asyncio.run`` would fail on it."""
     if not os.path.exists(CHROMIUM):
         reason = f"no Chromium at {CHROMIUM} (Debian: apt-get install chromium)"
         if os.environ.get("CI"):

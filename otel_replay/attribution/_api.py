@@ -32,7 +32,7 @@ from otel_replay.attribution._results import (
 )
 from otel_replay.attribution._shapley import shapley, shapley_plans
 from otel_replay.errors import AttributionError, VerifierError
-from otel_replay.model import Trajectory
+from otel_replay.model import StepKind, Trajectory
 from otel_replay.replay import Plan, Rollout, score
 from otel_replay.resamplers import Registry, VerifierFunction, describe
 
@@ -98,6 +98,8 @@ def attribute(
     started = time.perf_counter()
     resamplable = resamplable_steps(trajectory, registry, driver is not None)
     verifier = _verifier(trajectory, registry, resamplable)
+    if config.swap_model is not None:
+        _check_swap(trajectory, registry, config.swap_model)
     factual_score = score(verifier, trajectory)
     mode = _mode(trajectory, verifier, factual_score, config)
     engine = Engine(trajectory, registry, verifier, config, progress, driver, spending, shipper)
@@ -132,7 +134,7 @@ def attribute(
         failed=mode is Mode.FAILURE,
         steps=_steps(trajectory, resamplable, found, credit),
         point_of_commitment=found.point_of_commitment if found else None,
-        verdict=_verdict(mode, found),
+        verdict=_verdict(mode, found, config),
         explanation=_explain(trajectory, mode, found, config),
         bracket=found.bracket if found else None,
         rollouts_needed=found.rollouts_needed if found else None,
@@ -148,6 +150,7 @@ def attribute(
         notes=tuple(notes),
         search=found.search if found else (),
         calls_needed=found.calls_needed if found else None,
+        swap_model=config.swap_model,
     )
 
 
@@ -167,6 +170,22 @@ def _verifier(
     return registry.verifier
 
 
+def _check_swap(trajectory: Trajectory, registry: Registry, model: str) -> None:
+    """The swap question needs a model turn to swap, and the model's resample function to ask
+    ``model`` through."""
+    turns = [s for s in trajectory.steps if s.kind is StepKind.LLM]
+    if not turns:
+        raise AttributionError(
+            f"--swap-model {model}: run {trajectory.id} has no model turn to swap"
+        )
+    if all(registry.lookup(s) is None for s in turns):
+        raise AttributionError(
+            f"--swap-model {model} asks the model turns of run {trajectory.id} through the "
+            "model's resample function, and none is registered: register one with "
+            "@resampler('llm'), or use --llm openai"
+        )
+
+
 def _mode(
     trajectory: Trajectory,
     verifier: VerifierFunction,
@@ -176,6 +195,12 @@ def _mode(
     """Failure attribution for a failed run; credit mode (or an error) for a passing one."""
     if factual_score < config.fail_threshold:
         return Mode.FAILURE
+    if config.swap_model is not None:
+        raise AttributionError(
+            f"run {trajectory.id} passed (verifier {describe(verifier)} scored it "
+            f"{factual_score:g}, threshold {config.fail_threshold:g}); --swap-model asks from "
+            f"which step {config.swap_model} would have saved a failed run"
+        )
     if config.on_success is OnSuccess.ERROR:
         raise AttributionError(
             f"run {trajectory.id} passed (verifier {describe(verifier)} scored it "
@@ -221,11 +246,13 @@ def _repair(
     return search(engine, poc, kept, found.resampled_from(poc), config)
 
 
-def _verdict(mode: Mode, found: Localisation | None) -> Verdict:
+def _verdict(mode: Mode, found: Localisation | None, config: AttributionConfig) -> Verdict:
     if mode is Mode.CREDIT:
         return Verdict.NO_FAILURE  # the located step, if any, is the save point
     located = found is not None and found.point_of_commitment is not None
-    return Verdict.CULPRIT if located else Verdict.INCONCLUSIVE
+    if not located:
+        return Verdict.INCONCLUSIVE
+    return Verdict.CULPRIT if config.swap_model is None else Verdict.SAVED
 
 
 def _explain(
@@ -235,14 +262,20 @@ def _explain(
         step = trajectory.steps[i]
         return f"step {i} ({step.kind.value} {step.name})"
 
+    swap = config.swap_model
     if found is None:
-        return "Shapley credit only: run with --method contrastive or all to locate the commitment."
+        question = "locate the commitment" if swap is None else f"find where {swap} saves the run"
+        return f"Shapley credit only: run with --method contrastive or all to {question}."
     poc, bracket, needed = found.point_of_commitment, found.bracket, found.rollouts_needed
+    if poc is not None and swap is not None:
+        return _saved_from(found, poc, swap, config.margin, name(poc))
     if poc is not None:
         return _located(found, poc, mode, config.margin, name(poc))
     calls = f" (some {found.calls_needed:,} more calls)" if found.calls_needed else ""
     budget = f"; about {needed} rollouts per plan{calls} might decide it" if needed else ""
     what = "commitment" if mode is Mode.FAILURE else "save point"
+    if swap is not None:
+        what = f"step from which {swap} saves the run"
     limits = f"at most {config.max_rollouts} rollouts per plan" + (
         f", {config.budget:,} calls" if config.budget is not None else ""
     )
@@ -262,6 +295,13 @@ def _explain(
             f"and {name(bracket[1])}{budget}."
         )
     if all(s.no_effect or s.cleared_by is not None for s in found.steps if s.resamplable):
+        if swap is not None:
+            return (
+                f"{swap} would not have saved this run from any step: starting the swap at no "
+                f"step changes the failure rate by more than ±{config.margin:g} against starting "
+                "it one step later, so re-run from the first resamplable step with "
+                f"{swap} answering every model turn, it fails about as often as the record does."
+            )
         failure = "failure" if mode is Mode.FAILURE else "success"
         joint = next((t for t in found.search if t.comparison.significant), None)
         if joint is not None:
@@ -285,6 +325,27 @@ def _explain(
             "resamplable step, or by an observed-only step)."
         )
     return f"Inconclusive {spent}{budget}."
+
+
+def _saved_from(found: Localisation, at: int, model: str, margin: float, named: str) -> str:
+    """The swap question's answer in the words of the tests that made it."""
+    step = found.steps[at]
+    assert step.kept is not None and step.ablated is not None and step.matters_bound is not None
+    later = [s for s in found.steps if s.resamplable and s.index > at]
+    head = (
+        f"{model} would have saved this run from {named} on: re-run from there with {model} "
+        f"answering every model turn, it fails {step.ablated.value:.0%} of the time, against "
+        f"{step.kept.value:.0%} when the swap starts after it (lower by more than "
+        f"{step.matters_bound:.2f} at {percent(step.matters_confidence or 0.0)} one-sided "
+        "confidence)"
+    )
+    if not later:
+        return f"{head}; no later step can be run again."
+    return (
+        f"{head}. Starting the swap at any later step changes the failure rate by no more than "
+        f"±{margin:g} (each step's interval, or the search's joint test, in the report): from "
+        f"there on the failure was beyond {model}'s reach."
+    )
 
 
 def _located(found: Localisation, poc: int, mode: Mode, margin: float, named: str) -> str:

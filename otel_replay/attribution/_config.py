@@ -83,6 +83,10 @@ class AttributionConfig:
         driver: without a live agent, walk the record (``trace``), re-drive the tool-calling loop
             (``chat``), or the loop whenever the record is a tool-calling chat (``auto``).
         max_turns: model turns a rollout of the loop may take (default twice the recorded turns).
+        swap_model: ask the swap question instead: every model turn a plan runs again is
+            answered by this model (`Plan.under_model`), so the located step is the latest one
+            from which the run re-run with it is saved, and each step's estimate is the credit of
+            starting the swap there rather than one step later.
     """
 
     rollouts: int = 100
@@ -103,8 +107,11 @@ class AttributionConfig:
     strategy: Strategy = Strategy.ADAPTIVE
     max_rollouts: int = 640
     budget: int | None = None
+    swap_model: str | None = None
 
     def __post_init__(self) -> None:
+        if self.swap_model is not None and not self.swap_model.strip():
+            raise AttributionError("swap_model='' names no model: give the model to swap in")
         if self.rollouts < 1:
             raise AttributionError(f"rollouts={self.rollouts} must be at least 1")
         if self.permutations < 1:
@@ -177,6 +184,8 @@ class AttributionConfig:
             flags += ["--max-rollouts", str(self.max_rollouts)]
             if self.budget is not None:
                 flags += ["--budget", str(self.budget)]
+        if self.swap_model is not None:
+            flags += ["--swap-model", self.swap_model]
         return [*flags, "--repair"] if self.repair else flags
 
 

@@ -111,15 +111,23 @@ class Engine:
         self.planned -= rollouts
         self._report()
 
+    def asked(self, plan: Plan) -> Plan:
+        """The plan as it runs: under the swapped-in model when the swap question is asked. The
+        methods never see the difference (their outcomes come back under their own plans)."""
+        model = self.config.swap_model
+        return plan if model is None else plan.under_model(model)
+
     def _one(self, task: tuple[Plan, int]) -> Outcome:
         try:
-            result = self._drive(*task)
+            result = self._drive(self.asked(task[0]), task[1])
         except RolloutError as exc:
             return self._lost(task, exc)
-        return self._scored(result)
+        return self._scored(task[0], result)
 
     def _received(self, task: tuple[Plan, int], got: Rollout | RolloutError) -> Outcome:
-        return self._lost(task, got) if isinstance(got, RolloutError) else self._scored(got)
+        if isinstance(got, RolloutError):
+            return self._lost(task, got)
+        return self._scored(task[0], got)
 
     def _lost(self, task: tuple[Plan, int], exc: RolloutError) -> Outcome:
         """A rollout a resample function's error ended: a failure, or (by default) the end."""
@@ -127,12 +135,10 @@ class Engine:
             raise exc
         return Outcome(task[0], task[1], 0.0, True, 0, None, str(exc))
 
-    def _scored(self, result: Rollout) -> Outcome:
+    def _scored(self, plan: Plan, result: Rollout) -> Outcome:
         value = score(self.verifier, result.trajectory)
         failed = value < self.config.fail_threshold
-        return Outcome(
-            result.plan, result.index, value, failed, result.step_executions, result.trajectory
-        )
+        return Outcome(plan, result.index, value, failed, result.step_executions, result.trajectory)
 
     def run(self, plans: Sequence[tuple[Plan, int]]) -> dict[Plan, list[Outcome]]:
         """Roll each plan out the given number of times; outcomes per plan, in rollout order."""
@@ -157,7 +163,7 @@ class Engine:
         grouped: dict[Plan, list[Outcome]] = {plan: [] for plan, _ in plans}
         rollout_async = getattr(self._drive, "arollout", None)
         if self.shipper is not None:
-            made = zip(tasks, self.shipper(tasks), strict=True)
+            made = zip(tasks, self.shipper([(self.asked(p), r) for p, r in tasks]), strict=True)
             self._collect((self._received(task, got) for task, got in made), grouped)
         elif rollout_async is not None and getattr(self._drive, "asynchronous", False):
             self._collect(self._concurrently(rollout_async, tasks), grouped)
@@ -180,10 +186,10 @@ class Engine:
             async def one(task: tuple[Plan, int]) -> Outcome:
                 async with gate:
                     try:
-                        made = await rollout(*task)
+                        made = await rollout(self.asked(task[0]), task[1])
                     except RolloutError as exc:
                         return self._lost(task, exc)
-                return self._scored(made)
+                return self._scored(task[0], made)
 
             return list(await asyncio.gather(*(one(task) for task in tasks)))
 

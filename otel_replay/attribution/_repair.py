@@ -19,8 +19,8 @@ from otel_replay.attribution._results import Repair
 from otel_replay.attribution._stats import DifferenceDistribution, similarity, wilson
 from otel_replay.errors import RegistrationError
 from otel_replay.hashing import canonical_json
-from otel_replay.model import StepStatus
-from otel_replay.replay import Plan
+from otel_replay.model import StepKind, StepStatus
+from otel_replay.replay import Intervention, Plan
 from otel_replay.resamplers import describe
 
 _ALPHA = 0.05  # the error rate a repair is accepted at (split over the candidates tried)
@@ -120,7 +120,25 @@ def search(
                     n=len(outcomes),
                     source=candidate.source,
                     tried=tried,
+                    **_named(engine, plan, index),
                 ),
                 f"tried {tried} of {len(found)} candidates",
             )
     return None, f"none of the {trials} most similar candidates (of {len(found)}) saved the run"
+
+
+def _named(engine: Engine, plan: Plan, index: int) -> dict[str, str]:
+    """The repair's move in the intervention algebra, and its plan in words: a model turn's new
+    output is ``do`` (the agent's action replaced), any other step's is ``observe`` (the call
+    kept, what came back replaced). The plan ran as a forced output; the mechanics are the same."""
+    forced = plan.at(index)
+    if engine.factual.steps[index].kind is StepKind.LLM:
+        named = Intervention.do(forced.output)
+    else:
+        named = Intervention.observe(forced.output, forced.error)
+    shown = Plan(
+        plan.identity,
+        tuple(named if i == index else x for i, x in enumerate(plan.interventions)),
+        plan.model_from,
+    )
+    return {"move": named.name, "plan": engine.asked(shown).describe()}

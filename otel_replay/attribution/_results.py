@@ -24,6 +24,7 @@ class Mode(str, Enum):
 
 class Verdict(str, Enum):
     CULPRIT = "culprit"
+    SAVED = "saved"  # the swap question: the step from which the swapped-in model saves the run
     INCONCLUSIVE = "inconclusive"
     NO_FAILURE = "no-failure"
 
@@ -148,6 +149,8 @@ class Repair:
     n: int
     source: str  # "rollout" or the repair-candidates function that offered it
     tried: int  # candidates tried, including this one
+    move: str = "do"  # in the intervention algebra: do (a model turn's output) or observe
+    plan: str = ""  # the repairing plan in words (`otel_replay.replay.Plan.describe`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,3 +200,9 @@ class AttributionResult:
     driver: str = "trace"  # how rollouts were made, and why (the report's config.driver)
     search: tuple[SuffixTest, ...] = ()  # the adaptive search's questions, in the order asked
     calls_needed: int | None = None  # with rollouts_needed: the calls it would add (sequential)
+    swap_model: str | None = None  # the swap question's model: the located step is where it saves
+
+    @property
+    def question(self) -> str:
+        """What was asked: ``failure``, ``credit``, or ``swap-model`` (the report's ``mode``)."""
+        return "swap-model" if self.swap_model is not None else self.mode.value

@@ -168,6 +168,11 @@ def _prepare(job: RunJob, registry: Registry | None = None) -> _Prepared:
         registry.add_resampler(StepKind.TOOL, job.recorded)
     notes: list[str] = []
     model = None
+    if code.llm is not None and code.llm.model and config.swap_model is not None:
+        raise AttributionError(
+            f"--llm-model {code.llm.model} would answer every model turn, and --swap-model "
+            f"{config.swap_model} asks the re-run ones of another model: give one of them"
+        )
     if code.llm is not None and not registry.registered(StepKind.LLM):
         model = OpenAIChatModel(code.llm)
         registry.add_resampler(StepKind.LLM, model)

@@ -92,6 +92,15 @@ def attribute_command(
         str | None, typer.Option(help="Model (default: the recorded one).")
     ] = None,
     llm_temperature: Annotated[float, typer.Option(help="Sampling temperature.")] = 1.0,
+    swap_model: Annotated[
+        str | None,
+        typer.Option(
+            "--swap-model",
+            metavar="MODEL",
+            help="Ask from which step MODEL would have saved the run: every model turn a plan "
+            "runs again is asked of MODEL through the model's resample function.",
+        ),
+    ] = None,
     driver: Annotated[
         Driver, typer.Option(help="Walk the record, or re-drive a tool-calling run as its loop.")
     ] = Driver.AUTO,
@@ -201,7 +210,7 @@ def attribute_command(
             strategy=strategy or (Strategy.ADAPTIVE if rollouts is None else Strategy.SWEEP),
             method=method, fail_threshold=fail_threshold, margin=margin, repair=repair,
             on_success=on_success, on_resampler_error=on_resampler_error, workers=workers,
-            concurrency=concurrency, driver=driver, max_turns=max_turns,
+            concurrency=concurrency, driver=driver, max_turns=max_turns, swap_model=swap_model,
         )  # fmt: skip
         model = ChatModelOptions(llm_base_url, llm_model, llm_temperature) if llm else None
         sdks = tuple(name.strip() for name in (instrument or "").split(",") if name.strip())

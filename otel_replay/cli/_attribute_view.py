@@ -219,9 +219,16 @@ def _joint_caption(result: AttributionResult, wide: bool) -> str:
 
 def _render(result: AttributionResult, config: AttributionConfig) -> None:
     credit = result.mode is Mode.CREDIT
+    swap = result.swap_model
     tails = [s.test_tail for s in result.steps if s.test_tail is not None]
     tail = min(tails) if tails else 0.0
     title = "rescue credit" if credit else "failure attribution"
+    rates = "P(fail) with the step kept / resampled"
+    located = "save point" if credit else "point of commitment"
+    if swap is not None:
+        title = f"credit of a swap to {shown(swap)}, per step,"
+        rates = f"P(fail) with {shown(swap)} from the next step / from this one"
+        located = f"the latest step from which {shown(swap)} saves the run"
     wide = console.width >= _WIDE_TABLE
     intervals = "95% intervals" if wide else "intervals and bounds in --json (or a wider terminal)"
     table = Table(
@@ -229,11 +236,11 @@ def _render(result: AttributionResult, config: AttributionConfig) -> None:
         title=f"{title} of {shown(result.trajectory_id)}",
         caption=(
             f"{_budget(result, config)}, seed {config.seed}; {intervals}; "
-            f"P(fail) with the step kept / resampled; test: 'matters' when the one-sided "
+            f"{rates}; test: 'matters' when the one-sided "
             f"{percent(1 - tail)} bound is above 0, 'no effect' when the "
             f"{percent(1 - 2 * tail)} interval is inside ±{config.margin:g}"
             f"{_joint_caption(result, wide)}; "
-            f"◀ {'save point' if credit else 'point of commitment'}"
+            f"◀ {located}"
         ),
     )
     table.add_column("#", justify="right", no_wrap=True)
@@ -244,7 +251,8 @@ def _render(result: AttributionResult, config: AttributionConfig) -> None:
         max_width=_name_width(wide, result.shapley is not None),
         no_wrap=True,
     )
-    table.add_column("credit" if credit else "attribution", justify="right", no_wrap=True)
+    estimand = "credit" if credit or swap else "attribution"
+    table.add_column(estimand, justify="right", no_wrap=True)
     table.add_column("P(fail)", justify="right", no_wrap=True)
     table.add_column("test", no_wrap=True)
     shapley = result.shapley is not None
@@ -276,7 +284,7 @@ def _render(result: AttributionResult, config: AttributionConfig) -> None:
                 cells.append(f"{step.shapley:+.2f}{se}{differs}")
             else:
                 cells.append("")
-        style = ("bold green" if credit else "bold red") if marker else None
+        style = ("bold green" if credit or swap else "bold red") if marker else None
         table.add_row(*cells, marker, style=style)
     console.print(table)
     console.print(f"[bold]{result.verdict.value}[/]: {shown(result.explanation)}")
@@ -302,7 +310,8 @@ def _render(result: AttributionResult, config: AttributionConfig) -> None:
     if result.repair is not None:
         r = result.repair
         console.print(
-            f"repair: step {r.step_index} returning {shown(short(r.output, 80))} saves the run "
+            f"repair ({r.move}): step {r.step_index} returning {shown(short(r.output, 80))} "
+            "saves the run "
             f"{r.success_rate:.0%} of the time [{r.success_low:.2f}, {r.success_high:.2f}] "
             f"(similarity to the record {r.similarity:.2f}; from {shown(r.source)})"
         )

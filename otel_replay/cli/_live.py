@@ -28,7 +28,7 @@ from otel_replay.cli._common import (
 from otel_replay.errors import ReplayError
 from otel_replay.model import Step, StepKind, Trajectory
 from otel_replay.replay import FAULTS
-from otel_replay.resamplers import load_object, load_registry
+from otel_replay.resamplers import ModelSource, Registry, load_object, load_registry
 from otel_replay.store import Store
 
 if TYPE_CHECKING:
@@ -332,6 +332,17 @@ def fork_command(
         list[str] | None,
         typer.Option("--resamplers", help="Resample later steps (without --agent)."),
     ] = None,
+    llm: Annotated[
+        ModelSource | None,
+        typer.Option(
+            help="Answer re-run model turns with an OpenAI-compatible chat server (asked for the "
+            "recorded model, or --swap-model's)."
+        ),
+    ] = None,
+    llm_base_url: Annotated[
+        str | None, typer.Option(help="Its /v1 URL (default $OPENAI_BASE_URL).")
+    ] = None,
+    llm_temperature: Annotated[float, typer.Option(help="Sampling temperature.")] = 1.0,
     outcome: Annotated[
         str | None,
         typer.Option("--verifier", "--outcome", help="module:function scoring the forked run."),
@@ -364,7 +375,7 @@ def fork_command(
                 where,
                 intervention,
                 agent=runner,
-                registry=load_registry(resamplers or ()),
+                registry=_fork_registry(resamplers, llm, llm_base_url, llm_temperature),
                 outcome=load_object(outcome, "--verifier") if outcome else None,
                 seed=seed,
             )
@@ -376,6 +387,24 @@ def fork_command(
         print_json({"id": forked.id, "diff": _diff_record(result)})
     else:
         _print_fork(forked, result)
+
+
+def _fork_registry(
+    resamplers: list[str] | None,
+    llm: ModelSource | None,
+    base_url: str | None,
+    temperature: float,
+) -> Registry:
+    """The fork's resample functions: the user's, and with ``--llm`` the built-in model one for
+    model turns no module registered a function for."""
+    from otel_replay.resamplers import ChatModelOptions, OpenAIChatModel
+
+    registry = load_registry(resamplers or ())
+    if llm is not None and not registry.registered(StepKind.LLM):
+        registry.add_resampler(
+            StepKind.LLM, OpenAIChatModel(ChatModelOptions(base_url, None, temperature))
+        )
+    return registry
 
 
 def chat_loop(original: Trajectory, max_turns: int | None = None, goes_on: bool = False) -> Any:

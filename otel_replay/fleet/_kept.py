@@ -26,8 +26,9 @@ def report_rows(
     report: Mapping[str, Any], trajectory: Trajectory, config_digest: str
 ) -> list[tuple[Any, ...]]:
     """The ``report_steps`` rows of ``report`` (the JSON report's data) about ``trajectory``; none
-    for a passing run's credit report (blame is about failures)."""
-    if report.get("mode") == "credit":
+    for a passing run's credit report (blame is about failures) or a swap question's (it asks
+    about another model, not where the run failed)."""
+    if report.get("mode") in ("credit", "swap-model"):
         return []
     verdict = report.get("verdict")
     located = report.get("point_of_commitment")

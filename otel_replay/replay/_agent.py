@@ -562,12 +562,12 @@ class ReplayContext(AgentContext):
         queue = self._cassette.get(key)
         recorded = queue.popleft() if queue else None
         swap = self.plan.model_from if self.plan is not None else None
-        if swap is not None and kind is StepKind.LLM and len(self.ledger.steps) >= swap[0]:
-            # the model swapped: asked anew of the other model, recorded or not
-            if self.ledger.diverged_at is None and recorded is None:
+        swapped = swap is not None and kind is StepKind.LLM and len(self.ledger.steps) >= swap[0]
+        if recorded is None and swap is not None and swapped:
+            # a new model turn where the model is swapped: asked of the other model
+            if self.ledger.diverged_at is None:
                 self.ledger.diverged_at = len(self.ledger.steps)
-            matched = recorded.index if recorded is not None else None
-            return _Live(started, matched, {**inputs, "model": swap[1]})
+            return _Live(started, None, {**inputs, "model": swap[1]})
         if recorded is None:
             if self.on_miss == "error":
                 raise self._fatal(self._miss(kind, name, inputs))
@@ -618,11 +618,13 @@ class ReplayContext(AgentContext):
             )
         if action is Action.REMOVE:
             return _Served(None)
+        edited = None
         if action is Action.EDIT:
             assert self.plan is not None
             edited = apply_patch(inputs, self.plan.at(recorded.index).output)
-            return _Live(started, recorded.index, edited)
-        return _Live(started, recorded.index)
+        if swap is not None and swapped:  # a model turn run again, asked of the other model
+            return _Live(started, recorded.index, {**(edited or inputs), "model": swap[1]})
+        return _Live(started, recorded.index, edited)
 
     def _observed_only(
         self, kind: StepKind, name: str, inputs: dict[str, Any], runnable_here: bool

@@ -360,8 +360,23 @@ def _plan(original: Trajectory, at: int, intervention: Intervention, *, then: In
     """A fork's plan: the intervention at ``at``, or from it on for a swapped model."""
     if intervention.move == "swap-model":
         model = str(intervention.output["model"])
-        return Plan.swapped(len(original.steps), at, model, then=then)
+        turns = [s.index for s in original.steps if s.kind is StepKind.LLM]
+        return Plan.swapped(len(original.steps), at, model, turns=turns, then=then)
     return Plan.intervene(len(original.steps), at, intervention, then=then)
+
+
+def _check_swappable(original: Trajectory, plan: Plan, registry: Registry) -> None:
+    """A swapped model answers through the model's resample function: the trace walk needs one
+    for every model turn it swaps."""
+    if plan.model_from is None:
+        return
+    start, model = plan.model_from
+    for step in original.steps[start:]:
+        if step.kind is StepKind.LLM and registry.lookup(step) is None:
+            raise InterventionError(
+                f"--swap-model asks model turn {step.index} of {model!r} through the model's "
+                "resample function, and there is none (register one, or --llm openai)"
+            )
 
 
 def fork_id(
@@ -455,6 +470,7 @@ def fork(
     else:
         driver = "resamplers:" + ",".join(registry.descriptions())
         plan = _plan(original, at, intervention, then=RESAMPLE)
+        _check_swappable(original, plan, registry)
         result = rollout(original, plan, registry, seed or 0, 0)
         steps = list(result.trajectory.steps)
         metadata["stale_steps"] = [

@@ -66,6 +66,32 @@ class Intervention:
         """mock-observe: the recorded call kept, ``output`` (or a failure, ``error``) returned."""
         return cls(Action.FORCE, None if error is not None else output, error, move="observe")
 
+    @property
+    def name(self) -> str:
+        """The move in the algebra: hold, resample, do, observe, edit, remove or swap-model (an
+        unnamed FORCE is a forced output: ``force``)."""
+        return self.move or self.action.value
+
+    def describe(self) -> str:
+        """One line for a person: what the step gets under this intervention."""
+        if self.action is Action.HOLD:
+            return "hold: served as recorded"
+        if self.action is Action.REMOVE:
+            return "remove: left out of the run"
+        if self.move == "swap-model":
+            return f"swap-model: asked anew of {self.output['model']}"
+        if self.action is Action.RESAMPLE:
+            return "resample: run again through its resample function"
+        if self.action is Action.EDIT:
+            ops = ", ".join(f"{o.get('op')} {o.get('path')}" for o in self.output or ())
+            return f"edit: run again on its inputs patched ({ops or 'no operation'})"
+        what = f"fails with {self.error!r}" if self.error is not None else "returns this output"
+        if self.move == "do":
+            return "do: the agent's action replaced (the turn's new message)"
+        if self.move == "observe":
+            return f"observe: the recorded call kept, it {what}"
+        return f"force: the step {what}"
+
 
 HOLD = Intervention(Action.HOLD)
 RESAMPLE = Intervention(Action.RESAMPLE)
@@ -79,8 +105,9 @@ class Plan:
 
     identity: str
     interventions: tuple[Intervention, ...] = field(compare=False)
-    #: A plan-level model override: every model turn from this step on (recorded or new) is
-    #: asked of this model, through the model's resample function.
+    #: A plan-level model override: every model turn from this step on that the plan runs again
+    #: (resampled, edited, or new where the run diverged) is asked of this model, through the
+    #: model's resample function; held and forced turns are not.
     model_from: tuple[int, str] | None = field(default=None, compare=False)
 
     def resampled(self, indices: Collection[int]) -> list[int]:
@@ -94,6 +121,30 @@ class Plan:
 
     def at(self, index: int) -> Intervention:
         return self.interventions[index]
+
+    def under_model(self, model: str) -> Plan:
+        """This plan with every model turn it runs again (resampled, edited, or new) answered by
+        ``model``: the counterfactual world of ``attribute --swap-model``. Held and forced steps
+        are untouched, so a plan that holds everything still reproduces the record."""
+        return Plan(f"{self.identity}@{model}", self.interventions, (0, model))
+
+    def describe(self) -> str:
+        """One line for a person: the plan's interventions, runs of one move run together."""
+        parts: list[str] = []
+        start = 0
+        for i in range(1, len(self.interventions) + 1):
+            if i == len(self.interventions) or self.interventions[i] != self.interventions[start]:
+                steps = f"step {start}" if i - 1 == start else f"steps {start}-{i - 1}"
+                parts.append(f"{steps}: {self.interventions[start].name}")
+                start = i
+        if self.model_from is not None:
+            first, model = self.model_from
+            parts.append(
+                f"model turns run again from step {first} on: asked of {model}"
+                if first
+                else f"model turns run again: asked of {model}"
+            )
+        return "; ".join(parts) or "no step"
 
     @classmethod
     def factual(cls, n_steps: int) -> Plan:
@@ -153,11 +204,19 @@ class Plan:
 
     @classmethod
     def swapped(
-        cls, n_steps: int, start: int, model: str, *, then: Intervention = RESAMPLE
+        cls,
+        n_steps: int,
+        start: int,
+        model: str,
+        *,
+        turns: Collection[int] = (),
+        then: Intervention = RESAMPLE,
     ) -> Plan:
-        """Hold before ``start``; from it on, every model turn asked of ``model`` and every other
-        step ``then``."""
-        interventions = tuple(HOLD if i < start else then for i in range(n_steps))
+        """Hold before ``start``; from it on, every model turn (``turns``: the recorded ones, and
+        any new one) asked anew of ``model``, every other step ``then``."""
+        interventions = tuple(
+            HOLD if i < start else RESAMPLE if i in turns else then for i in range(n_steps)
+        )
         return cls(f"swap:{start}:{model}:{then.action.value}", interventions, (start, model))
 
     def repair_baseline(self, index: int) -> Plan:

@@ -72,13 +72,12 @@ def rollout(
             found[step.index] if intervention.action in (Action.RESAMPLE, Action.EDIT) else None
         )
         swap = plan.model_from
-        if swap is not None and step.kind is StepKind.LLM and step.index >= swap[0]:
-            if found[step.index] is None:
-                raise InterventionError(
-                    f"--swap-model asks model turn {step.index} of {swap[1]!r} through the model's "
-                    "resample function, and there is none (register one, or --llm openai)"
-                )
-            registration = found[step.index]
+        if (
+            swap is not None
+            and registration is not None
+            and step.kind is StepKind.LLM
+            and step.index >= swap[0]
+        ):  # a model turn run again: asked of the swapped-in model
             step = dataclasses.replace(step, inputs={**step.inputs, "model": swap[1]})
         if intervention.action is Action.EDIT:
             if registration is None:

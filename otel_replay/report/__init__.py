@@ -1,7 +1,7 @@
 """Reports: the versioned JSON report of an attribution and its JSON Schema, the same report as one
 self-contained HTML page, and the pieces of that page the viewer shares (the run's timeline)."""
 
-from otel_replay.report._html import html_report, report_body
+from otel_replay.report._html import Question, html_report, question, report_body
 from otel_replay.report._json import REPORT_VERSION, build_report, dumps_report, read_report
 from otel_replay.report._page import data_script, esc, page
 from otel_replay.report._schema import REPORT_SCHEMA
@@ -12,6 +12,7 @@ __all__ = [
     "REPORT_SCHEMA",
     "REPORT_VERSION",
     "Mark",
+    "Question",
     "build_report",
     "chat",
     "data_script",
@@ -19,6 +20,7 @@ __all__ = [
     "esc",
     "html_report",
     "page",
+    "question",
     "read_report",
     "report_body",
     "run_data",

@@ -11,6 +11,7 @@ repairing one, as a diff), then the configuration that reproduces it. It reads t
 from __future__ import annotations
 
 import difflib
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -37,30 +38,53 @@ def html_report(
     )
 
 
+@dataclass(frozen=True, slots=True)
+class Question:
+    """What a report asked, as its pages word it: the step it located (if any), the mark that
+    step gets, and the page's title."""
+
+    located: Any
+    label: str
+    title: str
+
+
+def question(report: dict[str, Any]) -> Question:
+    """The question of ``report`` (its ``mode``): failure, credit or swap-model."""
+    mode = report.get("mode")
+    swap = report.get("swap")
+    if mode == "swap-model" and isinstance(swap, dict):
+        model = str(swap.get("model", "?"))
+        return Question(
+            swap.get("from_step"), f"{model} saves from here", f"Swap credit of {model}"
+        )
+    if mode == "credit":
+        return Question(report.get("save_point"), "Save point", "Rescue credit")
+    return Question(report.get("point_of_commitment"), "Point of Commitment", "Failure attribution")
+
+
 def report_body(report: dict[str, Any], trajectory: Trajectory | None) -> str:
     """The report's sections, for a page of its own or the viewer's."""
-    credit = report.get("mode") == "credit"
-    located = report.get("save_point" if credit else "point_of_commitment")
-    title = "Rescue credit" if credit else "Failure attribution"
+    asked = question(report)
+    located, title = asked.located, esc(asked.title)
     return (
         f"<h1>{title} of run <span class='mono'>{esc(report.get('trajectory_id', '?'))}</span></h1>"
-        f"{_banner(report, located, credit)}"
-        f"<h2>1 · The run</h2>{_run(report, trajectory, located, credit)}"
+        f"{_banner(report, asked)}"
+        f"<h2>1 · The run</h2>{_run(report, trajectory, asked)}"
         f"<h2>2 · The attribution</h2>{_attribution(report, located)}"
         f"<h2>3 · The repair</h2>{_repair(report, trajectory)}"
         f"<h2>Configuration</h2>{_config(report)}"
     )
 
 
-def _banner(report: dict[str, Any], located: Any, credit: bool) -> str:
+def _banner(report: dict[str, Any], asked: Question) -> str:
     verdict = report.get("verdict")
+    located = asked.located
     explanation = f"<p>{esc(report.get('explanation') or '')}</p>"
-    if verdict == "culprit" and isinstance(located, int):
+    if verdict in ("culprit", "saved") and isinstance(located, int):
         step = _step(report, located)
         what = f"{step.get('kind', '')} {step.get('name', '')}".strip()
-        label = "Save point" if credit else "Point of Commitment"
         return (
-            f'<div class="banner poc" id="verdict"><b>{label}: step #{located}</b> '
+            f'<div class="banner poc" id="verdict"><b>{esc(asked.label)}: step #{located}</b> '
             f"<span class='mono'>{esc(what)}</span>{explanation}</div>"
         )
     if verdict == "inconclusive":
@@ -84,15 +108,15 @@ def _step(report: dict[str, Any], index: int) -> dict[str, Any]:
     return next((s for s in report.get("steps") or [] if s.get("index") == index), {})
 
 
-def _run(report: dict[str, Any], trajectory: Trajectory | None, located: Any, credit: bool) -> str:
+def _run(report: dict[str, Any], trajectory: Trajectory | None, asked: Question) -> str:
     if trajectory is None:
         return (
             '<p class="muted">The run itself is not in the store this page was made from, so its '
             "steps' messages and values are not shown; the attribution below is the report's.</p>"
         )
     marks: dict[int, list[Mark]] = {}
-    if isinstance(located, int):
-        marks[located] = [Mark("save point" if credit else "Point of Commitment", "poc")]
+    if isinstance(asked.located, int):
+        marks[asked.located] = [Mark(asked.label, "poc")]
     repair = report.get("repair")
     if isinstance(repair, dict) and isinstance(repair.get("step_index"), int):
         marks.setdefault(repair["step_index"], []).append(Mark("repaired below", "repaired"))
@@ -125,7 +149,7 @@ def _attribution(report: dict[str, Any], located: Any) -> str:
         )
     head = (
         "<tr><th>step</th><th>kind and name</th><th>estimate</th>"
-        "<th>interval on −1 … 0 … +1</th><th>P(fail) kept / resampled</th><th>decision</th>"
+        f"<th>interval on −1 … 0 … +1</th><th>{esc(_rates(report))}</th><th>decision</th>"
         + ("<th>Shapley ± SE</th>" if shapley else "")
         + "</tr>"
     )
@@ -231,6 +255,14 @@ def _plain(value: Any) -> str:
     return f"{value:.2f}" if isinstance(value, int | float) else "—"
 
 
+def _rates(report: dict[str, Any]) -> str:
+    """What the P(fail) column holds: the step's two plans."""
+    swap = report.get("swap")
+    if report.get("mode") == "swap-model" and isinstance(swap, dict):
+        return f"P(fail) with {swap.get('model', '?')} from the next step / from this one"
+    return "P(fail) kept / resampled"
+
+
 def _repair(report: dict[str, Any], trajectory: Trajectory | None) -> str:
     repair = report.get("repair")
     if not isinstance(repair, dict):
@@ -242,8 +274,12 @@ def _repair(report: dict[str, Any], trajectory: Trajectory | None) -> str:
     recorded = None
     if trajectory is not None and isinstance(index, int) and 0 <= index < len(trajectory.steps):
         recorded = trajectory.steps[index].output
+    move = {"do": "do: the turn's output", "observe": "observe: what came back"}.get(
+        str(repair.get("move")), ""
+    )
     summary = (
-        f"<p>Step <b>#{esc(index)}</b> returning the output below saves the run "
+        (f"<p class='muted'>{esc(move)} — {esc(repair.get('plan', ''))}</p>" if move else "")
+        + f"<p>Step <b>#{esc(index)}</b> returning the output below saves the run "
         f"<b>{100 * repair.get('success_rate', 0):.0f}%</b> of the time "
         f"<span class='mono'>[{repair.get('ci_low', 0):.2f}, {repair.get('ci_high', 0):.2f}]</span> "
         f"over {esc(repair.get('n'))} rollouts; similarity to the record "

@@ -23,12 +23,15 @@ from otel_replay.attribution import (
     rerun_command,
 )
 from otel_replay.errors import ReplayError, preview
+from otel_replay.replay import Plan
 from otel_replay.resamplers import UserCode
 
 #: 2: each step's ``tests`` (the bounds its decisions read) and ``shapley_disagrees``; the Shapley
 #: summary's target, largest SE and note. 3: the adaptive ``search`` (its questions about suffixes)
 #: and each step's ``estimated`` and ``cleared_by``; strategy ``scan``; ``calls_needed``.
-REPORT_VERSION = 3
+#: 4: the swap question (mode ``swap-model``, ``swap``, ``config.swap_model``, verdict
+#: ``saved``); the plans in words (``search[].plan``, ``repair.plan``) and the repair's ``move``.
+REPORT_VERSION = 4
 #: How Shapley standard errors are made (see `otel_replay.attribution._shapley`).
 SHAPLEY_SE = "monte-carlo-antithetic-pairs-pooled-t-se"
 
@@ -86,10 +89,11 @@ def _step(step: StepAttribution, margin: float) -> dict[str, Any]:
     }
 
 
-def _question(test: SuffixTest, margin: float) -> dict[str, Any]:
+def _question(test: SuffixTest, margin: float, n_steps: int, model: str | None) -> dict[str, Any]:
     c = test.comparison
     return {
         "from_step": test.start,
+        "plan": _plan(Plan.ablate_from(n_steps, test.start), model),
         "effect": _r(c.effect),
         "p_fail_record": _proportion(c.kept),
         "p_fail_resampled": _proportion(c.ablated),
@@ -98,6 +102,25 @@ def _question(test: SuffixTest, margin: float) -> dict[str, Any]:
         "confidence": _r(1 - 2 * c.test_tail),
         "margin": margin,
         "decision": test.decision,
+    }
+
+
+def _plan(plan: Plan, model: str | None) -> str:
+    """A plan in words, as it ran (under the swapped-in model, when one was)."""
+    return (plan if model is None else plan.under_model(model)).describe()
+
+
+def _swap(result: AttributionResult) -> dict[str, Any] | None:
+    model = result.swap_model
+    if model is None:
+        return None
+    located = result.point_of_commitment
+    return {
+        "model": model,
+        "from_step": located,
+        "plan": None
+        if located is None
+        else _plan(Plan.ablate_from(len(result.steps), located), model),
     }
 
 
@@ -117,12 +140,8 @@ def build_report(
     return {
         "version": REPORT_VERSION,
         "trajectory_id": result.trajectory_id,
-        "mode": result.mode.value,
-        "estimand": (
-            "attribution(i) = P(fail | kept) - P(fail | ablate_from(i))"
-            if result.mode is Mode.FAILURE
-            else "rescue credit(i) = P(fail | ablate_from(i)) - P(fail | kept)"
-        ),
+        "mode": result.question,
+        "estimand": _estimand(result),
         "outcome": _r(result.outcome),
         "failed": result.failed,
         "config": {
@@ -161,12 +180,16 @@ def build_report(
                 "shapley": SHAPLEY_SE,
             },
             "driver": result.driver,
+            "swap_model": config.swap_model,
             "rerun": rerun_command(result.trajectory_id, config, code),
         },
         "steps": [_step(s, config.margin) for s in result.steps],
-        "search": [_question(t, config.margin) for t in result.search],
-        "point_of_commitment": located if result.mode is Mode.FAILURE else None,
+        "search": [
+            _question(t, config.margin, len(result.steps), result.swap_model) for t in result.search
+        ],
+        "point_of_commitment": located if result.question == "failure" else None,
         "save_point": located if result.mode is Mode.CREDIT else None,
+        "swap": _swap(result),
         "verdict": result.verdict.value,
         "explanation": result.explanation,
         "bracket": list(result.bracket) if result.bracket else None,
@@ -184,6 +207,8 @@ def build_report(
             "n": repair.n,
             "source": repair.source,
             "candidates_tried": repair.tried,
+            "move": repair.move,
+            "plan": repair.plan,
         },
         "repair_note": result.repair_note,
         "shapley": None
@@ -207,6 +232,18 @@ def build_report(
             "wall_seconds": round(result.wall_seconds, 3),
         },
     }
+
+
+def _estimand(result: AttributionResult) -> str:
+    if result.swap_model is not None:
+        return (
+            f"swap credit(i) = P(fail | {result.swap_model} from the next step) - "
+            f"P(fail | {result.swap_model} from i): every step from there on run again, the model "
+            "turns by the swapped-in model"
+        )
+    if result.mode is Mode.FAILURE:
+        return "attribution(i) = P(fail | kept) - P(fail | ablate_from(i))"
+    return "rescue credit(i) = P(fail | ablate_from(i)) - P(fail | kept)"
 
 
 def read_report(data: bytes, where: str) -> dict[str, Any]:

@@ -149,10 +149,12 @@ _QUESTION: dict[str, Any] = {
         "confidence",
         "margin",
         "decision",
+        "plan",
     ],
     "additionalProperties": False,
     "properties": {
         "from_step": {"type": "integer", "minimum": 0},
+        "plan": {"type": "string", "description": "the resampling plan in words"},
         "effect": {"type": "number", "description": "signed by mode, as a step's attribution"},
         "p_fail_record": _PROPORTION,
         "p_fail_resampled": _PROPORTION,
@@ -190,12 +192,20 @@ REPORT_SCHEMA: dict[str, Any] = {
         "repair_note",
         "shapley",
         "cost",
+        "swap",
     ],
     "additionalProperties": False,
     "properties": {
         "version": {"const": REPORT_VERSION},
         "trajectory_id": {"type": "string"},
-        "mode": {"enum": ["failure", "credit"]},
+        "mode": {
+            "enum": ["failure", "credit", "swap-model"],
+            "description": (
+                "failure: the Point of Commitment of a failed run; credit: the step that saved a "
+                "passing one; swap-model: the latest step from which the swapped-in model saves "
+                "a failed run (swap)"
+            ),
+        },
         "estimand": {"type": "string"},
         "outcome": {"type": "number"},
         "failed": {"type": "boolean"},
@@ -220,6 +230,7 @@ REPORT_SCHEMA: dict[str, Any] = {
                 "budget",
                 "interval_methods",
                 "driver",
+                "swap_model",
                 "rerun",
             ],
             "additionalProperties": False,
@@ -278,6 +289,10 @@ REPORT_SCHEMA: dict[str, Any] = {
                     "type": "string",
                     "description": "the command that reproduces this report",
                 },
+                "swap_model": {
+                    "type": ["string", "null"],
+                    "description": "the model every re-run model turn was asked of (swap-model)",
+                },
             },
         },
         "steps": {"type": "array", "items": _STEP},
@@ -288,7 +303,18 @@ REPORT_SCHEMA: dict[str, Any] = {
         },
         "point_of_commitment": {**_INT_OR_NULL, "description": "failure mode: the culprit step"},
         "save_point": {**_INT_OR_NULL, "description": "credit mode: the step that saved the run"},
-        "verdict": {"enum": ["culprit", "inconclusive", "no-failure"]},
+        "verdict": {"enum": ["culprit", "saved", "inconclusive", "no-failure"]},
+        "swap": {
+            "type": ["object", "null"],
+            "required": ["model", "from_step", "plan"],
+            "additionalProperties": False,
+            "description": "swap-model: the model, the step from which it saves the run, if any",
+            "properties": {
+                "model": {"type": "string"},
+                "from_step": _INT_OR_NULL,
+                "plan": {"type": ["string", "null"], "description": "the saving plan in words"},
+            },
+        },
         "explanation": {"type": "string"},
         "bracket": {
             "type": ["array", "null"],
@@ -315,6 +341,8 @@ REPORT_SCHEMA: dict[str, Any] = {
                 "n",
                 "source",
                 "candidates_tried",
+                "move",
+                "plan",
             ],
             "additionalProperties": False,
             "properties": {
@@ -327,6 +355,11 @@ REPORT_SCHEMA: dict[str, Any] = {
                 "n": {"type": "integer"},
                 "source": {"type": "string"},
                 "candidates_tried": {"type": "integer", "minimum": 1},
+                "move": {
+                    "enum": ["do", "observe"],
+                    "description": "do: a model turn's output replaced; observe: a call's result",
+                },
+                "plan": {"type": "string", "description": "the repairing plan in words"},
             },
         },
         "repair_note": {"type": ["string", "null"]},

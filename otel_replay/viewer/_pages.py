@@ -14,7 +14,7 @@ from typing import Any
 
 from otel_replay.errors import NotFoundError
 from otel_replay.model import Step, StepStatus, Trajectory, is_failure
-from otel_replay.report import esc, page, report_body, run_section
+from otel_replay.report import esc, page, question, report_body, run_section
 from otel_replay.store import Store, TrajectorySummary
 from otel_replay.viewer._urls import compare_url, diff_url, is_run_id, report_url, run_url
 
@@ -166,9 +166,7 @@ def _report_list(run_id: str, reports: list[dict[str, Any]]) -> str:
         report = kept["report"] if isinstance(kept["report"], dict) else {}
         config = report.get("config") if isinstance(report.get("config"), dict) else {}
         assert isinstance(config, dict)
-        located = report.get(
-            "save_point" if report.get("mode") == "credit" else "point_of_commitment"
-        )
+        located = question(report).located
         digest = str(kept["config_digest"])
         how = ", ".join(
             f"{name} {esc(config[key])}"

@@ -163,4 +163,16 @@ HISTORY_FROM_THE_RECORD = Model(
 )
 
 #: Every model with a planted culprit (the broken ``history_factual`` variant is not one).
+#: The swap question's model: its numbers hold under ``--swap-model large`` (re-run with the
+#: recorded model, no step matters); not in `MODELS`, whose numbers hold without a swap.
+SWAP = Model(
+    name="swap",
+    module="swap",
+    trajectory_id="scm-swap",
+    point_of_commitment=2,
+    attribution={0: 0.0, 1: 0.0, 2: 0.9, 3: 0.0, 4: 0.0},
+    shapley={0: 0.0, 1: 0.0, 2: 0.45, 3: 0.45, 4: 0.0},
+    v_all=1.0,
+    v_none=0.1,
+)
 MODELS = (CHAIN, AND_GATE, OR_GATE, BUTTERFLY, LATE, HISTORY)

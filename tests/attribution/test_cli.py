@@ -70,7 +70,7 @@ def test_attribute_all_methods_with_repair(runner: CliRunner, store: Path, tmp_p
         )
     )  # fmt: skip
     assert "Shapley" in result.stdout
-    assert "repair: step 1 returning" in result.stdout
+    assert "repair (observe): step 1 returning" in result.stdout  # a tool step: its result
     report = _report(out)
     assert report["config"]["method"] == "all"
     assert (report["config"]["rollouts"], report["config"]["seed"]) == (60, 3)
