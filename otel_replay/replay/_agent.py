@@ -351,7 +351,10 @@ class AgentContext:
                 )
             )
         seed = (self._seed_at(probe.index), "agent-resample", 0, probe.index)
-        ctx = RolloutContext(seed, tuple(self.ledger.steps), self.factual(), None)
+        ctx = RolloutContext(seed, tuple(self.ledger.steps), self.factual(), None, live=True)
+        # the resample function's own SDK calls (the built-in model one's) are its business, not
+        # steps of the agent: instrumented clients see no context while it runs
+        outside = _CURRENT.set(None)
         try:
             return registration.function(probe, ctx)
         except StepFailed:
@@ -366,6 +369,8 @@ class AgentContext:
                     function=function,
                 )
             ) from exc
+        finally:
+            _CURRENT.reset(outside)
 
     def _record(
         self,

@@ -42,11 +42,16 @@ class TrajectoryDiff:
     def change(self) -> str | None:
         """What the first divergence changed, in the intervention algebra's words: ``action
         changed`` (what the agent asked for: a tool called with other arguments, a model turn that
-        calls otherwise), ``observation changed`` (the same call, another answer), or None."""
+        calls otherwise), ``observation changed`` (the same call, another answer), ``context
+        changed`` (a model turn that saw other inputs: an edit), ``model changed`` (the same turn
+        asked of another model: a swap), or None."""
         left, right = self.step_pair()
         if left is None or right is None or left.kind is not right.kind or left.name != right.name:
             return None
-        if any(d.startswith("inputs") for d in self.differences):
+        inputs = next((d for d in self.differences if d.startswith("inputs")), None)
+        if inputs is not None and left.kind.value == "llm":
+            return "model changed" if inputs == "inputs (model)" else "context changed"
+        if inputs is not None:
             return "action changed"
         if left.kind.value == "llm":
             return "action changed"  # a model turn's output is the agent's next action

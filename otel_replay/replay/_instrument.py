@@ -25,9 +25,11 @@ they call the function and nothing more. An ``async def`` function is awaited th
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 import inspect
+import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar, cast
@@ -75,16 +77,140 @@ class _Api:
     response: Callable[[], Any]
     item: Callable[[], Any]
     assemble: Callable[[list[dict[str, Any]]], dict[str, Any]]
+    #: A resample function's answer (a message in the importers' shape: ``role``, ``content``,
+    #: ``tool_calls`` of ``{id, name, arguments}``) as this API's response, and as its stream.
+    answered: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+    streamed: Callable[[dict[str, Any]], list[dict[str, Any]]] | None = None
 
     def _build(self, kind: Any, value: Any) -> Any:
         construct = importlib.import_module(f"{self.sdk}._models").construct_type
         return construct(type_=kind, value=value)
 
     def completion(self, output: Any) -> Any:
+        if _is_message(output):
+            output = self._converted(self.answered, output, "response")
         return self._build(self.response(), output)
 
     def items(self, output: Any) -> list[Any]:
+        if _is_message(output):
+            return [
+                self._build(self.item(), chunk)
+                for chunk in self._converted(self.streamed, output, "stream")
+            ]
         return [self._build(self.item(), chunk) for chunk in output.get("chunks") or []]
+
+    def _converted(self, convert: Callable[[Any], Any] | None, message: Any, what: str) -> Any:
+        if convert is None:
+            raise ReplayError(
+                f"a resample function answered a {self.response().__name__} call the agent "
+                f"makes through {self.sdk}; agent-replay hands such answers to the agent as a "
+                "chat.completions response or stream, or an anthropic (unstreamed) Message only: "
+                f"this call wants a {what} of another kind"
+            )
+        return convert(message)
+
+
+def _is_message(output: Any) -> bool:
+    """A resample function's answer (the importers' message shape), not a response as an API
+    sent it (which the record holds for a call made live)."""
+    return (
+        isinstance(output, dict)
+        and output.get("role") == "assistant"
+        and "id" not in output
+        and "chunks" not in output
+    )
+
+
+def _calls(message: dict[str, Any]) -> list[dict[str, Any]]:
+    return [c for c in message.get("tool_calls") or [] if isinstance(c, dict)]
+
+
+def _arguments(call: dict[str, Any]) -> str:
+    arguments = call.get("arguments")
+    return arguments if isinstance(arguments, str) else json.dumps(arguments or {})
+
+
+def _openai_wire_message(message: dict[str, Any]) -> dict[str, Any]:
+    wire: dict[str, Any] = {"role": "assistant", "content": message.get("content")}
+    calls = [
+        {
+            "id": c.get("id") or f"call_{i}",
+            "type": "function",
+            "function": {"name": c.get("name"), "arguments": _arguments(c)},
+        }
+        for i, c in enumerate(_calls(message))
+    ]
+    if calls:
+        wire["tool_calls"] = calls
+    return wire
+
+
+def _openai_finish(message: dict[str, Any]) -> str:
+    reason = message.get("finish_reason")
+    return reason if isinstance(reason, str) else ("tool_calls" if _calls(message) else "stop")
+
+
+def _openai_chat_answered(message: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-resampled",
+        "object": "chat.completion",
+        "created": 0,
+        "model": str(message.get("model") or ""),
+        "choices": [
+            {
+                "index": 0,
+                "message": _openai_wire_message(message),
+                "finish_reason": _openai_finish(message),
+            }
+        ],
+    }
+
+
+def _openai_chat_streamed(message: dict[str, Any]) -> list[dict[str, Any]]:
+    """The answer as one chunk carrying the whole message (a stream may be cut anywhere)."""
+    delta = _openai_wire_message(message)
+    delta["tool_calls"] = [{"index": i, **c} for i, c in enumerate(delta.get("tool_calls", []))]
+    if not delta["tool_calls"]:
+        del delta["tool_calls"]
+    return [
+        {
+            "id": "chatcmpl-resampled",
+            "object": "chat.completion.chunk",
+            "created": 0,
+            "model": str(message.get("model") or ""),
+            "choices": [{"index": 0, "delta": delta, "finish_reason": _openai_finish(message)}],
+        }
+    ]
+
+
+def _anthropic_answered(message: dict[str, Any]) -> dict[str, Any]:
+    content: list[dict[str, Any]] = []
+    text = message.get("content")
+    if isinstance(text, str) and text:
+        content.append({"type": "text", "text": text})
+    for i, call in enumerate(_calls(message)):
+        arguments = call.get("arguments")
+        if isinstance(arguments, str):
+            with contextlib.suppress(ValueError):
+                arguments = json.loads(arguments)
+        content.append(
+            {
+                "type": "tool_use",
+                "id": call.get("id") or f"toolu_{i}",
+                "name": call.get("name"),
+                "input": arguments if isinstance(arguments, dict) else {},
+            }
+        )
+    return {
+        "id": "msg_resampled",
+        "type": "message",
+        "role": "assistant",
+        "model": str(message.get("model") or ""),
+        "content": content,
+        "stop_reason": "tool_use" if _calls(message) else "end_turn",
+        "stop_sequence": None,
+        "usage": {"input_tokens": 0, "output_tokens": 0},
+    }
 
 
 def _instrument_openai() -> None:
@@ -467,6 +593,8 @@ _OPENAI_CHAT = _Api(
     _type("openai.types.chat", "ChatCompletion"),
     _type("openai.types.chat", "ChatCompletionChunk"),
     _openai_chat_assembled,
+    _openai_chat_answered,
+    _openai_chat_streamed,
 )
 _OPENAI_RESPONSES = _Api(
     "openai",
@@ -479,6 +607,7 @@ _ANTHROPIC = _Api(
     _type("anthropic.types", "Message"),
     _type("anthropic.types", "RawMessageStreamEvent"),
     _anthropic_assembled,
+    _anthropic_answered,
 )
 _SDKS: dict[str, Callable[[], None]] = {
     "openai": _instrument_openai,

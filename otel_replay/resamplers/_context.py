@@ -28,9 +28,12 @@ class RolloutContext:
         history: the counterfactual steps before this one, in order, with their new outputs.
         factual: the recorded trajectory (must not be mutated).
         plan: the `otel_replay.replay.Plan` being rolled out.
+        live: the step's inputs are what a running agent (or the chat loop) just asked, so they
+            are current (a conversation needs no rebuilding from ``history``); False in the walk
+            over the record, whose inputs are as recorded.
     """
 
-    __slots__ = ("_rng", "_seed", "factual", "history", "plan")
+    __slots__ = ("_rng", "_seed", "factual", "history", "live", "plan")
 
     def __init__(
         self,
@@ -38,12 +41,14 @@ class RolloutContext:
         history: Sequence[Step],
         factual: Trajectory,
         plan: object,
+        live: bool = False,
     ) -> None:
         self._seed = seed  # an int, or (run seed, plan identity, rollout, step index)
         self._rng: random.Random | None = None
         self.history = history
         self.factual = factual
         self.plan = plan
+        self.live = live
 
     @property
     def rng(self) -> random.Random:

@@ -87,7 +87,7 @@ class OpenAIChatModel:
     def __call__(self, step: Step, ctx: RolloutContext) -> Any:
         request: dict[str, Any] = {
             "model": self.options.model or step.inputs.get("model") or step.name,
-            "messages": [_openai_message(m) for m in rebuild_messages(step, ctx.history)],
+            "messages": [_openai_message(m) for m in rebuild_messages(step, ctx.history, ctx.live)],
             "temperature": self.options.temperature,
         }
         tools = step.inputs.get("tools")
@@ -104,7 +104,7 @@ class OpenAIChatModel:
             where = self.base_url or "the OpenAI API"
             raise RuntimeError(f"{where} {said}: {_reason(exc)}") from None
         choice = response.choices[0]
-        return _message(choice.message, choice.finish_reason)
+        return {**_message(choice.message, choice.finish_reason), "model": request["model"]}
 
     def close(self) -> None:
         """Close the client's connections."""
@@ -140,13 +140,16 @@ def _reason(exc: Exception) -> str:
     return str(getattr(exc, "message", exc))
 
 
-def rebuild_messages(step: Step, history: Sequence[Step]) -> list[dict[str, Any]]:
-    """The conversation a model step sees in this rollout: the recorded one while the run so far
-    is the record; otherwise its opening messages (everything before the first model turn), then
-    each model turn and tool result of ``history`` as it happened in this rollout."""
+def rebuild_messages(
+    step: Step, history: Sequence[Step], live: bool = False
+) -> list[dict[str, Any]]:
+    """The conversation a model step sees in this rollout: the one its inputs hold when a live
+    agent (or the chat loop) just sent it (``live``), or while the run so far is the record;
+    otherwise its opening messages (everything before the first model turn), then each model turn
+    and tool result of ``history`` as it happened in this rollout."""
     recorded = step.inputs.get("messages")
     messages = [m for m in recorded if isinstance(m, dict)] if isinstance(recorded, list) else []
-    if all(s.hash for s in history):  # every step so far served from the record, unchanged
+    if live or all(s.hash for s in history):  # the conversation as sent now, or as recorded
         return messages
     opening = []
     for message in messages:
@@ -183,16 +186,7 @@ def _openai_message(message: dict[str, Any]) -> dict[str, Any]:
     calls = message.get("tool_calls")
     if isinstance(calls, list) and calls:
         out["tool_calls"] = [
-            {
-                "id": c.get("id") or f"call_{i}",
-                "type": "function",
-                "function": {
-                    "name": c.get("name"),
-                    "arguments": c["arguments"]
-                    if isinstance(c.get("arguments"), str)
-                    else json.dumps(c.get("arguments") or {}),
-                },
-            }
+            _openai_call(c if not isinstance(c.get("function"), dict) else c["function"], c, i)
             for i, c in enumerate(calls)
             if isinstance(c, dict)
         ]
@@ -201,6 +195,21 @@ def _openai_message(message: dict[str, Any]) -> dict[str, Any]:
     if out["role"] in ("user", "assistant") and isinstance(message.get("name"), str):
         out["name"] = message["name"]
     return out
+
+
+def _openai_call(function: dict[str, Any], call: dict[str, Any], i: int) -> dict[str, Any]:
+    """A tool call in the request's form, from the importers' ``{id, name, arguments}`` or from
+    the wire form itself (``{id, type, function: {name, arguments}}``, what an instrumented SDK
+    call recorded)."""
+    arguments = function.get("arguments")
+    return {
+        "id": call.get("id") or f"call_{i}",
+        "type": "function",
+        "function": {
+            "name": function.get("name"),
+            "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments or {}),
+        },
+    }
 
 
 def _openai_tool(tool: Any) -> Any:

@@ -23,7 +23,7 @@ from pydantic import BaseModel
 from typer.testing import CliRunner
 
 import otel_replay
-from otel_replay.errors import NonDeterminismError
+from otel_replay.errors import NonDeterminismError, ReplayError
 from otel_replay.hashing import canonical_json
 from otel_replay.model import StepKind
 from otel_replay.replay import record, replay, uninstrument
@@ -851,3 +851,31 @@ def test_openai_parse_and_responses_stream_helpers_record_and_replay(
     server.stop()
     again = replay(recording.trajectory, agent)
     assert again.identical, again
+
+
+def test_a_resample_functions_answer_reaches_the_agent_as_the_sdks_own_objects() -> None:
+    """A model turn run again on edited inputs, or asked of a swapped-in model, is answered by the
+    model's resample function in the importers' message shape; the agent still gets the SDK's
+    objects (a chat completion, its stream, an anthropic Message), or one clear line."""
+    from otel_replay.replay._instrument import _ANTHROPIC, _OPENAI_CHAT, _OPENAI_RESPONSES
+
+    answer = {
+        "role": "assistant",
+        "content": "Listing deploys.",
+        "tool_calls": [{"id": "call_1", "name": "list_deploys", "arguments": {"service": "x"}}],
+        "model": "gpt-strong",
+    }
+    completion = _OPENAI_CHAT.completion(answer)
+    message = completion.choices[0].message
+    assert completion.model == "gpt-strong" and completion.choices[0].finish_reason == "tool_calls"
+    assert message.tool_calls[0].function.name == "list_deploys"
+    assert orjson.loads(message.tool_calls[0].function.arguments) == {"service": "x"}
+    (chunk,) = _OPENAI_CHAT.items(answer)
+    assert chunk.choices[0].delta.content == "Listing deploys."
+    assert chunk.choices[0].delta.tool_calls[0].index == 0
+    anthropic = _ANTHROPIC.completion(answer)
+    text, call = anthropic.content
+    assert text.text == "Listing deploys." and call.type == "tool_use"
+    assert call.input == {"service": "x"} and anthropic.stop_reason == "tool_use"
+    with pytest.raises(ReplayError, match="this call wants a response of another kind"):
+        _OPENAI_RESPONSES.completion(answer)

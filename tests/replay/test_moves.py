@@ -153,10 +153,52 @@ def test_edit_removes_the_deploy_list_and_the_model_asks_for_it_again(
     assert call["name"] == "list_deploys"
     assert forked.steps[last + 1].name == "list_deploys"
     assert forked.metadata["move"] == "edit" and diff["first_divergence"] == last
-    assert diff["change"] == "action changed"
+    assert diff["change"] == "context changed"
     bad = invoke(runner, store_path, "fork", recorded, "--at", str(last), "--edit",
                  '[{"op": "remove", "path": "/messages/99"}]', *LIVE)  # fmt: skip
     assert "patch operation 0 (remove /messages/99) does not apply" in one_line_error(bad)
+
+
+def test_edit_on_a_recorded_run_re_driven_as_its_loop(runner: CliRunner, store_path: Path) -> None:
+    """The imported sample: its last model turn saw the deploy list (the retry's result); taken
+    out of that turn's conversation, the model (the incident example's, as a resample function)
+    asks for the deploys again and the loop goes on from its answer."""
+    ok(invoke(runner, store_path, "import", str(SAMPLES)))
+    with Store.open(store_path, read_only=True) as db:
+        run = db.get("5bb58492")
+    last = len(run.steps) - 1
+    messages = run.steps[last].inputs["messages"]
+    assert messages[-1]["name"] == "list_deploys"
+    patch = orjson.dumps([{"op": "remove", "path": f"/messages/{len(messages) - 1}"}]).decode()
+    tools = ("--resamplers", str(ROOT / "examples" / "incident" / "tools.py"))
+    forked, diff = _fork(runner, store_path, "5bb58492", "--at", str(last), "--edit", patch,
+                         extra=tools)  # fmt: skip
+    edited = forked.steps[last]
+    assert edited.inputs["messages"] == messages[:-1]  # what the model saw
+    assert [c["name"] for c in edited.output["tool_calls"]] == ["list_deploys"]  # what it did
+    assert [s.name for s in forked.steps[last + 1 :]] == ["list_deploys", run.steps[last].name]
+    assert forked.metadata["move"] == "edit"
+    assert diff["first_divergence"] == last and diff["change"] == "context changed"
+    text = ok(invoke(runner, store_path, "diff", "5bb58492", forked.id)).stdout
+    assert f"first divergence at step {last} (inputs (messages), output): context changed" in text
+
+
+def test_swap_model_on_the_live_investigator(
+    runner: CliRunner, store_path: Path, recorded: str
+) -> None:
+    """From step 2 on, every model turn of the running agent is asked of the swapped-in model
+    through the model's resample function; turn 0 is served as recorded."""
+    tools = ("--resamplers", str(ROOT / "examples" / "incident" / "tools.py"))
+    forked, diff = _fork(runner, store_path, recorded, "--from", "2", "--swap-model", "big",
+                         extra=(*LIVE, *tools))  # fmt: skip
+    with Store.open(store_path, read_only=True) as db:
+        original = db.get(recorded)
+    turns = [s for s in forked.steps if s.kind.value == "llm"]
+    assert turns[0].inputs == original.steps[0].inputs  # served, as asked then
+    assert [s.inputs["model"] for s in turns[1:]] == ["big"] * (len(turns) - 1)
+    assert forked.outcome == 1.0  # the example's model answers alike under any name
+    assert diff["first_divergence"] == 2 and diff["change"] == "model changed"
+    assert forked.metadata["move"] == "swap-model"
 
 
 def test_edit_in_the_trace_walk_runs_the_step_on_its_edited_inputs() -> None:
@@ -219,6 +261,7 @@ def test_swap_model_asks_the_other_model_from_step_k_on_and_not_before(
         assert served == [(s.op_key, s.output) for s in original.steps[:2]]  # from the record
         assert forked.steps[2].inputs["model"] == "gpt-swapped"
         assert forked.metadata["move"] == "swap-model" and diff["first_divergence"] == 2
+        assert diff["change"] == "model changed"
         asked.clear()
         from_start, _ = _fork(
             runner, store_path, "5bb58492", "--from", "0", "--swap-model", "gpt-swapped", extra=code

@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 
 from examples.incident import openai_server
 from otel_replay.replay import uninstrument
+from otel_replay.store import Store
 from tests.cli_helpers import invoke, ok
 from tests.conftest import ROOT
 
@@ -109,3 +110,72 @@ def test_the_openai_sdk_investigator_records_replays_forks_and_becomes_a_test(
         timeout=120,
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_swap_model_on_the_unmodified_agent_asks_the_server_for_the_other_model_from_k_on(
+    model: tuple[object, str],
+    runner: CliRunner,
+    store_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """fork --swap-model and attribute --swap-model with the built-in model resampler (--llm
+    openai): the local server is asked for the swapped-in model for every model turn from step K
+    on, and for nothing before."""
+    _, url = model
+    asked: list[str] = []
+    answer = openai_server.completion
+    monkeypatch.setattr(
+        openai_server, "completion", lambda body: asked.append(body["model"]) or answer(body)
+    )
+    agent = ["--agent", APP, "--instrument", "openai", "--verifier", VERIFIER]
+    recorded = orjson.loads(
+        ok(
+            invoke(runner, store_path, "record", *agent, "--input",
+                   orjson.dumps({"base_url": url}).decode(), "--json")
+        ).stdout
+    )  # fmt: skip
+    assert set(asked) == {openai_server.MODEL_NAME} and len(asked) == 3  # turns 0, 2 and 4
+    asked.clear()
+    llm = ["--llm", "openai", "--llm-base-url", url]
+    made = orjson.loads(
+        ok(
+            invoke(runner, store_path, "fork", recorded["id"], "--from", "2", "--swap-model",
+                   "gpt-strong", *agent, *llm, "--json")
+        ).stdout
+    )  # fmt: skip
+    assert asked == ["gpt-strong", "gpt-strong"]  # turns 2 and 4; turn 0 served from the record
+    diff = made["diff"]
+    assert diff["first_divergence"] == 2 and diff["change"] == "model changed"
+    assert diff["right"]["outcome"] == 1.0  # the rule-based model answers alike under any name
+    # edit-context through the same path: the deploy list taken out of turn 4's conversation,
+    # the server asked on the edited one, and the SDK agent handed its answer: it asks again
+    with Store.open(store_path, read_only=True) as db:
+        messages = db.get(recorded["id"]).steps[4].inputs["messages"]
+    assert messages[-1]["role"] == "tool"
+    patch = [{"op": "remove", "path": f"/messages/{len(messages) - 1}"}]
+    edited = orjson.loads(
+        ok(
+            invoke(runner, store_path, "fork", recorded["id"], "--at", "4", "--edit",
+                   orjson.dumps(patch).decode(), *agent, *llm, "--json")
+        ).stdout
+    )  # fmt: skip
+    with Store.open(store_path, read_only=True) as db:
+        steps = db.get(edited["id"]).steps
+    assert steps[4].inputs["messages"] == messages[:-1]
+    assert [c["name"] for c in steps[4].output["tool_calls"]] == ["list_deploys"]
+    assert steps[5].name == "list_deploys" and edited["diff"]["change"] == "context changed"
+    failing = orjson.loads(
+        ok(
+            invoke(runner, store_path, "fork", recorded["id"], "--at", "3", "--observe", "[]",
+                   *agent, "--json")
+        ).stdout
+    )["id"]  # fmt: skip
+    asked.clear()
+    report = orjson.loads(
+        ok(
+            invoke(runner, store_path, "attribute", failing, "--swap-model", "gpt-other",
+                   *agent, *llm, "--strategy", "sweep", "--rollouts", "2", "--json")
+        ).stdout
+    )  # fmt: skip
+    assert asked and set(asked) == {"gpt-other"}  # every turn run again, asked of it
+    assert report["mode"] == "swap-model" and report["swap"]["model"] == "gpt-other"

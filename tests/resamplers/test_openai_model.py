@@ -128,7 +128,7 @@ def test_the_request_carries_this_rollouts_conversation(
         },
         {"role": "tool", "tool_call_id": "call_1", "content": '[{"version": "v841"}]'},
     ]
-    assert output == {**ANSWER, "finish_reason": "stop"}
+    assert output == {**ANSWER, "finish_reason": "stop", "model": "m"}  # the model that answered
 
 
 def test_an_unchanged_run_so_far_is_served_its_recorded_messages(
@@ -163,6 +163,7 @@ def test_tool_calls_come_back_in_the_importers_shape(
         "role": "assistant",
         "tool_calls": [{"id": "call_9", "name": "search_logs", "arguments": {"query": "error"}}],
         "finish_reason": "tool_calls",
+        "model": "m",
     }
 
 
