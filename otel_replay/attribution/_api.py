@@ -334,8 +334,9 @@ def _saved_from(found: Localisation, at: int, model: str, margin: float, named: 
     later = [s for s in found.steps if s.resamplable and s.index > at]
     head = (
         f"{model} would have saved this run from {named} on: re-run from there with {model} "
-        f"answering every model turn, it fails {step.ablated.value:.0%} of the time, against "
-        f"{step.kept.value:.0%} when the swap starts after it (lower by more than "
+        f"answering every model turn, it failed in {step.ablated.failures} of "
+        f"{step.ablated.n} rollouts, against {step.kept.failures} of {step.kept.n} when the swap "
+        f"starts after it (the failure rate lower by more than "
         f"{step.matters_bound:.2f} at {percent(step.matters_confidence or 0.0)} one-sided "
         "confidence)"
     )

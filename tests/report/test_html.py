@@ -283,3 +283,29 @@ def test_an_inconclusive_run_shows_its_bracket_and_the_calls_that_might_decide_i
     assert f"Inconclusive between steps #{low} and #{high}" in banner
     assert f"About {data['calls_needed']:,} resample-function calls" in banner
     assert browser_page.locator("table.attribution tr.poc").count() == 0
+
+
+def test_a_swap_question_is_a_page_of_its_own(
+    runner: CliRunner, tmp_path: Path, browser_page: Any
+) -> None:
+    """attribute --swap-model --html: the title, the banner and the marked step name the model
+    and the step from which it saves the run; the table's rates are the swap's; the repair names
+    its move and its plan."""
+    from tests.attribution.models import SWAP
+
+    store, page = tmp_path / "store.db", tmp_path / "swap.html"
+    ok(invoke(runner, store, "import", str(SWAP.jsonl)))
+    ok(
+        invoke(
+            runner, store, "attribute", "scm-swap", "--resamplers", str(SWAP.resamplers),
+            "--swap-model", "large", "--seed", "5", "--repair", "--html", str(page),
+        )
+    )  # fmt: skip
+    browser_page.goto(page.as_uri())
+    assert browser_page.locator("h1").inner_text().startswith("Swap credit of large of run")
+    assert "large saves from here: step #2" in browser_page.locator("#verdict").inner_text()
+    assert "decide" in browser_page.locator("table.attribution tr.poc").inner_text()
+    assert "large saves from here" in browser_page.locator("li.step.poc").inner_text()
+    head = browser_page.locator("table.attribution th").all_inner_texts()
+    assert "P(fail) with large from the next step / from this one" in head
+    assert "do: the turn's output" in browser_page.content()
