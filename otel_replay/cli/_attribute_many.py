@@ -116,7 +116,8 @@ def _show(rows: list[dict[str, Any]], json: bool) -> None:
         print_json(rows)
         return
     table = Table(box=box.SIMPLE_HEAD, title="attribution of many runs")
-    for column in ("run", "verdict", "commitment", "calls", "status"):
+    # the step the verdict names: the commitment (culprit), or where a swapped model saves it
+    for column in ("run", "verdict", "step", "calls", "status"):
         table.add_column(column)
     for row in rows:
         at = row.get("point_of_commitment")
