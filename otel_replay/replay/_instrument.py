@@ -79,35 +79,24 @@ class _Api:
     assemble: Callable[[list[dict[str, Any]]], dict[str, Any]]
     #: A resample function's answer (a message in the importers' shape: ``role``, ``content``,
     #: ``tool_calls`` of ``{id, name, arguments}``) as this API's response, and as its stream.
-    answered: Callable[[dict[str, Any]], dict[str, Any]] | None = None
-    streamed: Callable[[dict[str, Any]], list[dict[str, Any]]] | None = None
+    answered: Callable[[dict[str, Any]], dict[str, Any]]
+    streamed: Callable[[dict[str, Any]], list[dict[str, Any]]]
 
     def _build(self, kind: Any, value: Any) -> Any:
         construct = importlib.import_module(f"{self.sdk}._models").construct_type
         return construct(type_=kind, value=value)
 
     def completion(self, output: Any) -> Any:
+        """The response the agent gets: as recorded, or a resample function's answer made one."""
         if _is_message(output):
-            output = self._converted(self.answered, output, "response")
+            output = self.answered(output)
         return self._build(self.response(), output)
 
     def items(self, output: Any) -> list[Any]:
-        if _is_message(output):
-            return [
-                self._build(self.item(), chunk)
-                for chunk in self._converted(self.streamed, output, "stream")
-            ]
-        return [self._build(self.item(), chunk) for chunk in output.get("chunks") or []]
-
-    def _converted(self, convert: Callable[[Any], Any] | None, message: Any, what: str) -> Any:
-        if convert is None:
-            raise ReplayError(
-                f"a resample function answered a {self.response().__name__} call the agent "
-                f"makes through {self.sdk}; agent-replay hands such answers to the agent as a "
-                "chat.completions response or stream, or an anthropic (unstreamed) Message only: "
-                f"this call wants a {what} of another kind"
-            )
-        return convert(message)
+        """The stream the agent gets: the recorded chunks, or a resample function's answer as a
+        stream (each part of it in one piece)."""
+        chunks = self.streamed(output) if _is_message(output) else output.get("chunks") or []
+        return [self._build(self.item(), chunk) for chunk in chunks]
 
 
 def _is_message(output: Any) -> bool:
@@ -183,6 +172,84 @@ def _openai_chat_streamed(message: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
+def _openai_responses_answered(message: dict[str, Any]) -> dict[str, Any]:
+    output: list[dict[str, Any]] = []
+    text = message.get("content")
+    if isinstance(text, str) and text:
+        output.append(
+            {
+                "type": "message",
+                "id": "msg_resampled",
+                "role": "assistant",
+                "status": "completed",
+                "content": [{"type": "output_text", "text": text, "annotations": []}],
+            }
+        )
+    for i, call in enumerate(_calls(message)):
+        call_id = str(call.get("id") or f"call_{i}")
+        output.append(
+            {
+                "type": "function_call",
+                "id": f"fc_{call_id}",
+                "call_id": call_id,
+                "name": call.get("name"),
+                "arguments": _arguments(call),
+                "status": "completed",
+            }
+        )
+    return {
+        "id": "resp_resampled",
+        "object": "response",
+        "created_at": 0,
+        "model": str(message.get("model") or ""),
+        "status": "completed",
+        "output": output,
+        "parallel_tool_calls": True,
+        "tool_choice": "auto",
+        "tools": [],
+    }
+
+
+def _openai_responses_streamed(message: dict[str, Any]) -> list[dict[str, Any]]:
+    """The events of the answer: created, each item added, its text or arguments in one delta,
+    done, completed."""
+    whole = _openai_responses_answered(message)
+    events: list[dict[str, Any]] = [
+        {"type": "response.created", "response": {**whole, "status": "in_progress", "output": []}}
+    ]
+    for index, item in enumerate(whole["output"]):
+        at = {"output_index": index, "item_id": item["id"]}
+        if item["type"] == "function_call":
+            arguments = item["arguments"]
+            events += [
+                {
+                    "type": "response.output_item.added",
+                    "output_index": index,
+                    "item": {**item, "arguments": "", "status": "in_progress"},
+                },
+                {"type": "response.function_call_arguments.delta", **at, "delta": arguments},
+                {"type": "response.function_call_arguments.done", **at, "arguments": arguments},
+            ]
+        else:
+            text = item["content"][0]["text"]
+            part = {"type": "output_text", "text": "", "annotations": []}
+            at_part = {**at, "content_index": 0}
+            events += [
+                {
+                    "type": "response.output_item.added",
+                    "output_index": index,
+                    "item": {**item, "content": [], "status": "in_progress"},
+                },
+                {"type": "response.content_part.added", **at_part, "part": part},
+                {"type": "response.output_text.delta", **at_part, "delta": text, "logprobs": []},
+                {"type": "response.output_text.done", **at_part, "text": text, "logprobs": []},
+                {"type": "response.content_part.done", **at_part, "part": {**part, "text": text}},
+            ]
+        events.append({"type": "response.output_item.done", "output_index": index, "item": item})
+    events.append({"type": "response.completed", "response": whole})
+    return [{**event, "sequence_number": n} for n, event in enumerate(events)]
+
+
 def _anthropic_answered(message: dict[str, Any]) -> dict[str, Any]:
     content: list[dict[str, Any]] = []
     text = message.get("content")
@@ -211,6 +278,37 @@ def _anthropic_answered(message: dict[str, Any]) -> dict[str, Any]:
         "stop_sequence": None,
         "usage": {"input_tokens": 0, "output_tokens": 0},
     }
+
+
+def _anthropic_streamed(message: dict[str, Any]) -> list[dict[str, Any]]:
+    """The events of the answer: the message started, each block opened, filled in one delta and
+    closed, the stop reason, the end."""
+    whole = _anthropic_answered(message)
+    events: list[dict[str, Any]] = [
+        {"type": "message_start", "message": {**whole, "content": [], "stop_reason": None}}
+    ]
+    for index, block in enumerate(whole["content"]):
+        opened: dict[str, Any]
+        if block["type"] == "text":
+            opened = {"type": "text", "text": ""}
+            delta = {"type": "text_delta", "text": block["text"]}
+        else:
+            opened = {**block, "input": {}}
+            delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
+        events += [
+            {"type": "content_block_start", "index": index, "content_block": opened},
+            {"type": "content_block_delta", "index": index, "delta": delta},
+            {"type": "content_block_stop", "index": index},
+        ]
+    events += [
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": whole["stop_reason"], "stop_sequence": None},
+            "usage": {"output_tokens": 0},
+        },
+        {"type": "message_stop"},
+    ]
+    return events
 
 
 def _instrument_openai() -> None:
@@ -601,6 +699,8 @@ _OPENAI_RESPONSES = _Api(
     _type("openai.types.responses", "Response"),
     _type("openai.types.responses", "ResponseStreamEvent"),
     _openai_responses_assembled,
+    _openai_responses_answered,
+    _openai_responses_streamed,
 )
 _ANTHROPIC = _Api(
     "anthropic",
@@ -608,6 +708,7 @@ _ANTHROPIC = _Api(
     _type("anthropic.types", "RawMessageStreamEvent"),
     _anthropic_assembled,
     _anthropic_answered,
+    _anthropic_streamed,
 )
 _SDKS: dict[str, Callable[[], None]] = {
     "openai": _instrument_openai,

@@ -23,7 +23,7 @@ from pydantic import BaseModel
 from typer.testing import CliRunner
 
 import otel_replay
-from otel_replay.errors import NonDeterminismError, ReplayError
+from otel_replay.errors import NonDeterminismError
 from otel_replay.hashing import canonical_json
 from otel_replay.model import StepKind
 from otel_replay.replay import record, replay, uninstrument
@@ -877,5 +877,67 @@ def test_a_resample_functions_answer_reaches_the_agent_as_the_sdks_own_objects()
     text, call = anthropic.content
     assert text.text == "Listing deploys." and call.type == "tool_use"
     assert call.input == {"service": "x"} and anthropic.stop_reason == "tool_use"
-    with pytest.raises(ReplayError, match="this call wants a response of another kind"):
-        _OPENAI_RESPONSES.completion(answer)
+    response = _OPENAI_RESPONSES.completion(answer)
+    assert response.output_text == "Listing deploys."
+    assert response.output[1].call_id == "call_1" and response.output[1].name == "list_deploys"
+    events = _OPENAI_RESPONSES.items(answer)
+    assert events[0].type == "response.created" and events[-1].type == "response.completed"
+    assert [e.sequence_number for e in events] == list(range(len(events)))
+
+
+SWAPPED = json.dumps({"answer": "Answered by the swapped-in model."})
+
+
+@pytest.mark.parametrize(
+    ("sdk", "agent", "arguments"),
+    [
+        ("openai", support_agent, {}),
+        ("openai", support_agent, {"stream": True}),
+        ("openai", async_support_agent, {}),
+        ("openai", chat_helper_agent, {}),
+        ("openai", async_chat_helper_agent, {}),
+        ("openai", chat_parse_agent, {}),
+        ("openai", async_chat_parse_agent, {}),
+        ("openai", responses_agent, {}),
+        ("openai", responses_parse_agent, {}),
+        ("openai", async_responses_parse_agent, {}),
+        ("openai", responses_stream_agent, {}),
+        ("openai", async_responses_stream_agent, {}),
+        ("openai", responses_events_agent, {}),
+        ("anthropic", claude_agent, {}),
+        ("anthropic", claude_agent, {"stream": True}),
+        ("anthropic", async_claude_agent, {}),
+        ("anthropic", claude_helper_agent, {}),
+        ("anthropic", async_claude_helper_agent, {}),
+    ],
+    ids=lambda value: getattr(value, "__name__", None) or ("stream" if value else "-"),
+)
+def test_every_sdk_path_takes_a_swapped_model_turn_answered_by_a_resample_function(
+    server: Server, sdk: str, agent: Any, arguments: dict[str, Any]
+) -> None:
+    """Record the agent, then fork its last model turn to another model, answered by a resample
+    function with no network: whatever SDK method the agent calls (create, stream, a helper,
+    parse, sync or async), it gets the answer as that method's own objects and returns it."""
+    from otel_replay.replay import Intervention, fork
+    from otel_replay.resamplers import Registry
+
+    otel_replay.instrument(sdk)
+    recording = record(agent, arguments={"question": QUESTION, "base_url": server.url, **arguments})
+    assert recording.error is None, recording.error
+    server.stop()
+    asked: list[str] = []
+    registry = Registry()
+    registry.add_resampler(
+        StepKind.LLM,
+        lambda step, ctx: (
+            asked.append(step.inputs["model"]) or {"role": "assistant", "content": SWAPPED}
+        ),
+    )
+    last = len(recording.trajectory.steps) - 1
+    forked = fork(
+        recording.trajectory, last, Intervention.swap_model("other"), agent=agent, registry=registry
+    )
+    assert "agent_error" not in forked.metadata, forked.metadata["agent_error"]
+    parsed = "parse" in agent.__name__  # the SDK parsed the JSON answer into the agent's class
+    assert forked.metadata["answer"] == (json.loads(SWAPPED)["answer"] if parsed else SWAPPED)
+    assert asked == ["other"] and len(forked.steps) == len(recording.trajectory.steps)
