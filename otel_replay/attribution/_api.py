@@ -99,7 +99,7 @@ def attribute(
     resamplable = resamplable_steps(trajectory, registry, driver is not None)
     verifier = _verifier(trajectory, registry, resamplable)
     if config.swap_model is not None:
-        _check_swap(trajectory, registry, config.swap_model)
+        _check_swap(trajectory, registry, config.swap_model, config.swap_from)
     factual_score = score(verifier, trajectory)
     mode = _mode(trajectory, verifier, factual_score, config)
     engine = Engine(trajectory, registry, verifier, config, progress, driver, spending, shipper)
@@ -151,6 +151,7 @@ def attribute(
         search=found.search if found else (),
         calls_needed=found.calls_needed if found else None,
         swap_model=config.swap_model,
+        swap_from=config.swap_from,
     )
 
 
@@ -170,13 +171,14 @@ def _verifier(
     return registry.verifier
 
 
-def _check_swap(trajectory: Trajectory, registry: Registry, model: str) -> None:
+def _check_swap(trajectory: Trajectory, registry: Registry, model: str, start: int) -> None:
     """The swap question needs a model turn to swap, and the model's resample function to ask
     ``model`` through."""
-    turns = [s for s in trajectory.steps if s.kind is StepKind.LLM]
+    turns = [s for s in trajectory.steps if s.kind is StepKind.LLM and s.index >= start]
     if not turns:
+        after = f" from step {start} on" if start else ""
         raise AttributionError(
-            f"--swap-model {model}: run {trajectory.id} has no model turn to swap"
+            f"--swap-model {model}: run {trajectory.id} has no model turn{after} to swap"
         )
     if all(registry.lookup(s) is None for s in turns):
         raise AttributionError(
@@ -268,7 +270,8 @@ def _explain(
         return f"Shapley credit only: run with --method contrastive or all to {question}."
     poc, bracket, needed = found.point_of_commitment, found.bracket, found.rollouts_needed
     if poc is not None and swap is not None:
-        return _saved_from(found, poc, swap, config.margin, name(poc))
+        turns = f" from step {config.swap_from} on" if config.swap_from > poc else ""
+        return _saved_from(found, poc, swap, config.margin, name(poc), turns)
     if poc is not None:
         return _located(found, poc, mode, config.margin, name(poc))
     calls = f" (some {found.calls_needed:,} more calls)" if found.calls_needed else ""
@@ -327,14 +330,16 @@ def _explain(
     return f"Inconclusive {spent}{budget}."
 
 
-def _saved_from(found: Localisation, at: int, model: str, margin: float, named: str) -> str:
+def _saved_from(
+    found: Localisation, at: int, model: str, margin: float, named: str, turns: str = ""
+) -> str:
     """The swap question's answer in the words of the tests that made it."""
     step = found.steps[at]
     assert step.kept is not None and step.ablated is not None and step.matters_bound is not None
     later = [s for s in found.steps if s.resamplable and s.index > at]
     head = (
         f"{model} would have saved this run from {named} on: re-run from there with {model} "
-        f"answering every model turn, it failed in {step.ablated.failures} of "
+        f"answering every model turn{turns}, it failed in {step.ablated.failures} of "
         f"{step.ablated.n} rollouts, against {step.kept.failures} of {step.kept.n} when the swap "
         f"starts after it (the failure rate lower by more than "
         f"{step.matters_bound:.2f} at {percent(step.matters_confidence or 0.0)} one-sided "

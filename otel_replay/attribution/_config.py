@@ -87,6 +87,8 @@ class AttributionConfig:
             answered by this model (`Plan.under_model`), so the located step is the latest one
             from which the run re-run with it is saved, and each step's estimate is the credit of
             starting the swap there rather than one step later.
+        swap_from: with ``swap_model``, the first step whose model turns it answers (earlier
+            ones, run again, are asked of the recorded model).
     """
 
     rollouts: int = 100
@@ -108,10 +110,18 @@ class AttributionConfig:
     max_rollouts: int = 640
     budget: int | None = None
     swap_model: str | None = None
+    swap_from: int = 0
 
     def __post_init__(self) -> None:
         if self.swap_model is not None and not self.swap_model.strip():
             raise AttributionError("swap_model='' names no model: give the model to swap in")
+        if self.swap_from < 0:
+            raise AttributionError(f"swap_from={self.swap_from} must be a step index (0 or more)")
+        if self.swap_from and self.swap_model is None:
+            raise AttributionError(
+                f"swap_from={self.swap_from} says from which step --swap-model answers: give the "
+                "model too"
+            )
         if self.rollouts < 1:
             raise AttributionError(f"rollouts={self.rollouts} must be at least 1")
         if self.permutations < 1:
@@ -186,6 +196,8 @@ class AttributionConfig:
                 flags += ["--budget", str(self.budget)]
         if self.swap_model is not None:
             flags += ["--swap-model", self.swap_model]
+        if self.swap_from:
+            flags += ["--from", str(self.swap_from)]
         return [*flags, "--repair"] if self.repair else flags
 
 

@@ -115,7 +115,7 @@ class Engine:
         """The plan as it runs: under the swapped-in model when the swap question is asked. The
         methods never see the difference (their outcomes come back under their own plans)."""
         model = self.config.swap_model
-        return plan if model is None else plan.under_model(model)
+        return plan if model is None else plan.under_model(model, self.config.swap_from)
 
     def _one(self, task: tuple[Plan, int]) -> Outcome:
         try:

@@ -201,6 +201,7 @@ class AttributionResult:
     search: tuple[SuffixTest, ...] = ()  # the adaptive search's questions, in the order asked
     calls_needed: int | None = None  # with rollouts_needed: the calls it would add (sequential)
     swap_model: str | None = None  # the swap question's model: the located step is where it saves
+    swap_from: int = 0  # the first step whose re-run model turns the swap question's model answers
 
     @property
     def question(self) -> str:

@@ -101,6 +101,12 @@ def attribute_command(
             "runs again is asked of MODEL through the model's resample function.",
         ),
     ] = None,
+    swap_from: Annotated[
+        int,
+        typer.Option(
+            "--from", metavar="K", help="With --swap-model: MODEL answers the turns from step K on."
+        ),
+    ] = 0,
     driver: Annotated[
         Driver, typer.Option(help="Walk the record, or re-drive a tool-calling run as its loop.")
     ] = Driver.AUTO,
@@ -211,6 +217,7 @@ def attribute_command(
             method=method, fail_threshold=fail_threshold, margin=margin, repair=repair,
             on_success=on_success, on_resampler_error=on_resampler_error, workers=workers,
             concurrency=concurrency, driver=driver, max_turns=max_turns, swap_model=swap_model,
+            swap_from=swap_from,
         )  # fmt: skip
         model = ChatModelOptions(llm_base_url, llm_model, llm_temperature) if llm else None
         sdks = tuple(name.strip() for name in (instrument or "").split(",") if name.strip())

@@ -122,11 +122,13 @@ class Plan:
     def at(self, index: int) -> Intervention:
         return self.interventions[index]
 
-    def under_model(self, model: str) -> Plan:
-        """This plan with every model turn it runs again (resampled, edited, or new) answered by
-        ``model``: the counterfactual world of ``attribute --swap-model``. Held and forced steps
-        are untouched, so a plan that holds everything still reproduces the record."""
-        return Plan(f"{self.identity}@{model}", self.interventions, (0, model))
+    def under_model(self, model: str, start: int = 0) -> Plan:
+        """This plan with every model turn it runs again (resampled, edited, or new) from step
+        ``start`` on answered by ``model``: the counterfactual world of ``attribute --swap-model``.
+        Held and forced steps are untouched, so a plan that holds everything still reproduces the
+        record."""
+        at = f"@{start}" if start else ""
+        return Plan(f"{self.identity}@{model}{at}", self.interventions, (start, model))
 
     def describe(self) -> str:
         """One line for a person: the plan's interventions, runs of one move run together."""

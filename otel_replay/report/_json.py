@@ -89,11 +89,11 @@ def _step(step: StepAttribution, margin: float) -> dict[str, Any]:
     }
 
 
-def _question(test: SuffixTest, margin: float, n_steps: int, model: str | None) -> dict[str, Any]:
+def _question(test: SuffixTest, margin: float, result: AttributionResult) -> dict[str, Any]:
     c = test.comparison
     return {
         "from_step": test.start,
-        "plan": _plan(Plan.ablate_from(n_steps, test.start), model),
+        "plan": _plan(Plan.ablate_from(len(result.steps), test.start), result),
         "effect": _r(c.effect),
         "p_fail_record": _proportion(c.kept),
         "p_fail_resampled": _proportion(c.ablated),
@@ -105,9 +105,10 @@ def _question(test: SuffixTest, margin: float, n_steps: int, model: str | None) 
     }
 
 
-def _plan(plan: Plan, model: str | None) -> str:
+def _plan(plan: Plan, result: AttributionResult) -> str:
     """A plan in words, as it ran (under the swapped-in model, when one was)."""
-    return (plan if model is None else plan.under_model(model)).describe()
+    model = result.swap_model
+    return (plan if model is None else plan.under_model(model, result.swap_from)).describe()
 
 
 def _swap(result: AttributionResult) -> dict[str, Any] | None:
@@ -120,7 +121,7 @@ def _swap(result: AttributionResult) -> dict[str, Any] | None:
         "from_step": located,
         "plan": None
         if located is None
-        else _plan(Plan.ablate_from(len(result.steps), located), model),
+        else _plan(Plan.ablate_from(len(result.steps), located), result),
     }
 
 
@@ -181,12 +182,11 @@ def build_report(
             },
             "driver": result.driver,
             "swap_model": config.swap_model,
+            "swap_from": config.swap_from,
             "rerun": rerun_command(result.trajectory_id, config, code),
         },
         "steps": [_step(s, config.margin) for s in result.steps],
-        "search": [
-            _question(t, config.margin, len(result.steps), result.swap_model) for t in result.search
-        ],
+        "search": [_question(t, config.margin, result) for t in result.search],
         "point_of_commitment": located if result.question == "failure" else None,
         "save_point": located if result.mode is Mode.CREDIT else None,
         "swap": _swap(result),
@@ -240,6 +240,7 @@ def _estimand(result: AttributionResult) -> str:
             f"swap credit(i) = P(fail | {result.swap_model} from the next step) - "
             f"P(fail | {result.swap_model} from i): every step from there on run again, the model "
             "turns by the swapped-in model"
+            + (f" from step {result.swap_from} on" if result.swap_from else "")
         )
     if result.mode is Mode.FAILURE:
         return "attribution(i) = P(fail | kept) - P(fail | ablate_from(i))"

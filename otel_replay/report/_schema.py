@@ -231,6 +231,7 @@ REPORT_SCHEMA: dict[str, Any] = {
                 "interval_methods",
                 "driver",
                 "swap_model",
+                "swap_from",
                 "rerun",
             ],
             "additionalProperties": False,
@@ -292,6 +293,11 @@ REPORT_SCHEMA: dict[str, Any] = {
                 "swap_model": {
                     "type": ["string", "null"],
                     "description": "the model every re-run model turn was asked of (swap-model)",
+                },
+                "swap_from": {
+                    "type": "integer",
+                    "minimum": 0,
+                    "description": "the first step whose re-run model turns swap_model answered",
                 },
             },
         },

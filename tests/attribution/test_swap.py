@@ -167,3 +167,27 @@ def test_plans_name_their_moves() -> None:
         "steps 0-1: hold; step 2: resample; step 3: force; step 4: resample; "
         "model turns run again from step 2 on: asked of large"
     )
+
+
+def test_the_swap_can_start_at_a_later_step() -> None:
+    """--from K: the swapped-in model answers the re-run turns from step K on; earlier ones are
+    asked of the recorded model. With K past the decision, nothing saves the run any more."""
+    run, registry = SWAP.trajectory(), SWAP.registry()
+    made = rollout(run, Plan.ablate_from(5, 0).under_model(LARGE, 3), registry, 0, 0).trajectory
+    assert [s.inputs.get("model") for s in made.steps if s.kind.value == "llm"] == [
+        "small",  # step 0, re-run before K: the recorded model
+        "small",
+        LARGE,
+    ]
+    late = attribute(run, registry, _swap(swap_from=3))
+    assert late.verdict is Verdict.INCONCLUSIVE and late.point_of_commitment is None
+    assert late.explanation.startswith("large would not have saved this run from any step")
+    config = _swap(swap_from=2)
+    report = build_report(attribute(run, registry, config), config, UserCode())
+    assert report["swap"]["from_step"] == 2 and report["config"]["swap_from"] == 2
+    assert report["swap"]["plan"].endswith("model turns run again from step 2 on: asked of large")
+    assert "--from 2" in report["config"]["rerun"]
+    with pytest.raises(AttributionError, match="give the model too"):
+        AttributionConfig(swap_from=2)
+    with pytest.raises(AttributionError, match="no model turn from step 5 on"):
+        attribute(run, registry, _swap(swap_from=5))
