@@ -299,11 +299,13 @@ def _explain(
         )
     if all(s.no_effect or s.cleared_by is not None for s in found.steps if s.resamplable):
         if swap is not None:
+            turns = f" from step {config.swap_from} on" if config.swap_from else ""
             return (
                 f"{swap} would not have saved this run from any step: starting the swap at no "
                 f"step changes the failure rate by more than ±{config.margin:g} against starting "
                 "it one step later, so re-run from the first resamplable step with "
-                f"{swap} answering every model turn, it fails about as often as the record does."
+                f"{swap} answering every model turn{turns}, it fails about as often as the "
+                "record does."
             )
         failure = "failure" if mode is Mode.FAILURE else "success"
         joint = next((t for t in found.search if t.comparison.significant), None)
