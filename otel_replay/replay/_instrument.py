@@ -39,6 +39,7 @@ import orjson
 from otel_replay.errors import ReplayError
 from otel_replay.model import StepKind
 from otel_replay.replay._agent import _shape, current_context
+from otel_replay.resamplers import wire_tool_calls
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -121,14 +122,7 @@ def _arguments(call: dict[str, Any]) -> str:
 
 def _openai_wire_message(message: dict[str, Any]) -> dict[str, Any]:
     wire: dict[str, Any] = {"role": "assistant", "content": message.get("content")}
-    calls = [
-        {
-            "id": c.get("id") or f"call_{i}",
-            "type": "function",
-            "function": {"name": c.get("name"), "arguments": _arguments(c)},
-        }
-        for i, c in enumerate(_calls(message))
-    ]
+    calls = wire_tool_calls(message.get("tool_calls"))
     if calls:
         wire["tool_calls"] = calls
     return wire

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
         ModelSource,
         OpenAIChatModel,
         rebuild_messages,
+        wire_tool_calls,
     )
     from otel_replay.resamplers._recorded import RecordedOutcomes, recorded_outcomes
     from otel_replay.resamplers._registry import (
@@ -76,6 +77,7 @@ __all__ = [
     "resampler",
     "step_seed",
     "verifier",
+    "wire_tool_calls",
 ]
 
 __getattr__, __dir__ = lazy_exports(__name__, __all__)

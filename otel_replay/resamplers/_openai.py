@@ -183,13 +183,9 @@ def _openai_message(message: dict[str, Any]) -> dict[str, Any]:
         content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
     if content is not None:
         out["content"] = content if isinstance(content, str) else json.dumps(content)
-    calls = message.get("tool_calls")
-    if isinstance(calls, list) and calls:
-        out["tool_calls"] = [
-            _openai_call(c if not isinstance(c.get("function"), dict) else c["function"], c, i)
-            for i, c in enumerate(calls)
-            if isinstance(c, dict)
-        ]
+    calls = wire_tool_calls(message.get("tool_calls"))
+    if calls:
+        out["tool_calls"] = calls
     if out["role"] == "tool" and isinstance(message.get("tool_call_id"), str):
         out["tool_call_id"] = message["tool_call_id"]
     if out["role"] in ("user", "assistant") and isinstance(message.get("name"), str):
@@ -197,19 +193,29 @@ def _openai_message(message: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _openai_call(function: dict[str, Any], call: dict[str, Any], i: int) -> dict[str, Any]:
-    """A tool call in the request's form, from the importers' ``{id, name, arguments}`` or from
-    the wire form itself (``{id, type, function: {name, arguments}}``, what an instrumented SDK
-    call recorded)."""
-    arguments = function.get("arguments")
-    return {
-        "id": call.get("id") or f"call_{i}",
-        "type": "function",
-        "function": {
-            "name": function.get("name"),
-            "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments or {}),
-        },
-    }
+def wire_tool_calls(calls: Any) -> list[dict[str, Any]]:
+    """Tool calls in the chat-completions form (``{id, type, function: {name, arguments}}``, the
+    arguments as a JSON string), from the importers' ``{id, name, arguments}`` or from that form
+    itself (what an instrumented SDK call recorded)."""
+    wired = []
+    for i, call in enumerate(calls if isinstance(calls, list) else []):
+        if not isinstance(call, dict):
+            continue
+        function = call["function"] if isinstance(call.get("function"), dict) else call
+        arguments = function.get("arguments")
+        wired.append(
+            {
+                "id": call.get("id") or f"call_{i}",
+                "type": "function",
+                "function": {
+                    "name": function.get("name"),
+                    "arguments": arguments
+                    if isinstance(arguments, str)
+                    else json.dumps(arguments or {}),
+                },
+            }
+        )
+    return wired
 
 
 def _openai_tool(tool: Any) -> Any:
