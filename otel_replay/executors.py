@@ -202,13 +202,12 @@ class Processes:
         tries = [0] * len(pending)
         position = 0  # results are handed out in order, as soon as they are there
         while position < len(pending):
-            pool = self._start(key, data)
-            futures: dict[int, Future[list[Any]]] = {
-                i: pool.submit(_run_batch, key, batch)
-                for i, batch in enumerate(pending)
-                if results[i] is None
-            }
+            futures: dict[int, Future[list[Any]]] = {}
             try:
+                pool = self._start(key, data)
+                for i, batch in enumerate(pending):  # a pool broken while idle fails right here
+                    if results[i] is None:
+                        futures[i] = pool.submit(_run_batch, key, batch)
                 for i in range(position, len(pending)):
                     if results[i] is None:
                         results[i] = futures[i].result()
@@ -231,7 +230,8 @@ class Processes:
                                 "crashing the process (out of memory, a native library)"
                             ) from None
                 for i, future in futures.items():
-                    if results[i] is None and future.done() and future.exception() is None:
+                    finished = future.done() and not future.cancelled()
+                    if results[i] is None and finished and future.exception() is None:
                         results[i] = future.result()  # finished before the pool broke: kept
 
     def close(self) -> None:

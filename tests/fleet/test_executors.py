@@ -163,3 +163,26 @@ def test_worker_died_is_a_project_error() -> None:
     from otel_replay.errors import ReplayError
 
     assert issubclass(WorkerDied, ReplayError)
+
+
+def test_a_pool_whose_workers_died_while_idle_is_started_anew() -> None:
+    """Workers killed between two maps (the OOM killer, say) break the pool before the next map
+    hands it anything: that map starts a new pool instead of failing on the broken one."""
+    import multiprocessing
+    import signal
+    import time
+
+    pool = Processes(2)
+    try:
+        assert [value for value, _ in pool.map(Square(), [1, 2, 3])] == [1, 4, 9]
+        workers = multiprocessing.active_children()
+        assert workers
+        for worker in workers:
+            os.kill(worker.pid or 0, signal.SIGKILL)
+        for worker in workers:
+            worker.join()
+        time.sleep(0.5)  # the pool's own thread notices and marks it broken
+        got = list(pool.map(Square(), list(range(10))))
+    finally:
+        pool.close()
+    assert [value for value, _ in got] == [i * i for i in range(10)]
