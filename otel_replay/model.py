@@ -20,6 +20,7 @@ from typing import Any
 
 from otel_replay.errors import TraceFormatError, preview
 from otel_replay.hashing import GENESIS, link_hash, op_key, result_digest
+from otel_replay.messages import assistant_message
 
 __all__ = [
     "FAIL_THRESHOLD",
@@ -303,10 +304,8 @@ class Trajectory:
         for step in reversed(self.steps):
             if step.kind is not StepKind.LLM or step.status is StepStatus.ERROR:
                 continue
-            message = (
-                step.output[0] if isinstance(step.output, list) and step.output else step.output
-            )
-            if not isinstance(message, dict) or message.get("tool_calls"):
+            message = assistant_message(step.output)
+            if message is None or message.get("tool_calls"):
                 continue
             return _text(message.get("content"))
         return None

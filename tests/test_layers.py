@@ -35,6 +35,7 @@ RESIDENTS = {
     "otlp_encode": "importers",  # the OTLP wire format, written rather than read
     "export": "importers",  # the native JSONL format, written rather than read
     "__main__": "cli",
+    "messages": "model",  # a model turn's reply in the store's shape, from what SDKs return
     "_lazy": "model",  # lazy package exports (PEP 562): the standard library only
     "receiver": "ingest",  # `serve`'s OTLP/HTTP receiver: the library under the command
     "pytest_plugin": "cli",  # agent runs as pytest cassettes: a front end, like the command

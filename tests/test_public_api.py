@@ -33,6 +33,7 @@ def test_top_level_exports() -> None:
         "TraceFormatError",
         "Trajectory",
         "VerifierError",
+        "assistant_message",
         "instrument",
         "read_path",
         "repair_candidates",

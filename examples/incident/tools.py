@@ -1,5 +1,5 @@
 """The incident investigator's tools and model, as resample functions for its recorded runs
-(``sample_traces/``).
+(``sample_traces/``, and runs of ``openai_app.py`` recorded with ``--instrument openai``).
 
 Use them with ``agent-replay attribute ID --resamplers examples/incident/tools.py --success-if v841``.
 The runs are tool-calling chats, so rollouts re-drive them as their loop (the chat-loop driver): each
@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from otel_replay import Step, Trajectory
+from otel_replay import Step, Trajectory, assistant_message
 from otel_replay.resamplers import RolloutContext, repair_candidates, resampler, verifier
 
 from .model import respond
@@ -37,7 +37,9 @@ EMPTY_DEPLOYS_RATE = 0.25
 
 @resampler("llm")
 def investigator(step: Step, ctx: RolloutContext) -> Any:
-    return respond(step.inputs["messages"])
+    # a run recorded from the OpenAI SDK (`openai_app.py`) holds its assistant turns as the SDK
+    # sent them (tool calls as `function` objects): read every message in the store's shape
+    return respond([assistant_message(m) or m for m in step.inputs["messages"]])
 
 
 @resampler("tool", name="list_deploys")

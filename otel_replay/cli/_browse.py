@@ -21,6 +21,7 @@ from otel_replay.cli._common import (
     trajectory_table,
     user_errors,
 )
+from otel_replay.messages import assistant_message
 from otel_replay.model import Step, StepStatus, Trajectory, is_failure
 
 
@@ -135,6 +136,7 @@ def _input_preview(step: Step) -> Any:
 
 
 def _output_preview(output: Any) -> Any:
+    output = assistant_message(output) or output
     if isinstance(output, dict) and ("content" in output or "tool_calls" in output):
         calls = output.get("tool_calls") or []
         content = output.get("content")

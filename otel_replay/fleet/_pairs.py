@@ -15,6 +15,7 @@ from typing import Any
 
 import orjson
 
+from otel_replay.messages import assistant_message
 from otel_replay.model import Step, StepKind, Trajectory
 from otel_replay.store import Store
 
@@ -62,8 +63,9 @@ def _context(trajectory: Trajectory, index: int) -> list[dict[str, Any]]:
         messages = earlier.inputs.get("messages")
         if earlier.kind is StepKind.LLM and isinstance(messages, list):
             context = [m for m in messages if isinstance(m, dict)]
-            if earlier.index < index and isinstance(earlier.output, dict):
-                context.append(earlier.output)
+            reply = assistant_message(earlier.output)
+            if earlier.index < index and reply is not None:
+                context.append(reply)
             return context
     return []
 
@@ -71,8 +73,9 @@ def _context(trajectory: Trajectory, index: int) -> list[dict[str, Any]]:
 def _message(step: Step, output: Any) -> dict[str, Any]:
     """An output as the message the conversation would hold."""
     if step.kind is StepKind.LLM:
-        if isinstance(output, dict) and "role" in output:
-            return output
+        reply = assistant_message(output)
+        if reply is not None:
+            return reply
         return {
             "role": "assistant",
             "content": output if isinstance(output, str) else _text(output),

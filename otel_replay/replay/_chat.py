@@ -24,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from otel_replay.messages import assistant_message
 from otel_replay.model import Step, StepKind, Trajectory
 from otel_replay.replay._agent import AgentContext, StepError
 from otel_replay.replay._live import agent_driver
@@ -106,10 +107,11 @@ def chat_agent(record: ChatRecord, goes_on: bool = False) -> Callable[[AgentCont
                 checked=True,
             )
             on_record = on_record and recorded is not None and output == recorded.output
-            messages = [*inputs["messages"], output] if isinstance(output, dict) else messages
+            reply = assistant_message(output)
+            messages = [*inputs["messages"], reply] if reply is not None else messages
             calls = _calls(output)
             if not calls:
-                return output.get("content") if isinstance(output, dict) else output
+                return reply.get("content") if reply is not None else output
             answers = list(record.answers[turn]) if on_record else []
             result: Any = None
             for call in calls:
@@ -174,8 +176,8 @@ def _call(call: dict[str, Any]) -> dict[str, Any]:
 
 
 def _calls(output: Any) -> list[dict[str, Any]]:
-    message = output[0] if isinstance(output, list) and output else output
-    if not isinstance(message, dict):
+    message = assistant_message(output)
+    if message is None:
         return []
     calls = message.get("tool_calls")
     return [c for c in calls if isinstance(c, dict)] if isinstance(calls, list) else []

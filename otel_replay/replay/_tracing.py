@@ -13,6 +13,7 @@ from typing import Any
 import orjson
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
+from otel_replay.messages import assistant_message
 from otel_replay.model import Step, StepKind, StepStatus
 from otel_replay.otlp_encode import spans_to_request
 
@@ -47,14 +48,17 @@ def _step_attributes(step: Step) -> dict[str, Any]:
     elif step.kind is StepKind.LLM:
         attributes["llm.model_name"] = step.inputs.get("model", step.name)
         for i, message in enumerate(step.inputs.get("messages") or []):
-            if isinstance(message, dict):
-                _message(attributes, f"llm.input_messages.{i}", message)
+            if isinstance(message, dict):  # an OpenAI assistant turn resent: its calls read
+                _message(
+                    attributes, f"llm.input_messages.{i}", assistant_message(message) or message
+                )
         for i, tool in enumerate(step.inputs.get("tools") or []):
             attributes[f"llm.tools.{i}.tool.json_schema"] = _json(tool)
         if step.inputs.get("parameters"):
             attributes["llm.invocation_parameters"] = _json(step.inputs["parameters"])
-        if isinstance(step.output, dict) and "role" in step.output:
-            _message(attributes, "llm.output_messages.0", step.output)
+        reply = assistant_message(step.output)
+        if reply is not None:
+            _message(attributes, "llm.output_messages.0", reply)
     attributes["input.value"] = _json(inputs)
     attributes["input.mime_type"] = "application/json"
     if step.status is StepStatus.OK:

@@ -14,6 +14,8 @@ from typing import Any
 
 import orjson
 
+from otel_replay.messages import assistant_message
+
 Message = dict[str, Any]
 
 
@@ -25,20 +27,10 @@ def chat(value: Any) -> list[Message] | None:
         return None
     if not isinstance(value, dict):
         return None
-    choices = value.get("choices")
-    if isinstance(choices, list):  # an OpenAI chat completion
-        found = [c["message"] for c in choices if isinstance(c, dict) and _dict(c.get("message"))]
-        return [_message(m) for m in found] or None
-    output = value.get("output")
-    if isinstance(output, list) and value.get("object") == "response":  # the Responses API
-        return _response_items(output)
-    if _is_message(value):
+    if _is_message(value):  # the store's shape, OpenAI's, Anthropic's content blocks
         return [_message(value)]
-    return None
-
-
-def _dict(value: Any) -> bool:
-    return isinstance(value, dict)
+    reply = assistant_message(value)  # an SDK's response: a chat completion, a Responses one
+    return [_message(reply)] if reply is not None else None
 
 
 def _is_message(value: dict[str, Any]) -> bool:
@@ -96,26 +88,6 @@ def _call(raw: dict[str, Any]) -> dict[str, Any]:
     name = raw.get("name", function.get("name"))
     arguments = raw.get("arguments", function.get("arguments", raw.get("input")))
     return {"name": str(name or "?"), "arguments": arguments}
-
-
-def _response_items(items: list[Any]) -> list[Message] | None:
-    """A Responses API response's output: messages and the function calls beside them."""
-    text: list[str] = []
-    calls: list[dict[str, Any]] = []
-    for item in items:
-        if not isinstance(item, dict):
-            continue
-        if item.get("type") == "function_call":
-            calls.append(_call(item))
-        elif isinstance(item.get("content"), list):
-            for part in item["content"]:
-                _part(part, text, calls)
-    if not (text or calls):
-        return None
-    message: Message = {"role": "assistant", "text": "\n".join(text)}
-    if calls:
-        message["calls"] = calls
-    return [message]
 
 
 def _json(value: Any) -> str:

@@ -20,6 +20,7 @@ from enum import Enum
 from typing import Any
 
 from otel_replay.errors import PluginLoadError
+from otel_replay.messages import assistant_message
 from otel_replay.model import Step, StepKind, StepStatus, Trajectory
 from otel_replay.resamplers._context import RolloutContext
 
@@ -159,9 +160,14 @@ def rebuild_messages(
     rebuilt = list(opening)
     pending: list[dict[str, Any]] = []
     for earlier in history:
-        if earlier.kind is StepKind.LLM and isinstance(earlier.output, dict):
-            rebuilt.append(earlier.output)
-            pending = [c for c in earlier.output.get("tool_calls") or [] if isinstance(c, dict)]
+        if earlier.kind is StepKind.LLM and earlier.output is not None:
+            said = earlier.output  # a reply in any shape, or a bare answer (text, structured)
+            reply = assistant_message(said) or {
+                "role": "assistant",
+                "content": said if isinstance(said, str) else json.dumps(said),
+            }
+            rebuilt.append(reply)
+            pending = [c for c in reply.get("tool_calls") or [] if isinstance(c, dict)]
         elif earlier.kind is StepKind.TOOL:
             call = next((c for c in pending if c.get("name") == earlier.name), None)
             if call is not None:

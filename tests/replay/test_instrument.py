@@ -25,6 +25,7 @@ from typer.testing import CliRunner
 import otel_replay
 from otel_replay.errors import NonDeterminismError
 from otel_replay.hashing import canonical_json
+from otel_replay.messages import assistant_message
 from otel_replay.model import StepKind
 from otel_replay.replay import record, replay, uninstrument
 from tests.cli_helpers import invoke, ok
@@ -888,7 +889,7 @@ def test_a_resample_functions_answer_reaches_the_agent_as_the_sdks_own_objects()
 SWAPPED = json.dumps({"answer": "Answered by the swapped-in model."})
 
 
-@pytest.mark.parametrize(
+SDK_PATHS = pytest.mark.parametrize(
     ("sdk", "agent", "arguments"),
     [
         ("openai", support_agent, {}),
@@ -912,6 +913,9 @@ SWAPPED = json.dumps({"answer": "Answered by the swapped-in model."})
     ],
     ids=lambda value: getattr(value, "__name__", None) or ("stream" if value else "-"),
 )
+
+
+@SDK_PATHS
 def test_every_sdk_path_takes_a_swapped_model_turn_answered_by_a_resample_function(
     server: Server, sdk: str, agent: Any, arguments: dict[str, Any]
 ) -> None:
@@ -941,3 +945,38 @@ def test_every_sdk_path_takes_a_swapped_model_turn_answered_by_a_resample_functi
     parsed = "parse" in agent.__name__  # the SDK parsed the JSON answer into the agent's class
     assert forked.metadata["answer"] == (json.loads(SWAPPED)["answer"] if parsed else SWAPPED)
     assert asked == ["other"] and len(forked.steps) == len(recording.trajectory.steps)
+
+
+@SDK_PATHS
+def test_every_sdk_path_records_a_run_read_like_an_imported_one(
+    server: Server, sdk: str, agent: Any, arguments: dict[str, Any]
+) -> None:
+    """A model turn is kept as the SDK returned it (so replay hands the agent that very response),
+    and read in the store's message shape: each turn's tool calls are the tool steps that follow
+    it, the run's answer is the last turn's text, and a chat-completions or Anthropic run is a
+    tool-calling chat the chat loop can re-drive without the agent."""
+    from otel_replay.replay._chat import chat_record
+
+    otel_replay.instrument(sdk)
+    recording = record(agent, arguments={"question": QUESTION, "base_url": server.url, **arguments})
+    assert recording.error is None, recording.error
+    run = recording.trajectory
+    turns = [s for s in run.steps if s.kind is StepKind.LLM]
+    assert all(assistant_message(t.output) is not t.output for t in turns)  # the SDK's own shape
+    called: list[str] = []
+    for turn in turns:
+        reply = assistant_message(turn.output)
+        assert reply is not None and reply["role"] == "assistant"
+        for call in reply.get("tool_calls") or []:
+            assert isinstance(call["arguments"], dict) and call["id"], call
+            called.append(call["name"])
+    assert called == [s.name for s in run.steps if s.kind is StepKind.TOOL]
+    answer = run.final_answer
+    assert answer is not None
+    parsed = "parse" in agent.__name__  # the agent returns a field of the JSON answer
+    assert (json.loads(answer)["answer"] if parsed else answer) == run.metadata["answer"]
+    loop = chat_record(run)
+    if "responses" in agent.__name__:  # its requests hold `input` items, not messages: walked
+        assert loop is None
+    else:
+        assert loop is not None and loop.turns == tuple(turns)

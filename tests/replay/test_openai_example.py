@@ -8,13 +8,16 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
 from typer.testing import CliRunner
 
 from examples.incident import openai_server
+from otel_replay.model import StepStatus
 from otel_replay.replay import uninstrument
+from otel_replay.resamplers import rebuild_messages
 from otel_replay.store import Store
 from tests.cli_helpers import invoke, ok
 from tests.conftest import ROOT
@@ -32,6 +35,17 @@ def model() -> Iterator[tuple[object, str]]:
         server.shutdown()
         server.server_close()
         uninstrument()
+
+
+def _record(runner: CliRunner, store: Path, agent: list[str], url: str) -> dict[str, Any]:
+    """``record`` the investigator against the model server at ``url``: the command's summary."""
+    summary: dict[str, Any] = orjson.loads(
+        ok(
+            invoke(runner, store, "record", *agent, "--input",
+                   orjson.dumps({"base_url": url}).decode(), "--json")
+        ).stdout
+    )  # fmt: skip
+    return summary
 
 
 def test_the_openai_sdk_investigator_records_replays_forks_and_becomes_a_test(
@@ -128,12 +142,7 @@ def test_swap_model_on_the_unmodified_agent_asks_the_server_for_the_other_model_
         openai_server, "completion", lambda body: asked.append(body["model"]) or answer(body)
     )
     agent = ["--agent", APP, "--instrument", "openai", "--verifier", VERIFIER]
-    recorded = orjson.loads(
-        ok(
-            invoke(runner, store_path, "record", *agent, "--input",
-                   orjson.dumps({"base_url": url}).decode(), "--json")
-        ).stdout
-    )  # fmt: skip
+    recorded = _record(runner, store_path, agent, url)
     assert set(asked) == {openai_server.MODEL_NAME} and len(asked) == 3  # turns 0, 2 and 4
     asked.clear()
     llm = ["--llm", "openai", "--llm-base-url", url]
@@ -179,3 +188,50 @@ def test_swap_model_on_the_unmodified_agent_asks_the_server_for_the_other_model_
     )  # fmt: skip
     assert asked and set(asked) == {"gpt-other"}  # every turn run again, asked of it
     assert report["mode"] == "swap-model" and report["swap"]["model"] == "gpt-other"
+
+
+def test_a_recorded_sdk_run_is_shown_and_attributed_without_its_agent(
+    model: tuple[object, str], runner: CliRunner, store_path: Path
+) -> None:
+    """The record keeps the SDK's responses, and reads like an imported run: `show` gives each
+    turn's words and calls, and a failed fork is attributed with the README's resample functions
+    and `--success-if`, no agent and no server, re-driven as its tool-calling loop."""
+    server, url = model
+    agent = ["--agent", APP, "--instrument", "openai", "--verifier", VERIFIER]
+    recorded = _record(runner, store_path, agent, url)
+    failing = orjson.loads(
+        ok(
+            invoke(runner, store_path, "fork", recorded["id"], "--at", "3", "--observe", "[]",
+                   *agent, "--json")
+        ).stdout
+    )["id"]  # fmt: skip
+    server.shutdown()  # type: ignore[attr-defined]
+    with Store.open(store_path, read_only=True) as db:
+        run = db.get(failing)
+    assert run.steps[0].output["object"] == "chat.completion"  # as the SDK got it
+    # a turn after a changed step hears the conversation rebuilt from the run: in messages
+    changed = [*run.steps[:3], run.steps[3].with_result([{"version": "v9"}], StepStatus.OK, None)]
+    heard = rebuild_messages(run.steps[4], changed)
+    assert [m["role"] for m in heard] == [
+        "system",
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+        "tool",
+    ]
+    assert heard[4]["tool_calls"][0]["name"] == "list_deploys" and "v9" in heard[5]["content"]
+    shown = ok(invoke(runner, store_path, "show", recorded["id"], "--json")).stdout
+    assert "chatcmpl-incident" in shown  # the record holds the response as it came back
+    table = ok(invoke(runner, store_path, "show", recorded["id"])).stdout
+    assert "chatcmpl" not in table and "checkout. → query_metrics(" in table
+    tools = str(ROOT / "examples" / "incident" / "tools.py")
+    report = orjson.loads(
+        ok(
+            invoke(runner, store_path, "attribute", failing, "--resamplers", tools,
+                   "--success-if", "v841", "--repair", "--json")
+        ).stdout
+    )  # fmt: skip
+    assert report["config"]["driver"].startswith("chat")
+    assert report["point_of_commitment"] == 3
+    assert report["repair"]["move"] == "observe" and report["repair"]["step_index"] == 3
