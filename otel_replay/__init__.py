@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     )
     from otel_replay.frame import steps_frame
     from otel_replay.importers import Format, ReadOptions, read_path
-    from otel_replay.messages import assistant_message
+    from otel_replay.messages import assistant_message, conversation
     from otel_replay.model import SpanNode, Step, StepKind, StepStatus, Trajectory
     from otel_replay.replay import instrument, step, tool
     from otel_replay.resamplers import (
@@ -63,6 +63,7 @@ __all__ = [
     "Trajectory",
     "VerifierError",
     "assistant_message",
+    "conversation",
     "instrument",
     "read_path",
     "repair_candidates",

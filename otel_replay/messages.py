@@ -1,4 +1,4 @@
-"""A model turn's output in the store's message shape, whoever wrote it.
+"""Model turns and conversations in the store's message shape, whoever wrote them.
 
 The importers store a model turn's reply as ``{"role": "assistant", "content": str | None,
 "tool_calls": [{"id", "name", "arguments"}]}``. A run recorded with ``--instrument`` keeps what the
@@ -7,14 +7,17 @@ SDK returned, so that replay can hand the agent the very response it got: an Ope
 text}}``), a Responses API response (``output`` items: messages of ``output_text`` parts and
 ``function_call`` items), or an Anthropic message (``content`` blocks: ``text`` and ``tool_use``);
 streams are kept as the response they add up to. `assistant_message` reads any of these as the store's
-shape, so what reads a run (its answer, the tool-calling loop it shows, the conversation a resampled
-turn sees, the terminal's preview) reads every record alike. It never raises: a record holds whatever
-its producer wrote.
+shape, and `conversation` reads a call's request (chat messages, Anthropic's blocks and ``system``, the
+Responses API's ``input`` items) as the store's messages, so what reads a run (its answer, the
+tool-calling loop it shows, the conversation a resampled turn sees, the terminal's preview, the spans
+``--otlp-out`` writes) reads every record alike. Neither raises: a record holds whatever its producer
+wrote.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 Message = dict[str, Any]
@@ -37,14 +40,96 @@ def assistant_message(output: Any) -> Message | None:
     if output.get("object") == "response" and isinstance(items, list):  # the Responses API
         return _from_response_items(items)
     content = output.get("content")
-    if output.get("type") == "message" and isinstance(content, list):  # an Anthropic message
-        return _from_blocks(output, content)
+    if isinstance(content, list) and (output.get("type") == "message" or _uses_tools(content)):
+        return _from_blocks(content)  # an Anthropic message, or its turn sent back
     if isinstance(output.get("role"), str) or "content" in output or "tool_calls" in output:
         wired = output.get("tool_calls")
         if isinstance(wired, list) and any(_is_wired(c) for c in wired):
             return _from_chat(output)  # an OpenAI message as sent back in a conversation
         return output
     return None
+
+
+def conversation(inputs: Mapping[str, Any]) -> list[Message]:
+    """The conversation a model call's inputs hold, in the store's shape: chat ``messages`` (an
+    OpenAI assistant turn read by `assistant_message`; an Anthropic turn's ``tool_use`` blocks as
+    tool calls and its ``tool_result`` blocks as ``role: tool`` messages), after Anthropic's
+    ``system`` or the Responses API's ``instructions``, or that API's ``input`` (a string, or
+    items: messages, function calls, their outputs). ``--instrument`` keeps what is not the
+    model, messages or tools under ``parameters``, so these are read there too. Empty when the
+    inputs hold no conversation."""
+    parameters = inputs.get("parameters")
+    kept: Mapping[str, Any] = parameters if isinstance(parameters, dict) else {}
+    said: list[Message] = []
+    for preamble in ("system", "instructions"):
+        text = _text(inputs.get(preamble, kept.get(preamble)))
+        if text:
+            said.append({"role": "system", "content": text})
+    messages = inputs.get("messages")
+    items = inputs.get("input", kept.get("input"))
+    if isinstance(messages, list):
+        for message in messages:
+            said += _turn(message)
+    elif isinstance(items, str):
+        said.append({"role": "user", "content": items})
+    elif isinstance(items, list):
+        said += _input_items(items)
+    return said if any(m.get("role") != "system" for m in said) else []
+
+
+def _turn(message: Any) -> list[Message]:
+    """One chat message as the store's messages (an Anthropic user turn of tool results is one
+    ``role: tool`` message per result, then its text)."""
+    if not isinstance(message, dict):
+        return []
+    content = message.get("content")
+    if message.get("role") == "assistant":
+        return [assistant_message(message) or message]
+    if isinstance(content, list) and any(_is(b, "tool_result") for b in content):
+        said: list[Message] = [
+            {
+                "role": "tool",
+                "tool_call_id": b.get("tool_use_id"),
+                "content": _text(b.get("content")),
+            }
+            for b in content
+            if _is(b, "tool_result")
+        ]
+        text = _text([b for b in content if not _is(b, "tool_result")])
+        return [*said, {"role": str(message.get("role")), "content": text}] if text else said
+    return [message]
+
+
+def _input_items(items: list[Any]) -> list[Message]:
+    """The Responses API's input items as messages: function calls join the assistant turn they
+    follow (or make one), their outputs are ``role: tool`` messages."""
+    said: list[Message] = []
+    for item in items:
+        if not isinstance(item, dict):
+            continue
+        kind = item.get("type")
+        if kind == "function_call":
+            call = {
+                "id": item.get("call_id") or item.get("id"),
+                "name": item.get("name"),
+                "arguments": _arguments(item.get("arguments")),
+            }
+            if said and said[-1]["role"] == "assistant":  # the turn these calls are part of
+                said[-1].setdefault("tool_calls", []).append(call)
+            else:
+                said.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        elif kind == "function_call_output":
+            output = item.get("output")
+            said.append(
+                {
+                    "role": "tool",
+                    "tool_call_id": item.get("call_id"),
+                    "content": output if isinstance(output, str) else json.dumps(output),
+                }
+            )
+        elif isinstance(item.get("role"), str):
+            said.append({"role": item["role"], "content": _text(item.get("content"))})
+    return said
 
 
 def _from_chat(message: dict[str, Any]) -> Message:
@@ -91,20 +176,38 @@ def _from_response_items(items: list[Any]) -> Message | None:
     return _message("".join(text) if text else None, calls)
 
 
-def _from_blocks(message: dict[str, Any], blocks: list[Any]) -> Message:
-    text = [
-        b["text"]
-        for b in blocks
-        if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
-    ]
+def _from_blocks(blocks: list[Any]) -> Message:
+    text = [b["text"] for b in blocks if _is(b, "text") and isinstance(b.get("text"), str)]
     calls = [
         {"id": b.get("id"), "name": b.get("name"), "arguments": b.get("input")}
         for b in blocks
-        if isinstance(b, dict) and b.get("type") == "tool_use"
+        if _is(b, "tool_use")
     ]
-    reply = _message("".join(text) if text else None, calls)
-    reply["role"] = str(message.get("role") or "assistant")
-    return reply
+    return _message("".join(text) if text else None, calls)
+
+
+def _uses_tools(blocks: list[Any]) -> bool:
+    return any(_is(b, "tool_use") for b in blocks)
+
+
+def _is(block: Any, kind: str) -> bool:
+    return isinstance(block, dict) and block.get("type") == kind
+
+
+def _text(content: Any) -> str | None:
+    """Content as text: a string, or the text of its parts (``text``, ``input_text``,
+    ``output_text``); ``None`` for none."""
+    if content is None or isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        words = [
+            p if isinstance(p, str) else p.get("text")
+            for p in content
+            if isinstance(p, (str, dict))
+        ]
+        text = "".join(w for w in words if isinstance(w, str))
+        return text or None
+    return json.dumps(content)
 
 
 def _message(content: Any, calls: list[dict[str, Any]]) -> Message:

@@ -1,5 +1,6 @@
-"""`assistant_message` reads what any producer wrote and never raises (hypothesis): every shape it
-knows, with arbitrary values where the SDKs put theirs, gives the store's message shape or ``None``.
+"""`assistant_message` and `conversation` read what any producer wrote and never raise
+(hypothesis): every shape they know, with arbitrary values where the SDKs put theirs, gives the
+store's message shape (or ``None``, or no conversation).
 What real SDKs return is read in `tests/replay/test_instrument.py` (all 18 ways the test agents call
 a model) and `tests/replay/test_openai_example.py`."""
 
@@ -10,7 +11,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from otel_replay.messages import assistant_message
+from otel_replay.messages import assistant_message, conversation
 
 leaves = st.none() | st.booleans() | st.integers() | st.text(max_size=12)
 values = st.recursive(
@@ -51,7 +52,7 @@ def test_anything_a_producer_wrote_reads_as_a_message_or_none(output: Any) -> No
     reply = assistant_message(output)
     assert reply is None or isinstance(reply, dict)
     if reply is not None and reply is not output and not isinstance(output, list):
-        assert reply["role"] == "assistant" or output.get("type") == "message"
+        assert reply["role"] == "assistant"
         assert "content" in reply
         for call in reply.get("tool_calls") or []:
             assert set(call) == {"id", "name", "arguments"}
@@ -86,3 +87,81 @@ def test_wire_arguments_are_read_as_json_and_kept_as_text_when_they_are_not() ->
             {"id": "c", "name": "h", "arguments": {}},
         ],
     }
+
+
+blocks = st.fixed_dictionaries(
+    {"type": st.sampled_from(["text", "tool_use", "tool_result", "image"])},
+    optional={"text": values, "id": values, "name": values, "input": values,
+              "tool_use_id": values, "content": values | st.lists(parts, max_size=2)},
+)  # fmt: skip
+turns = st.one_of(
+    values,
+    chat_message,
+    st.fixed_dictionaries({"role": st.sampled_from(["user", "assistant"]) | values, "content": st.lists(blocks | values, max_size=3)}),
+)  # fmt: skip
+items = st.one_of(
+    values,
+    parts,
+    st.fixed_dictionaries(
+        {"type": st.sampled_from(["function_call", "function_call_output", "message", "reasoning"])},
+        optional={"role": values, "content": values | st.lists(parts, max_size=2), "call_id": values,
+                  "name": values, "arguments": values, "output": values},
+    ),
+)  # fmt: skip
+call_inputs = st.fixed_dictionaries(
+    {},
+    optional={"messages": st.lists(turns, max_size=4) | values, "input": st.lists(items, max_size=4) | values,
+              "system": values | st.lists(blocks, max_size=2), "instructions": values,
+              "parameters": st.dictionaries(st.sampled_from(["input", "system", "instructions", "x"]), values | st.lists(items, max_size=3))},
+)  # fmt: skip
+
+
+@settings(max_examples=400, deadline=None)
+@given(call_inputs)
+def test_any_inputs_read_as_a_conversation_of_messages(inputs: dict[str, Any]) -> None:
+    said = conversation(inputs)
+    assert isinstance(said, list) and all(isinstance(m, dict) for m in said)
+    assert said == [] or any(m.get("role") != "system" for m in said)
+    assert conversation(inputs) == said  # nothing read is changed in place
+
+
+def test_a_responses_input_and_an_anthropic_turn_read_as_chat_messages() -> None:
+    responses = {
+        "parameters": {
+            "instructions": "Be brief.",
+            "input": [
+                {"role": "user", "content": [{"type": "input_text", "text": "Where is A-1?"}]},
+                {"type": "function_call", "call_id": "c1", "name": "find", "arguments": "{}"},
+                {"type": "function_call", "call_id": "c2", "name": "track", "arguments": "{}"},
+                {"type": "function_call_output", "call_id": "c1", "output": "found"},
+                {"type": "function_call_output", "call_id": "c2", "output": {"late": True}},
+            ],
+        }
+    }
+    assert conversation(responses) == [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "Where is A-1?"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "c1", "name": "find", "arguments": {}},
+                {"id": "c2", "name": "track", "arguments": {}},
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "found"},
+        {"role": "tool", "tool_call_id": "c2", "content": '{"late": true}'},
+    ]
+    anthropic = {
+        "system": [{"type": "text", "text": "Be brief."}],
+        "messages": [
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "find", "input": {}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "content": "found"}, {"type": "text", "text": "and?"}]},
+        ],
+    }  # fmt: skip
+    assert conversation(anthropic) == [
+        {"role": "system", "content": "Be brief."},
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "t", "name": "find", "arguments": {}}]},
+        {"role": "tool", "tool_call_id": "t", "content": "found"},
+        {"role": "user", "content": "and?"},
+    ]  # fmt: skip

@@ -34,6 +34,7 @@ def test_top_level_exports() -> None:
         "Trajectory",
         "VerifierError",
         "assistant_message",
+        "conversation",
         "instrument",
         "read_path",
         "repair_candidates",

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from otel_replay import Step, Trajectory, assistant_message
+from otel_replay import Step, Trajectory, conversation
 from otel_replay.resamplers import RolloutContext, repair_candidates, resampler, verifier
 
 from .model import respond
@@ -37,9 +37,9 @@ EMPTY_DEPLOYS_RATE = 0.25
 
 @resampler("llm")
 def investigator(step: Step, ctx: RolloutContext) -> Any:
-    # a run recorded from the OpenAI SDK (`openai_app.py`) holds its assistant turns as the SDK
-    # sent them (tool calls as `function` objects): read every message in the store's shape
-    return respond([assistant_message(m) or m for m in step.inputs["messages"]])
+    # the conversation in the store's shape, however it was recorded (`openai_app.py`'s runs hold
+    # the OpenAI SDK's own messages)
+    return respond(conversation(step.inputs))
 
 
 @resampler("tool", name="list_deploys")

@@ -21,8 +21,8 @@ from otel_replay.cli._common import (
     trajectory_table,
     user_errors,
 )
-from otel_replay.messages import assistant_message
-from otel_replay.model import Step, StepStatus, Trajectory, is_failure
+from otel_replay.messages import assistant_message, conversation
+from otel_replay.model import Step, StepKind, StepStatus, Trajectory, is_failure
 
 
 def list_command(json: JsonOption = False, store: StoreOption = None) -> None:
@@ -126,8 +126,8 @@ def _span_tree(trajectory: Trajectory) -> Tree:
 def _input_preview(step: Step) -> Any:
     """What a person wants to see of the inputs: the latest message, or the tool arguments."""
     inputs = step.inputs
-    messages = inputs.get("messages")
-    if isinstance(messages, list) and messages and isinstance(messages[-1], dict):
+    messages = conversation(inputs) if step.kind is StepKind.LLM else []
+    if messages:
         last = messages[-1]
         return f"[{len(messages)} msgs] {last.get('role', '?')}: {_output_preview(last)}"
     if "arguments" in inputs:

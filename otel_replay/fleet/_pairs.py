@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from otel_replay.messages import assistant_message
+from otel_replay.messages import assistant_message, conversation
 from otel_replay.model import Step, StepKind, Trajectory
 from otel_replay.store import Store
 
@@ -60,9 +60,8 @@ def _context(trajectory: Trajectory, index: int) -> list[dict[str, Any]]:
     """The conversation the culprit answered: the messages of the latest model call at or before
     it, with that call's own turn when the culprit is a step it asked for."""
     for earlier in reversed(trajectory.steps[: index + 1]):
-        messages = earlier.inputs.get("messages")
-        if earlier.kind is StepKind.LLM and isinstance(messages, list):
-            context = [m for m in messages if isinstance(m, dict)]
+        context = conversation(earlier.inputs) if earlier.kind is StepKind.LLM else []
+        if context:
             reply = assistant_message(earlier.output)
             if earlier.index < index and reply is not None:
                 context.append(reply)

@@ -24,13 +24,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from otel_replay.messages import assistant_message
+from otel_replay.messages import assistant_message, conversation
 from otel_replay.model import Step, StepKind, Trajectory
 from otel_replay.replay._agent import AgentContext, StepError
 from otel_replay.replay._live import agent_driver
 from otel_replay.replay._plan import Plan
 from otel_replay.replay._rollout import Rollout
 from otel_replay.resamplers import Registry
+
+#: Where a recorded call's parameters may hold its conversation (`conversation` reads them).
+_CONVERSATION = ("input", "instructions", "system")
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,15 +51,18 @@ class ChatRecord:
         recorded = self.turns[-1].inputs
         inputs: dict[str, Any] = {k: recorded[k] for k in ("model",) if k in recorded}
         inputs["messages"] = messages
-        inputs.update({k: recorded[k] for k in ("tools", "parameters") if k in recorded})
+        inputs.update({k: recorded[k] for k in ("tools",) if k in recorded})
+        parameters = recorded.get("parameters")
+        if isinstance(parameters, dict):  # the conversation is in the messages, nowhere else
+            inputs["parameters"] = {k: v for k, v in parameters.items() if k not in _CONVERSATION}
         return inputs
 
 
 def chat_record(trajectory: Trajectory, max_turns: int | None = None) -> ChatRecord | None:
     """The loop a run's record shows, or None when it is not a tool-calling chat (a model step
-    without messages, no turn asking for a tool, or a tool step no turn asked for)."""
+    without a conversation, no turn asking for a tool, or a tool step no turn asked for)."""
     turns = [s for s in trajectory.steps if s.kind is StepKind.LLM]
-    if not turns or not all(isinstance(s.inputs.get("messages"), list) for s in turns):
+    if not turns or not all(conversation(s.inputs) for s in turns):
         return None
     if not any(_calls(s.output) for s in turns):
         return None
@@ -108,7 +114,7 @@ def chat_agent(record: ChatRecord, goes_on: bool = False) -> Callable[[AgentCont
             )
             on_record = on_record and recorded is not None and output == recorded.output
             reply = assistant_message(output)
-            messages = [*inputs["messages"], reply] if reply is not None else messages
+            messages = [*conversation(inputs), reply] if reply is not None else messages
             calls = _calls(output)
             if not calls:
                 return reply.get("content") if reply is not None else output

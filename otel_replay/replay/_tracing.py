@@ -13,7 +13,7 @@ from typing import Any
 import orjson
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from otel_replay.messages import assistant_message
+from otel_replay.messages import assistant_message, conversation
 from otel_replay.model import Step, StepKind, StepStatus
 from otel_replay.otlp_encode import spans_to_request
 
@@ -47,11 +47,8 @@ def _step_attributes(step: Step) -> dict[str, Any]:
         inputs = step.inputs.get("arguments", step.inputs)
     elif step.kind is StepKind.LLM:
         attributes["llm.model_name"] = step.inputs.get("model", step.name)
-        for i, message in enumerate(step.inputs.get("messages") or []):
-            if isinstance(message, dict):  # an OpenAI assistant turn resent: its calls read
-                _message(
-                    attributes, f"llm.input_messages.{i}", assistant_message(message) or message
-                )
+        for i, message in enumerate(conversation(step.inputs)):  # whichever API's shape
+            _message(attributes, f"llm.input_messages.{i}", message)
         for i, tool in enumerate(step.inputs.get("tools") or []):
             attributes[f"llm.tools.{i}.tool.json_schema"] = _json(tool)
         if step.inputs.get("parameters"):

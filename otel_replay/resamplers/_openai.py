@@ -20,7 +20,7 @@ from enum import Enum
 from typing import Any
 
 from otel_replay.errors import PluginLoadError
-from otel_replay.messages import assistant_message
+from otel_replay.messages import assistant_message, conversation
 from otel_replay.model import Step, StepKind, StepStatus, Trajectory
 from otel_replay.resamplers._context import RolloutContext
 
@@ -148,8 +148,7 @@ def rebuild_messages(
     agent (or the chat loop) just sent it (``live``), or while the run so far is the record;
     otherwise its opening messages (everything before the first model turn), then each model turn
     and tool result of ``history`` as it happened in this rollout."""
-    recorded = step.inputs.get("messages")
-    messages = [m for m in recorded if isinstance(m, dict)] if isinstance(recorded, list) else []
+    messages = conversation(step.inputs)  # whichever API's shape it was recorded in
     if live or all(s.hash for s in history):  # the conversation as sent now, or as recorded
         return messages
     opening = []
@@ -229,6 +228,8 @@ def _openai_tool(tool: Any) -> Any:
     if not isinstance(tool, dict) or (tool.get("type") == "function" and "function" in tool):
         return tool
     definition = {k: tool[k] for k in ("name", "description", "parameters") if k in tool}
+    if "parameters" not in definition and "input_schema" in tool:  # an Anthropic tool
+        definition["parameters"] = tool["input_schema"]
     return {"type": "function", "function": definition}
 
 

@@ -25,7 +25,7 @@ from typer.testing import CliRunner
 import otel_replay
 from otel_replay.errors import NonDeterminismError
 from otel_replay.hashing import canonical_json
-from otel_replay.messages import assistant_message
+from otel_replay.messages import assistant_message, conversation
 from otel_replay.model import StepKind
 from otel_replay.replay import record, replay, uninstrument
 from tests.cli_helpers import invoke, ok
@@ -953,8 +953,8 @@ def test_every_sdk_path_records_a_run_read_like_an_imported_one(
 ) -> None:
     """A model turn is kept as the SDK returned it (so replay hands the agent that very response),
     and read in the store's message shape: each turn's tool calls are the tool steps that follow
-    it, the run's answer is the last turn's text, and a chat-completions or Anthropic run is a
-    tool-calling chat the chat loop can re-drive without the agent."""
+    it, the run's answer is the last turn's text, a turn's request reads as the conversation
+    so far, and the run is a tool-calling chat the chat loop can re-drive without the agent."""
     from otel_replay.replay._chat import chat_record
 
     otel_replay.instrument(sdk)
@@ -975,8 +975,50 @@ def test_every_sdk_path_records_a_run_read_like_an_imported_one(
     assert answer is not None
     parsed = "parse" in agent.__name__  # the agent returns a field of the JSON answer
     assert (json.loads(answer)["answer"] if parsed else answer) == run.metadata["answer"]
+    heard = conversation(turns[-1].inputs)  # the last turn's: the whole run before it
+    assert heard[0] == {"role": "user", "content": QUESTION}
+    asked = [c for m in heard if m["role"] == "assistant" for c in m.get("tool_calls") or []]
+    assert [c["name"] for c in asked] == called
+    answered = [m["tool_call_id"] for m in heard if m["role"] == "tool"]
+    assert answered == [c["id"] for c in asked]  # each result answers its call, in order
     loop = chat_record(run)
-    if "responses" in agent.__name__:  # its requests hold `input` items, not messages: walked
-        assert loop is None
-    else:
-        assert loop is not None and loop.turns == tuple(turns)
+    assert loop is not None and loop.turns == tuple(turns)
+
+
+@pytest.mark.parametrize("agent", [responses_agent, claude_agent], ids=lambda a: a.__name__)
+def test_the_built_in_model_resampler_answers_a_turn_of_any_sdk(server: Server, agent: Any) -> None:
+    """`--llm openai` asks a chat-completions server, whichever API the agent called: the last turn
+    of a Responses or an Anthropic agent, swapped, is asked with the run's whole conversation (the
+    fake model answers only when it sees every tool's result) and handed back in the agent's SDK."""
+    from otel_replay.replay import Intervention, fork
+    from otel_replay.resamplers import ChatModelOptions, OpenAIChatModel, Registry
+
+    otel_replay.instrument("anthropic" if "claude" in agent.__name__ else "openai")
+    recording = record(agent, arguments={"question": QUESTION, "base_url": server.url})
+    assert recording.error is None, recording.error
+    model = OpenAIChatModel(ChatModelOptions(base_url=f"{server.url}/v1", temperature=0))
+    asked: list[int] = []
+
+    def once(step: Any, ctx: Any) -> Any:  # a conversation lost would have the model loop
+        asked.append(step.index)
+        if len(asked) > 1:
+            raise RuntimeError(f"the model was asked again at step {step.index}")
+        return model(step, ctx)
+
+    registry = Registry()
+    registry.add_resampler(StepKind.LLM, once)
+    last = len(recording.trajectory.steps) - 1
+    try:
+        forked = fork(
+            recording.trajectory,
+            last,
+            Intervention.swap_model("fake-model"),
+            agent=agent,
+            registry=registry,
+        )
+    finally:
+        model.close()
+    assert "agent_error" not in forked.metadata, forked.metadata["agent_error"]
+    assert forked.metadata["answer"] == recording.trajectory.metadata["answer"] == FAKE.FINAL_ANSWER
+    assert forked.steps[last].output["model"] == "fake-model"  # the turn was asked again
+    assert len(forked.steps) == len(recording.trajectory.steps)  # and answered, asking no tool
