@@ -22,6 +22,10 @@ from typing import Any
 
 Message = dict[str, Any]
 
+#: Where a request holds its conversation besides ``messages`` (at its top, or under
+#: ``parameters``): Anthropic's ``system``, the Responses API's ``instructions`` and ``input``.
+CONVERSATION_KEYS = ("input", "instructions", "system")
+
 
 def assistant_message(output: Any) -> Message | None:
     """``output`` as the store's assistant message, or ``None`` when it is not a model's reply (a
@@ -75,6 +79,16 @@ def conversation(inputs: Mapping[str, Any]) -> list[Message]:
     elif isinstance(items, list):
         said += _input_items(items)
     return said if any(m.get("role") != "system" for m in said) else []
+
+
+def without_conversation(inputs: Mapping[str, Any]) -> dict[str, Any]:
+    """``inputs`` without what `conversation` reads besides ``messages`` (at the top and under
+    ``parameters``): the rest of a request."""
+    rest = {k: v for k, v in inputs.items() if k not in CONVERSATION_KEYS}
+    parameters = rest.get("parameters")
+    if isinstance(parameters, dict):
+        rest["parameters"] = {k: v for k, v in parameters.items() if k not in CONVERSATION_KEYS}
+    return rest
 
 
 def _turn(message: Any) -> list[Message]:

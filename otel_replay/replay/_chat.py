@@ -24,16 +24,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from otel_replay.messages import assistant_message, conversation
+from otel_replay.messages import assistant_message, conversation, without_conversation
 from otel_replay.model import Step, StepKind, Trajectory
 from otel_replay.replay._agent import AgentContext, StepError
 from otel_replay.replay._live import agent_driver
 from otel_replay.replay._plan import Plan
 from otel_replay.replay._rollout import Rollout
 from otel_replay.resamplers import Registry
-
-#: Where a recorded call's parameters may hold its conversation (`conversation` reads them).
-_CONVERSATION = ("input", "instructions", "system")
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,13 +45,10 @@ class ChatRecord:
 
     def inputs(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
         """A model call's inputs in the recorded shape, for a conversation off the record."""
-        recorded = self.turns[-1].inputs
+        recorded = without_conversation(self.turns[-1].inputs)  # it is in the messages alone
         inputs: dict[str, Any] = {k: recorded[k] for k in ("model",) if k in recorded}
         inputs["messages"] = messages
-        inputs.update({k: recorded[k] for k in ("tools",) if k in recorded})
-        parameters = recorded.get("parameters")
-        if isinstance(parameters, dict):  # the conversation is in the messages, nowhere else
-            inputs["parameters"] = {k: v for k, v in parameters.items() if k not in _CONVERSATION}
+        inputs.update({k: recorded[k] for k in ("tools", "parameters") if k in recorded})
         return inputs
 
 

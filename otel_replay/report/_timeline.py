@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from otel_replay.hashing import canonical_json
-from otel_replay.model import SpanNode, Step, StepStatus, Trajectory
+from otel_replay.messages import conversation, without_conversation
+from otel_replay.model import SpanNode, Step, StepKind, StepStatus, Trajectory
 from otel_replay.report._page import data_script, esc
 from otel_replay.report._view import chat
 
@@ -45,6 +46,20 @@ class _Messages:
         return refs
 
 
+def _request(step: Step) -> tuple[Any, dict[str, Any]]:
+    """A step's messages as the page shows them, and its other inputs. A model call recorded from
+    an API that holds no ``messages`` (the Responses API's ``input``) shows its conversation read
+    as messages, and those inputs are not shown again."""
+    raw = step.inputs.get("messages")
+    rest = dict(step.inputs)
+    if raw is not None or step.kind is not StepKind.LLM:
+        return raw, rest
+    said = conversation(step.inputs)
+    if not said:
+        return None, rest
+    return said, without_conversation(rest)
+
+
 def run_data(trajectory: Trajectory) -> dict[str, Any]:
     """The JSON block behind a timeline: each step's inputs and output, messages kept once."""
     messages = _Messages()
@@ -52,17 +67,16 @@ def run_data(trajectory: Trajectory) -> dict[str, Any]:
     previous: list[int] = []
     for step in trajectory.steps:
         shown: dict[str, Any] = {}
-        raw = step.inputs.get("messages")
-        conversation = chat(raw) if raw is not None else None
-        rest = dict(step.inputs)
-        if conversation is not None:
-            refs = messages.refs(conversation)
+        raw, rest = _request(step)
+        said = chat(raw) if raw is not None else None
+        if said is not None:
+            refs = messages.refs(said)
             common = 0
             while common < min(len(refs), len(previous)) and refs[common] == previous[common]:
                 common += 1
             shown["in_messages"], shown["in_new"] = refs, len(refs) - common
             previous = refs
-            del rest["messages"]
+            rest.pop("messages", None)
         if rest:
             shown["in_rest"] = rest
         reply = chat(step.output)

@@ -28,6 +28,7 @@ from otel_replay.hashing import canonical_json
 from otel_replay.messages import assistant_message, conversation
 from otel_replay.model import StepKind
 from otel_replay.replay import record, replay, uninstrument
+from otel_replay.report import run_data
 from tests.cli_helpers import invoke, ok
 from tests.conftest import ROOT
 
@@ -983,6 +984,10 @@ def test_every_sdk_path_records_a_run_read_like_an_imported_one(
     assert answered == [c["id"] for c in asked]  # each result answers its call, in order
     loop = chat_record(run)
     assert loop is not None and loop.turns == tuple(turns)
+    page = run_data(run)  # the HTML report and the viewer show each turn's request as a chat
+    shown = page["steps"][turns[-1].index]
+    assert len(shown["in_messages"]) == len(heard)
+    assert "input" not in (shown.get("in_rest", {}).get("parameters") or {})  # shown once
 
 
 @pytest.mark.parametrize("agent", [responses_agent, claude_agent], ids=lambda a: a.__name__)
