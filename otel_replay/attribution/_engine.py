@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from otel_replay.attribution._config import AttributionConfig, OnResamplerError
 from otel_replay.errors import RolloutError
 from otel_replay.model import Trajectory
-from otel_replay.replay import Plan, Rollout, registrations, rollout, score
+from otel_replay.replay import Plan, Rollout, TraceDriver, score
 from otel_replay.resamplers import Registry, VerifierFunction
 
 
@@ -92,13 +92,10 @@ class Engine:
         self.step_executions = 0
         self.resampler_errors = 0
         self.resampling = 0  # rollouts that called a resample function (or tried to)
-        self._registrations = registrations(factual, registry)
+        # the trace-driven rollout unless a driver (the chat loop, a live agent) is given
+        self._drive = driver or TraceDriver(factual, registry, config.seed)
         # the trace walk: a plan that resamples nothing reproduces the record, so it runs once
-        self.walks_record = driver is None
-        # the trace-driven rollout unless a driver (the live agent under replay) is given
-        self._drive = driver or (
-            lambda plan, index: rollout(factual, plan, self._registrations, config.seed, index)
-        )
+        self.walks_record = bool(getattr(self._drive, "walks_record", False))
 
     def announce(self, rollouts: int, calls: int = 0) -> None:
         """``rollouts`` more will run (making ``calls`` resample-function calls, when known)."""

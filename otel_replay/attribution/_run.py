@@ -25,11 +25,10 @@ from otel_replay.model import StepKind, Trajectory
 from otel_replay.replay import (
     Plan,
     Rollout,
+    TraceDriver,
     agent_driver,
     chat_driver,
     instrument,
-    registrations,
-    rollout,
 )
 from otel_replay.resamplers import (
     OpenAIChatModel,
@@ -127,9 +126,7 @@ class RolloutWork:
         prepared = _prepare(self.job)
         if prepared.driver is not None:
             return prepared.driver
-        found = registrations(prepared.trajectory, prepared.registry)
-        seed = self.job.config.seed
-        return lambda plan, index: rollout(prepared.trajectory, plan, found, seed, index)
+        return TraceDriver(prepared.trajectory, prepared.registry, self.job.config.seed)
 
     def run(self, drive: Callable[[Plan, int], Rollout], task: tuple[Plan, int]) -> Any:
         try:

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from otel_replay.replay._moves import rewritten_call
     from otel_replay.replay._patch import apply_patch
     from otel_replay.replay._plan import HOLD, REMOVE, RESAMPLE, Action, Intervention, Plan
-    from otel_replay.replay._rollout import Rollout, registrations, rollout, score
+    from otel_replay.replay._rollout import Rollout, TraceDriver, registrations, rollout, score
     from otel_replay.resamplers import step_seed
 
 __all__ = [
@@ -60,6 +60,7 @@ __all__ = [
     "Resumed",
     "Rollout",
     "StepError",
+    "TraceDriver",
     "TrajectoryDiff",
     "agent_driver",
     "apply_patch",

@@ -50,7 +50,16 @@ from otel_replay.model import Step, StepKind, StepStatus, Trajectory
 from otel_replay.replay._diff import flat_inputs
 from otel_replay.replay._patch import apply_patch
 from otel_replay.replay._plan import Action, Plan
-from otel_replay.resamplers import Registry, RolloutContext, StepFailed, describe, step_seed
+from otel_replay.resamplers import (
+    Registry,
+    RolloutContext,
+    RolloutSeed,
+    StepFailed,
+    describe,
+    standing_in,
+    step_seed,
+    unrecorded,
+)
 
 Produce = Callable[[], Any]
 
@@ -144,9 +153,14 @@ class AgentContext:
         fresh_seed: int | None = None,
         holds: Callable[[int], bool] | None = None,
         redact: Sequence[str] = (),
+        rollout: RolloutSeed | None = None,
     ) -> None:
         self.seed = seed
         self.registry = registry or Registry()
+        #: the plan being rolled out (None while an agent is recorded): what ``ctx.plan`` is
+        self.plan: Plan | None = None
+        #: the rollout this run is, for the streams of the resample functions it calls
+        self.rollout = rollout or RolloutSeed(seed)
         self.ledger = Ledger()
         #: Called with the ledger's steps each time one is added (the durable ledger of `record`).
         self.on_step: Callable[[Sequence[Step]], None] | None = None
@@ -240,8 +254,13 @@ class AgentContext:
         return error
 
     def factual(self) -> Trajectory:
-        """What resample functions see as ``ctx.factual``."""
+        """What resample functions see as ``ctx.factual``: while recording, the run so far (id
+        ``live``); under replay, the recorded run."""
         return Trajectory("live", tuple(self.ledger.steps))
+
+    def recorded_step(self, index: int | None) -> Step | None:
+        """The recorded step of that index (None: no record, or no index)."""
+        return None
 
     def _execute(
         self,
@@ -258,7 +277,7 @@ class AgentContext:
         if decided.edited is not None:
             inputs, produce = decided.edited, None
         try:
-            output = self._produce(kind, name, inputs, produce)
+            output = self._produce(kind, name, inputs, produce, decided.matched)
         except ReplayError:
             raise
         except Exception as exc:
@@ -286,7 +305,7 @@ class AgentContext:
             if produce is not None:
                 output = await produce()
             else:
-                output = self._produce(step_kind, name, stored, None)
+                output = self._produce(step_kind, name, stored, None, decided.matched)
         except ReplayError:
             raise
         except Exception as exc:
@@ -335,23 +354,37 @@ class AgentContext:
     # --- shared machinery --------------------------------------------------------------------------
 
     def _produce(
-        self, kind: StepKind, name: str, inputs: dict[str, Any], produce: Produce | None
+        self,
+        kind: StepKind,
+        name: str,
+        inputs: dict[str, Any],
+        produce: Produce | None,
+        matched: int | None,
     ) -> Any:
-        """Run the operation live: ``produce``, else the registered resample function."""
+        """Run the operation live: ``produce``, else the registered resample function, called
+        with the recorded step it stands in for (``matched``) as the rollout contract says
+        (`otel_replay.resamplers.RolloutContext`)."""
         if produce is not None:
             return produce()
-        probe = Step(kind, name, inputs, index=len(self.ledger.steps))
-        registration = self.registry.lookup(probe)
+        position = len(self.ledger.steps)
+        registration = self.registry.lookup(Step(kind, name, inputs))
         if registration is None:
             raise self._fatal(
                 ReplayError(
-                    f"step {probe.index} ({kind.value} {name!r}) has no produce= callable and no "
+                    f"step {position} ({kind.value} {name!r}) has no produce= callable and no "
                     f"resample function is registered for it; pass produce=... or register "
                     f"@resampler({kind.value!r}, name={name!r})"
                 )
             )
-        seed = (self._seed_at(probe.index), "agent-resample", 0, probe.index)
-        ctx = RolloutContext(seed, tuple(self.ledger.steps), self.factual(), None, live=True)
+        recorded = self.recorded_step(matched)
+        if recorded is not None:
+            probe = standing_in(recorded, inputs)
+        else:
+            probe = unrecorded(kind, name, inputs, position)
+        history = tuple(self.ledger.steps)
+        ctx = RolloutContext.for_step(
+            self.rollout, recorded, position, history, self.factual(), self.plan, live=True
+        )
         # the resample function's own SDK calls (the built-in model one's) are its business, not
         # steps of the agent: instrumented clients see no context while it runs
         outside = _CURRENT.set(None)
@@ -363,9 +396,9 @@ class AgentContext:
             function = describe(registration.function)
             raise self._fatal(
                 RolloutError(
-                    f"step {probe.index} ({kind.value} {name!r}): resample function {function} "
+                    f"step {position} ({kind.value} {name!r}): resample function {function} "
                     f"raised {type(exc).__name__}: {exc}",
-                    step_index=probe.index,
+                    step_index=position,
                     function=function,
                 )
             ) from exc
@@ -515,7 +548,7 @@ class ReplayContext(AgentContext):
 
     def __init__(
         self,
-        recorded: Sequence[Step],
+        recorded: Trajectory | Sequence[Step],
         seed: int,
         *,
         plan: Plan | None = None,
@@ -528,8 +561,16 @@ class ReplayContext(AgentContext):
         shares_record: bool = False,
         holds_observed_only: bool = False,
         redact: Sequence[str] = (),
+        rollout: RolloutSeed | None = None,
     ) -> None:
-        super().__init__(seed, registry, fresh_seed=fresh_seed, holds=holds, redact=redact)
+        super().__init__(
+            seed,
+            registry,
+            fresh_seed=fresh_seed,
+            holds=holds,
+            redact=redact,
+            rollout=rollout or RolloutSeed.of(seed, plan),
+        )
         self.lax = lax  # outputs run live that are not JSON: an error, or (lax) a lossy copy
         # an agent that never changes what it is served (the chat loop) is served the recorded
         # outputs themselves: a copy each would cost more than the rest of the call
@@ -541,7 +582,15 @@ class ReplayContext(AgentContext):
         self.holds_observed_only = holds_observed_only
         if on_miss not in ("resample", "error"):
             raise InterventionError(f"on_miss={on_miss!r}; expected 'resample' or 'error'")
-        self.recorded = list(recorded)
+        # what resample functions see as ``ctx.factual``: the recorded run, its own id kept (steps
+        # alone are a run of id ``recorded``)
+        self._factual = (
+            recorded
+            if isinstance(recorded, Trajectory)
+            else Trajectory("recorded", tuple(recorded))
+        )
+        self.recorded = list(self._factual.steps)
+        self._by_index = {step.index: step for step in self.recorded}
         self.plan = plan
         self.on_miss = on_miss
         self.live_kinds = frozenset(live_kinds)
@@ -552,7 +601,10 @@ class ReplayContext(AgentContext):
         self._marked = {(s.kind, s.name) for s in self.recorded if not s.resamplable}
 
     def factual(self) -> Trajectory:
-        return Trajectory("recorded", tuple(self.recorded))
+        return self._factual
+
+    def recorded_step(self, index: int | None) -> Step | None:
+        return None if index is None else self._by_index.get(index)
 
     def unconsumed(self) -> list[Step]:
         """Recorded steps no call has matched (in recorded order)."""

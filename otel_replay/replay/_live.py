@@ -30,7 +30,7 @@ from otel_replay.replay._diff import TrajectoryDiff, diff
 from otel_replay.replay._plan import HOLD, RESAMPLE, Action, Intervention, Plan
 from otel_replay.replay._rollout import Rollout, rollout, score
 from otel_replay.replay._tracing import RecordedSpans, emit_spans
-from otel_replay.resamplers import Registry, describe, step_seed
+from otel_replay.resamplers import Registry, RolloutSeed, describe
 
 AgentFunction = Callable[..., Any]
 OutcomeFunction = Callable[[Trajectory], Any]
@@ -211,7 +211,7 @@ def replay(
     record does not hold stops the replay (``on_miss="error"``) or runs live (``"resample"``)."""
     arguments, seed = _inputs_of(original, agent)
     ctx = ReplayContext(
-        original.steps,
+        original,
         seed,
         registry=registry,
         on_miss=on_miss,
@@ -291,7 +291,7 @@ def resume(
         )
     arguments, seed = _inputs_of(original, agent)
     ctx = ReplayContext(
-        original.steps, seed, registry=registry, on_miss="resample", redact=_redacted(original)
+        original, seed, registry=registry, on_miss="resample", redact=_redacted(original)
     )
     frontier = len(original.steps)
     run_id = f"resume-{digest(canonical_json([original.id, frontier, agent_spec]))[:24]}"
@@ -441,13 +441,15 @@ def fork(
             driver += ":" + ",".join(registry.descriptions())
         plan = _plan(original, at, intervention, then=HOLD)
         # the recorded seed throughout unless --seed asks for new randomness where the run diverges
+        streams = RolloutSeed.of(recorded_seed if seed is None else seed, plan)
         ctx = ReplayContext(
-            original.steps,
+            original,
             recorded_seed,
             plan=plan,
             registry=registry,
             on_miss="resample",
-            fresh_seed=None if seed is None else step_seed(seed, plan.identity, 0, -1),
+            rollout=streams,
+            fresh_seed=None if seed is None else streams.of_agent(),
             redact=_redacted(original),
             holds=lambda position: True,
             shares_record=is_built_in(agent),
@@ -523,13 +525,15 @@ class AgentDriver:
                 Action.FORCE,
             )
 
+        streams = RolloutSeed.of(self.seed, plan, index)
         return ReplayContext(
-            self.factual.steps,
+            self.factual,
             self.recorded_seed,
             plan=plan,
             registry=self.registry,
             on_miss="resample",
-            fresh_seed=step_seed(self.seed, plan.identity, index, -1),
+            rollout=streams,
+            fresh_seed=streams.of_agent(),
             holds=holds,
             redact=_redacted(self.factual),
             shares_record=self.built_in,

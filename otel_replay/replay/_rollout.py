@@ -2,13 +2,13 @@
 
 Held steps are served from the record; resampled steps call their resample function with the
 counterfactual history so far; observed-only steps (no resample function) are always held. Every
-resampled step gets its own ``random.Random`` derived from ``(seed, plan identity, rollout, step
-index)``: holding one step never shifts the random numbers another sees.
+resampled step gets its own ``random.Random`` (`otel_replay.resamplers.RolloutSeed`: the same
+stream the chat loop and a live agent hand the same step): holding one step never shifts the random
+numbers another sees.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -24,8 +24,10 @@ from otel_replay.resamplers import (
     Registration,
     Registry,
     RolloutContext,
+    RolloutSeed,
     StepFailed,
     describe,
+    standing_in,
 )
 
 
@@ -56,6 +58,7 @@ def rollout(
     ``registry`` may be the looked-up `registrations` of ``factual``, when rolling out many times.
     """
     found = registrations(factual, registry) if isinstance(registry, Registry) else registry
+    streams = RolloutSeed.of(seed, plan, index)
     history: list[Step] = []
     executions = 0
     for step in factual.steps:
@@ -71,6 +74,7 @@ def rollout(
         registration = (
             found[step.index] if intervention.action in (Action.RESAMPLE, Action.EDIT) else None
         )
+        recorded = step
         swap = plan.model_from
         if (
             swap is not None
@@ -78,22 +82,19 @@ def rollout(
             and step.kind is StepKind.LLM
             and step.index >= swap[0]
         ):  # a model turn run again: asked of the swapped-in model
-            step = dataclasses.replace(step, inputs={**step.inputs, "model": swap[1]})
+            step = standing_in(recorded, {**step.inputs, "model": swap[1]})
         if intervention.action is Action.EDIT:
             if registration is None:
                 raise InterventionError(
                     f"--edit re-runs step {step.index} ({step.kind.value} {step.name!r}) on the "
                     "edited inputs through its resample function, and it has none"
                 )
-            step = dataclasses.replace(step, inputs=apply_patch(step.inputs, intervention.output))
+            step = standing_in(recorded, apply_patch(step.inputs, intervention.output))
         if registration is None:
             history.append(step)
             continue
-        ctx = RolloutContext(
-            (seed, plan.identity, index, step.index),
-            History(history, len(history)),
-            factual,
-            plan,
+        ctx = RolloutContext.for_step(
+            streams, recorded, step.index, History(history, len(history)), factual, plan, live=False
         )
         executions += 1
         try:
@@ -118,6 +119,21 @@ def rollout(
         metadata={"plan": plan.identity, "rollout": index},
     )
     return Rollout(plan, index, trajectory, executions)
+
+
+class TraceDriver:
+    """``driver(plan, index)``: the walk over ``factual``'s record, its resample functions looked
+    up once (the engine's default driver, and what a worker of another process builds)."""
+
+    #: a plan that resamples nothing reproduces the record: the engine runs it once
+    walks_record = True
+
+    def __init__(self, factual: Trajectory, registry: Registry, seed: int) -> None:
+        self.factual, self.seed = factual, seed
+        self._found = registrations(factual, registry)
+
+    def __call__(self, plan: Plan, index: int) -> Rollout:
+        return rollout(self.factual, plan, self._found, self.seed, index)
 
 
 def _failure(step: Step, registration: Registration, what: str) -> RolloutError:

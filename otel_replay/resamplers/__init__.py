@@ -14,7 +14,15 @@ from typing import TYPE_CHECKING
 from otel_replay._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from otel_replay.resamplers._context import History, RolloutContext, StepFailed, step_seed
+    from otel_replay.resamplers._context import (
+        History,
+        RolloutContext,
+        RolloutSeed,
+        StepFailed,
+        standing_in,
+        step_seed,
+        unrecorded,
+    )
     from otel_replay.resamplers._loading import (
         ENTRY_POINT_GROUP,
         ToolSource,
@@ -59,6 +67,7 @@ __all__ = [
     "Registry",
     "ResampleFunction",
     "RolloutContext",
+    "RolloutSeed",
     "StepFailed",
     "ToolSource",
     "UserCode",
@@ -75,7 +84,9 @@ __all__ = [
     "recorded_outcomes",
     "repair_candidates",
     "resampler",
+    "standing_in",
     "step_seed",
+    "unrecorded",
     "verifier",
     "wire_tool_calls",
 ]

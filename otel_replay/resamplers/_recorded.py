@@ -32,7 +32,9 @@ class RecordedOutcomes:
     def __call__(self, step: Step, ctx: RolloutContext) -> Any:
         key = step.op_key or op_key(step.kind.value, step.name, step.inputs)
         results = self._results.get(key, [])
-        if len({_identity(r) for r in results}) < 2:  # nothing else to draw: hold the step
+        if ctx.recorded is None and results:  # a call this run never made: what the store holds
+            output, status, error = ctx.rng.choice(results)
+        elif len({_identity(r) for r in results}) < 2:  # nothing else to draw: hold the step
             output, status, error = step.output, step.status.value, step.error
         else:
             output, status, error = ctx.rng.choice(results)
