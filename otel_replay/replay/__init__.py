@@ -10,19 +10,12 @@ from typing import TYPE_CHECKING
 from otel_replay._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from otel_replay.replay._agent import (
-        AgentContext,
-        Ledger,
-        RecordingContext,
-        ReplayContext,
-        StepError,
-        current_context,
-        run_agent,
-    )
+    from otel_replay.replay._cassette import ReplayContext
     from otel_replay.replay._chat import ChatRecord, chat_agent, chat_driver, chat_record
+    from otel_replay.replay._decorators import step, tool
     from otel_replay.replay._diff import TrajectoryDiff, diff, step_differences
     from otel_replay.replay._faults import FAULTS, fault
-    from otel_replay.replay._instrument import instrument, step, tool, uninstrument
+    from otel_replay.replay._instrument import instrument, uninstrument
     from otel_replay.replay._live import (
         Recording,
         Replay,
@@ -40,6 +33,8 @@ if TYPE_CHECKING:
     from otel_replay.replay._patch import apply_patch
     from otel_replay.replay._plan import HOLD, REMOVE, RESAMPLE, Action, Intervention, Plan
     from otel_replay.replay._rollout import Rollout, TraceDriver, registrations, rollout, score
+    from otel_replay.replay._running import current_context, run_agent
+    from otel_replay.replay._steps import AgentContext, Ledger, RecordingContext, StepError
     from otel_replay.resamplers import step_seed
 
 __all__ = [

@@ -26,10 +26,10 @@ from typing import Any
 
 from otel_replay.messages import assistant_message, conversation, without_conversation
 from otel_replay.model import Step, StepKind, Trajectory
-from otel_replay.replay._agent import AgentContext, StepError
 from otel_replay.replay._live import agent_driver
 from otel_replay.replay._plan import Plan
 from otel_replay.replay._rollout import Rollout
+from otel_replay.replay._steps import AgentContext, StepError
 from otel_replay.resamplers import Registry
 
 

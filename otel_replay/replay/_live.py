@@ -18,18 +18,14 @@ from otel_replay.errors import (
 )
 from otel_replay.hashing import canonical_json, check_json_value, digest
 from otel_replay.model import SpanNode, Step, StepKind, Trajectory
-from otel_replay.replay._agent import (
-    RecordingContext,
-    Redactor,
-    ReplayContext,
-    arun_agent,
-    lossy,
-    run_agent,
-)
+from otel_replay.replay._cassette import ReplayContext
 from otel_replay.replay._diff import TrajectoryDiff, diff
 from otel_replay.replay._plan import HOLD, RESAMPLE, Action, Intervention, Plan
 from otel_replay.replay._rollout import Rollout, rollout, score
+from otel_replay.replay._running import arun_agent, run_agent
+from otel_replay.replay._steps import RecordingContext
 from otel_replay.replay._tracing import RecordedSpans, emit_spans
+from otel_replay.replay._values import Redactor, lossy
 from otel_replay.resamplers import Registry, RolloutSeed, describe
 
 AgentFunction = Callable[..., Any]

@@ -859,7 +859,7 @@ def test_a_resample_functions_answer_reaches_the_agent_as_the_sdks_own_objects()
     """A model turn run again on edited inputs, or asked of a swapped-in model, is answered by the
     model's resample function in the importers' message shape; the agent still gets the SDK's
     objects (a chat completion, its stream, an anthropic Message), or one clear line."""
-    from otel_replay.replay._instrument import _ANTHROPIC, _OPENAI_CHAT, _OPENAI_RESPONSES
+    from otel_replay.replay._sdk_shapes import ANTHROPIC, OPENAI_CHAT, OPENAI_RESPONSES
 
     answer = {
         "role": "assistant",
@@ -867,22 +867,22 @@ def test_a_resample_functions_answer_reaches_the_agent_as_the_sdks_own_objects()
         "tool_calls": [{"id": "call_1", "name": "list_deploys", "arguments": {"service": "x"}}],
         "model": "gpt-strong",
     }
-    completion = _OPENAI_CHAT.completion(answer)
+    completion = OPENAI_CHAT.completion(answer)
     message = completion.choices[0].message
     assert completion.model == "gpt-strong" and completion.choices[0].finish_reason == "tool_calls"
     assert message.tool_calls[0].function.name == "list_deploys"
     assert orjson.loads(message.tool_calls[0].function.arguments) == {"service": "x"}
-    (chunk,) = _OPENAI_CHAT.items(answer)
+    (chunk,) = OPENAI_CHAT.items(answer)
     assert chunk.choices[0].delta.content == "Listing deploys."
     assert chunk.choices[0].delta.tool_calls[0].index == 0
-    anthropic = _ANTHROPIC.completion(answer)
+    anthropic = ANTHROPIC.completion(answer)
     text, call = anthropic.content
     assert text.text == "Listing deploys." and call.type == "tool_use"
     assert call.input == {"service": "x"} and anthropic.stop_reason == "tool_use"
-    response = _OPENAI_RESPONSES.completion(answer)
+    response = OPENAI_RESPONSES.completion(answer)
     assert response.output_text == "Listing deploys."
     assert response.output[1].call_id == "call_1" and response.output[1].name == "list_deploys"
-    events = _OPENAI_RESPONSES.items(answer)
+    events = OPENAI_RESPONSES.items(answer)
     assert events[0].type == "response.created" and events[-1].type == "response.completed"
     assert [e.sequence_number for e in events] == list(range(len(events)))
 

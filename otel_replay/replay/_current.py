@@ -1,0 +1,58 @@
+"""Which context is current, per thread of execution and asyncio task: the context of the agent run
+under way (what instrumented SDK calls and decorated tools record through), and the errors of
+agent-replay itself raised inside it, which an agent's ``except Exception`` must not hide. The
+state alone: `otel_replay.replay._running` runs agents under it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any
+
+from otel_replay.errors import ReplayError
+
+# Errors of agent-replay itself raised during the current `run_agent` (per thread of execution).
+_FATAL: ContextVar[list[ReplayError] | None] = ContextVar("otel_replay_fatal", default=None)
+# The context of the run under way (an `AgentContext`, which sits above this room). A ContextVar, so
+# it follows the agent across `await` (asyncio tasks copy it when created); a thread the agent
+# starts sees it when started with ``contextvars.copy_context().run``.
+_CURRENT: ContextVar[Any] = ContextVar("otel_replay_context", default=None)
+
+
+def current() -> Any:
+    """The context of the run under way here (None outside one); `current_context` types it."""
+    return _CURRENT.get()
+
+
+def remember_fatal(error: ReplayError) -> ReplayError:
+    """Remember an error of agent-replay itself raised inside the agent: `run_agent` raises it when
+    the agent returns, even if the agent caught it. Returns ``error``, to be raised."""
+    pending = _FATAL.get()
+    if pending is not None and not pending:
+        pending.append(error)
+    return error
+
+
+@contextmanager
+def outside_the_agent() -> Iterator[None]:
+    """No context is current while the block runs: a resample function's own SDK calls (the
+    built-in model one's) are its business, not steps of the agent."""
+    outside = _CURRENT.set(None)
+    try:
+        yield
+    finally:
+        _CURRENT.reset(outside)
+
+
+@contextmanager
+def running(ctx: Any) -> Iterator[list[ReplayError]]:
+    """``ctx`` is the current context, and agent-replay's own errors are collected, meanwhile."""
+    pending: list[ReplayError] = []
+    fatal = _FATAL.set(pending)
+    running_here = _CURRENT.set(ctx)
+    try:
+        yield pending
+    finally:
+        _CURRENT.reset(running_here)
+        _FATAL.reset(fatal)

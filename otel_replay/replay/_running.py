@@ -1,0 +1,93 @@
+"""Running an agent function under a context: `run_agent` (and `arun_agent` on the caller's event
+loop), with `current_context` the context while it runs, and agent-replay's own errors raised when
+it returns (`otel_replay.replay._current` keeps that state)."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Awaitable, Callable
+from typing import Any, cast
+
+from otel_replay.errors import ReplayError
+from otel_replay.replay._current import current, running
+from otel_replay.replay._steps import AgentContext
+
+
+def current_context() -> AgentContext | None:
+    """The recording or replay context of the run under way here (None outside one)."""
+    return cast("AgentContext | None", current())
+
+
+async def _awaited(answer: Awaitable[Any]) -> Any:
+    return await answer
+
+
+def _takes_context(agent: Callable[..., Any]) -> bool:
+    """Whether the agent is written for agent-replay: its first parameter is ``ctx``. An agent
+    that is not (its model calls recorded by `otel_replay.instrument`) is called without it."""
+    try:
+        parameters = list(inspect.signature(agent).parameters.values())
+    except (TypeError, ValueError):
+        return True
+    return bool(parameters) and parameters[0].name == "ctx"
+
+
+def run_agent(
+    agent: Callable[..., Any], ctx: AgentContext, arguments: Any
+) -> tuple[Any, str | None]:
+    """Call ``agent(ctx, ...)`` (``agent(...)`` when its first parameter is not named ``ctx``); an
+    ``async def`` agent runs on an event loop of its own (`arun_agent` runs it on the caller's).
+    Return ``(answer, None)``, or ``(None, "Type: message")`` if it raised.
+
+    ``arguments``: a JSON object becomes keyword arguments, anything else one positional argument,
+    ``None`` none. While the agent runs, `current_context` is ``ctx``. Errors of agent-replay itself
+    (non-determinism, invalid output) propagate.
+    """
+    with running(ctx) as pending:
+        try:
+            answer = _call(agent, ctx, arguments)
+            if inspect.isawaitable(answer):  # an async agent: run on a loop of its own
+                answer = asyncio.run(_awaited(answer))
+        except Exception as exc:
+            return _failed(exc, pending)
+    return _returned(answer, pending)
+
+
+async def arun_agent(
+    agent: Callable[..., Any], ctx: AgentContext, arguments: Any
+) -> tuple[Any, str | None]:
+    """`run_agent` on the running event loop: an ``async def`` agent is awaited there, so many
+    rollouts share one loop (each task has its own `current_context`)."""
+    with running(ctx) as pending:
+        try:
+            answer = _call(agent, ctx, arguments)
+            if inspect.isawaitable(answer):
+                answer = await answer
+        except Exception as exc:
+            return _failed(exc, pending)
+    return _returned(answer, pending)
+
+
+def _call(agent: Callable[..., Any], ctx: AgentContext, arguments: Any) -> Any:
+    head = (ctx,) if _takes_context(agent) else ()
+    if arguments is None:
+        return agent(*head)
+    if isinstance(arguments, dict):
+        return agent(*head, **arguments)
+    return agent(*head, arguments)
+
+
+def _failed(exc: Exception, pending: list[ReplayError]) -> tuple[Any, str | None]:
+    """The agent raised: agent-replay's own errors propagate, the agent's is the run's end."""
+    if isinstance(exc, ReplayError):
+        raise exc
+    if pending:
+        raise pending[0] from exc
+    return None, f"{type(exc).__name__}: {exc}"
+
+
+def _returned(answer: Any, pending: list[ReplayError]) -> tuple[Any, str | None]:
+    if pending:  # the agent caught it, but the run is not what it seems
+        raise pending[0]
+    return answer, None

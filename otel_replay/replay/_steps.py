@@ -1,0 +1,443 @@
+"""The write-once agent contract: one function runs live (recording) and under replay, unchanged.
+
+An agent is ``def run(ctx, ...) -> answer`` that performs every nondeterministic operation through the
+context: ``ctx.llm / ctx.tool / ctx.retrieve(name, *, produce=None, **inputs)`` or the general
+``ctx.step(kind, name, ...)``, and draws randomness only from ``ctx.rng``. ``produce`` is a
+zero-argument callable doing the real operation; without it the registered resample function is used.
+
+* `RecordingContext` (here) executes ``produce`` and records a `Step` per call, checking the output
+  survives a JSON round trip (`record` then emits the run as real OpenTelemetry spans with
+  OpenInference attributes, through the SDK).
+* `ReplayContext` (`otel_replay.replay._cassette`) matches each call by ``op_key`` (kind, name,
+  canonical inputs) against the recorded steps not yet consumed and applies a `Plan` to the recorded
+  step it matched: hold (serve the record), resample (run it live), force an output, or remove it.
+  A call that matches nothing means the timeline diverged: it runs live (``on_miss="resample"``, the
+  run is marked diverged) or raises `NonDeterminismError` naming the step and the nearest recorded
+  calls.
+
+``ctx.rng`` is a separate stream per step position, derived from the run's seed: holding a step (its
+``produce`` not called, its draws not taken) never shifts the numbers the rest of the run sees, so a
+seeded run records and replays draw for draw. A failing operation reaches the agent as `StepError` in
+both contexts, so its error handling replays too.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+from otel_replay.errors import CanonicalJSONError, ReplayError, RolloutError
+from otel_replay.model import Step, StepKind, StepStatus, Trajectory
+from otel_replay.replay._current import outside_the_agent, remember_fatal
+from otel_replay.replay._plan import Plan
+from otel_replay.replay._values import Redactor, lossy, plain_json
+from otel_replay.resamplers import (
+    Registry,
+    RolloutContext,
+    RolloutSeed,
+    StepFailed,
+    describe,
+    standing_in,
+    step_seed,
+    unrecorded,
+)
+
+Produce = Callable[[], Any]
+
+_SAME = object()  # `AgentContext._record`: the recorded output is the one the agent gets
+
+
+@dataclass(frozen=True, slots=True)
+class _Served:
+    """An operation the context answered without running it (its output, or None if removed)."""
+
+    output: Any
+
+
+@dataclass(frozen=True, slots=True)
+class _Live:
+    """An operation to run live: when it started, the recorded step it matched (if any), and for
+    an edited step the inputs it runs on (through its resample function: the agent's ``produce``
+    closes over the inputs it was given)."""
+
+    started: int
+    matched: int | None
+    edited: dict[str, Any] | None = None
+
+
+class StepError(Exception):
+    """An operation failed (live, or as recorded). Agents catch this to handle tool errors."""
+
+    def __init__(self, message: str, step_index: int) -> None:
+        super().__init__(message)
+        self.step_index = step_index
+
+
+@dataclass
+class Ledger:
+    """What an agent run did: its steps in call order, and what else a person needs to know."""
+
+    steps: list[Step] = field(default_factory=list)
+    matched: list[int | None] = field(default_factory=list)  # recorded step each call matched
+    lossy: list[int] = field(default_factory=list)  # steps whose output was coerced (--lax)
+    diverged_at: int | None = None  # first call the record did not hold
+
+
+class AgentContext:
+    """What both contexts share: the step API, the per-position RNG and the ledger."""
+
+    def __init__(
+        self,
+        seed: int,
+        registry: Registry | None = None,
+        *,
+        fresh_seed: int | None = None,
+        holds: Callable[[int], bool] | None = None,
+        redact: Sequence[str] = (),
+        rollout: RolloutSeed | None = None,
+    ) -> None:
+        self.seed = seed
+        self.registry = registry or Registry()
+        #: the plan being rolled out (None while an agent is recorded): what ``ctx.plan`` is
+        self.plan: Plan | None = None
+        #: the rollout this run is, for the streams of the resample functions it calls
+        self.rollout = rollout or RolloutSeed(seed)
+        self.ledger = Ledger()
+        #: Called with the ledger's steps each time one is added (the durable ledger of `record`).
+        self.on_step: Callable[[Sequence[Step]], None] | None = None
+        self.redact = tuple(redact)
+        self._scrub = Redactor(self.redact)
+        self.lax = False  # outputs that are not JSON: an error, or (lax) a lossy copy
+        # Common random numbers: a position the plan holds draws from the recorded seed, so a
+        # rollout replays its held steps draw for draw; positions it resamples, and every position
+        # once the run has diverged from the record, draw from ``fresh_seed`` (when given).
+        self._fresh_seed = fresh_seed
+        self._holds = holds
+        self._rng: random.Random | None = None
+        self._rng_position = -1
+
+    def _seed_at(self, position: int) -> int:
+        if self._fresh_seed is None:
+            return self.seed
+        diverged = self.ledger.diverged_at
+        if diverged is not None and position >= diverged:
+            return self._fresh_seed
+        if self._holds is not None and self._holds(position):
+            return self.seed
+        return self._fresh_seed
+
+    @property
+    def rng(self) -> random.Random:
+        """The random stream of the current step position (the only randomness an agent may use)."""
+        position = len(self.ledger.steps)
+        if self._rng is None or self._rng_position != position:
+            self._rng = random.Random(step_seed(self._seed_at(position), "agent", 0, position))
+            self._rng_position = position
+        return self._rng
+
+    # ``kind`` and ``name`` are positional-only so an operation may take inputs with those names.
+
+    def llm(self, name: str, /, *, produce: Produce | None = None, **inputs: Any) -> Any:
+        return self.step(StepKind.LLM, name, produce=produce, **inputs)
+
+    def tool(self, name: str, /, *, produce: Produce | None = None, **inputs: Any) -> Any:
+        return self.step(StepKind.TOOL, name, produce=produce, **inputs)
+
+    def retrieve(self, name: str, /, *, produce: Produce | None = None, **inputs: Any) -> Any:
+        return self.step(StepKind.RETRIEVER, name, produce=produce, **inputs)
+
+    def step(
+        self, kind: StepKind | str, name: str, /, *, produce: Produce | None = None, **inputs: Any
+    ) -> Any:
+        """Perform (or replay) one operation and return its output."""
+        step_kind = StepKind(kind)
+        return self.call(step_kind, name, shaped_inputs(step_kind, name, inputs), produce=produce)
+
+    def call(
+        self,
+        kind: StepKind,
+        name: str,
+        inputs: dict[str, Any],
+        *,
+        produce: Produce | None = None,
+        recorded: Step | None = None,
+        checked: bool = False,
+    ) -> Any:
+        """`step` with its inputs already in the recorded shape (``{"arguments", "tool_call_id"}``
+        for tools; ``{"model", "messages", "tools", "parameters"}`` for model calls): what a driver
+        re-driving a recorded run passes. ``recorded``: the inputs are that recorded step's, plain
+        JSON already and not to be changed, with its op_key (checking and hashing them again
+        would cost more than the rest of the call). ``checked``: the inputs are made of values
+        already checked (recorded, or returned by steps), and the caller will not change them."""
+        if recorded is not None:
+            return self._execute(kind, name, recorded.inputs, produce, recorded.op_key or None)
+        if checked:  # made of values already checked, and not to be changed
+            return self._execute(kind, name, inputs, produce)
+        return self._execute(kind, name, self._snapshot(kind, name, inputs), produce)
+
+    def _snapshot(self, kind: StepKind, name: str, inputs: dict[str, Any]) -> dict[str, Any]:
+        """The inputs as recorded: a plain-JSON copy (agents keep appending to the message list
+        they pass in), redacted; inputs that are not JSON stop the run, naming the step."""
+        try:
+            return cast(dict[str, Any], self._scrub(plain_json(inputs, "inputs")))
+        except CanonicalJSONError as exc:
+            index = len(self.ledger.steps)
+            raise self._fatal(
+                CanonicalJSONError(f"step {index} ({kind.value} {name!r}): {exc}")
+            ) from None
+
+    def _fatal(self, error: ReplayError) -> ReplayError:
+        """Remember an error of agent-replay itself: an agent's ``except Exception`` must not hide it
+        (`run_agent` raises it when the agent returns)."""
+        return remember_fatal(error)
+
+    def factual(self) -> Trajectory:
+        """What resample functions see as ``ctx.factual``: while recording, the run so far (id
+        ``live``); under replay, the recorded run."""
+        return Trajectory("live", tuple(self.ledger.steps))
+
+    def recorded_step(self, index: int | None) -> Step | None:
+        """The recorded step of that index (None: no record, or no index)."""
+        return None
+
+    def _execute(
+        self,
+        kind: StepKind,
+        name: str,
+        inputs: dict[str, Any],
+        produce: Produce | None,
+        key: str | None = None,
+    ) -> Any:
+        """Perform the operation; ``key`` is its op_key when the caller knows it already."""
+        decided = self._decide(kind, name, inputs, produce is not None, key)
+        if not isinstance(decided, _Live):
+            return decided.output
+        if decided.edited is not None:
+            inputs, produce = decided.edited, None
+        try:
+            output = self._produce(kind, name, inputs, produce, decided.matched)
+        except ReplayError:
+            raise
+        except Exception as exc:
+            return self._done(decided, kind, name, inputs, None, exc)
+        return self._done(decided, kind, name, inputs, output, None)
+
+    async def acall(
+        self,
+        kind: StepKind | str,
+        name: str,
+        inputs: dict[str, Any],
+        *,
+        produce: Callable[[], Awaitable[Any]] | None = None,
+    ) -> Any:
+        """`call` for an operation that is awaited: the record serves it without awaiting anything
+        (no network under replay); only a live run awaits ``produce()``."""
+        step_kind = StepKind(kind)
+        stored = self._snapshot(step_kind, name, inputs)
+        decided = self._decide(step_kind, name, stored, produce is not None, None)
+        if not isinstance(decided, _Live):
+            return decided.output
+        if decided.edited is not None:
+            stored, produce = decided.edited, None
+        try:
+            if produce is not None:
+                output = await produce()
+            else:
+                output = self._produce(step_kind, name, stored, None, decided.matched)
+        except ReplayError:
+            raise
+        except Exception as exc:
+            return self._done(decided, step_kind, name, stored, None, exc)
+        return self._done(decided, step_kind, name, stored, output, None)
+
+    async def allm(
+        self, name: str, /, *, produce: Callable[[], Awaitable[Any]] | None = None, **inputs: Any
+    ) -> Any:
+        """`llm`, awaited: ``await ctx.allm("model", produce=lambda: client.chat(...), ...)``."""
+        return await self.acall(
+            StepKind.LLM, name, shaped_inputs(StepKind.LLM, name, inputs), produce=produce
+        )
+
+    async def atool(
+        self, name: str, /, *, produce: Callable[[], Awaitable[Any]] | None = None, **inputs: Any
+    ) -> Any:
+        """`tool`, awaited."""
+        return await self.acall(
+            StepKind.TOOL, name, shaped_inputs(StepKind.TOOL, name, inputs), produce=produce
+        )
+
+    def _decide(
+        self, kind: StepKind, name: str, inputs: dict[str, Any], runnable: bool, key: str | None
+    ) -> _Served | _Live:
+        """Serve the operation without running it (recorded), or say it must run live."""
+        raise NotImplementedError
+
+    def _done(
+        self,
+        live: _Live,
+        kind: StepKind,
+        name: str,
+        inputs: dict[str, Any],
+        output: Any,
+        failure: Exception | None,
+    ) -> Any:
+        """Record what a live run of the operation returned or raised."""
+        if failure is not None:
+            error = self._scrub(_error_text(failure))
+            return self._record(kind, name, inputs, None, error, live.started, live.matched)
+        return self._record(
+            kind, name, inputs, output, None, live.started, live.matched, self.lax, scrub=True
+        )
+
+    # --- shared machinery --------------------------------------------------------------------------
+
+    def _produce(
+        self,
+        kind: StepKind,
+        name: str,
+        inputs: dict[str, Any],
+        produce: Produce | None,
+        matched: int | None,
+    ) -> Any:
+        """Run the operation live: ``produce``, else the registered resample function, called
+        with the recorded step it stands in for (``matched``) as the rollout contract says
+        (`otel_replay.resamplers.RolloutContext`)."""
+        if produce is not None:
+            return produce()
+        position = len(self.ledger.steps)
+        registration = self.registry.lookup(Step(kind, name, inputs))
+        if registration is None:
+            raise self._fatal(
+                ReplayError(
+                    f"step {position} ({kind.value} {name!r}) has no produce= callable and no "
+                    f"resample function is registered for it; pass produce=... or register "
+                    f"@resampler({kind.value!r}, name={name!r})"
+                )
+            )
+        recorded = self.recorded_step(matched)
+        if recorded is not None:
+            probe = standing_in(recorded, inputs)
+        else:
+            probe = unrecorded(kind, name, inputs, position)
+        history = tuple(self.ledger.steps)
+        ctx = RolloutContext.for_step(
+            self.rollout, recorded, position, history, self.factual(), self.plan, live=True
+        )
+        try:
+            with outside_the_agent():
+                return registration.function(probe, ctx)
+        except StepFailed:
+            raise  # the operation failed: recorded as an error step, raised to the agent
+        except Exception as exc:  # a bug in the resample function stops the run
+            function = describe(registration.function)
+            raise self._fatal(
+                RolloutError(
+                    f"step {position} ({kind.value} {name!r}): resample function {function} "
+                    f"raised {type(exc).__name__}: {exc}",
+                    step_index=position,
+                    function=function,
+                )
+            ) from exc
+
+    def _record(
+        self,
+        kind: StepKind,
+        name: str,
+        inputs: dict[str, Any],
+        output: Any,
+        error: str | None,
+        started: int,
+        matched: int | None,
+        lax: bool = False,
+        checked: bool = False,
+        scrub: bool = False,
+    ) -> Any:
+        """Append the step; return its output to the agent (a live output as the operation
+        returned it: ``scrub`` redacts only the copy that is recorded)."""
+        index = len(self.ledger.steps)
+        if error is None and not checked:
+            output = self._checked_output(index, kind, name, output, lax)
+        stored = self._scrub(output) if scrub and self.redact else _SAME
+        self.ledger.steps.append(
+            Step(
+                kind=kind,
+                name=name,
+                inputs=inputs,
+                output=output if stored is _SAME else stored,
+                status=StepStatus.OK if error is None else StepStatus.ERROR,
+                error=error,
+                start_time_unix_nano=started,
+                end_time_unix_nano=time.time_ns(),
+                index=index,
+            )
+        )
+        self.ledger.matched.append(matched)
+        if self.on_step is not None:
+            self.on_step(self.ledger.steps)
+        if error is not None:
+            raise StepError(error, index)
+        return output
+
+    def _checked_output(self, index: int, kind: StepKind, name: str, output: Any, lax: bool) -> Any:
+        """A copy of ``output`` as plain JSON; not JSON: an error, or with ``lax`` a lossy copy."""
+        try:
+            return plain_json(output, "output")
+        except CanonicalJSONError as exc:
+            if not lax:
+                raise self._fatal(
+                    CanonicalJSONError(
+                        f"step {index} ({kind.value} {name!r}): {exc}; return plain JSON values, "
+                        "or record with --lax to store a lossy copy"
+                    )
+                ) from None
+        self.ledger.lossy.append(index)
+        return lossy(output)
+
+
+def shaped_inputs(kind: StepKind, name: str, inputs: dict[str, Any]) -> dict[str, Any]:
+    """Store a call's inputs in the shape importers give the same kind of step, so resample
+    functions and an exported-then-imported recording see the same thing: tools
+    ``{"arguments": {...}}``; model calls ``{"model", "messages", "tools", "parameters"}``."""
+    if kind is StepKind.TOOL:
+        return {"arguments": inputs}
+    if kind is not StepKind.LLM:
+        return dict(inputs)
+    shaped: dict[str, Any] = {"model": name}
+    if "messages" in inputs:
+        shaped["messages"] = inputs["messages"]
+    if "tools" in inputs:
+        shaped["tools"] = inputs["tools"]
+    parameters = {k: v for k, v in inputs.items() if k not in ("messages", "tools")}
+    if parameters:
+        shaped["parameters"] = parameters
+    return shaped
+
+
+def _error_text(exc: BaseException) -> str:
+    if isinstance(exc, StepFailed):
+        return str(exc) or "failed"
+    return f"{type(exc).__name__}: {exc}"
+
+
+class RecordingContext(AgentContext):
+    """Runs every operation for real and records it (`otel_replay.replay.record` then emits the run's
+    OpenTelemetry spans)."""
+
+    def __init__(
+        self,
+        seed: int = 0,
+        registry: Registry | None = None,
+        *,
+        lax: bool = False,
+        redact: Sequence[str] = (),
+    ) -> None:
+        super().__init__(seed, registry, redact=redact)
+        self.lax = lax
+
+    def _decide(
+        self, kind: StepKind, name: str, inputs: dict[str, Any], runnable: bool, key: str | None
+    ) -> _Served | _Live:
+        return _Live(time.time_ns(), None)
