@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import shlex
 from dataclasses import dataclass
 from enum import Enum
+from typing import Any
 
 from otel_replay.errors import AttributionError
-from otel_replay.hashing import digest
+from otel_replay.hashing import canonical_json, digest
 from otel_replay.model import FAIL_THRESHOLD
 from otel_replay.resamplers import UserCode
 
@@ -162,6 +164,15 @@ class AttributionConfig:
                     "method shapley or all"
                 )
 
+    def canonical(self) -> dict[str, Any]:
+        """Every setting that can change a result, as plain JSON (``workers`` and
+        ``concurrency`` never do, so they are left out): what identifies the question asked."""
+        return {
+            item.name: _plain(getattr(self, item.name))
+            for item in dataclasses.fields(self)
+            if item.name not in _SPEED_ONLY
+        }
+
     def flags(self) -> list[str]:
         """The command-line options that set this configuration (``--workers`` never changes
         results, so it is left out)."""
@@ -206,8 +217,19 @@ def rerun_command(trajectory_id: str, config: AttributionConfig, code: UserCode)
     return shlex.join(["agent-replay", "attribute", trajectory_id, *code.flags(), *config.flags()])
 
 
+#: Settings that change how fast an attribution runs, never what it finds.
+_SPEED_ONLY = frozenset({"workers", "concurrency"})
+
+
+def _plain(value: Any) -> Any:
+    return value.value if isinstance(value, Enum) else value
+
+
 def config_digest(config: AttributionConfig, code: UserCode) -> str:
     """What identifies the question an attribution asks, apart from the run: the digest of the
-    command that reproduces it with the run left out. Two attributions with one digest asked the
-    same question (the store keeps one report per run and digest)."""
-    return digest(" ".join(["agent-replay", "attribute", *code.flags(), *config.flags()]).encode())
+    canonical JSON of its configuration (`AttributionConfig.canonical`) and of the code it runs
+    (`otel_replay.resamplers.UserCode.canonical`), however either was given (the command line,
+    Python). Two attributions with one digest asked the same question (the store keeps one
+    report per run and digest)."""
+    question = {"attribution": config.canonical(), "code": code.canonical()}
+    return digest(canonical_json(question))

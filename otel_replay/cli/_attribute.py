@@ -219,13 +219,21 @@ def attribute_command(
             concurrency=concurrency, driver=driver, max_turns=max_turns, swap_model=swap_model,
             swap_from=swap_from,
         )  # fmt: skip
-        model = ChatModelOptions(llm_base_url, llm_model, llm_temperature) if llm else None
+        model = (
+            ChatModelOptions(base_url=llm_base_url, model=llm_model, temperature=llm_temperature)
+            if llm
+            else None
+        )
         sdks = tuple(name.strip() for name in (instrument or "").split(",") if name.strip())
         code = UserCode(
-            tuple(resamplers or ()), verifier, agent, entry_points, success_if, fail_if, tools,
-            model, sdks,
+            resamplers=tuple(resamplers or ()), verifier=verifier, agent=agent,
+            entry_points=entry_points, success_if=success_if, fail_if=fail_if, tools=tools,
+            llm=model, instrument=sdks,
         )  # fmt: skip
-        chosen = Selection(tuple(ids or ()), where, all_failing, since, limit, fail_threshold)
+        chosen = Selection(
+            ids=tuple(ids or ()), where=where, failing=all_failing, since=since, limit=limit,
+            fail_threshold=fail_threshold,
+        )  # fmt: skip
         if not (chosen.ids or where or all_failing or since):
             raise ReplayError("name a run (ID), or choose runs with --where or --all-failing")
     # the engine, the report and the table load here, not for `--help` or another command

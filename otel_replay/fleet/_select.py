@@ -106,7 +106,7 @@ def parse_since(text: str, now_ns: int | None = None) -> int:
     return int(moment.timestamp() * 1e9)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Selection:
     """Which runs: ``ids`` (prefixes will do), or every run matching ``where``, ``failing``
     (outcome below ``fail_threshold``) and ``since``, newest first, at most ``limit``."""

@@ -30,7 +30,7 @@ class ToolSource(str, Enum):
     RECORDED = "recorded"  # what the store recorded for the same tool and arguments
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class UserCode:
     """Where a run's user code comes from, as the command line names it.
 
@@ -71,6 +71,24 @@ class UserCode:
         if answer:
             registry.replace_verifier(answer_verifier(self.success_if, self.fail_if))
         return registry
+
+    def canonical(self) -> dict[str, Any]:
+        """The code as plain JSON, every field that can change what an attribution finds (the
+        built-in model's retries and timeout cannot)."""
+        llm = self.llm
+        return {
+            "resamplers": list(self.resamplers),
+            "verifier": self.verifier,
+            "agent": self.agent,
+            "entry_points": self.entry_points,
+            "success_if": self.success_if,
+            "fail_if": self.fail_if,
+            "tools": None if self.tools is None else self.tools.value,
+            "llm": None
+            if llm is None
+            else {"base_url": llm.base_url, "model": llm.model, "temperature": llm.temperature},
+            "instrument": list(self.instrument),
+        }
 
     def flags(self) -> list[str]:
         """The command-line options that name this code (for a command that reproduces a run)."""

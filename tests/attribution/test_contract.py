@@ -687,3 +687,37 @@ def test_every_inconclusive_report_serialises() -> None:
                     f"(rollouts_needed={result.rollouts_needed})"
                 )
     assert not failures, "\n".join(failures)
+
+
+def test_a_stored_reports_key_is_the_canonical_question_not_a_command_line() -> None:
+    """The key the store keeps a report under is the configuration and the code as data: the same
+    whichever way they were given, blind to what only changes speed, and changed by anything that
+    can change a result."""
+    from otel_replay.attribution import config_digest
+    from otel_replay.resamplers import ToolSource, UserCode
+
+    code = UserCode(resamplers=("tools.py",), success_if="v841")
+    config = AttributionConfig(seed=3, margin=0.1)
+    key = config_digest(config, code)
+    assert key == config_digest(AttributionConfig(margin=0.10, seed=3), code)
+    assert key == config_digest(AttributionConfig(seed=3, workers=8, concurrency=4), code)
+    assert len({key, config_digest(AttributionConfig(seed=4), code)}) == 2
+    assert key != config_digest(config, UserCode(resamplers=("tools.py",), success_if="v84"))
+    assert key != config_digest(
+        config, UserCode(resamplers=("tools.py",), success_if="v841", tools=ToolSource.RECORDED)
+    )
+    canonical = config.canonical()
+    assert "workers" not in canonical and canonical["strategy"] == "adaptive"
+    assert orjson.loads(orjson.dumps(canonical)) == canonical  # plain JSON
+
+
+def test_user_code_and_selection_take_keywords() -> None:
+    from otel_replay.fleet import Selection
+    from otel_replay.resamplers import UserCode
+
+    with pytest.raises(TypeError):
+        UserCode(("tools.py",))  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        Selection(("ef2843ff",))  # type: ignore[misc]
+    assert UserCode(resamplers=("tools.py",)).resamplers == ("tools.py",)
+    assert Selection(ids=("ef28",)).ids == ("ef28",)

@@ -150,7 +150,7 @@ def test_the_swap_question_is_a_question_of_its_own_in_the_store() -> None:
     """Its config digest differs from the same attribution without the swap."""
     from otel_replay.attribution import config_digest
 
-    code = UserCode(("m.py",), llm=ChatModelOptions())
+    code = UserCode(resamplers=("m.py",), llm=ChatModelOptions())
     assert config_digest(_swap(), code) != config_digest(AttributionConfig(seed=5), code)
 
 
