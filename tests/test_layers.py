@@ -1,54 +1,40 @@
-"""DESIGN §3: each layer imports only the layers below it, in DESIGN's order; CLI commands are thin;
-plan identities are made in one place."""
+"""docs/architecture.md's floors: each layer imports only the layers below it, every room of the
+package is on a floor and every room a floor names exists; CLI commands are thin; plan identities are
+made in one place."""
 
 from __future__ import annotations
 
 import ast
-import os
 from pathlib import Path
-
-import pytest
 
 from tests.conftest import ROOT
 
 PACKAGE = ROOT / "otel_replay"
-DESIGN = ROOT.parent / "shared" / "DESIGN.md"
+ARCHITECTURE = ROOT / "docs" / "architecture.md"
 
-# DESIGN §3's floors, lowest first, exactly as DESIGN draws them (a floor not built yet is listed too).
-LAYERS: list[tuple[str, ...]] = [
-    ("model", "hashing", "errors"),
-    ("store",),
-    ("importers",),
-    ("ingest",),
-    ("resamplers",),
-    ("executors",),
-    ("replay",),
-    ("attribution",),
-    ("fleet",),
-    ("report",),
-    ("cli",),
-]
 
-# Modules DESIGN does not name, and the floor they live on (the floor of the named component).
-RESIDENTS = {
-    "frame": "store",  # a polars view of the store's steps
-    "otlp_encode": "importers",  # the OTLP wire format, written rather than read
-    "export": "importers",  # the native JSONL format, written rather than read
-    "__main__": "cli",
-    "messages": "model",  # a model turn's reply in the store's shape, from what SDKs return
-    "_lazy": "model",  # lazy package exports (PEP 562): the standard library only
-    "receiver": "ingest",  # `serve`'s OTLP/HTTP receiver: the library under the command
-    "pytest_plugin": "cli",  # agent runs as pytest cassettes: a front end, like the command
-    "viewer": "report",  # `ui`'s pages over the store: a front end over the report's pages
-}
+def design_floors(text: str) -> list[tuple[str, ...]]:
+    """The floors of the drawing under "## Layers", lowest first: the first column of each line of
+    its fenced block (rooms parted by ``·``; two spaces part them from the description)."""
+    section = text[text.index("## Layers") :]
+    block = section.split("```")[1]
+    floors = []
+    for line in block.strip("\n").splitlines():
+        names = line.split("  ")[0]
+        floors.append(tuple(name.strip().rstrip("/") for name in names.split("·")))
+    return floors[::-1]
+
+
+LAYERS = design_floors(ARCHITECTURE.read_text())
 
 
 def _layer(component: str) -> int:
-    component = RESIDENTS.get(component, component)
     for rank, members in enumerate(LAYERS):
         if component in members:
             return rank
-    raise AssertionError(f"otel_replay.{component} is in no layer; add it to LAYERS or RESIDENTS")
+    raise AssertionError(
+        f"otel_replay.{component} is on no floor of docs/architecture.md; add it to the drawing"
+    )
 
 
 def _component(path: Path) -> str:
@@ -74,23 +60,17 @@ def test_layers_import_downward_only() -> None:
     assert violations == []
 
 
-def _design_floors(text: str) -> list[tuple[str, ...]]:
-    """The floors of DESIGN §3's drawing, lowest first: the first column of the fenced block."""
-    section = text[text.index("## 3. Layers") :]
-    block = section.split("```")[1]
-    floors = []
-    for line in block.strip("\n").splitlines():
-        names = line.split("  ")[0]  # two spaces part a floor's names from its description
-        floors.append(tuple(name.strip().rstrip("/") for name in names.split("·")))
-    return floors[::-1]
+def test_every_room_the_drawing_names_exists() -> None:
+    rooms = {_component(path) for path in PACKAGE.rglob("*.py")}
+    named = {room for floor in LAYERS for room in floor}
+    assert sorted(named - rooms) == []
+    assert len(LAYERS) >= 10  # the drawing was read, not an empty block
 
 
-def test_layers_are_designs_floors() -> None:
-    if not DESIGN.is_file():
-        if os.environ.get("CI"):
-            pytest.fail(f"DESIGN.md missing at {DESIGN} (CI must have ../shared beside the clone)")
-        pytest.skip(f"DESIGN.md not found at {DESIGN}")
-    assert _design_floors(DESIGN.read_text()) == LAYERS
+def test_every_room_is_on_a_floor() -> None:
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if path != PACKAGE / "__init__.py":
+            _layer(_component(path))
 
 
 def _functions(path: Path) -> list[ast.FunctionDef]:
@@ -127,3 +107,37 @@ def test_plan_identities_are_made_only_by_plan() -> None:
             ):
                 spelled.append(f"{path.relative_to(PACKAGE)}:{node.lineno} {node.value!r}")
     assert spelled == []
+
+
+def _module(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def test_no_module_imports_itself_round_a_circle() -> None:
+    """Inside a floor as between floors: the rooms' imports (type-only ones too) form no cycle. A
+    package's ``__init__`` re-exports lazily and is left out."""
+    modules = {_module(path): path for path in PACKAGE.rglob("*.py") if path.name != "__init__.py"}
+    graph = {
+        name: {
+            node.module
+            for node in ast.walk(ast.parse(path.read_text()))
+            if isinstance(node, ast.ImportFrom) and node.module in modules
+        }
+        for name, path in modules.items()
+    }
+    state: dict[str, int] = {}  # 1: on the path being walked, 2: done
+
+    def walk(name: str, path: list[str]) -> list[str] | None:
+        state[name] = 1
+        for target in sorted(graph[name]):
+            if state.get(target) == 1:
+                return [*path[path.index(target) :], target] if target in path else [name, target]
+            if target not in state and (found := walk(target, [*path, target])):
+                return found
+        state[name] = 2
+        return None
+
+    for name in sorted(graph):
+        if name not in state:
+            assert walk(name, [name]) is None
