@@ -21,7 +21,7 @@ import orjson
 import pytest
 
 from otel_replay import Store, StoreError, read_path
-from otel_replay import store as store_module
+from otel_replay.store import _connection
 from tests.conftest import SAMPLES
 
 NATIVE = SAMPLES / "incident.steps.jsonl"
@@ -52,8 +52,8 @@ def test_a_writer_waits_past_sqlites_timeout_and_says_it_is_waiting(
 ) -> None:
     """Before: the second writer died with ``database is locked`` once SQLite's busy timeout ran
     out. Now it waits as long as the other writer writes, and says so once."""
-    monkeypatch.setattr(store_module, "BUSY_TIMEOUT_MS", 100)
-    monkeypatch.setattr(store_module, "WAIT_NOTICE_SECONDS", 0.3)
+    monkeypatch.setattr(_connection, "BUSY_TIMEOUT_MS", 100)
+    monkeypatch.setattr(_connection, "WAIT_NOTICE_SECONDS", 0.3)
     path = tmp_path / "store.db"
     Store.open(path).close()
     holder = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
@@ -78,7 +78,7 @@ def test_the_cli_tells_the_user_it_is_waiting(tmp_path: Path) -> None:
     holder.execute("BEGIN IMMEDIATE")
     command = [sys.executable, "-m", "otel_replay", "import", str(NATIVE), "--store", str(path)]
     process = subprocess.Popen(command, stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    time.sleep(store_module.WAIT_NOTICE_SECONDS + 1.5)
+    time.sleep(_connection.WAIT_NOTICE_SECONDS + 1.5)
     assert process.poll() is None  # still waiting, not dead
     holder.execute("COMMIT")
     holder.close()

@@ -89,8 +89,6 @@ class Intake:
     def _run(self) -> None:
         try:
             store = self._open_store()
-            with store.transaction():
-                store.prepare_pending()
         except BaseException as exc:
             self._ready.set_exception(exc)
             return

@@ -1,0 +1,77 @@
+"""The local store: SQLite with WAL, one schema under ``PRAGMA user_version``, content-addressed
+deduplicated blobs.
+
+`Store` is one handle on one store file, made of a room per client, each a module of its own:
+`_trajectories` (the runs: put, get, summaries, steps, recorded results), `_pending` (the spans the
+receiver holds for traces whose root has not come) and `_reports` (attribution reports kept for
+their run, and the sums ``blame`` adds up). `_connection` opens connections (a reason beside every
+PRAGMA), owns the schema and its numbered migrations, waits for another writer and commits or
+rolls back (`Store.transaction`); rows are read by column name.
+
+The store holds no policy: `Store.put` writes what it is given (replacing a stored run of the same
+id), and `content_digest` says what "the same content" means. Whether an arriving run is added,
+unchanged, merged or replaced is decided one floor up, in `otel_replay.ingest`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from otel_replay.store._connection import (
+    BUSY_TIMEOUT_MS,
+    DEFAULT_STORE,
+    SCHEMA_VERSION,
+    WAIT_NOTICE_SECONDS,
+    connect,
+    default_store_path,
+)
+from otel_replay.store._pending import PendingSpans
+from otel_replay.store._reports import REPORT_STEP_COLUMNS, Reports
+from otel_replay.store._trajectories import (
+    Trajectories,
+    TrajectorySummary,
+    content_digest,
+    summarize,
+)
+
+__all__ = [
+    "BUSY_TIMEOUT_MS",
+    "DEFAULT_STORE",
+    "REPORT_STEP_COLUMNS",
+    "SCHEMA_VERSION",
+    "WAIT_NOTICE_SECONDS",
+    "Store",
+    "TrajectorySummary",
+    "content_digest",
+    "default_store_path",
+    "summarize",
+]
+
+
+class Store(Trajectories, PendingSpans, Reports):
+    """A handle on one store file: its runs, the receiver's waiting spans and the kept reports.
+    Use as a context manager, or call `close`."""
+
+    @classmethod
+    def open(
+        cls,
+        path: str | Path | None = None,
+        *,
+        create: bool = True,
+        read_only: bool = False,
+        on_wait: Callable[[], None] | None = None,
+    ) -> Store:
+        """Open the store at ``path`` (default: `default_store_path`), creating it when ``create``;
+        without, a missing store is a `StoreError` saying how to make one. A store of an older
+        schema version is migrated to `SCHEMA_VERSION`, in one transaction.
+
+        ``read_only`` opens it for reading only, so a store on a read-only disk or in a folder the
+        user may not write can still be listed and shown; such an open never changes the file, and
+        reads an older store as it is (what its version lacks reads as empty). ``on_wait`` is
+        called once when a write has waited `WAIT_NOTICE_SECONDS` for another writer; the write
+        then goes on waiting.
+        """
+        path = Path(path) if path is not None else default_store_path()
+        db, tables = connect(path, create=create, read_only=read_only, on_wait=on_wait)
+        return cls(db, path, on_wait, tables)

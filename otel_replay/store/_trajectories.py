@@ -1,0 +1,338 @@
+"""The runs: trajectories, their steps, and the content-addressed blobs they are made of.
+
+Step inputs, outputs, metadata and the span tree live in ``blobs`` keyed by the sha256 of their JSON,
+so the history an agent resends on every model call is stored once (inputs with ``messages`` keep each
+message as its own blob, so a history that grows by one message per turn costs one message per turn).
+A trajectory's rows are written in the same transaction as its blobs: a killed import leaves the store
+with whole trajectories only.
+
+This room holds no policy: `Trajectories.put` writes what it is given (replacing a stored run of the
+same id), and `content_digest` says what "the same content" means. Whether an arriving run is added,
+unchanged, merged or replaced is decided one floor up, in `otel_replay.ingest`.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Collection, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from otel_replay.errors import NotFoundError, StoreError
+from otel_replay.hashing import canonical_json, digest
+from otel_replay.model import SpanNode, Step, Trajectory
+from otel_replay.store._connection import Connected, chunks
+
+
+@dataclass(frozen=True, slots=True)
+class TrajectorySummary:
+    """One stored run, without its steps (the columns of ``trajectories``, by name)."""
+
+    id: str
+    n_steps: int
+    outcome: float | None
+    final_hash: str
+    source: str | None
+    format: str | None
+    start_time_unix_nano: int | None
+    content_digest: str  # see `content_digest`
+
+
+def summarize(trajectory: Trajectory) -> TrajectorySummary:
+    """The summary `Store.put` would store for ``trajectory`` (without storing it)."""
+    return _summarize(trajectory, digest(_spans_blob(trajectory)))
+
+
+def content_digest(trajectory: Trajectory) -> str:
+    """What makes two stored runs the same: their steps (the final hash), outcome and span tree —
+    not where or in which format they were read."""
+    return summarize(trajectory).content_digest
+
+
+def _spans_blob(trajectory: Trajectory) -> bytes:
+    return orjson.dumps([s.to_record() for s in trajectory.spans])
+
+
+def _summarize(trajectory: Trajectory, spans_digest: str) -> TrajectorySummary:
+    starts = [s.start_time_unix_nano for s in trajectory.steps if s.start_time_unix_nano]
+    return TrajectorySummary(
+        id=trajectory.id,
+        n_steps=len(trajectory.steps),
+        outcome=trajectory.outcome,
+        final_hash=trajectory.final_hash,
+        source=trajectory.metadata.get("source"),
+        format=trajectory.metadata.get("format"),
+        start_time_unix_nano=min(starts) if starts else None,
+        content_digest=digest(
+            canonical_json([trajectory.final_hash, trajectory.outcome, spans_digest])
+        ),
+    )
+
+
+_SUMMARY_COLUMNS = (
+    "id, n_steps, outcome, final_hash, source, format, start_time_unix_nano, content_digest"
+)
+# A step row, named as `Step.to_record` names its fields; inputs and output are blob data.
+_STEP_QUERY = (
+    'SELECT s.idx AS "index", s.kind, s.name, i.data AS inputs, s.inputs_layout, '
+    "o.data AS output, s.status, s.error, s.start_time_unix_nano, s.end_time_unix_nano, "
+    "s.span_id, s.parent_span_id, s.resamplable, s.op_key, s.hash"
+)
+_STEP_JOINS = (
+    "JOIN blobs i ON i.digest = s.inputs_digest JOIN blobs o ON o.digest = s.output_digest"
+)
+
+
+class Trajectories(Connected):
+    """The runs of a store (`otel_replay.store.Store` is one, with the other rooms)."""
+
+    # --- writing -----------------------------------------------------------------------------------
+
+    def put(self, trajectory: Trajectory) -> TrajectorySummary:
+        """Store ``trajectory``, replacing a stored run of the same id; a run whose content is
+        already stored (`content_digest`) is left as it is. Inside `transaction`, or in one of its own.
+        """
+        if not self._db.in_transaction:
+            with self.transaction():
+                return self.put(trajectory)
+        row, steps, blobs = self._rows(trajectory)
+        stored = self.summary(trajectory.id)
+        if stored is not None and stored.content_digest == row["content_digest"]:
+            return stored
+        known = self._known  # blobs already stored
+        fresh = [(k, v) for k, v in blobs.items() if k not in known]
+        self._db.executemany("INSERT OR IGNORE INTO blobs VALUES (?, ?)", fresh)
+        known.update(k for k, _ in fresh)
+        if stored is not None:
+            self._db.execute("DELETE FROM trajectories WHERE id = ?", (trajectory.id,))
+        self._db.execute(_insert("trajectories", row), row)
+        if steps:
+            self._db.executemany(_insert("steps", steps[0]), steps)
+        return _summary(row)
+
+    def delete(self, trajectory_id: str) -> None:
+        """Remove a run (its steps go with it; blobs stay, shared and content-addressed). Inside
+        `transaction`, or in one of its own."""
+        if not self._db.in_transaction:
+            with self.transaction():
+                return self.delete(trajectory_id)
+        self._db.execute("DELETE FROM trajectories WHERE id = ?", (trajectory_id,))
+
+    def put_all(self, trajectories: Iterable[Trajectory]) -> list[TrajectorySummary]:
+        """Store every trajectory in one transaction: all of them, or (if anything raises) none.
+
+        Returns a summary per trajectory, not the trajectories, so memory stays bounded by one run.
+        """
+        with self.transaction():
+            return [self.put(trajectory) for trajectory in trajectories]
+
+    def _rows(
+        self, trajectory: Trajectory
+    ) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, bytes]]:
+        """Everything CPU-bound about storing a trajectory: its row, its step rows, its blobs.
+
+        (A writer thread overlapping SQLite with this was measured slower: the sqlite3 module holds
+        the GIL while it binds parameters, which is most of the work here.)
+        """
+        blobs: dict[str, bytes] = {}
+        meta = dict(trajectory.metadata)
+        spans_digest = _put_blob(blobs, _spans_blob(trajectory))
+        steps = []
+        for step in trajectory.steps:
+            inputs_digest, layout = _inputs_blob(blobs, step.inputs)
+            steps.append(
+                {
+                    "trajectory_id": trajectory.id,
+                    "idx": step.index,
+                    "kind": step.kind.value,
+                    "name": step.name,
+                    "inputs_digest": inputs_digest,
+                    "inputs_layout": layout,
+                    "output_digest": _put_blob(blobs, orjson.dumps(step.output)),
+                    "status": step.status.value,
+                    "error": step.error,
+                    "start_time_unix_nano": step.start_time_unix_nano,
+                    "end_time_unix_nano": step.end_time_unix_nano,
+                    "span_id": step.span_id,
+                    "parent_span_id": step.parent_span_id,
+                    "resamplable": int(step.resamplable),
+                    "op_key": step.op_key,
+                    "hash": step.hash,
+                }
+            )
+        summary = _summarize(trajectory, spans_digest)
+        row = {
+            **{name: getattr(summary, name) for name in _SUMMARY_FIELDS},
+            "metadata_digest": _put_blob(blobs, orjson.dumps(meta)),
+            "spans_digest": spans_digest,
+            "imported_at_unix_nano": time.time_ns(),
+        }
+        return row, steps, blobs
+
+    # --- reading -----------------------------------------------------------------------------------
+
+    def resolve(self, id_or_prefix: str) -> str:
+        """The full id of the one trajectory whose id is, or starts with, ``id_or_prefix``."""
+        if self.summary(id_or_prefix) is not None:
+            return id_or_prefix
+        escaped = id_or_prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        ids = [
+            row["id"]
+            for row in self._db.execute(
+                "SELECT id FROM trajectories WHERE id LIKE ? ESCAPE '\\' ORDER BY id LIMIT 6",
+                (escaped + "%",),
+            )
+        ]
+        if not ids:
+            raise NotFoundError(f"no trajectory id starts with {id_or_prefix!r} in {self.path}")
+        if len(ids) > 1:
+            shown = ", ".join(ids[:5])
+            raise NotFoundError(
+                f"{id_or_prefix!r} is ambiguous: it matches {shown}{', ...' if len(ids) > 5 else ''}"
+            )
+        return str(ids[0])
+
+    def summary(self, trajectory_id: str) -> TrajectorySummary | None:
+        """The stored run with exactly this id, without its steps; None if there is none."""
+        row = self._db.execute(
+            f"SELECT {_SUMMARY_COLUMNS} FROM trajectories WHERE id = ?", (trajectory_id,)
+        ).fetchone()
+        return None if row is None else _summary(row)
+
+    def summaries(self) -> list[TrajectorySummary]:
+        """Every trajectory, oldest run first."""
+        rows = self._db.execute(
+            f"SELECT {_SUMMARY_COLUMNS} FROM trajectories "
+            "ORDER BY start_time_unix_nano IS NULL, start_time_unix_nano, id"
+        )
+        return [_summary(row) for row in rows]
+
+    def get(self, id_or_prefix: str) -> Trajectory:
+        """Load one trajectory by id or unique id prefix."""
+        trajectory_id = self.resolve(id_or_prefix)
+        head = self._db.execute(
+            "SELECT outcome, metadata_digest, spans_digest FROM trajectories WHERE id = ?",
+            (trajectory_id,),
+        ).fetchone()
+        rows = self._db.execute(
+            f"{_STEP_QUERY} FROM steps s {_STEP_JOINS} WHERE s.trajectory_id = ? ORDER BY s.idx",
+            (trajectory_id,),
+        )
+        steps = tuple(Step.from_record(self._step_record(row)) for row in rows)
+        return Trajectory(
+            id=trajectory_id,
+            steps=steps,
+            outcome=head["outcome"],
+            metadata=self._load(head["metadata_digest"]),
+            spans=tuple(SpanNode.from_record(s) for s in self._load(head["spans_digest"])),
+        )
+
+    def iter_step_rows(self, ids: Iterable[str] | None = None) -> Iterator[dict[str, Any]]:
+        """Step rows with their trajectory's ``trajectory_id``, ``outcome`` and ``source``, keyed as
+        `Step.to_record` names fields (``inputs`` and ``output`` as JSON bytes), in (trajectory,
+        index) order: for `steps_frame`, without building `Step` objects."""
+        query = (
+            f"{_STEP_QUERY}, s.trajectory_id, t.outcome AS outcome, t.source AS source "
+            f"FROM steps s JOIN trajectories t ON t.id = s.trajectory_id {_STEP_JOINS}"
+        )
+        cursors = (
+            [self._db.execute(query + " ORDER BY s.trajectory_id, s.idx")]
+            if ids is None
+            else (
+                self._db.execute(query + " WHERE s.trajectory_id = ? ORDER BY s.idx", (i,))
+                for i in ids
+            )
+        )
+        for cursor in cursors:
+            for row in cursor:
+                record = dict(row)
+                if record.pop("inputs_layout") == 1:
+                    record["inputs"] = orjson.dumps(self._inputs(record["inputs"], 1))
+                yield record
+
+    def results_of(self, op_keys: Iterable[str]) -> dict[str, list[tuple[Any, str, str | None]]]:
+        """Every recorded result of the operations ``op_keys`` name, across all stored runs:
+        ``op_key → [(output, status, error), ...]``, one entry per recorded step, in store order."""
+        found: dict[str, list[tuple[Any, str, str | None]]] = {}
+        for key in dict.fromkeys(op_keys):
+            rows = self._db.execute(
+                "SELECT o.data AS output, s.status, s.error FROM steps s "
+                "JOIN blobs o ON o.digest = s.output_digest WHERE s.op_key = ? "
+                "ORDER BY s.trajectory_id, s.idx",
+                (key,),
+            )
+            found[key] = [(orjson.loads(r["output"]), r["status"], r["error"]) for r in rows]
+        return found
+
+    def stored(self, ids: Collection[str]) -> set[str]:
+        """Which of ``ids`` are stored runs."""
+        found: set[str] = set()
+        for chunk in chunks(list(ids)):
+            rows = self._db.execute(
+                f"SELECT id FROM trajectories WHERE id IN ({','.join('?' * len(chunk))})", chunk
+            )
+            found.update(str(row["id"]) for row in rows)
+        return found
+
+    def counts(self) -> dict[str, int]:
+        """Row counts, for tests and ``list`` footers."""
+        return {
+            table: self._db.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+            for table in ("trajectories", "steps", "blobs")
+        }
+
+    def _step_record(self, row: sqlite3.Row) -> dict[str, Any]:
+        record = dict(row)
+        record["inputs"] = self._inputs(record["inputs"], record.pop("inputs_layout"))
+        record["output"] = orjson.loads(record["output"])
+        record["resamplable"] = bool(record["resamplable"])
+        return record
+
+    def _inputs(self, data: bytes, layout: int) -> dict[str, Any]:
+        inputs: dict[str, Any] = orjson.loads(data)
+        if layout == 1:
+            inputs["messages"] = [self._load(d) for d in inputs["messages"]]
+        return inputs
+
+    def _load(self, blob_digest: str) -> Any:
+        row = self._db.execute("SELECT data FROM blobs WHERE digest = ?", (blob_digest,)).fetchone()
+        if row is None:
+            raise StoreError(f"{self.path} is missing blob {blob_digest}")
+        return orjson.loads(row["data"])
+
+
+def _summary(row: sqlite3.Row | dict[str, Any]) -> TrajectorySummary:
+    return TrajectorySummary(**{name: row[name] for name in _SUMMARY_FIELDS})
+
+
+_SUMMARY_FIELDS = tuple(name.strip() for name in _SUMMARY_COLUMNS.split(","))
+
+
+def _insert(table: str, row: dict[str, Any]) -> str:
+    """``INSERT INTO table (a, b) VALUES (:a, :b)`` for a row keyed by column name."""
+    return (
+        f"INSERT INTO {table} ({', '.join(row)}) VALUES ({', '.join(':' + name for name in row)})"
+    )
+
+
+def _put_blob(blobs: dict[str, bytes], data: bytes) -> str:
+    """Queue JSON ``data`` as a blob; return its digest.
+
+    Blobs keep the key order they were recorded with (hashes use canonical JSON, which sorts keys):
+    a replayed agent that serialises a served output must see exactly what it saw live.
+    """
+    key = digest(data)
+    blobs[key] = data
+    return key
+
+
+def _inputs_blob(blobs: dict[str, bytes], inputs: dict[str, Any]) -> tuple[str, int]:
+    """Inputs with ``messages`` store each message as its own blob (layout 1); others whole (0)."""
+    messages = inputs.get("messages")
+    if not isinstance(messages, list) or len(messages) < 2:
+        return _put_blob(blobs, orjson.dumps(inputs)), 0
+    shell = dict(inputs, messages=[_put_blob(blobs, orjson.dumps(m)) for m in messages])
+    return _put_blob(blobs, orjson.dumps(shell)), 1
