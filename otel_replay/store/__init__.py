@@ -74,4 +74,4 @@ class Store(Trajectories, PendingSpans, Reports):
         """
         path = Path(path) if path is not None else default_store_path()
         db, tables = connect(path, create=create, read_only=read_only, on_wait=on_wait)
-        return cls(db, path, on_wait, tables)
+        return cls(db, path, tables, on_wait)

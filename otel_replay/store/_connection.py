@@ -315,8 +315,8 @@ class Connected:
         self,
         connection: sqlite3.Connection,
         path: Path,
+        tables: frozenset[str],
         on_wait: Callable[[], None] | None = None,
-        tables: frozenset[str] = frozenset(),
     ) -> None:
         self._db = connection
         self.path = path
