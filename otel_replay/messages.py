@@ -12,6 +12,11 @@ Responses API's ``input`` items) as the store's messages, so what reads a run (i
 tool-calling loop it shows, the conversation a resampled turn sees, the terminal's preview, the spans
 ``--otlp-out`` writes) reads every record alike. Neither raises: a record holds whatever its producer
 wrote.
+
+A tool's result has one shape wherever a conversation is built or read (`tool_message`):
+``{"role": "tool", "content": str, "tool_call_id", "name"}``, its ``content`` the text the model was
+sent (a string result as it is, any other JSON value as its compact JSON text, `message_text`), its
+``tool_call_id`` when the call had an id and its ``name`` the tool's when that is known.
 """
 
 from __future__ import annotations
@@ -54,14 +59,67 @@ def assistant_message(output: Any) -> Message | None:
     return None
 
 
+def message_text(value: Any) -> str:
+    """``value`` as the text a message carries: a string as it is, any other JSON value as its
+    compact JSON text (``{"a":1,"b":[2]}``: keys in their order, text beyond ASCII as it is)."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def tool_message(result: Any, name: Any = None, call_id: Any = None) -> Message:
+    """A tool's result as the message the model is sent: ``content`` its `message_text`,
+    ``tool_call_id`` when the call had an id, ``name`` when the tool's name is known."""
+    message: Message = {"role": "tool", "content": message_text(result)}
+    if isinstance(call_id, str) and call_id:
+        message["tool_call_id"] = call_id
+    if isinstance(name, str) and name:
+        message["name"] = name
+    return message
+
+
+def shaped_results(messages: list[Message]) -> list[Message]:
+    """``messages`` with each ``role: tool`` message in `tool_message`'s shape: a ``content`` that
+    is not text as its `message_text` (a result whose content was not kept stays without one), a
+    missing ``name`` taken from the call it answers (by id). Other messages, and tool messages
+    already in that shape, are the same objects; nothing is changed in place."""
+    names: dict[str, Any] = {}
+    shaped: list[Message] = []
+    for message in messages:
+        if message.get("role") == "tool":
+            message = _shaped_result(message, names)
+        elif isinstance(calls := message.get("tool_calls"), list):
+            for call in calls:
+                if isinstance(call, dict) and isinstance(call.get("id"), str):
+                    names[call["id"]] = call.get("name")
+        shaped.append(message)
+    return shaped
+
+
+def _shaped_result(message: Message, names: Mapping[str, Any]) -> Message:
+    content, call_id = message.get("content"), message.get("tool_call_id")
+    unnamed = not (isinstance(message.get("name"), str) and message["name"])
+    name = names.get(call_id) if unnamed and isinstance(call_id, str) else None
+    name = name if isinstance(name, str) and name else None
+    text = content is None or isinstance(content, str)
+    if text and name is None:
+        return message
+    shaped = dict(message)
+    if not text:
+        shaped["content"] = message_text(content)
+    if name is not None:
+        shaped["name"] = name
+    return shaped
+
+
 def conversation(inputs: Mapping[str, Any]) -> list[Message]:
     """The conversation a model call's inputs hold, in the store's shape: chat ``messages`` (an
     OpenAI assistant turn read by `assistant_message`; an Anthropic turn's ``tool_use`` blocks as
     tool calls and its ``tool_result`` blocks as ``role: tool`` messages), after Anthropic's
     ``system`` or the Responses API's ``instructions``, or that API's ``input`` (a string, or
     items: messages, function calls, their outputs). ``--instrument`` keeps what is not the
-    model, messages or tools under ``parameters``, so these are read there too. Empty when the
-    inputs hold no conversation."""
+    model, messages or tools under ``parameters``, so these are read there too. Tool results are
+    in `tool_message`'s shape (`shaped_results`). Empty when the inputs hold no conversation."""
     parameters = inputs.get("parameters")
     kept: Mapping[str, Any] = parameters if isinstance(parameters, dict) else {}
     said: list[Message] = []
@@ -78,7 +136,7 @@ def conversation(inputs: Mapping[str, Any]) -> list[Message]:
         said.append({"role": "user", "content": items})
     elif isinstance(items, list):
         said += _input_items(items)
-    return said if any(m.get("role") != "system" for m in said) else []
+    return shaped_results(said) if any(m.get("role") != "system" for m in said) else []
 
 
 def without_conversation(inputs: Mapping[str, Any]) -> dict[str, Any]:
@@ -101,11 +159,7 @@ def _turn(message: Any) -> list[Message]:
         return [assistant_message(message) or message]
     if isinstance(content, list) and any(_is(b, "tool_result") for b in content):
         said: list[Message] = [
-            {
-                "role": "tool",
-                "tool_call_id": b.get("tool_use_id"),
-                "content": _text(b.get("content")),
-            }
+            tool_message(_block_text(b.get("content")), call_id=b.get("tool_use_id"))
             for b in content
             if _is(b, "tool_result")
         ]
@@ -133,14 +187,7 @@ def _input_items(items: list[Any]) -> list[Message]:
             else:
                 said.append({"role": "assistant", "content": None, "tool_calls": [call]})
         elif kind == "function_call_output":
-            output = item.get("output")
-            said.append(
-                {
-                    "role": "tool",
-                    "tool_call_id": item.get("call_id"),
-                    "content": output if isinstance(output, str) else json.dumps(output),
-                }
-            )
+            said.append(tool_message(item.get("output"), call_id=item.get("call_id")))
         elif isinstance(item.get("role"), str):
             said.append({"role": item["role"], "content": _text(item.get("content"))})
     return said
@@ -221,7 +268,17 @@ def _text(content: Any) -> str | None:
         ]
         text = "".join(w for w in words if isinstance(w, str))
         return text or None
-    return json.dumps(content)
+    return message_text(content)
+
+
+def _block_text(content: Any) -> Any:
+    """A ``tool_result`` block's content as the model read it: its text blocks joined, else as it
+    is (none: empty)."""
+    if content is None:
+        return ""
+    if isinstance(content, list):
+        return _text(content) or content
+    return content
 
 
 def _message(content: Any, calls: list[dict[str, Any]]) -> Message:

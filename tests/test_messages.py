@@ -122,6 +122,8 @@ def test_any_inputs_read_as_a_conversation_of_messages(inputs: dict[str, Any]) -
     said = conversation(inputs)
     assert isinstance(said, list) and all(isinstance(m, dict) for m in said)
     assert said == [] or any(m.get("role") != "system" for m in said)
+    results = [m.get("content") for m in said if m.get("role") == "tool"]
+    assert all(c is None or isinstance(c, str) for c in results)  # a result is text (or not kept)
     assert conversation(inputs) == said  # nothing read is changed in place
 
 
@@ -149,8 +151,8 @@ def test_a_responses_input_and_an_anthropic_turn_read_as_chat_messages() -> None
                 {"id": "c2", "name": "track", "arguments": {}},
             ],
         },
-        {"role": "tool", "tool_call_id": "c1", "content": "found"},
-        {"role": "tool", "tool_call_id": "c2", "content": '{"late": true}'},
+        {"role": "tool", "tool_call_id": "c1", "name": "find", "content": "found"},
+        {"role": "tool", "tool_call_id": "c2", "name": "track", "content": '{"late":true}'},
     ]
     anthropic = {
         "system": [{"type": "text", "text": "Be brief."}],
@@ -162,6 +164,6 @@ def test_a_responses_input_and_an_anthropic_turn_read_as_chat_messages() -> None
     assert conversation(anthropic) == [
         {"role": "system", "content": "Be brief."},
         {"role": "assistant", "content": None, "tool_calls": [{"id": "t", "name": "find", "arguments": {}}]},
-        {"role": "tool", "tool_call_id": "t", "content": "found"},
+        {"role": "tool", "tool_call_id": "t", "name": "find", "content": "found"},
         {"role": "user", "content": "and?"},
     ]  # fmt: skip

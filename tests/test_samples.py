@@ -55,6 +55,20 @@ def test_genai_flavour_tells_the_same_story() -> None:
     ]
 
 
+def test_genai_runs_hold_the_conversations_of_their_openinference_twins() -> None:
+    """One message shape whatever recorded it: a GenAI tool result (a JSON value in its part) is the
+    text the agent sent, as OpenInference recorded it, with the tool's name."""
+    openinference = {
+        (r.outcome, len(r.steps)): r for r in read_path(SAMPLES / "incident.otlp.jsonl")
+    }
+    for genai in read_path(SAMPLES / "incident-genai.otlp.jsonl"):
+        twin = openinference[genai.outcome, len(genai.steps)]  # failed; passed without a retry
+        conversations = [s.inputs["messages"] for s in genai.steps if s.kind is StepKind.LLM]
+        assert conversations == [s.inputs["messages"] for s in twin.steps if s.kind is StepKind.LLM]
+        results = [m for m in conversations[-1] if m["role"] == "tool"]
+        assert results and all(isinstance(m["content"], str) and m["name"] for m in results)
+
+
 def test_native_samples_match_their_otlp_twins() -> None:
     otlp = {r.steps[0].start_time_unix_nano: r for r in read_path(SAMPLES / "incident.otlp.jsonl")}
     natives = list(read_path(SAMPLES / "incident.steps.jsonl"))

@@ -3,9 +3,10 @@
 For each run whose newest stored report found a repair, one JSON line in the conversational shape
 preference-tuning libraries read: ``prompt`` (the conversation up to the culprit: the messages of the
 model call at or before it, and for a tool step the model turn that asked for it), ``chosen`` (the
-repairing output) and ``rejected`` (the recorded one), each as a one-message list, with where it
-came from and how often each saved the run (``chosen_success_rate`` with its interval; the
-recorded output's success rate is 1 − P(fail) with it kept).
+repairing output) and ``rejected`` (the recorded one), each as a one-message list (what the step
+says in a conversation, `otel_replay.transcript.said`: a tool's result as the text the model is
+sent), with where it came from and how often each saved the run (``chosen_success_rate`` with its
+interval; the recorded output's success rate is 1 − P(fail) with it kept).
 """
 
 from __future__ import annotations
@@ -13,11 +14,10 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-import orjson
-
 from otel_replay.messages import assistant_message, conversation
-from otel_replay.model import Step, StepKind, Trajectory
+from otel_replay.model import StepKind, StepStatus, Trajectory
 from otel_replay.store import Store
+from otel_replay.transcript import said
 
 
 def pairs(store: Store, runs: set[str] | None = None) -> Iterator[dict[str, Any]]:
@@ -43,8 +43,8 @@ def _pair(
     failing = (kept.get("p_fail_kept") or {}).get("value")
     return {
         "prompt": _context(trajectory, index),
-        "chosen": [_message(step, repair.get("output"))],
-        "rejected": [_message(step, step.output)],
+        "chosen": [said(step.with_result(repair.get("output"), StepStatus.OK, None))],
+        "rejected": [said(step)],
         "chosen_success_rate": repair.get("success_rate"),
         "chosen_success_interval": [repair.get("ci_low"), repair.get("ci_high")],
         "rejected_success_rate": None if failing is None else round(1 - failing, 6),
@@ -67,24 +67,3 @@ def _context(trajectory: Trajectory, index: int) -> list[dict[str, Any]]:
                 context.append(reply)
             return context
     return []
-
-
-def _message(step: Step, output: Any) -> dict[str, Any]:
-    """An output as the message the conversation would hold."""
-    if step.kind is StepKind.LLM:
-        reply = assistant_message(output)
-        if reply is not None:
-            return reply
-        return {
-            "role": "assistant",
-            "content": output if isinstance(output, str) else _text(output),
-        }
-    message: dict[str, Any] = {"role": "tool", "name": step.name, "content": _text(output)}
-    call = step.inputs.get("tool_call_id")
-    if isinstance(call, str):
-        message["tool_call_id"] = call
-    return message
-
-
-def _text(value: Any) -> str:
-    return value if isinstance(value, str) else orjson.dumps(value).decode()

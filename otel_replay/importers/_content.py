@@ -1,8 +1,9 @@
 """What goes into a step's ``name``, ``inputs`` and ``output``, read from the richest source present.
 
 LLM steps: ``inputs = {"model", "messages", "parameters", "tools"}`` and ``output`` = the output message
-(a list when there are several choices). Tool steps: ``inputs = {"arguments", "tool_call_id"}`` and the
-parsed result. Retrieval, embedding, reranker and guardrail steps: ``{"input": ...}`` plus their
+(a list when there are several choices); a tool's result in ``messages`` is in
+`otel_replay.messages.tool_message`'s shape (its content the text the model was sent). Tool steps:
+``inputs = {"arguments", "tool_call_id"}`` and the parsed result. Retrieval, embedding, reranker and guardrail steps: ``{"input": ...}`` plus their
 documents. Plain spans (``other``): their attributes. Absent keys are omitted, never ``null``.
 """
 
@@ -12,6 +13,7 @@ from typing import Any
 
 from otel_replay.importers._messages import flattened_messages, normalize_messages, unflatten
 from otel_replay.importers._spans import SpanRecord, is_json_mime, maybe_json
+from otel_replay.messages import shaped_results
 from otel_replay.model import StepKind
 
 _MISSING: Any = object()
@@ -249,7 +251,7 @@ def llm_content(span: SpanRecord) -> tuple[str, dict[str, Any], Any]:
         inputs["model"] = model
     messages = _input_messages(span)
     if messages:
-        inputs["messages"] = messages
+        inputs["messages"] = shaped_results(messages)  # a tool's result as the text it was sent
     else:
         raw = _io_value(attrs, "input")
         if raw is _MISSING:

@@ -10,7 +10,8 @@ the final answer visible only in that span's input, or not at all. `reconstruct`
   reports an error;
 * an **llm step** for every model turn since the user last spoke that no llm step records, with the
   conversation up to it; in an exchange whose span shows no turns at all, one model turn before each
-  group of its tool calls (calls that run back to back, without a model call between them).
+  group of its tool calls (calls that run back to back, without a model call between them), the
+  conversation it saw built by `otel_replay.transcript` (the calls, then their results).
 
 A tool step a span recorded is paired with the call it answers: by call id, else the first open call
 of the same tool name since the last model turn. The call completes what the span left out (the call
@@ -32,6 +33,7 @@ from typing import Any
 from otel_replay.hashing import canonical_json
 from otel_replay.importers._spans import maybe_json
 from otel_replay.model import Step, StepKind, StepStatus
+from otel_replay.transcript import calls_turn, tool_result
 
 _ERROR_TEXT = re.compile(r"^\s*(error|exception|traceback)\b", re.IGNORECASE)
 
@@ -216,12 +218,10 @@ def _exchange_turns(
             continue  # the conversation shows the turns: rebuilt from it
         history = list(_messages(exchange))
         for group in _groups([steps[t] for t in tools], list(tools)):
-            calls = [_call_of(steps[t]) for t in group]
-            turn = {"role": "assistant", "tool_calls": calls}
+            turn = calls_turn([steps[t] for t in group])
             turns.setdefault(group[0], []).append(_model_turn(exchange, list(history), turn))
             history.append(turn)
-            for t in group:
-                history.append(_result_message(steps[t]))
+            history.extend(tool_result(steps[t]) for t in group)
     return turns
 
 
@@ -243,23 +243,6 @@ def _groups(tools: list[Step], positions: list[int]) -> list[list[int]]:
         groups.append([position])
         previous_end = step.end_time_unix_nano or start
     return groups
-
-
-def _call_of(step: Step) -> dict[str, Any]:
-    call: dict[str, Any] = {}
-    if isinstance(step.inputs.get("tool_call_id"), str):
-        call["id"] = step.inputs["tool_call_id"]
-    call["name"] = step.name
-    call["arguments"] = step.inputs.get("arguments")
-    return call
-
-
-def _result_message(step: Step) -> dict[str, Any]:
-    content = step.output if step.status is StepStatus.OK else {"error": step.error}
-    message: dict[str, Any] = {"role": "tool", "content": content, "name": step.name}
-    if isinstance(step.inputs.get("tool_call_id"), str):
-        message["tool_call_id"] = step.inputs["tool_call_id"]
-    return message
 
 
 def _messages(step: Step) -> list[dict[str, Any]]:

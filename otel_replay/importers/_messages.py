@@ -129,6 +129,7 @@ def normalize_message(message: dict[str, Any]) -> dict[str, Any]:
     if text is not None:
         out["content"] = text
     elif tool_response is not None:
+        out["role"] = "tool"  # a tool's result alone is the tool's message, whoever carried it
         out["content"] = tool_response
     if tool_calls:
         out["tool_calls"] = _distinct_calls(tool_calls)
@@ -174,14 +175,29 @@ def _split_parts(parts: list[Any], tool_calls: list[dict[str, Any]], out: dict[s
             call_id = part.get("id") or part.get("toolCallId") or part.get("tool_use_id")
             if isinstance(call_id, str):
                 out["tool_call_id"] = call_id.strip()
+            name = part.get("name") or part.get("toolName")
+            if isinstance(name, str) and name:
+                out["name"] = name
             for key in ("response", "result", "output", "content"):
                 if key in part:
-                    response = maybe_json(part[key])
+                    response = _result_text(part[key])
                     break
         else:
             kept.append(part)
     parts[:] = kept
     return response
+
+
+def _result_text(result: Any) -> Any:
+    """A tool result part's result: text as it was sent (an Anthropic result's text blocks
+    joined), any other value as it is (`otel_replay.messages.shaped_results` makes it text)."""
+    if (
+        isinstance(result, list)
+        and result
+        and all(isinstance(b, dict) and b.get("type") == "text" for b in result)
+    ):
+        return "".join(b["text"] if isinstance(b.get("text"), str) else "" for b in result)
+    return result
 
 
 def _distinct_calls(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -6,8 +6,9 @@ context (`AgentContext.call`), so plans, cassette matching by op_key, divergence
 randomness all apply unchanged:
 
     a model turn; each tool call it asks for, in order, with the arguments it asked for; their results
-    back into the conversation as ``role: tool`` messages with the call's id; again, until a turn asks
-    for no tool (the final answer) or the turn limit.
+    back into the conversation as ``role: tool`` messages in the store's one shape
+    (`otel_replay.messages.tool_message`: the result's text, the call's id, the tool's name); again,
+    until a turn asks for no tool (the final answer) or the turn limit.
 
 Until the run first departs from the record, every model call is made with its recorded inputs,
 verbatim (so an unmodified run replays hash for hash, whatever instrumentation wrote the messages);
@@ -19,12 +20,16 @@ keep their place after the turn they followed, with their recorded inputs.
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from otel_replay.messages import assistant_message, conversation, without_conversation
+from otel_replay.messages import (
+    assistant_message,
+    conversation,
+    tool_message,
+    without_conversation,
+)
 from otel_replay.model import Step, StepKind, Trajectory
 from otel_replay.replay._live import agent_driver
 from otel_replay.replay._plan import Plan
@@ -134,7 +139,7 @@ def chat_agent(record: ChatRecord, goes_on: bool = False) -> Callable[[AgentCont
                     )
                 else:
                     on_record = on_record and expected is not None and result == expected.output
-                messages.append(_result_message(call, result))
+                messages.append(tool_message(result, call.get("name"), call.get("id")))
             for extra in record.extras[turn] if turn < len(record.extras) else ():
                 ctx.call(extra.kind, extra.name, extra.inputs, recorded=extra)
             if on_record and turn == len(record.turns) - 1 and not goes_on:
@@ -181,13 +186,3 @@ def _calls(output: Any) -> list[dict[str, Any]]:
         return []
     calls = message.get("tool_calls")
     return [c for c in calls if isinstance(c, dict)] if isinstance(calls, list) else []
-
-
-def _result_message(call: dict[str, Any], result: Any) -> dict[str, Any]:
-    message: dict[str, Any] = {
-        "role": "tool",
-        "content": result if isinstance(result, str) else json.dumps(result),
-    }
-    if isinstance(call.get("id"), str):
-        message["tool_call_id"] = call["id"]
-    return message

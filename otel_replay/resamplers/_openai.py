@@ -20,9 +20,10 @@ from enum import Enum
 from typing import Any
 
 from otel_replay.errors import PluginLoadError
-from otel_replay.messages import assistant_message, conversation
-from otel_replay.model import Step, StepKind, StepStatus, Trajectory
+from otel_replay.messages import conversation, message_text
+from otel_replay.model import Step, StepKind, Trajectory
 from otel_replay.resamplers._context import RolloutContext
+from otel_replay.transcript import rebuilt
 
 #: Recorded request parameters passed on to the model (the temperature is the resampler's own).
 _PARAMETERS = ("max_tokens", "top_p", "stop", "presence_penalty", "frequency_penalty")
@@ -146,8 +147,8 @@ def rebuild_messages(
 ) -> list[dict[str, Any]]:
     """The conversation a model step sees in this rollout: the one its inputs hold when a live
     agent (or the chat loop) just sent it (``live``), or while the run so far is the record;
-    otherwise its opening messages (everything before the first model turn), then each model turn
-    and tool result of ``history`` as it happened in this rollout."""
+    otherwise its opening messages (everything before the first model turn), then what each step of
+    ``history`` said as it happened in this rollout (`otel_replay.transcript.rebuilt`)."""
     messages = conversation(step.inputs)  # whichever API's shape it was recorded in
     if live or all(s.hash for s in history):  # the conversation as sent now, or as recorded
         return messages
@@ -156,29 +157,7 @@ def rebuild_messages(
         if message.get("role") == "assistant":
             break
         opening.append(message)
-    rebuilt = list(opening)
-    pending: list[dict[str, Any]] = []
-    for earlier in history:
-        if earlier.kind is StepKind.LLM and earlier.output is not None:
-            said = earlier.output  # a reply in any shape, or a bare answer (text, structured)
-            reply = assistant_message(said) or {
-                "role": "assistant",
-                "content": said if isinstance(said, str) else json.dumps(said),
-            }
-            rebuilt.append(reply)
-            pending = [c for c in reply.get("tool_calls") or [] if isinstance(c, dict)]
-        elif earlier.kind is StepKind.TOOL:
-            call = next((c for c in pending if c.get("name") == earlier.name), None)
-            if call is not None:
-                pending.remove(call)
-            result = earlier.output if earlier.status is StepStatus.OK else {"error": earlier.error}
-            answer: dict[str, Any] = {"role": "tool", "name": earlier.name}
-            answer["content"] = result if isinstance(result, str) else json.dumps(result)
-            call_id = (call or {}).get("id") or earlier.inputs.get("tool_call_id")
-            if isinstance(call_id, str):
-                answer["tool_call_id"] = call_id
-            rebuilt.append(answer)
-    return rebuilt
+    return rebuilt(opening, history)
 
 
 def _openai_message(message: dict[str, Any]) -> dict[str, Any]:
@@ -187,7 +166,7 @@ def _openai_message(message: dict[str, Any]) -> dict[str, Any]:
     if isinstance(content, list):
         content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
     if content is not None:
-        out["content"] = content if isinstance(content, str) else json.dumps(content)
+        out["content"] = message_text(content)
     calls = wire_tool_calls(message.get("tool_calls"))
     if calls:
         out["tool_calls"] = calls

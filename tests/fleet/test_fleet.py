@@ -94,18 +94,48 @@ def _many(runner: CliRunner, store: Path, *args: str) -> list[dict[str, Any]]:
     return rows
 
 
+def _unanswerable(runner: CliRunner, store: Path, tmp_path: Path) -> None:
+    """A failing run the example's functions cannot resample: its metrics query asks for a host,
+    which the example's ``query_metrics`` does not take (the function raises)."""
+    call = {"id": "c1", "name": "query_metrics", "arguments": {"host": "db-1"}}
+    opening = [{"role": "user", "content": "Why is checkout failing?"}]
+    turn = {"role": "assistant", "content": None, "tool_calls": [call]}
+    result = {"role": "tool", "tool_call_id": "c1", "name": "query_metrics", "content": "{}"}
+    steps = [
+        {"kind": "llm", "name": "m", "inputs": {"messages": opening}, "output": turn},
+        {"kind": "tool", "name": "query_metrics", "inputs": {"arguments": call["arguments"]}},
+        {
+            "kind": "llm",
+            "name": "m",
+            "inputs": {"messages": [*opening, turn, result]},
+            "output": {"role": "assistant", "content": "No idea."},
+        },
+    ]
+    path = tmp_path / "unanswerable.jsonl"
+    path.write_bytes(
+        orjson.dumps({"trajectory_id": "unanswerable", "outcome": 0.0, "steps": steps})
+    )
+    ok(invoke(runner, store, "import", str(path)))
+
+
 def test_many_runs_are_attributed_kept_and_skipped_when_asked_again(
-    runner: CliRunner, samples: Path
+    runner: CliRunner, samples: Path, tmp_path: Path
 ) -> None:
-    rows = _many(runner, samples, "--where", "outcome < 0.5 and source ~ 'otlp.jsonl$'", "--repair")
+    _unanswerable(runner, samples, tmp_path)
+    where = "outcome < 0.5 and source ~ 'otlp.jsonl$|unanswerable'"
+    rows = _many(runner, samples, "--where", where, "--repair")
     by_id = {row["id"]: row for row in rows}
-    assert set(by_id) == {"ef2843ff74cff6a6b6dc0914faa30751", "780c4b16a51059fa62b2bbd1c38dbe31"}
+    genai = "780c4b16a51059fa62b2bbd1c38dbe31"
+    assert set(by_id) == {"ef2843ff74cff6a6b6dc0914faa30751", genai, "unanswerable"}
     assert by_id["ef2843ff74cff6a6b6dc0914faa30751"]["point_of_commitment"] == 3
-    # the GenAI-convention run's messages are not what the example's model reads: one line, and
-    # the batch goes on
-    assert by_id["780c4b16a51059fa62b2bbd1c38dbe31"]["status"].startswith("error: ")
+    assert (
+        by_id[genai]["point_of_commitment"] == 3
+    )  # the GenAI run reads like its OpenInference twin
+    # a run whose resample function raises: one line, and the batch goes on
+    assert by_id["unanswerable"]["status"].startswith("error: ")
+    assert "query_metrics" in by_id["unanswerable"]["status"]
     with Store.open(samples, read_only=True) as db:
-        assert db.report_counts() == {"ef2843ff74cff6a6b6dc0914faa30751": 1}
+        assert db.report_counts() == {"ef2843ff74cff6a6b6dc0914faa30751": 1, genai: 1}
     again = _many(runner, samples, "ef2843ff", "incident-fail", "--repair")
     assert [row["status"] for row in again] == ["skipped: already answered", "done"]
     forced = _many(runner, samples, "ef2843ff", "--where", "steps > 0", "--repair", "--force")

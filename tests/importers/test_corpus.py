@@ -207,7 +207,7 @@ def test_three_conventions_describe_one_call_alike(corpus: Path) -> None:
                 {"id": "1234", "name": "get_weather", "arguments": {"location": "Paris"}}
             ],
         },
-        {"role": "tool", "content": "rainy, 57°F", "tool_call_id": "1234"},
+        {"role": "tool", "content": "rainy, 57°F", "tool_call_id": "1234", "name": "get_weather"},
     ]
     for step in steps:
         assert step.inputs["messages"] == expected

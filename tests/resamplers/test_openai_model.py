@@ -126,7 +126,7 @@ def test_the_request_carries_this_rollouts_conversation(
                 }
             ],
         },
-        {"role": "tool", "tool_call_id": "call_1", "content": '[{"version": "v841"}]'},
+        {"role": "tool", "tool_call_id": "call_1", "content": '[{"version":"v841"}]'},
     ]
     assert output == {**ANSWER, "finish_reason": "stop", "model": "m"}  # the model that answered
 

@@ -1,0 +1,79 @@
+"""A run's steps as the conversation they make, in the store's message shape.
+
+Wherever a conversation is built from steps — the model turns the importers rebuild for an exchange
+its span did not show, the conversation the built-in model resampler sends for a walked rollout, the
+prompt and answers of an exported preference pair — it is built here, so every builder says a step
+the same way:
+
+* a model step says its turn (`model_turn`): its reply read by `otel_replay.messages.assistant_message`,
+  or a bare answer (text, a structured value) as an assistant message whose ``content`` is its text;
+* a tool step says its result (`tool_result`): `otel_replay.messages.tool_message` of its output, or of
+  ``{"error": its error}`` when it failed, with the step's name and the id of the call it answers.
+
+The chat loop, which builds its conversation from live results rather than steps, gives them the same
+shape through `tool_message` itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from otel_replay.messages import Message, assistant_message, message_text, tool_message
+from otel_replay.model import Step, StepKind, StepStatus
+
+__all__ = ["call_of", "calls_turn", "model_turn", "rebuilt", "said", "tool_result"]
+
+
+def model_turn(output: Any) -> Message:
+    """A model's output as its turn in the conversation: the reply it holds, else the output as an
+    assistant message whose ``content`` is its text (`message_text`)."""
+    return assistant_message(output) or {"role": "assistant", "content": message_text(output)}
+
+
+def tool_result(step: Step, call_id: Any = None) -> Message:
+    """A tool step's result as the message the model is sent: its output, or ``{"error": ...}``
+    when it failed; ``call_id`` (else the step's own ``tool_call_id``) as the call it answers."""
+    answer = step.output if step.status is StepStatus.OK else {"error": step.error}
+    own = step.inputs.get("tool_call_id")
+    return tool_message(answer, step.name, call_id if isinstance(call_id, str) and call_id else own)
+
+
+def said(step: Step) -> Message:
+    """What ``step`` adds to the conversation: a model step its `model_turn`, any other its
+    `tool_result`."""
+    return model_turn(step.output) if step.kind is StepKind.LLM else tool_result(step)
+
+
+def call_of(step: Step) -> dict[str, Any]:
+    """The tool call a tool step answers, in the store's shape (``id`` when it records one)."""
+    call: dict[str, Any] = {}
+    if isinstance(step.inputs.get("tool_call_id"), str):
+        call["id"] = step.inputs["tool_call_id"]
+    call["name"] = step.name
+    call["arguments"] = step.inputs.get("arguments")
+    return call
+
+
+def calls_turn(tools: Sequence[Step]) -> Message:
+    """The model turn that asked for ``tools``' calls, and nothing else."""
+    return {"role": "assistant", "tool_calls": [call_of(step) for step in tools]}
+
+
+def rebuilt(opening: Iterable[Message], steps: Iterable[Step]) -> list[Message]:
+    """``opening`` followed by what ``steps`` said: each model step's turn (one without an output
+    said nothing) and each tool step's result, answering the first call of its name the latest turn
+    made that no result answered yet (its id, else the step's own). Other steps say nothing."""
+    messages = list(opening)
+    pending: list[dict[str, Any]] = []
+    for step in steps:
+        if step.kind is StepKind.LLM and step.output is not None:
+            reply = model_turn(step.output)
+            messages.append(reply)
+            pending = [c for c in reply.get("tool_calls") or [] if isinstance(c, dict)]
+        elif step.kind is StepKind.TOOL:
+            call = next((c for c in pending if c.get("name") == step.name), None)
+            if call is not None:
+                pending.remove(call)
+            messages.append(tool_result(step, (call or {}).get("id")))
+    return messages
