@@ -17,11 +17,15 @@
     └── InterventionError (ValueError)   a fork or plan names a step the run does not have, or an
                                          unknown fault or option
 
-Messages show the offending value; the CLI adds nothing but the exit code.
+Messages show the offending value, and name a setting as the caller gave it (`setting`): the
+keyword a Python caller passes (``swap_model='gpt-4o'``), or, while a command runs, the command
+line's option (``--swap-model gpt-4o``). The library names the concept; the command adds its flag.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +44,8 @@ __all__ = [
     "TraceFormatError",
     "VerifierError",
     "preview",
+    "setting",
+    "settings_as_options",
 ]
 
 
@@ -47,6 +53,37 @@ def preview(value: object, limit: int = 60) -> str:
     """``repr(value)``, cut to ``limit`` characters: how messages show an offending value."""
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+_NO_VALUE: Any = object()
+#: While a command runs: the option of each setting whose option is not its name with dashes
+#: (``swap_from`` is ``--from``); None: settings are named as Python callers pass them.
+_OPTIONS: Mapping[str, str] | None = None
+
+
+def setting(name: str, value: Any = _NO_VALUE, *, quoted: bool = False) -> str:
+    """The setting ``name`` (a keyword: ``swap_model``), with ``value`` if given, as a message names
+    it: ``swap_model='gpt-4o'`` for a Python caller; ``--swap-model gpt-4o`` while a command runs
+    (`settings_as_options`; ``quoted``: the value as its ``repr`` there too)."""
+    if _OPTIONS is None:
+        return name if value is _NO_VALUE else f"{name}={value!r}"
+    option = _OPTIONS.get(name) or "--" + name.replace("_", "-")
+    if value is _NO_VALUE:
+        return option
+    return f"{option} {value!r}" if quoted else f"{option} {value}"
+
+
+@contextmanager
+def settings_as_options(options: Mapping[str, str]) -> Iterator[None]:
+    """While the block runs, messages name settings as the command line's options (``options``:
+    those that are not the setting's name with dashes). Process-wide, so rollouts on other
+    threads speak the same way."""
+    global _OPTIONS
+    before, _OPTIONS = _OPTIONS, dict(options)
+    try:
+        yield
+    finally:
+        _OPTIONS = before
 
 
 class ReplayError(Exception):

@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterator, Sequence
 from enum import Enum
 from typing import TYPE_CHECKING, Any, Protocol
 
-from otel_replay.errors import ReplayError
+from otel_replay.errors import ReplayError, setting
 
 if TYPE_CHECKING:  # the process pool loads when one is made (12 ms of every command's start)
     from concurrent.futures import Future, ProcessPoolExecutor
@@ -248,7 +248,9 @@ def _ray() -> Any:
     try:
         import ray
     except ImportError:
-        raise ReplayError("--executor ray needs Ray: pip install 'otel-replay[ray]'") from None
+        raise ReplayError(
+            f"{setting('executor', 'ray')} needs Ray: pip install 'otel-replay[ray]'"
+        ) from None
     _messages_to_stderr()
     return ray
 
@@ -344,5 +346,8 @@ def executor(
     if kind is ExecutorKind.RAY:
         return RayExecutor(workers, address)
     if address is not None:
-        raise ReplayError(f"--ray-address {address!r} is for --executor ray, not {kind.value}")
+        raise ReplayError(
+            f"{setting('ray_address', address, quoted=True)} is for "
+            f"{setting('executor', 'ray')}, not {kind.value}"
+        )
     return Processes(workers) if kind is ExecutorKind.PROCESS else Threads(workers)

@@ -31,7 +31,7 @@ from otel_replay.attribution._results import (
     percent,
 )
 from otel_replay.attribution._shapley import shapley, shapley_plans
-from otel_replay.errors import AttributionError, VerifierError
+from otel_replay.errors import AttributionError, VerifierError, setting
 from otel_replay.model import StepKind, Trajectory
 from otel_replay.replay import Plan, Rollout, score
 from otel_replay.resamplers import Registry, VerifierFunction, describe
@@ -120,9 +120,9 @@ def attribute(
     if engine.resampler_errors and engine.resampler_errors == engine.resampling:
         raise AttributionError(
             f"every one of the {engine.resampling} rollouts that resampled a step failed on a "
-            "resample function's error "
-            "(--on-resampler-error fail-rollout): nothing was estimated; run with "
-            "--on-resampler-error fail to see the first error"
+            f"resample function's error ({setting('on_resampler_error', 'fail-rollout')}): "
+            f"nothing was estimated; run with {setting('on_resampler_error', 'fail')} to see the "
+            "first error"
         )
     repair, repair_note = None, None
     if config.repair and mode is Mode.FAILURE:
@@ -166,7 +166,8 @@ def _verifier(
     if registry.verifier is None:
         raise VerifierError(
             "no verifier: add a function decorated with @verifier (trajectory -> float, 1.0 = "
-            "success … 0.0 = failure) to your resamplers module, or pass --verifier module:function"
+            "success … 0.0 = failure) to your resamplers module, or pass "
+            f"{setting('verifier', 'module:function')}"
         )
     return registry.verifier
 
@@ -178,13 +179,13 @@ def _check_swap(trajectory: Trajectory, registry: Registry, model: str, start: i
     if not turns:
         after = f" from step {start} on" if start else ""
         raise AttributionError(
-            f"--swap-model {model}: run {trajectory.id} has no model turn{after} to swap"
+            f"{setting('swap_model', model)}: run {trajectory.id} has no model turn{after} to swap"
         )
     if all(registry.lookup(s) is None for s in turns):
         raise AttributionError(
-            f"--swap-model {model} asks the model turns of run {trajectory.id} through the "
-            "model's resample function, and none is registered: register one with "
-            "@resampler('llm'), or use --llm openai"
+            f"{setting('swap_model', model)} asks the model turns of run {trajectory.id} through "
+            "the model's resample function, and none is registered: register one with "
+            f"@resampler('llm'), or use {setting('llm', 'openai')}"
         )
 
 
@@ -200,14 +201,14 @@ def _mode(
     if config.swap_model is not None:
         raise AttributionError(
             f"run {trajectory.id} passed (verifier {describe(verifier)} scored it "
-            f"{factual_score:g}, threshold {config.fail_threshold:g}); --swap-model asks from "
-            f"which step {config.swap_model} would have saved a failed run"
+            f"{factual_score:g}, threshold {config.fail_threshold:g}); {setting('swap_model')} asks "
+            f"from which step {config.swap_model} would have saved a failed run"
         )
     if config.on_success is OnSuccess.ERROR:
         raise AttributionError(
             f"run {trajectory.id} passed (verifier {describe(verifier)} scored it "
             f"{factual_score:g}, threshold {config.fail_threshold:g}); there is no failure to "
-            "attribute. Use --on-success credit to find the step that saved it."
+            f"attribute. Use {setting('on_success', 'credit')} to find the step that saved it."
         )
     return Mode.CREDIT
 

@@ -21,7 +21,7 @@ except ImportError:  # pragma: no cover - older typer
 from otel_replay.cli._attribute import attribute_command
 from otel_replay.cli._blame import blame_command
 from otel_replay.cli._browse import list_command, show_command
-from otel_replay.cli._common import print_error
+from otel_replay.cli._common import OPTIONS_NAMED_OTHERWISE, print_error
 from otel_replay.cli._export import export_command
 from otel_replay.cli._import import import_command
 from otel_replay.cli._live import diff_command, fork_command, record_command, replay_command
@@ -29,6 +29,7 @@ from otel_replay.cli._report import report_app
 from otel_replay.cli._resume import resume_command
 from otel_replay.cli._serve import serve_command
 from otel_replay.cli._ui import ui_command
+from otel_replay.errors import settings_as_options
 
 __all__ = ["app", "main"]
 
@@ -67,6 +68,8 @@ def _everywhere(
     ] = False,
 ) -> None:
     """Import agent traces from OpenTelemetry; replay, fork and attribute their failures."""
+    # the library names settings as Python callers pass them; here, as this command's options
+    ctx.with_resource(settings_as_options(OPTIONS_NAMED_OTHERWISE))
     if store is not None:  # `agent-replay --store S list` as well as `agent-replay list --store S`
         # the commands' own --store reads this variable; it is put back when the command is done
         previous = os.environ.get("AGENT_REPLAY_STORE")

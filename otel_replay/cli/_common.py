@@ -36,6 +36,10 @@ JsonOption = Annotated[
     bool, typer.Option("--json", help="Print JSON for programs instead of tables.")
 ]
 
+#: The settings the library names (`otel_replay.errors.setting`) whose option here is not the
+#: setting's name with dashes.
+OPTIONS_NAMED_OTHERWISE = {"swap_from": "--from", "json_out": "--out"}
+
 # no emoji codes: a path like ``line100.jsonl:100:`` is text, not an emoji
 console = Console(highlight=False, soft_wrap=False, emoji=False)
 err_console = Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from otel_replay.errors import ReplayError
+from otel_replay.errors import ReplayError, setting
 from otel_replay.store import Store, TrajectorySummary
 
 #: The fields ``--where`` reads, and where each comes from.
@@ -51,7 +51,9 @@ def parse_where(text: str) -> Condition:
     """``--where`` as a test of one run; a mistake is an error naming the part not understood."""
     conditions = [_condition(part, text) for part in re.split(r"\s+and\s+", text.strip()) if part]
     if not conditions:
-        raise ReplayError(f"--where {text!r} holds no condition (e.g. 'outcome < 0.5')")
+        raise ReplayError(
+            f"{setting('where', text, quoted=True)} holds no condition (e.g. 'outcome < 0.5')"
+        )
     return lambda summary: all(test(summary) for test in conditions)
 
 
@@ -59,25 +61,32 @@ def _condition(part: str, whole: str) -> Condition:
     found = _CONDITION.fullmatch(part)
     if found is None:
         raise ReplayError(
-            f"--where {whole!r}: cannot read {part!r}; a condition is FIELD OP VALUE, FIELD one of "
+            f"{setting('where', whole, quoted=True)}: cannot read {part!r}; a condition is FIELD OP "
+            "VALUE, FIELD one of "
             f"{', '.join(FIELDS)}, OP one of < <= > >= = != ~ (e.g. 'outcome < 0.5 and steps > 5')"
         )
     field, op, raw = found["field"], found["op"], found["value"].strip("'\"")
     if field not in FIELDS:
-        raise ReplayError(f"--where {whole!r}: no field {field!r}; fields: {', '.join(FIELDS)}")
+        raise ReplayError(
+            f"{setting('where', whole, quoted=True)}: no field {field!r}; fields: "
+            f"{', '.join(FIELDS)}"
+        )
     value: Any = raw
     if op == "~":
         try:
             re.compile(raw)
         except re.error as exc:
             raise ReplayError(
-                f"--where {whole!r}: {raw!r} is not a regular expression ({exc})"
+                f"{setting('where', whole, quoted=True)}: {raw!r} is not a regular expression "
+                f"({exc})"
             ) from None
     elif field in ("outcome", "steps", "start"):
         try:
             value = float(raw)
         except ValueError:
-            raise ReplayError(f"--where {whole!r}: {field} is a number, got {raw!r}") from None
+            raise ReplayError(
+                f"{setting('where', whole, quoted=True)}: {field} is a number, got {raw!r}"
+            ) from None
     read, test = FIELDS[field], _OPERATORS[op]
 
     def matches(summary: TrajectorySummary) -> bool:
@@ -98,7 +107,7 @@ def parse_since(text: str, now_ns: int | None = None) -> int:
         moment = datetime.fromisoformat(text.strip())
     except ValueError:
         raise ReplayError(
-            f"--since {text!r} is neither a date or time (2026-03-14, 2026-03-14T15:00) nor an "
+            f"{setting('since', text, quoted=True)} is neither a date or time (2026-03-14, 2026-03-14T15:00) nor an "
             "age (30m, 24h, 7d)"
         ) from None
     if moment.tzinfo is None:
@@ -128,7 +137,7 @@ class Selection:
     def runs(self, store: Store) -> list[str]:
         """The selected runs' full ids, in order (an id asked for twice counts once)."""
         if self.limit is not None and self.limit < 1:
-            raise ReplayError(f"--limit {self.limit} must be at least 1")
+            raise ReplayError(f"{setting('limit', self.limit)} must be at least 1")
         tests: list[Condition] = []
         if self.where is not None:
             tests.append(parse_where(self.where))

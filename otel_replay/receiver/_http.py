@@ -25,7 +25,7 @@ import orjson
 from google.protobuf.json_format import MessageToJson
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
-from otel_replay.errors import ReplayError, TraceFormatError
+from otel_replay.errors import ReplayError, TraceFormatError, setting
 from otel_replay.importers import spans_of_request
 from otel_replay.ingest import Ingested
 from otel_replay.receiver._intake import Intake, Stored, untraced_id
@@ -70,7 +70,7 @@ class Receiver:
         except OSError as exc:
             raise ReplayError(
                 f"cannot listen on {host}:{port}: {exc.strerror or exc} (is another receiver or a "
-                "Collector there? --port picks another)"
+                f"Collector there? {setting('port')} picks another)"
             ) from None
         self._server.receiver = self
         self.max_body_bytes = max_body_bytes
@@ -171,7 +171,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._discard(length, limit)
             raise _Refused(
                 HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
-                f"a body of {length} bytes is over the limit of {limit} (--max-body-bytes)",
+                f"a body of {length} bytes is over the limit of {limit} "
+                f"({setting('max_body_bytes')})",
             )
         raw = self.rfile.read(length)
         encoding = self.headers.get("Content-Encoding", "identity").strip().lower()
@@ -190,7 +191,7 @@ class _Handler(BaseHTTPRequestHandler):
         if len(body) > limit or inflater.unconsumed_tail:
             raise _Refused(
                 HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
-                f"the body inflates past the limit of {limit} bytes (--max-body-bytes)",
+                f"the body inflates past the limit of {limit} bytes ({setting('max_body_bytes')})",
             )
         return body
 

@@ -14,7 +14,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from otel_replay.errors import CanonicalJSONError, InterventionError, RolloutError, VerifierError
+from otel_replay.errors import (
+    CanonicalJSONError,
+    InterventionError,
+    RolloutError,
+    VerifierError,
+    setting,
+)
 from otel_replay.hashing import check_json_value
 from otel_replay.model import Step, StepKind, StepStatus, Trajectory
 from otel_replay.replay._patch import apply_patch
@@ -86,7 +92,7 @@ def rollout(
         if intervention.action is Action.EDIT:
             if registration is None:
                 raise InterventionError(
-                    f"--edit re-runs step {step.index} ({step.kind.value} {step.name!r}) on the "
+                    f"{setting('edit')} re-runs step {step.index} ({step.kind.value} {step.name!r}) on the "
                     "edited inputs through its resample function, and it has none"
                 )
             step = standing_in(recorded, apply_patch(step.inputs, intervention.output))

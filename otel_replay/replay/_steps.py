@@ -29,7 +29,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from otel_replay.errors import CanonicalJSONError, ReplayError, RolloutError
+from otel_replay.errors import CanonicalJSONError, ReplayError, RolloutError, setting
 from otel_replay.model import Step, StepKind, StepStatus, Trajectory
 from otel_replay.replay._current import outside_the_agent, remember_fatal
 from otel_replay.replay._plan import Plan
@@ -390,7 +390,7 @@ class AgentContext:
                 raise self._fatal(
                     CanonicalJSONError(
                         f"step {index} ({kind.value} {name!r}): {exc}; return plain JSON values, "
-                        "or record with --lax to store a lossy copy"
+                        f"or record with {setting('lax')} to store a lossy copy"
                     )
                 ) from None
         self.ledger.lossy.append(index)

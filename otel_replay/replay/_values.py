@@ -10,7 +10,7 @@ from typing import Any
 
 import orjson
 
-from otel_replay.errors import CanonicalJSONError, ReplayError
+from otel_replay.errors import CanonicalJSONError, ReplayError, setting
 from otel_replay.hashing import check_json_value
 
 REDACTED = "[REDACTED]"
@@ -25,7 +25,7 @@ class Redactor:
             self._patterns = [re.compile(p) for p in patterns]
         except re.error as exc:
             raise ReplayError(
-                f"--redact {exc.pattern!r} is not a regular expression: {exc}"
+                f"{setting('redact', exc.pattern, quoted=True)} is not a regular expression: {exc}"
             ) from None
 
     def __call__(self, value: Any) -> Any:

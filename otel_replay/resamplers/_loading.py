@@ -16,7 +16,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from otel_replay.errors import PluginLoadError, ReplayError
+from otel_replay.errors import PluginLoadError, ReplayError, setting
 from otel_replay.resamplers._openai import ChatModelOptions
 from otel_replay.resamplers._registry import USER_MODULE_PREFIX, Registry
 from otel_replay.resamplers._verifiers import answer_verifier
@@ -62,8 +62,9 @@ class UserCode:
         answer = self.success_if is not None or self.fail_if is not None
         if answer and self.verifier is not None:
             raise PluginLoadError(
-                f"--verifier {self.verifier!r} and --success-if/--fail-if both say how to score a "
-                "run; give one of them"
+                f"{setting('verifier', self.verifier, quoted=True)} and "
+                f"{setting('success_if')}/{setting('fail_if')} both say how to score a run; give "
+                "one of them"
             )
         registry = load_registry(
             self.resamplers, entry_points=self.entry_points, verifier=self.verifier

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from otel_replay.errors import PluginLoadError
+from otel_replay.errors import PluginLoadError, setting
 from otel_replay.messages import conversation, message_text
 from otel_replay.model import Step, StepKind, Trajectory
 from otel_replay.resamplers._context import RolloutContext
@@ -70,7 +70,8 @@ class OpenAIChatModel:
             import openai
         except ImportError:
             raise PluginLoadError(
-                "--llm openai needs the openai client: pip install 'otel-replay[openai]'"
+                f"{setting('llm', 'openai')} needs the openai client: pip install "
+                "'otel-replay[openai]'"
             ) from None
         self._errors = (openai.APIStatusError, openai.APIConnectionError)
         self.options = options

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from otel_replay.errors import RegistrationError
+from otel_replay.errors import RegistrationError, setting
 from otel_replay.model import Trajectory
 
 
@@ -18,9 +18,12 @@ class AnswerVerifier:
 
     def __init__(self, success_if: str | None, fail_if: str | None) -> None:
         if success_if is None and fail_if is None:
-            raise RegistrationError("an answer verifier needs --success-if or --fail-if (or both)")
-        self._success = _compiled(success_if, "--success-if")
-        self._failure = _compiled(fail_if, "--fail-if")
+            raise RegistrationError(
+                f"an answer verifier needs {setting('success_if')} or {setting('fail_if')} (or "
+                "both)"
+            )
+        self._success = _compiled(success_if, "success_if")
+        self._failure = _compiled(fail_if, "fail_if")
         tests = [f"success_if({success_if!r})"] if success_if is not None else []
         tests += [f"fail_if({fail_if!r})"] if fail_if is not None else []
         self.__qualname__ = " and ".join(tests)
@@ -43,12 +46,12 @@ def answer_verifier(success_if: str | None = None, fail_if: str | None = None) -
     return AnswerVerifier(success_if, fail_if)
 
 
-def _compiled(pattern: str | None, option: str) -> re.Pattern[str] | None:
+def _compiled(pattern: str | None, name: str) -> re.Pattern[str] | None:
     if pattern is None:
         return None
     try:
         return re.compile(pattern)
     except re.error as exc:
         raise RegistrationError(
-            f"{option} {pattern!r} is not a regular expression: {exc}"
+            f"{setting(name, pattern, quoted=True)} is not a regular expression: {exc}"
         ) from None

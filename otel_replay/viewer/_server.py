@@ -28,7 +28,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from otel_replay.errors import NotFoundError, ReplayError
+from otel_replay.errors import NotFoundError, ReplayError, setting
 from otel_replay.store import Store
 from otel_replay.viewer._compare import diff_page
 from otel_replay.viewer._pages import error_page, report_page, run_list_page, run_page
@@ -117,7 +117,7 @@ class Viewer:
         except OSError as exc:
             raise ReplayError(
                 f"cannot listen on {host}:{port}: {exc.strerror or exc} (is another viewer "
-                "there? --port picks another, 0 a free one)"
+                f"there? {setting('port')} picks another, 0 a free one)"
             ) from None
         self._server.viewer = self
         self.on_error = on_error

@@ -175,7 +175,7 @@ def test_ctx_history_skips_removed_steps() -> None:
 
 
 def test_a_passing_run_is_an_error_by_default() -> None:
-    with pytest.raises(AttributionError, match="--on-success credit") as caught:
+    with pytest.raises(AttributionError, match="on_success='credit'") as caught:
         attribute(
             _passing(), CHAIN.registry(), AttributionConfig(strategy=Strategy.SWEEP, rollouts=10)
         )
