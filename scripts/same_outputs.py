@@ -27,13 +27,20 @@ VOLATILE = [
     (re.compile(rb'_unix_nano": ?[0-9]+'), b'_unix_nano": 0'),
     (re.compile(rb"step executions, [0-9.]+ s"), b"step executions, 0 s"),
 ]
-FRESH_IDS = re.compile(rb"\b[0-9a-f]{32}\b|\b[0-9a-f]{16}\b")
+FRESH_IDS = re.compile(rb"\b[0-9a-f]{32}\b|\b[0-9a-f]{24}\b|\b[0-9a-f]{16}\b")
 
 ROOT = Path(__file__).resolve().parent.parent
 TOOLS = str(ROOT / "examples" / "incident" / "tools.py")
 AGENT = str(ROOT / "examples" / "incident" / "agent.py")
 # one folder per checkout, so two checkouts can be compared at once
 WORK = Path("/tmp") / f"agent-replay-same-outputs-{hashlib.sha256(bytes(ROOT)).hexdigest()[:8]}"
+
+# the id of the run the command `record` made, wherever a later command names it
+RECORDED = "{recorded}"
+WITH_TOOLS = ["--resamplers", TOOLS, "--json"]
+FORK_TOOL = ["fork", "e88b7591", "--at", "3", *WITH_TOOLS]
+FORK_RECORDED = ["fork", RECORDED, "--at", "3", "--agent", f"{AGENT}:investigate", "--json"]
+EDIT_SERVICE = '[{"op": "replace", "path": "/arguments/service", "value": "payments"}]'
 
 # (name, arguments, file the command writes or None)
 COMMANDS: list[tuple[str, list[str], str | None]] = [
@@ -113,6 +120,80 @@ COMMANDS: list[tuple[str, list[str], str | None]] = [
     ),
     ("bad-id", ["show", "nosuchrun"], None),
     ("bad-resamplers", ["attribute", "ef2843ff", "--resamplers", "nosuch.py"], None),
+    # every move of `fork`, its rules' messages, and the built-in agent it chooses
+    ("fork-observe", ["fork", "e88b7591", "--at", "3", "--observe", "[]", *WITH_TOOLS], None),
+    ("fork-observe-error", [*FORK_TOOL, "--observe-error", "reset", "--driver", "trace"], None),
+    ("fork-fault", ["fork", "e88b7591", "--at", "3", "--fault", "timeout", *WITH_TOOLS], None),
+    ("fork-fault-text", [*FORK_TOOL[:-1], "--fault", "truncate"], None),
+    ("fork-do-tool", [*FORK_TOOL, "--do", '{"arguments": {"service": "payments"}}'], None),
+    (
+        "fork-do-turn",
+        ["fork", "e88b7591", "--at", "2", "--do", '{"role": "assistant", "content": "done"}'],
+        None,
+    ),
+    ("fork-edit", [*FORK_TOOL, "--edit", EDIT_SERVICE], None),
+    (
+        "fork-swap-model",
+        ["fork", "e88b7591", "--at", "1", "--swap-model", "other", *WITH_TOOLS],
+        None,
+    ),
+    (
+        "fork-chat-driver",
+        ["fork", "incident-fail", "--at", "3", "--output", "[]", "--driver", "chat"],
+        None,
+    ),
+    ("fork-no-move", ["fork", "e88b7591", "--at", "3"], None),
+    (
+        "fork-two-moves",
+        ["fork", "e88b7591", "--at", "3", "--observe", "[]", "--fault", "error"],
+        None,
+    ),
+    ("fork-bad-at", ["fork", "e88b7591", "--at", "9", "--observe", "nojson"], None),
+    ("fork-observe-turn", ["fork", "e88b7591", "--at", "2", "--observe", "nojson"], None),
+    ("fork-bad-json", ["fork", "e88b7591", "--at", "3", "--output", "nojson"], None),
+    (
+        "fork-bad-edit",
+        ["fork", "e88b7591", "--at", "3", "--edit", '[{"op": "remove", "path": "/x"}]'],
+        None,
+    ),
+    ("fork-do-shape", ["fork", "e88b7591", "--at", "3", "--do", '{"args": {}}'], None),
+    ("fork-do-not-object", ["fork", "e88b7591", "--at", "3", "--do", '{"arguments": 5}'], None),
+    (
+        "fork-do-trace",
+        ["fork", "e88b7591", "--at", "3", "--do", '{"arguments": {}}', "--driver", "trace"],
+        None,
+    ),
+    ("fork-bad-fault", ["fork", "e88b7591", "--at", "3", "--fault", "nosuch"], None),
+    (
+        "fork-max-turns",
+        ["fork", "e88b7591", "--at", "3", "--observe", "[]", "--max-turns", "0"],
+        None,
+    ),
+    (
+        "fork-bad-agent",
+        ["fork", "e88b7591", "--at", "3", "--observe", "[]", "--agent", "nosuch:f"],
+        None,
+    ),
+    (
+        "replay-agent-json",
+        ["replay", "e88b7591", "--agent", f"{AGENT}:investigate", "--json"],
+        None,
+    ),
+    ("replay-agent", ["replay", "e88b7591", "--agent", f"{AGENT}:investigate"], None),
+    ("diff-runs-json", ["diff", "e88b7591", "incident-pass", "--json"], None),
+    ("resume-finished", ["resume", "ef2843ff", "--resamplers", TOOLS], None),
+    # the run `record` made (its id is fresh each time, so ids are digested as ID)
+    (
+        "fork-agent-observe",
+        [*FORK_RECORDED, "--observe", "[]", "--verifier", f"{AGENT}:outcome"],
+        None,
+    ),
+    ("fork-agent-fault", [*FORK_RECORDED, "--fault", "timeout"], None),
+    ("fork-agent-do", [*FORK_RECORDED, "--do", '{"arguments": {"service": "payments"}}'], None),
+    ("fork-agent-edit", [*FORK_RECORDED, "--edit", EDIT_SERVICE], None),
+    ("replay-recorded", ["replay", RECORDED, "--agent", f"{AGENT}:investigate", "--json"], None),
+    ("resume-recorded", ["resume", RECORDED, "--agent", f"{AGENT}:investigate"], None),
+    ("diff-recorded-json", ["diff", RECORDED, "e88b7591", "--json"], None),
 ]
 
 
@@ -123,10 +204,15 @@ def run_all() -> dict[str, str]:
     env.pop("AGENT_REPLAY_STORE", None)
     command = [str(Path(sys.executable).parent / "agent-replay")]
     digests = {}
+    recorded = RECORDED
     for name, arguments, written in COMMANDS:
+        fresh = name == "record" or RECORDED in arguments
+        arguments = [recorded if a == RECORDED else a for a in arguments]
         done = subprocess.run(
             [*command, *arguments], cwd=WORK, env=env, capture_output=True, timeout=600
         )
+        if name == "record":
+            recorded = json.loads(done.stdout)["id"]
         parts = [done.stdout, done.stderr, str(done.returncode).encode()]
         if written is not None:
             parts.append((WORK / written).read_bytes())
@@ -134,7 +220,7 @@ def run_all() -> dict[str, str]:
         for part in parts:
             for pattern, fixed in VOLATILE:
                 part = pattern.sub(fixed, part)
-            if name == "record":
+            if fresh:
                 part = FRESH_IDS.sub(b"ID", part)
             whole.update(hashlib.sha256(part).digest())
         digests[name] = whole.hexdigest()[:16]
