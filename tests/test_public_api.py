@@ -66,6 +66,7 @@ LAZY_PACKAGES = [
     "otel_replay.importers",
     "otel_replay.attribution",
     "otel_replay.replay",
+    "otel_replay.report",
     "otel_replay.resamplers",
 ]
 

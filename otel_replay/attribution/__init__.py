@@ -22,7 +22,6 @@ if TYPE_CHECKING:
     from otel_replay.attribution._config import (
         MAX_PERMUTATIONS,
         AttributionConfig,
-        Driver,
         Method,
         OnResamplerError,
         OnSuccess,
@@ -59,6 +58,7 @@ if TYPE_CHECKING:
         planned_cost_stored,
     )
     from otel_replay.attribution._stats import BOOTSTRAP, WILSON, wilson
+    from otel_replay.replay import Driver  # replay's choice, re-exported where it always was
 
 __all__ = [
     "BOOTSTRAP",

@@ -11,6 +11,7 @@ from typing import Any
 from otel_replay.errors import AttributionError
 from otel_replay.hashing import canonical_json, digest
 from otel_replay.model import FAIL_THRESHOLD
+from otel_replay.replay import Driver
 from otel_replay.resamplers import UserCode
 
 
@@ -18,14 +19,6 @@ class Method(str, Enum):
     CONTRASTIVE = "contrastive"
     SHAPLEY = "shapley"
     ALL = "all"
-
-
-class Driver(str, Enum):
-    """How rollouts are made when no live agent is given."""
-
-    AUTO = "auto"  # the chat loop when the record is a tool-calling chat, else the walk
-    TRACE = "trace"  # walk the recorded steps in their recorded order
-    CHAT = "chat"  # re-drive a tool-calling run as its loop (a turn's calls decide the next steps)
 
 
 #: How many Shapley permutations a ``shapley_se`` target may add up to (or ``permutations``, when

@@ -15,7 +15,7 @@ from functools import partial
 from typing import Any
 
 from otel_replay.attribution._api import attribute
-from otel_replay.attribution._config import AttributionConfig, Driver
+from otel_replay.attribution._config import AttributionConfig
 from otel_replay.attribution._cost import PlannedCost, planned_cost
 from otel_replay.attribution._engine import Progress, Spending
 from otel_replay.attribution._results import AttributionResult
@@ -23,6 +23,7 @@ from otel_replay.errors import AttributionError, RolloutError
 from otel_replay.executors import ExecutorKind, Processes, RayExecutor, Threads
 from otel_replay.model import StepKind, Trajectory
 from otel_replay.replay import (
+    Driver,
     Plan,
     Rollout,
     TraceDriver,

@@ -1,4 +1,5 @@
-"""What every command shares: the ``--store`` option, opening the store, rendering user errors."""
+"""What every command shares: the ``--store`` option, opening the store, rendering user errors, the
+agent options."""
 
 from __future__ import annotations
 
@@ -34,6 +35,15 @@ StoreOption = Annotated[
 ]
 JsonOption = Annotated[
     bool, typer.Option("--json", help="Print JSON for programs instead of tables.")
+]
+InstrumentOption = Annotated[
+    str | None,
+    typer.Option(
+        "--instrument",
+        metavar="SDKS",
+        help="Record the model calls of an agent not written for agent-replay, through these "
+        "SDKs (openai): its function is then called without ctx.",
+    ),
 ]
 
 #: The settings the library names (`otel_replay.errors.setting`) whose option here is not the
@@ -135,6 +145,17 @@ def refuse_store(path: Path, store: Path) -> None:
     target = path.resolve()
     if target in {store.resolve(), Path(f"{store.resolve()}-wal"), Path(f"{store.resolve()}-shm")}:
         raise ReplayError(f"{path} is the store being read ({store}); write the output elsewhere")
+
+
+def load_agent(spec: str, instrument: str | None = None) -> Any:
+    """The ``--agent`` function, with ``--instrument``'s SDKs patched first."""
+    from otel_replay.resamplers import load_object
+
+    if instrument:
+        from otel_replay.replay import instrument as patch
+
+        patch(*(name.strip() for name in instrument.split(",") if name.strip()))
+    return load_object(spec, "--agent")
 
 
 def print_json(value: Any) -> None:

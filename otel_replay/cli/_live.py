@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -10,11 +9,12 @@ import orjson
 import typer
 from rich.table import Table
 
-from otel_replay.attribution import Driver
 from otel_replay.cli._common import (
+    InstrumentOption,
     JsonOption,
     StoreOption,
     console,
+    load_agent,
     open_store,
     plural,
     print_error,
@@ -27,12 +27,11 @@ from otel_replay.cli._common import (
 )
 from otel_replay.errors import ReplayError
 from otel_replay.model import Step, StepKind, Trajectory
-from otel_replay.replay import FAULTS
+from otel_replay.replay import FAULTS, Driver
 from otel_replay.resamplers import ModelSource, Registry, load_object, load_registry
-from otel_replay.store import Store
 
 if TYPE_CHECKING:
-    from otel_replay.replay import Intervention, Replay, TrajectoryDiff
+    from otel_replay.replay import Move, Replay, TrajectoryDiff
 
 # Each command imports the part of the library it runs when it runs: `--help` and `list` load none.
 
@@ -49,25 +48,6 @@ def _json_option(text: str | None, option: str) -> Any:
         return orjson.loads(text)
     except orjson.JSONDecodeError as exc:
         raise ReplayError(f"{option} {text!r} is not JSON: {exc.msg}") from None
-
-
-InstrumentOption = Annotated[
-    str | None,
-    typer.Option(
-        "--instrument",
-        metavar="SDKS",
-        help="Record the model calls of an agent not written for agent-replay, through these "
-        "SDKs (openai): its function is then called without ctx.",
-    ),
-]
-
-
-def load_agent(spec: str, instrument: str | None = None) -> Any:
-    if instrument:
-        from otel_replay.replay import instrument as patch
-
-        patch(*(name.strip() for name in instrument.split(",") if name.strip()))
-    return load_object(spec, "--agent")
 
 
 def record_command(
@@ -111,7 +91,7 @@ def record_command(
     """Run an agent live, store the recorded trajectory, print its id. Each step is stored as it
     completes: a run killed half-way is kept up to its last whole step (`resume` continues it)."""
     from otel_replay.otlp_encode import request_to_otlp_json
-    from otel_replay.replay import record
+    from otel_replay.replay import DurableLedger, record
 
     with user_errors():
         function = load_agent(agent, instrument)
@@ -135,55 +115,19 @@ def record_command(
             write_output(
                 otlp_out, orjson.dumps(request_to_otlp_json(recording.spans.request)) + b"\n"
             )
-    _print_recorded(trajectory, recording.error, json)
+    if json:
+        from otel_replay.report import recorded_record
+
+        print_json(recorded_record(recording))
+    else:
+        _print_recorded(trajectory)
     if recording.error:  # stored (a crash is evidence), but the run did not finish
         print_error(f"the agent raised {recording.error}; recorded up to there")
         raise typer.Exit(1)
 
 
-class DurableLedger:
-    """A recording's run so far, kept in the store after each step (one transaction each), and
-    replaced by the finished run at the end. Used in ``with``: a recording stopped by a mistake of
-    the user's (an output that is not JSON, a missing resample function) takes its partial run
-    away again, so the store is as it was; only a killed process leaves one."""
-
-    def __init__(self, db: Store) -> None:
-        self.db = db
-        self.partial: str | None = None
-
-    def __enter__(self) -> DurableLedger:
-        return self
-
-    def __exit__(self, kind: type[BaseException] | None, *rest: object) -> None:
-        if kind is not None and issubclass(kind, ReplayError) and self.partial is not None:
-            self.db.delete(self.partial)
-
-    def keep(self, run: Trajectory) -> None:
-        self.db.put(run)
-        self.partial = run.id
-
-    def finish(self, run: Trajectory) -> None:
-        with self.db.transaction():
-            self.db.put(run)
-            if self.partial is not None and self.partial != run.id:
-                self.db.delete(self.partial)
-        self.partial = None
-
-
-def _print_recorded(trajectory: Trajectory, error: str | None, json: bool) -> None:
-    lossy = trajectory.metadata.get("lossy_steps", [])
-    if json:
-        print_json(
-            {
-                "id": trajectory.id,
-                "steps": len(trajectory.steps),
-                "outcome": trajectory.outcome,
-                "error": error,
-                "lossy_steps": lossy,
-            }
-        )
-        return
-    for index in lossy:
+def _print_recorded(trajectory: Trajectory) -> None:
+    for index in trajectory.metadata.get("lossy_steps", []):
         console.print(
             f"[yellow]warning: step {index}'s output was not JSON; stored a lossy copy[/]"
         )
@@ -214,7 +158,7 @@ def replay_command(
     store: StoreOption = None,
 ) -> None:
     """Re-run an agent with its recorded outputs served and check it does exactly the same."""
-    from otel_replay.replay import replay
+    from otel_replay.replay import chat_loop, replay
 
     with user_errors():
         function = load_agent(agent, instrument) if agent else None
@@ -222,28 +166,13 @@ def replay_command(
             original = db.get(trajectory_id)
         result = replay(original, function or chat_loop(original), live_kinds=live or ())
     if json:
-        print_json(_replay_record(result))
+        from otel_replay.report import replay_record
+
+        print_json(replay_record(result))
     else:
         _print_replay(result)
     if not result.identical:
         raise typer.Exit(1)
-
-
-def _replay_record(result: Replay) -> dict[str, Any]:
-    return {
-        "id": result.original.id,
-        "identical": result.identical,
-        "steps": len(result.original.steps),
-        "replayed_steps": len(result.trajectory.steps),
-        "final_hash": result.original.final_hash,
-        "nondeterminism": None if result.nondeterminism is None else str(result.nondeterminism),
-        "nondeterminism_step": None
-        if result.nondeterminism is None
-        else result.nondeterminism.step_index,
-        "ending": result.ending,
-        "recorded": "seed" in result.original.metadata,
-        "diff": None if result.diff.identical else _diff_record(result.diff),
-    }
 
 
 def _print_replay(result: Replay) -> None:
@@ -355,38 +284,68 @@ def fork_command(
     store: StoreOption = None,
 ) -> None:
     """Hold the steps before --at, change it (--do, --observe, --fault), continue, store the fork."""
-    from otel_replay.replay import diff, fork
+    from otel_replay.replay import built_in_agent, diff, fork_injection, injection
 
     with user_errors():
         with open_store(store, write=True) as db:
             original = db.get(trajectory_id)
-            moves = (output, do, observe, observe_error, edit, fault_name, swap_model)
-            where, intervention = _injection(original, at, *moves)
+            move = _move(output, do, observe, observe_error, edit, fault_name, swap_model)
+            injected = injection(original, at, move)
             runner = (
-                load_agent(agent, instrument) if agent else _driven(original, driver, max_turns)
+                load_agent(agent, instrument)
+                if agent
+                else built_in_agent(original, driver, max_turns)
             )
-            if where != at and runner is None:
-                raise ReplayError(
-                    "--do on a tool step asks the model's call anew: it needs --agent, or a "
-                    "tool-calling run re-driven as its loop (not --driver trace)"
-                )
-            forked = fork(
+            injected.check_agent(runner)  # before the resample functions load
+            forked = fork_injection(
                 original,
-                where,
-                intervention,
+                injected,
                 agent=runner,
                 registry=_fork_registry(resamplers, llm, llm_base_url, llm_temperature),
                 outcome=load_object(outcome, "--verifier") if outcome else None,
                 seed=seed,
             )
-            if where != at:  # the tool step whose call the model turn at `where` now makes anew
-                forked = dataclasses.replace(forked, metadata={**forked.metadata, "do_step": at})
             db.put_all([forked])
     result = diff(original, forked)
     if json:
-        print_json({"id": forked.id, "diff": _diff_record(result)})
+        from otel_replay.report import fork_record
+
+        print_json(fork_record(forked, result))
     else:
         _print_fork(forked, result)
+
+
+def _move(
+    output: str | None,
+    do: str | None,
+    observe: str | None,
+    observe_error: str | None,
+    edit: str | None,
+    fault_name: str | None,
+    swap_model: str | None,
+) -> Move:
+    """The one move the options ask for."""
+    from otel_replay.replay import Move, MoveKind
+
+    given = [
+        (kind, text)
+        for kind, text in (
+            (MoveKind.OUTPUT, output),
+            (MoveKind.DO, do),
+            (MoveKind.OBSERVE, observe),
+            (MoveKind.OBSERVE_ERROR, observe_error),
+            (MoveKind.EDIT, edit),
+            (MoveKind.FAULT, fault_name),
+            (MoveKind.SWAP_MODEL, swap_model),
+        )
+        if text is not None
+    ]
+    if len(given) != 1:
+        raise ReplayError(
+            "give exactly one of --do, --observe, --observe-error, --edit, --swap-model, "
+            "--output, --fault"
+        )
+    return Move.parse(*given[0])
 
 
 def _fork_registry(
@@ -405,85 +364,6 @@ def _fork_registry(
             StepKind.LLM, OpenAIChatModel(ChatModelOptions(base_url, None, temperature))
         )
     return registry
-
-
-def chat_loop(original: Trajectory, max_turns: int | None = None, goes_on: bool = False) -> Any:
-    from otel_replay.replay import chat_agent, chat_record
-
-    if max_turns is not None and max_turns < 1:
-        raise ReplayError(f"--max-turns {max_turns} must be at least 1")
-    record = chat_record(original, max_turns)
-    if record is None:
-        raise ReplayError(
-            f"{original.id} is not a tool-calling chat (model steps with messages whose turns ask "
-            "for the tool steps that follow them); give the agent that ran it: --agent module:function"
-        )
-    return chat_agent(record, goes_on)
-
-
-def _driven(original: Trajectory, driver: Driver, max_turns: int | None) -> Any:
-    """The built-in agent for ``--driver chat`` (and ``auto`` on a tool-calling chat), else None
-    (the record is walked)."""
-    from otel_replay.replay import chat_record
-
-    if driver is Driver.CHAT or (driver is Driver.AUTO and chat_record(original) is not None):
-        return chat_loop(original, max_turns)
-    return None
-
-
-def _injection(
-    original: Trajectory,
-    at: int,
-    output: str | None,
-    do: str | None,
-    observe: str | None,
-    observe_error: str | None,
-    edit: str | None,
-    fault_name: str | None,
-    swap_model: str | None,
-) -> tuple[int, Intervention]:
-    """What the move asked for at step ``at`` comes down to: the step the plan changes (for
-    ``--do`` on a tool step, the model turn that asked for it) and the intervention there."""
-    from otel_replay.replay import Intervention, apply_patch, fault, rewritten_call
-
-    moves = (output, do, observe, observe_error, edit, fault_name, swap_model)
-    if sum(m is not None for m in moves) != 1:
-        raise ReplayError(
-            "give exactly one of --do, --observe, --observe-error, --edit, --swap-model, "
-            "--output, --fault"
-        )
-    if not 0 <= at < len(original.steps):
-        raise ReplayError(f"--at {at}: {original.id} has steps 0..{len(original.steps) - 1}")
-    if swap_model is not None:
-        return at, Intervention.swap_model(swap_model)
-    if edit is not None:
-        patch = _json_option(edit, "--edit")
-        apply_patch(original.steps[at].inputs, patch)  # a patch that does not apply: say so now
-        return at, Intervention.edit(patch)
-    turn = original.steps[at].kind is StepKind.LLM
-    named = "--output" if output is not None else "--do" if do is not None else "--observe"
-    if output is not None:  # the alias: a model turn's output is its action
-        do, observe = (output, None) if turn else (None, output)
-    if turn and (observe is not None or observe_error is not None):
-        raise ReplayError(
-            f"step {at} is a model turn: its output is the agent's action, so it is changed "
-            "with --do, not --observe"
-        )
-    if do is not None:
-        value = _json_option(do, named)
-        if turn:
-            return at, Intervention.do(value)
-        arguments = value.get("arguments") if isinstance(value, dict) else None
-        if set(value if isinstance(value, dict) else ()) != {"arguments"}:
-            raise ReplayError(f'--do on tool step {at} takes {{"arguments": {{...}}}}, got {do}')
-        where, patched = rewritten_call(original, at, arguments)
-        return where, Intervention.do(patched)
-    if observe is not None or observe_error is not None:
-        return at, Intervention.observe(
-            None if observe is None else _json_option(observe, named), observe_error
-        )
-    made = fault(fault_name or "", original.steps[at].output)
-    return at, dataclasses.replace(made, move="observe")
 
 
 def _print_fork(forked: Trajectory, result: TrajectoryDiff) -> None:
@@ -512,40 +392,15 @@ def diff_command(
     with user_errors(), open_store(store) as db:
         result = diff(db.get(left), db.get(right))
     if json:
-        print_json(_diff_record(result))
+        from otel_replay.report import diff_record
+
+        print_json(diff_record(result))
     else:
         _print_diff(result)
 
 
 def _outcome(trajectory: Trajectory) -> str:
     return "unknown" if trajectory.outcome is None else f"{trajectory.outcome:g}"
-
-
-def _diff_record(result: TrajectoryDiff) -> dict[str, Any]:
-    a, b = result.step_pair()
-    return {
-        "left": {
-            "id": result.left.id,
-            "steps": len(result.left.steps),
-            "outcome": result.left.outcome,
-        },
-        "right": {
-            "id": result.right.id,
-            "steps": len(result.right.steps),
-            "outcome": result.right.outcome,
-        },
-        "identical": result.identical,
-        "common_prefix": result.common,
-        "first_divergence": result.divergence,
-        "differences": list(result.differences),
-        "change": result.change,
-        "left_step": a.to_record() if a else None,
-        "right_step": b.to_record() if b else None,
-        "structure": [
-            {"only_in": o.side, "steps": [o.start, o.stop - 1], "operations": list(o.operations)}
-            for o in result.structure
-        ],
-    }
 
 
 def _print_diff(result: TrajectoryDiff) -> None:

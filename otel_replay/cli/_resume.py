@@ -7,9 +7,11 @@ from typing import Annotated
 import typer
 
 from otel_replay.cli._common import (
+    InstrumentOption,
     JsonOption,
     StoreOption,
     console,
+    load_agent,
     open_store,
     plural,
     print_error,
@@ -17,7 +19,6 @@ from otel_replay.cli._common import (
     shown,
     user_errors,
 )
-from otel_replay.cli._live import DurableLedger, InstrumentOption, chat_loop, load_agent
 from otel_replay.resamplers import load_object, load_registry
 
 
@@ -46,7 +47,7 @@ def resume_command(
     """Continue a run that ended early (killed, or its agent raised): its recorded steps are
     served, nothing of them runs again, and the agent goes on live from there. Stores the result
     as a new run linked to the original."""
-    from otel_replay.replay import resume
+    from otel_replay.replay import DurableLedger, chat_loop, resume
 
     with user_errors():
         registry = load_registry(resamplers or ())
@@ -55,17 +56,19 @@ def resume_command(
             original = db.get(trajectory_id)
             function = load_agent(agent, instrument) if agent else chat_loop(original, goes_on=True)
             done = resume(
-                original, function, registry=registry, outcome=scorer, ledger=ledger.keep,
+                original,
+                function,
+                registry=registry,
+                outcome=scorer,
+                ledger=ledger.keep,
                 agent_spec=agent or "",
-            )  # fmt: skip
+            )
             ledger.finish(done.trajectory)
     run = done.trajectory
     if json:
-        print_json(
-            {"id": run.id, "resumed_from": original.id, "frontier": done.frontier,
-             "served": done.served, "steps": len(run.steps), "outcome": run.outcome,
-             "error": done.error}
-        )  # fmt: skip
+        from otel_replay.report import resumed_record
+
+        print_json(resumed_record(original, done))
     else:
         console.print(
             f"resumed {shown(original.id)} from step {done.frontier} as {shown(run.id)}: "

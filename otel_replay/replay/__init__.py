@@ -10,10 +10,13 @@ from typing import TYPE_CHECKING
 from otel_replay._lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from otel_replay.replay._builtin import built_in_agent, chat_loop
     from otel_replay.replay._cassette import ReplayContext
     from otel_replay.replay._chat import ChatRecord, chat_agent, chat_driver, chat_record
     from otel_replay.replay._decorators import step, tool
     from otel_replay.replay._diff import TrajectoryDiff, diff, step_differences
+    from otel_replay.replay._drivers import Driver
+    from otel_replay.replay._durable import DurableLedger
     from otel_replay.replay._faults import FAULTS, fault
     from otel_replay.replay._instrument import instrument, uninstrument
     from otel_replay.replay._live import (
@@ -29,7 +32,15 @@ if TYPE_CHECKING:
         replay,
         resume,
     )
-    from otel_replay.replay._moves import rewritten_call
+    from otel_replay.replay._moves import (
+        Injection,
+        Move,
+        MoveKind,
+        fork_injection,
+        fork_move,
+        injection,
+        rewritten_call,
+    )
     from otel_replay.replay._patch import apply_patch
     from otel_replay.replay._plan import HOLD, REMOVE, RESAMPLE, Action, Intervention, Plan
     from otel_replay.replay._rollout import Rollout, TraceDriver, registrations, rollout, score
@@ -45,8 +56,13 @@ __all__ = [
     "Action",
     "AgentContext",
     "ChatRecord",
+    "Driver",
+    "DurableLedger",
+    "Injection",
     "Intervention",
     "Ledger",
+    "Move",
+    "MoveKind",
     "Plan",
     "Recording",
     "RecordingContext",
@@ -59,8 +75,10 @@ __all__ = [
     "TrajectoryDiff",
     "agent_driver",
     "apply_patch",
+    "built_in_agent",
     "chat_agent",
     "chat_driver",
+    "chat_loop",
     "chat_record",
     "current_context",
     "diff",
@@ -68,6 +86,9 @@ __all__ = [
     "fault",
     "fork",
     "fork_id",
+    "fork_injection",
+    "fork_move",
+    "injection",
     "instrument",
     "partial_run",
     "record",

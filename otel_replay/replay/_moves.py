@@ -1,21 +1,224 @@
-"""The intervention algebra's moves on a recorded run, as the plan mechanics they come down to.
+"""The intervention algebra's moves on a recorded run, their rules, and the plan mechanics they
+come down to: what `agent-replay fork` does between reading its options and storing the fork, for a
+Python caller too (`fork_move`).
 
 * **do** on a model turn: its output (the agent's next action) is replaced: `Intervention.do`.
 * **do** on a tool step: the action is the call in the model turn that asked for it, so that turn's
   output is replaced by the same message with the call's arguments changed (same call id), and the
   run goes on from there: the agent (or the tool-calling loop) now calls the tool with the new
-  arguments, a call the record does not hold, so the tool runs live (`rewritten_call`).
-* **mock-observe**: the recorded call kept, what came back replaced: `Intervention.observe`.
+  arguments, a call the record does not hold, so the tool runs live (`rewritten_call`). The walk
+  cannot make a call anew: this move needs an agent or the chat loop.
+* **mock-observe**: the recorded call kept, what came back replaced (a value, or a failure):
+  `Intervention.observe`; a built-in fault (`FAULTS`) is one too.
+* **output**: do on a model turn (its output is the action), observe on any other step.
+* **edit-context**: the step's inputs with a JSON Patch applied, the step run again on them.
+* **swap-model**: every model turn from the step on is answered by another model.
+
+A move that breaks a rule is an `InterventionError` naming the setting (`errors.setting`: ``do``,
+or the command's ``--do``).
 """
 
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
+from dataclasses import dataclass
+from enum import Enum
 from typing import Any
 
-from otel_replay.errors import InterventionError
+import orjson
+
+from otel_replay.errors import InterventionError, preview, setting
 from otel_replay.model import StepKind, Trajectory
+from otel_replay.replay._builtin import built_in_agent
+from otel_replay.replay._drivers import Driver
+from otel_replay.replay._faults import fault
+from otel_replay.replay._live import AgentFunction, OutcomeFunction, fork
+from otel_replay.replay._patch import apply_patch
+from otel_replay.replay._plan import Intervention
+from otel_replay.resamplers import Registry
+
+
+class MoveKind(str, Enum):
+    """The moves `fork` offers at a step."""
+
+    OUTPUT = "output"  # do on a model turn, observe on any other step
+    DO = "do"  # a model turn's new message, or a tool step's {"arguments": {...}}
+    OBSERVE = "observe"  # what came back instead: any JSON value
+    OBSERVE_ERROR = "observe-error"  # the call failed, with this text
+    EDIT = "edit"  # a JSON Patch (RFC 6902) on the step's inputs
+    FAULT = "fault"  # a built-in fault's name (`FAULTS`)
+    SWAP_MODEL = "swap-model"  # the model that answers every model turn from the step on
+
+
+_JSON_KINDS = frozenset({MoveKind.OUTPUT, MoveKind.DO, MoveKind.OBSERVE, MoveKind.EDIT})
+
+
+@dataclass(frozen=True, slots=True)
+class Move:
+    """One move asked for at a step, before its rules are applied (`injection`).
+
+    ``value`` is the move's argument: a JSON value for output, do and observe (do on a tool step
+    takes ``{"arguments": {...}}``), a JSON Patch (a list of operations) for edit, and text for the
+    others: the failure of observe-error, the name of a fault, the model of swap-model. ``text``
+    holds the JSON of a JSON move as a command line gives it (`Move.parse`): it is read when the
+    rules reach it, so of several mistakes the first in the rules' order is the one reported, and
+    a value is shown as it was typed.
+    """
+
+    kind: MoveKind
+    value: Any = None
+    text: str | None = None
+
+    def __post_init__(self) -> None:
+        try:
+            object.__setattr__(self, "kind", MoveKind(self.kind))
+        except ValueError:
+            known = ", ".join(kind.value for kind in MoveKind)
+            raise InterventionError(f"{self.kind!r} is not a move; moves: {known}") from None
+        if self.kind not in _JSON_KINDS and not isinstance(self.value, str):
+            raise InterventionError(
+                f"the {self.kind.value} move takes text, got {preview(self.value)}"
+            )
+
+    @classmethod
+    def parse(cls, kind: MoveKind, text: str) -> Move:
+        """The move as a command line gives it: JSON text for output, do, observe and edit."""
+        return cls(kind, text=text) if MoveKind(kind) in _JSON_KINDS else cls(kind, text)
+
+    def json_value(self) -> Any:
+        """The move's JSON value: ``value``, or ``text`` read as JSON."""
+        if self.text is None:
+            return self.value
+        try:
+            return orjson.loads(self.text)
+        except orjson.JSONDecodeError as exc:
+            raise InterventionError(
+                f"{setting(self.kind.value, self.text, quoted=True)} is not JSON: {exc.msg}"
+            ) from None
+
+    def shown(self) -> str:
+        """The value as a message shows it: as typed, else its ``repr`` cut short."""
+        return self.text if self.text is not None else preview(self.value)
+
+
+@dataclass(frozen=True, slots=True)
+class Injection:
+    """What a move comes down to: the step the plan changes (``at``) and the intervention there.
+    For do on a tool step, ``at`` is the model turn that asked for the call and ``asked`` the
+    tool step; for every other move the two are the same step."""
+
+    at: int
+    intervention: Intervention
+    asked: int
+
+    @property
+    def asks_anew(self) -> bool:
+        """Whether the move makes a call anew (do on a tool step): only an agent can."""
+        return self.at != self.asked
+
+    def check_agent(self, agent: AgentFunction | None) -> None:
+        """Refuse a move that makes a call anew without an agent to make it (the walk cannot)."""
+        if self.asks_anew and agent is None:
+            raise InterventionError(
+                f"{setting('do')} on a tool step asks the model's call anew: it needs "
+                f"{setting('agent')}, or a tool-calling run re-driven as its loop (not "
+                f"{setting('driver', Driver.TRACE.value)})"
+            )
+
+
+def injection(run: Trajectory, at: int, move: Move) -> Injection:
+    """What ``move`` at step ``at`` of ``run`` comes down to, by the moves' rules: a model turn's
+    output is its action (changed with do, never observe); do on a tool step changes the call in
+    the turn that asked for it; an edit must apply to the step's inputs; a fault must be known.
+    A move that breaks a rule is an `InterventionError`."""
+    if not 0 <= at < len(run.steps):
+        raise InterventionError(f"{setting('at', at)}: {run.id} has steps 0..{len(run.steps) - 1}")
+    if move.kind is MoveKind.SWAP_MODEL:
+        return Injection(at, Intervention.swap_model(move.value), at)
+    if move.kind is MoveKind.EDIT:
+        patch = move.json_value()
+        apply_patch(run.steps[at].inputs, patch)  # a patch that does not apply: say so now
+        return Injection(at, Intervention.edit(patch), at)
+    turn = run.steps[at].kind is StepKind.LLM
+    kind = move.kind
+    if kind is MoveKind.OUTPUT:  # the alias: a model turn's output is its action
+        kind = MoveKind.DO if turn else MoveKind.OBSERVE
+    if turn and kind in (MoveKind.OBSERVE, MoveKind.OBSERVE_ERROR):
+        raise InterventionError(
+            f"step {at} is a model turn: its output is the agent's action, so it is changed "
+            f"with {setting('do')}, not {setting('observe')}"
+        )
+    if kind is MoveKind.DO:
+        value = move.json_value()
+        if turn:
+            return Injection(at, Intervention.do(value), at)
+        if not isinstance(value, dict) or set(value) != {"arguments"}:
+            raise InterventionError(
+                f'{setting("do")} on tool step {at} takes {{"arguments": {{...}}}}, got '
+                + move.shown()
+            )
+        where, patched = rewritten_call(run, at, value["arguments"])
+        return Injection(where, Intervention.do(patched), at)
+    if kind is MoveKind.OBSERVE:
+        return Injection(at, Intervention.observe(move.json_value(), None), at)
+    if kind is MoveKind.OBSERVE_ERROR:
+        return Injection(at, Intervention.observe(None, move.value), at)
+    made = fault(move.value, run.steps[at].output)
+    return Injection(at, dataclasses.replace(made, move="observe"), at)
+
+
+def fork_injection(
+    run: Trajectory,
+    injected: Injection,
+    *,
+    agent: AgentFunction | None = None,
+    registry: Registry | None = None,
+    outcome: OutcomeFunction | None = None,
+    seed: int | None = None,
+) -> Trajectory:
+    """`fork` ``run`` with ``injected``: the fork of a call made anew names the tool step it was
+    asked at in ``metadata["do_step"]``."""
+    injected.check_agent(agent)
+    forked = fork(
+        run,
+        injected.at,
+        injected.intervention,
+        agent=agent,
+        registry=registry,
+        outcome=outcome,
+        seed=seed,
+    )
+    if injected.asks_anew:
+        forked = dataclasses.replace(
+            forked, metadata={**forked.metadata, "do_step": injected.asked}
+        )
+    return forked
+
+
+def fork_move(
+    run: Trajectory,
+    at: int,
+    move: Move,
+    *,
+    agent: AgentFunction | None = None,
+    driver: Driver = Driver.AUTO,
+    max_turns: int | None = None,
+    registry: Registry | None = None,
+    outcome: OutcomeFunction | None = None,
+    seed: int | None = None,
+) -> Trajectory:
+    """Fork ``run`` with ``move`` at step ``at``, as `agent-replay fork` does: the steps before
+    held, the move's rules applied (`injection`), the run continued by ``agent``, or without one
+    by the built-in agent ``driver`` chooses (`built_in_agent`: the chat loop of a tool-calling
+    run, at most ``max_turns`` model turns) or the walk, later steps resampled by ``registry``.
+    The fork is not stored."""
+    injected = injection(run, at, move)
+    runner = agent if agent is not None else built_in_agent(run, driver, max_turns)
+    return fork_injection(
+        run, injected, agent=runner, registry=registry, outcome=outcome, seed=seed
+    )
 
 
 def rewritten_call(run: Trajectory, at: int, arguments: Any) -> tuple[int, Any]:
@@ -26,7 +229,7 @@ def rewritten_call(run: Trajectory, at: int, arguments: Any) -> tuple[int, Any]:
         raise InterventionError(f"step {at} is {step.kind.value} {step.name!r}, not a tool call")
     if not isinstance(arguments, dict):
         raise InterventionError(
-            f'--do on a tool step takes {{"arguments": {{...}}}}, got {arguments!r}'
+            f'{setting("do")} on a tool step takes {{"arguments": {{...}}}}, got {arguments!r}'
         )
     call_id = step.inputs.get("tool_call_id")
     for turn in reversed(run.steps[:at]):
@@ -38,7 +241,8 @@ def rewritten_call(run: Trajectory, at: int, arguments: Any) -> tuple[int, Any]:
     raise InterventionError(
         f"no model turn before step {at} asked for {step.name!r}"
         + (f" (call {call_id})" if call_id else "")
-        + ": --do changes a call the model made; use --observe to change what came back"
+        + f": {setting('do')} changes a call the model made; use {setting('observe')} to change "
+        "what came back"
     )
 
 
