@@ -61,15 +61,22 @@ _NO_VALUE: Any = object()
 _OPTIONS: Mapping[str, str] | None = None
 
 
-def setting(name: str, value: Any = _NO_VALUE, *, quoted: bool = False) -> str:
+def setting(
+    name: str, value: Any = _NO_VALUE, *, quoted: bool = False, text: str | None = None
+) -> str:
     """The setting ``name`` (a keyword: ``swap_model``), with ``value`` if given, as a message names
     it: ``swap_model='gpt-4o'`` for a Python caller; ``--swap-model gpt-4o`` while a command runs
-    (`settings_as_options`; ``quoted``: the value as its ``repr`` there too)."""
+    (`settings_as_options`; ``quoted``: the value as its ``repr`` there too). ``text``: how to
+    write the value, for both (a number as ``f"{x:g}"``)."""
     if _OPTIONS is None:
-        return name if value is _NO_VALUE else f"{name}={value!r}"
+        if value is _NO_VALUE:
+            return name
+        return f"{name}={value!r}" if text is None else f"{name}={text}"
     option = _OPTIONS.get(name) or "--" + name.replace("_", "-")
     if value is _NO_VALUE:
         return option
+    if text is not None:
+        return f"{option} {text}"
     return f"{option} {value!r}" if quoted else f"{option} {value}"
 
 

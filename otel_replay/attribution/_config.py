@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from otel_replay.errors import AttributionError
+from otel_replay.errors import AttributionError, setting
 from otel_replay.hashing import canonical_json, digest
 from otel_replay.model import FAIL_THRESHOLD
 from otel_replay.replay import Driver
@@ -109,51 +109,59 @@ class AttributionConfig:
 
     def __post_init__(self) -> None:
         if self.swap_model is not None and not self.swap_model.strip():
-            raise AttributionError("swap_model='' names no model: give the model to swap in")
+            raise AttributionError(
+                f"{setting('swap_model', '', quoted=True)} names no model: give the model to swap in"
+            )
         if self.swap_from < 0:
-            raise AttributionError(f"swap_from={self.swap_from} must be a step index (0 or more)")
+            raise AttributionError(
+                f"{setting('swap_from', self.swap_from)} must be a step index (0 or more)"
+            )
         if self.swap_from and self.swap_model is None:
             raise AttributionError(
-                f"swap_from={self.swap_from} says from which step --swap-model answers: give the "
-                "model too"
+                f"{setting('swap_from', self.swap_from)} says from which step "
+                f"{setting('swap_model')} answers: give the model too"
             )
         if self.rollouts < 1:
-            raise AttributionError(f"rollouts={self.rollouts} must be at least 1")
+            raise AttributionError(f"{setting('rollouts', self.rollouts)} must be at least 1")
         if self.permutations < 1:
-            raise AttributionError(f"permutations={self.permutations} must be at least 1")
+            raise AttributionError(
+                f"{setting('permutations', self.permutations)} must be at least 1"
+            )
         if self.workers < 1:
-            raise AttributionError(f"workers={self.workers} must be at least 1")
+            raise AttributionError(f"{setting('workers', self.workers)} must be at least 1")
         if self.concurrency < 1:
-            raise AttributionError(f"concurrency={self.concurrency} must be at least 1")
+            raise AttributionError(f"{setting('concurrency', self.concurrency)} must be at least 1")
         if self.max_rollouts < 1:
-            raise AttributionError(f"max_rollouts={self.max_rollouts} must be at least 1")
+            raise AttributionError(
+                f"{setting('max_rollouts', self.max_rollouts)} must be at least 1"
+            )
         if self.budget is not None and self.budget < 1:
             raise AttributionError(
-                f"budget={self.budget} must be at least 1 (resample-function calls)"
+                f"{setting('budget', self.budget)} must be at least 1 (resample-function calls)"
             )
         if self.budget is not None and not self.strategy.sequential:
             raise AttributionError(
-                f"budget={self.budget} needs the adaptive or the scan strategy, which stop early; the "
-                "sweep's cost is fixed by rollouts (see --dry-run)"
+                f"{setting('budget', self.budget)} needs the adaptive or the scan strategy, which stop early; the "
+                f"sweep's cost is fixed by rollouts (see {setting('dry_run')})"
             )
         if self.max_turns is not None and self.max_turns < 1:
-            raise AttributionError(f"max_turns={self.max_turns} must be at least 1")
+            raise AttributionError(f"{setting('max_turns', self.max_turns)} must be at least 1")
         if not 0.0 < self.fail_threshold <= 1.0:
             raise AttributionError(
-                f"fail_threshold={self.fail_threshold:g} must be above 0 and at most 1 (outcomes run "
+                f"{setting('fail_threshold', self.fail_threshold, text=f'{self.fail_threshold:g}')} must be above 0 and at most 1 (outcomes run "
                 "from 0.0, failure, to 1.0, success)"
             )
         if not 0.0 < self.margin < 1.0:
-            raise AttributionError(f"margin={self.margin} must be between 0 and 1")
+            raise AttributionError(f"{setting('margin', self.margin)} must be between 0 and 1")
         if self.shapley_se is not None:
             if not 0.0 < self.shapley_se < 1.0:  # false for NaN too
                 raise AttributionError(
-                    f"shapley_se={self.shapley_se:g} must be above 0 and below 1 (a standard "
+                    f"{setting('shapley_se', self.shapley_se, text=f'{self.shapley_se:g}')} must be above 0 and below 1 (a standard "
                     "error of Shapley values, which lie between -1 and 1)"
                 )
             if self.method is Method.CONTRASTIVE:
                 raise AttributionError(
-                    f"shapley_se={self.shapley_se:g} is a target for Shapley values: use it with "
+                    f"{setting('shapley_se', self.shapley_se, text=f'{self.shapley_se:g}')} is a target for Shapley values: use it with "
                     "method shapley or all"
                 )
 

@@ -19,7 +19,7 @@ from otel_replay.attribution._config import AttributionConfig
 from otel_replay.attribution._cost import PlannedCost, planned_cost
 from otel_replay.attribution._engine import Progress, Spending
 from otel_replay.attribution._results import AttributionResult
-from otel_replay.errors import AttributionError, RolloutError
+from otel_replay.errors import AttributionError, RolloutError, setting
 from otel_replay.executors import ExecutorKind, Processes, RayExecutor, Threads
 from otel_replay.model import StepKind, Trajectory
 from otel_replay.replay import (
@@ -168,8 +168,9 @@ def _prepare(job: RunJob, registry: Registry | None = None) -> _Prepared:
     model = None
     if code.llm is not None and code.llm.model and config.swap_model is not None:
         raise AttributionError(
-            f"--llm-model {code.llm.model} would answer every model turn, and --swap-model "
-            f"{config.swap_model} asks the re-run ones of another model: give one of them"
+            f"{setting('llm_model', code.llm.model)} would answer every model turn, and "
+            f"{setting('swap_model', config.swap_model)} asks the re-run ones of another model: "
+            "give one of them"
         )
     if code.llm is not None and not registry.registered(StepKind.LLM):
         model = OpenAIChatModel(code.llm)
@@ -180,13 +181,15 @@ def _prepare(job: RunJob, registry: Registry | None = None) -> _Prepared:
     if code.agent:
         if code.instrument:
             instrument(*code.instrument)
-        driver = agent_driver(trajectory, load_object(code.agent, "--agent"), registry, config.seed)
+        driver = agent_driver(
+            trajectory, load_object(code.agent, setting("agent")), registry, config.seed
+        )
     elif config.driver is not Driver.TRACE:
         chat = chat_driver(trajectory, registry, config.seed, config.max_turns)
         if chat is None and config.driver is Driver.CHAT:
             raise AttributionError(
                 f"run {trajectory.id} is not a tool-calling chat (model steps with messages whose "
-                "turns ask for the tool steps that follow them); use --driver trace"
+                f"turns ask for the tool steps that follow them); use {setting('driver', 'trace')}"
             )
         if chat is not None:
             driver, trajectory = chat

@@ -15,6 +15,7 @@ from otel_replay.errors import (
     InterventionError,
     NonDeterminismError,
     ReplayError,
+    setting,
 )
 from otel_replay.hashing import canonical_json, check_json_value, digest
 from otel_replay.model import SpanNode, Step, StepKind, Trajectory
@@ -370,8 +371,9 @@ def _check_swappable(original: Trajectory, plan: Plan, registry: Registry) -> No
     for step in original.steps[start:]:
         if step.kind is StepKind.LLM and registry.lookup(step) is None:
             raise InterventionError(
-                f"--swap-model asks model turn {step.index} of {model!r} through the model's "
-                "resample function, and there is none (register one, or --llm openai)"
+                f"{setting('swap_model')} asks model turn {step.index} of {model!r} through the "
+                f"model's resample function, and there is none (register one, or "
+                f"{setting('llm', 'openai')})"
             )
 
 
@@ -417,7 +419,7 @@ def fork(
     """
     if not 0 <= at < len(original.steps):
         raise InterventionError(
-            f"--at {at} is not a step of {original.id} (it has {len(original.steps)})"
+            f"{setting('at', at)} is not a step of {original.id} (it has {len(original.steps)})"
         )
     registry = registry or Registry()
     arguments, recorded_seed = _inputs_of(original, agent)

@@ -331,7 +331,7 @@ def test_cli_says_when_the_cap_stopped_it(
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--method", "shapley", "--shapley-se", "0"], "shapley_se=0 must be above 0"),
+        (["--method", "shapley", "--shapley-se", "0"], "--shapley-se 0 must be above 0"),
         (["--shapley-se", "0.05"], "use it with method shapley or all"),
     ],
 )
