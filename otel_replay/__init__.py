@@ -13,9 +13,24 @@ from otel_replay._lazy import lazy_exports
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
+    from otel_replay.attribution import (
+        AttributionConfig,
+        AttributionResult,
+        Method,
+        Mode,
+        OnResamplerError,
+        OnSuccess,
+        Strategy,
+        Verdict,
+        attribute,
+        attribute_stored,
+    )
     from otel_replay.errors import (
+        AgentError,
         AttributionError,
         CanonicalJSONError,
+        InterventionError,
+        NonDeterminismError,
         NotFoundError,
         PluginLoadError,
         RegistrationError,
@@ -25,52 +40,169 @@ if TYPE_CHECKING:
         TraceFormatError,
         VerifierError,
     )
-    from otel_replay.frame import steps_frame
-    from otel_replay.importers import Format, ReadOptions, read_path
-    from otel_replay.messages import assistant_message, conversation
-    from otel_replay.model import SpanNode, Step, StepKind, StepStatus, Trajectory
-    from otel_replay.replay import instrument, step, tool
+    from otel_replay.executors import (
+        Processes,
+        RayExecutor,
+        Threads,
+    )
+    from otel_replay.fleet import (
+        Selection,
+        attribute_runs,
+        blame,
+        pairs,
+    )
+    from otel_replay.frame import (
+        steps_frame,
+    )
+    from otel_replay.importers import (
+        Format,
+        ReadOptions,
+        read_path,
+    )
+    from otel_replay.messages import (
+        assistant_message,
+        conversation,
+    )
+    from otel_replay.model import (
+        SpanNode,
+        Step,
+        StepKind,
+        StepStatus,
+        Trajectory,
+    )
+    from otel_replay.replay import (
+        AgentContext,
+        Driver,
+        Intervention,
+        Move,
+        MoveKind,
+        Plan,
+        Recording,
+        Replay,
+        Resumed,
+        StepError,
+        TrajectoryDiff,
+        current_context,
+        diff,
+        fault,
+        fork,
+        fork_move,
+        instrument,
+        record,
+        resume,
+        run_agent,
+        step,
+        tool,
+        uninstrument,
+    )
+    from otel_replay.report import (
+        REPORT_SCHEMA,
+        REPORT_VERSION,
+        build_report,
+        dumps_report,
+        html_report,
+    )
     from otel_replay.resamplers import (
+        ChatModelOptions,
         Registry,
         RolloutContext,
         StepFailed,
+        ToolSource,
+        UserCode,
+        answer_verifier,
+        load_registry,
         repair_candidates,
         resampler,
         verifier,
     )
-    from otel_replay.store import Store
+    from otel_replay.store import (
+        Store,
+    )
 
+#: The user API: everything a user of agent-replay imports is here. The subpackages' own exports
+#: are a part of it (``otel_replay.replay.replay``, which the package's name hides here, besides);
+#: everything else is private to the package.
 __all__ = [
+    "REPORT_SCHEMA",
+    "REPORT_VERSION",
+    "AgentContext",
+    "AgentError",
+    "AttributionConfig",
     "AttributionError",
+    "AttributionResult",
     "CanonicalJSONError",
+    "ChatModelOptions",
+    "Driver",
     "Format",
+    "Intervention",
+    "InterventionError",
+    "Method",
+    "Mode",
+    "Move",
+    "MoveKind",
+    "NonDeterminismError",
     "NotFoundError",
+    "OnResamplerError",
+    "OnSuccess",
+    "Plan",
     "PluginLoadError",
+    "Processes",
+    "RayExecutor",
     "ReadOptions",
+    "Recording",
     "RegistrationError",
     "Registry",
+    "Replay",
     "ReplayError",
+    "Resumed",
     "RolloutContext",
     "RolloutError",
+    "Selection",
     "SpanNode",
     "Step",
+    "StepError",
     "StepFailed",
     "StepKind",
     "StepStatus",
     "Store",
     "StoreError",
+    "Strategy",
+    "Threads",
+    "ToolSource",
     "TraceFormatError",
     "Trajectory",
+    "TrajectoryDiff",
+    "UserCode",
+    "Verdict",
     "VerifierError",
+    "answer_verifier",
     "assistant_message",
+    "attribute",
+    "attribute_runs",
+    "attribute_stored",
+    "blame",
+    "build_report",
     "conversation",
+    "current_context",
+    "diff",
+    "dumps_report",
+    "fault",
+    "fork",
+    "fork_move",
+    "html_report",
     "instrument",
+    "load_registry",
+    "pairs",
     "read_path",
+    "record",
     "repair_candidates",
     "resampler",
+    "resume",
+    "run_agent",
     "step",
     "steps_frame",
     "tool",
+    "uninstrument",
     "verifier",
 ]
 
