@@ -93,8 +93,9 @@ import otel_replay
 from otel_replay.attribution import AttributionConfig, Strategy, Verdict, attribute
 from otel_replay.attribution._engine import Engine
 from otel_replay.model import Step, StepKind, Trajectory
-from otel_replay.replay import Plan, step_seed
+from otel_replay.replay import Plan
 from otel_replay.resamplers import Registry, RolloutContext
+from otel_replay.resamplers._context import step_seed
 
 # Targets from the project's performance goals.
 OVERHEAD_RATIO_TARGET = 0.5
@@ -606,7 +607,7 @@ def measure_chat_loop(rollouts: int) -> ChatLoop:
     """The incident sample's failing run, its example resample functions, three ablation plans;
     best of three rounds, the two drivers alternating (this machine is noisy)."""
     from otel_replay import read_path
-    from otel_replay.replay import chat_driver
+    from otel_replay.replay._chat import chat_driver
     from otel_replay.resamplers import load_registry
 
     root = Path(__file__).resolve().parent.parent

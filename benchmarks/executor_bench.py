@@ -23,7 +23,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from otel_replay.attribution import AttributionConfig, RolloutWork, RunJob
+from otel_replay.attribution import AttributionConfig
+from otel_replay.attribution._run import RolloutWork, RunJob
 from otel_replay.executors import Processes, RayExecutor, Threads
 from otel_replay.model import Step, StepKind, Trajectory
 from otel_replay.replay import Plan

@@ -36,7 +36,9 @@ import orjson
 from otel_replay.attribution import AttributionConfig, attribute
 from otel_replay.export import write_jsonl
 from otel_replay.model import Step, StepKind, Trajectory
-from otel_replay.report import build_report, data_script, dumps_report, html_report, run_data
+from otel_replay.report import build_report, dumps_report, html_report
+from otel_replay.report._page import data_script
+from otel_replay.report._timeline import run_data
 from otel_replay.resamplers import Registry, RolloutContext
 
 FLAGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",

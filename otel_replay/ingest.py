@@ -20,9 +20,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import Enum
 
-from otel_replay.importers import built_from_spans, merge_partial
+from otel_replay.importers._merge import built_from_spans, merge_partial
 from otel_replay.model import Trajectory
-from otel_replay.store import Store, TrajectorySummary, summarize
+from otel_replay.store import Store
+from otel_replay.store._trajectories import TrajectorySummary, summarize
 
 __all__ = ["IngestResult", "Ingested", "ingest", "ingest_one"]
 

@@ -58,7 +58,7 @@ class Cassette:
     def run(self, agent: Any, **arguments: Any) -> Any:
         """Run ``agent`` with ``arguments`` (recorded, or served from the cassette); its answer."""
         from otel_replay.export import write_jsonl
-        from otel_replay.importers import read_jsonl
+        from otel_replay.importers.jsonl import read_jsonl
         from otel_replay.replay import instrument, record, replay
 
         if self.instrument:

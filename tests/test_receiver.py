@@ -28,7 +28,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from otel_replay import Store
 from otel_replay.otlp_encode import request_to_otlp_json, spans_to_request
-from otel_replay.receiver import Receiver
+from otel_replay.receiver._http import Receiver
 from tests.conftest import ROOT
 
 LIMIT = 1 << 20

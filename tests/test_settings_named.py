@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from otel_replay.cli import app
 from otel_replay.cli._common import OPTIONS_NAMED_OTHERWISE
 from otel_replay.errors import ReplayError, setting, settings_as_options
-from otel_replay.fleet import parse_where
+from otel_replay.fleet._select import parse_where
 from tests.conftest import ROOT
 
 PACKAGE = ROOT / "otel_replay"

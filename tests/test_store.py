@@ -38,7 +38,8 @@ from otel_replay.otlp_encode import (
     write_otlp_json_lines,
     write_otlp_proto_stream,
 )
-from otel_replay.store import SCHEMA_VERSION, TrajectorySummary
+from otel_replay.store._connection import SCHEMA_VERSION
+from otel_replay.store._trajectories import TrajectorySummary
 from tests.conftest import SAMPLES
 from tests.sdk import Recorder, dumps, encodings
 

@@ -20,8 +20,9 @@ from typer.testing import CliRunner
 from otel_replay import Step, StepKind, Store, StoreError, Trajectory
 from otel_replay.cli import app
 from otel_replay.ingest import ingest
-from otel_replay.store import SCHEMA_VERSION, content_digest
 from otel_replay.store import _connection as store_connection
+from otel_replay.store._connection import SCHEMA_VERSION
+from otel_replay.store._trajectories import content_digest
 
 # --- a store as version 1 wrote it ----------------------------------------------------------------
 

@@ -18,88 +18,30 @@ from typing import TYPE_CHECKING
 from otel_replay._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from otel_replay.attribution._api import attribute, planned_rollouts
+    from otel_replay.attribution._api import attribute
     from otel_replay.attribution._config import (
-        MAX_PERMUTATIONS,
         AttributionConfig,
         Method,
         OnResamplerError,
         OnSuccess,
         Strategy,
-        config_digest,
-        rerun_command,
     )
-    from otel_replay.attribution._contrastive import (
-        ERROR_BOUND,
-        matters_confidence,
-        no_effect_confidence,
-    )
-    from otel_replay.attribution._cost import PlannedCost, planned_cost
-    from otel_replay.attribution._engine import Progress, Spending, Spent
-    from otel_replay.attribution._repair import repair_bound
-    from otel_replay.attribution._results import (
-        AttributionResult,
-        Comparison,
-        Mode,
-        Proportion,
-        Repair,
-        ShapleySummary,
-        StepAttribution,
-        SuffixTest,
-        Verdict,
-        percent,
-    )
-    from otel_replay.attribution._run import (
-        RolloutWork,
-        RunJob,
-        attribute_job,
-        attribute_stored,
-        job_of,
-        planned_cost_stored,
-    )
-    from otel_replay.attribution._stats import BOOTSTRAP, WILSON, wilson
-    from otel_replay.replay import Driver  # replay's choice, re-exported where it always was
+    from otel_replay.attribution._results import AttributionResult, Mode, Verdict
+    from otel_replay.attribution._run import attribute_stored
+    from otel_replay.replay import Driver
 
 __all__ = [
-    "BOOTSTRAP",
-    "ERROR_BOUND",
-    "MAX_PERMUTATIONS",
-    "WILSON",
     "AttributionConfig",
     "AttributionResult",
-    "Comparison",
     "Driver",
     "Method",
     "Mode",
     "OnResamplerError",
     "OnSuccess",
-    "PlannedCost",
-    "Progress",
-    "Proportion",
-    "Repair",
-    "RolloutWork",
-    "RunJob",
-    "ShapleySummary",
-    "Spending",
-    "Spent",
-    "StepAttribution",
     "Strategy",
-    "SuffixTest",
     "Verdict",
     "attribute",
-    "attribute_job",
     "attribute_stored",
-    "config_digest",
-    "job_of",
-    "matters_confidence",
-    "no_effect_confidence",
-    "percent",
-    "planned_cost",
-    "planned_cost_stored",
-    "planned_rollouts",
-    "repair_bound",
-    "rerun_command",
-    "wilson",
 ]
 
 __getattr__, __dir__ = lazy_exports(__name__, __all__)

@@ -33,8 +33,10 @@ from otel_replay.attribution._results import (
 from otel_replay.attribution._shapley import shapley, shapley_plans
 from otel_replay.errors import AttributionError, VerifierError, setting
 from otel_replay.model import StepKind, Trajectory
-from otel_replay.replay import Plan, Rollout, score
-from otel_replay.resamplers import Registry, VerifierFunction, describe
+from otel_replay.replay import Plan
+from otel_replay.replay._rollout import Rollout, score
+from otel_replay.resamplers import Registry
+from otel_replay.resamplers._registry import VerifierFunction, describe
 
 
 def resamplable_steps(trajectory: Trajectory, registry: Registry, agent_driven: bool) -> list[int]:

@@ -17,8 +17,10 @@ from dataclasses import dataclass
 from otel_replay.attribution._config import AttributionConfig, OnResamplerError
 from otel_replay.errors import RolloutError
 from otel_replay.model import Trajectory
-from otel_replay.replay import Plan, Rollout, TraceDriver, score
-from otel_replay.resamplers import Registry, VerifierFunction
+from otel_replay.replay import Plan
+from otel_replay.replay._rollout import Rollout, TraceDriver, score
+from otel_replay.resamplers import Registry
+from otel_replay.resamplers._registry import VerifierFunction
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,24 +22,14 @@ from otel_replay.attribution._results import AttributionResult
 from otel_replay.errors import AttributionError, RolloutError, setting
 from otel_replay.executors import ExecutorKind, Processes, RayExecutor, Threads
 from otel_replay.model import StepKind, Trajectory
-from otel_replay.replay import (
-    Driver,
-    Plan,
-    Rollout,
-    TraceDriver,
-    agent_driver,
-    chat_driver,
-    instrument,
-)
-from otel_replay.resamplers import (
-    OpenAIChatModel,
-    RecordedOutcomes,
-    Registry,
-    ToolSource,
-    UserCode,
-    load_object,
-    recorded_outcomes,
-)
+from otel_replay.replay import Driver, Plan, instrument
+from otel_replay.replay._chat import chat_driver
+from otel_replay.replay._live import agent_driver
+from otel_replay.replay._rollout import Rollout, TraceDriver
+from otel_replay.resamplers import Registry, ToolSource, UserCode
+from otel_replay.resamplers._loading import load_object
+from otel_replay.resamplers._openai import OpenAIChatModel
+from otel_replay.resamplers._recorded import RecordedOutcomes, recorded_outcomes
 from otel_replay.store import Store
 
 Executor = Threads | Processes | RayExecutor

@@ -52,7 +52,8 @@ from otel_replay.attribution._config import MAX_PERMUTATIONS, AttributionConfig
 from otel_replay.attribution._engine import Engine, Outcome
 from otel_replay.attribution._results import Mode, Proportion, ShapleySummary
 from otel_replay.attribution._stats import Z_95, t_quantile, wilson
-from otel_replay.replay import Plan, step_seed
+from otel_replay.replay import Plan
+from otel_replay.resamplers._context import step_seed
 
 #: Degrees of freedom the pooled variance of all players is worth to each player's own.
 POOLED_DF = 4

@@ -31,7 +31,10 @@ from otel_replay.cli._serve import serve_command
 from otel_replay.cli._ui import ui_command
 from otel_replay.errors import settings_as_options
 
-__all__ = ["app", "main"]
+__all__ = [
+    "app",
+    "main",
+]
 
 app = typer.Typer(
     name="agent-replay",

@@ -9,7 +9,6 @@ from typing import Annotated
 import typer
 
 from otel_replay.attribution import (
-    MAX_PERMUTATIONS,
     AttributionConfig,
     Driver,
     Method,
@@ -17,6 +16,7 @@ from otel_replay.attribution import (
     OnSuccess,
     Strategy,
 )
+from otel_replay.attribution._config import MAX_PERMUTATIONS
 from otel_replay.cli._common import (
     JsonOption,
     StoreOption,
@@ -26,7 +26,8 @@ from otel_replay.errors import ReplayError
 from otel_replay.executors import ExecutorKind
 from otel_replay.fleet import Selection
 from otel_replay.model import FAIL_THRESHOLD
-from otel_replay.resamplers import ChatModelOptions, ModelSource, ToolSource, UserCode
+from otel_replay.resamplers import ChatModelOptions, ToolSource, UserCode
+from otel_replay.resamplers._openai import ModelSource
 
 #: Rollouts per plan of the sweep, and of each repair trial, when --rollouts is not given.
 DEFAULT_ROLLOUTS = 100

@@ -19,18 +19,14 @@ from otel_replay.attribution import (
     AttributionConfig,
     AttributionResult,
     Mode,
-    PlannedCost,
-    Progress,
-    Spending,
-    Spent,
-    StepAttribution,
     Strategy,
-    SuffixTest,
     attribute_stored,
-    config_digest,
-    percent,
-    planned_cost_stored,
 )
+from otel_replay.attribution._config import config_digest
+from otel_replay.attribution._cost import PlannedCost
+from otel_replay.attribution._engine import Progress, Spending, Spent
+from otel_replay.attribution._results import StepAttribution, SuffixTest, percent
+from otel_replay.attribution._run import planned_cost_stored
 from otel_replay.cli._common import (
     console,
     err_console,
@@ -59,7 +55,8 @@ def run(
     dry_run: bool,
 ) -> None:
     """``outputs``: where the JSON report and the HTML page go (``None``: nowhere)."""
-    from otel_replay.report import build_report, dumps_report, html_report, read_report
+    from otel_replay.report import build_report, dumps_report, html_report
+    from otel_replay.report._json import read_report
 
     json_out, html_out = outputs
 
@@ -94,7 +91,7 @@ def run(
 def keep_report(store: Path | None, report: bytes, question: str) -> None:
     """Keep the report in the store beside its run (``ui`` shows it, ``blame`` counts it); a store
     that cannot be written (a read-only disk) keeps nothing, and the user is told so."""
-    from otel_replay.fleet import keep
+    from otel_replay.fleet._kept import keep
 
     try:
         with open_store(store, write=True) as db:

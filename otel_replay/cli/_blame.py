@@ -60,7 +60,7 @@ def blame_command(
 
 
 def _show(rows: list[dict[str, Any]], json: bool) -> None:
-    from otel_replay.fleet import finite
+    from otel_replay.fleet._blame import finite
 
     if json:
         print_json([{k: finite(v) for k, v in row.items()} for row in rows])

@@ -13,7 +13,8 @@ import typer
 
 from otel_replay.cli._common import JsonOption, StoreOption, open_store, print_json, user_errors
 from otel_replay.errors import ReplayError
-from otel_replay.importers import DEFAULT_MAX_RECORD_BYTES, Format
+from otel_replay.importers import Format
+from otel_replay.importers._options import DEFAULT_MAX_RECORD_BYTES
 
 _BYTE_COUNT = re.compile(r"(\d+)\s*(?:([KMG])(?:i?B)?|B)?", re.IGNORECASE)
 _BYTE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}

@@ -27,8 +27,11 @@ from otel_replay.cli._common import (
 )
 from otel_replay.errors import ReplayError
 from otel_replay.model import Step, StepKind, Trajectory
-from otel_replay.replay import FAULTS, Driver
-from otel_replay.resamplers import ModelSource, Registry, load_object, load_registry
+from otel_replay.replay import Driver
+from otel_replay.replay._faults import FAULTS
+from otel_replay.resamplers import Registry, load_registry
+from otel_replay.resamplers._loading import load_object
+from otel_replay.resamplers._openai import ModelSource
 
 if TYPE_CHECKING:
     from otel_replay.replay import Move, Replay, TrajectoryDiff
@@ -91,7 +94,8 @@ def record_command(
     """Run an agent live, store the recorded trajectory, print its id. Each step is stored as it
     completes: a run killed half-way is kept up to its last whole step (`resume` continues it)."""
     from otel_replay.otlp_encode import request_to_otlp_json
-    from otel_replay.replay import DurableLedger, record
+    from otel_replay.replay import record
+    from otel_replay.replay._durable import DurableLedger
 
     with user_errors():
         function = load_agent(agent, instrument)
@@ -116,7 +120,7 @@ def record_command(
                 otlp_out, orjson.dumps(request_to_otlp_json(recording.spans.request)) + b"\n"
             )
     if json:
-        from otel_replay.report import recorded_record
+        from otel_replay.report._runs import recorded_record
 
         print_json(recorded_record(recording))
     else:
@@ -158,7 +162,8 @@ def replay_command(
     store: StoreOption = None,
 ) -> None:
     """Re-run an agent with its recorded outputs served and check it does exactly the same."""
-    from otel_replay.replay import chat_loop, replay
+    from otel_replay.replay import replay
+    from otel_replay.replay._builtin import chat_loop
 
     with user_errors():
         function = load_agent(agent, instrument) if agent else None
@@ -166,7 +171,7 @@ def replay_command(
             original = db.get(trajectory_id)
         result = replay(original, function or chat_loop(original), live_kinds=live or ())
     if json:
-        from otel_replay.report import replay_record
+        from otel_replay.report._runs import replay_record
 
         print_json(replay_record(result))
     else:
@@ -284,7 +289,9 @@ def fork_command(
     store: StoreOption = None,
 ) -> None:
     """Hold the steps before --at, change it (--do, --observe, --fault), continue, store the fork."""
-    from otel_replay.replay import built_in_agent, diff, fork_injection, injection
+    from otel_replay.replay import diff
+    from otel_replay.replay._builtin import built_in_agent
+    from otel_replay.replay._moves import fork_injection, injection
 
     with user_errors():
         with open_store(store, write=True) as db:
@@ -308,7 +315,7 @@ def fork_command(
             db.put_all([forked])
     result = diff(original, forked)
     if json:
-        from otel_replay.report import fork_record
+        from otel_replay.report._runs import fork_record
 
         print_json(fork_record(forked, result))
     else:
@@ -356,7 +363,8 @@ def _fork_registry(
 ) -> Registry:
     """The fork's resample functions: the user's, and with ``--llm`` the built-in model one for
     model turns no module registered a function for."""
-    from otel_replay.resamplers import ChatModelOptions, OpenAIChatModel
+    from otel_replay.resamplers import ChatModelOptions
+    from otel_replay.resamplers._openai import OpenAIChatModel
 
     registry = load_registry(resamplers or ())
     if llm is not None and not registry.registered(StepKind.LLM):
@@ -392,7 +400,7 @@ def diff_command(
     with user_errors(), open_store(store) as db:
         result = diff(db.get(left), db.get(right))
     if json:
-        from otel_replay.report import diff_record
+        from otel_replay.report._runs import diff_record
 
         print_json(diff_record(result))
     else:

@@ -40,7 +40,8 @@ def html_command(
     store: StoreOption = None,
 ) -> None:
     """Write a JSON report as one self-contained HTML page, with its run's steps from the store."""
-    from otel_replay.report import html_report, read_report
+    from otel_replay.report import html_report
+    from otel_replay.report._json import read_report
 
     with user_errors():
         data = read_report(report.read_bytes(), str(report))

@@ -19,7 +19,8 @@ from otel_replay.cli._common import (
     shown,
     user_errors,
 )
-from otel_replay.resamplers import load_object, load_registry
+from otel_replay.resamplers import load_registry
+from otel_replay.resamplers._loading import load_object
 
 
 def resume_command(
@@ -47,7 +48,9 @@ def resume_command(
     """Continue a run that ended early (killed, or its agent raised): its recorded steps are
     served, nothing of them runs again, and the agent goes on live from there. Stores the result
     as a new run linked to the original."""
-    from otel_replay.replay import DurableLedger, chat_loop, resume
+    from otel_replay.replay import resume
+    from otel_replay.replay._builtin import chat_loop
+    from otel_replay.replay._durable import DurableLedger
 
     with user_errors():
         registry = load_registry(resamplers or ())
@@ -66,7 +69,7 @@ def resume_command(
             ledger.finish(done.trajectory)
     run = done.trajectory
     if json:
-        from otel_replay.report import resumed_record
+        from otel_replay.report._runs import resumed_record
 
         print_json(resumed_record(original, done))
     else:

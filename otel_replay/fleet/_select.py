@@ -17,7 +17,8 @@ from datetime import datetime, timezone
 from typing import Any
 
 from otel_replay.errors import ReplayError, setting
-from otel_replay.store import Store, TrajectorySummary
+from otel_replay.store import Store
+from otel_replay.store._trajectories import TrajectorySummary
 
 #: The fields ``--where`` reads, and where each comes from.
 FIELDS: dict[str, Callable[[TrajectorySummary], Any]] = {

@@ -1,15 +1,6 @@
-"""The OTLP/HTTP receiver: ``agent-replay serve`` (`Receiver`), spans into the store as they arrive."""
+"""The OTLP/HTTP receiver: ``agent-replay serve`` (`otel_replay.receiver._http.Receiver`), spans into
+the store as they arrive. Private to the package: ``agent-replay serve`` is its interface."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from otel_replay._lazy import lazy_exports
-
-if TYPE_CHECKING:
-    from otel_replay.receiver._http import DEFAULT_FLUSH_AFTER, DEFAULT_MAX_BODY_BYTES, Receiver
-    from otel_replay.receiver._intake import Stored
-
-__all__ = ["DEFAULT_FLUSH_AFTER", "DEFAULT_MAX_BODY_BYTES", "Receiver", "Stored"]
-
-__getattr__, __dir__ = lazy_exports(__name__, __all__)
+__all__: list[str] = []

@@ -26,7 +26,7 @@ from google.protobuf.json_format import MessageToJson
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
 from otel_replay.errors import ReplayError, TraceFormatError, setting
-from otel_replay.importers import spans_of_request
+from otel_replay.importers._request import spans_of_request
 from otel_replay.ingest import Ingested
 from otel_replay.receiver._intake import Intake, Stored, untraced_id
 from otel_replay.store import Store

@@ -21,12 +21,8 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from otel_replay.importers import (
-    SpanRecord,
-    assemble_trace,
-    span_bytes,
-    span_from_bytes,
-)
+from otel_replay.importers._request import assemble_trace, span_bytes, span_from_bytes
+from otel_replay.importers._spans import SpanRecord
 from otel_replay.ingest import Ingested, ingest_one
 from otel_replay.store import Store
 

@@ -18,7 +18,8 @@ from otel_replay.replay._diff import flat_inputs
 from otel_replay.replay._patch import apply_patch
 from otel_replay.replay._plan import Action, Plan
 from otel_replay.replay._steps import AgentContext, _Live, _Served
-from otel_replay.resamplers import Registry, RolloutSeed
+from otel_replay.resamplers import Registry
+from otel_replay.resamplers._context import RolloutSeed
 
 
 class ReplayContext(AgentContext):

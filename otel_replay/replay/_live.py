@@ -27,7 +27,9 @@ from otel_replay.replay._running import arun_agent, run_agent
 from otel_replay.replay._steps import RecordingContext
 from otel_replay.replay._tracing import RecordedSpans, emit_spans
 from otel_replay.replay._values import Redactor, lossy
-from otel_replay.resamplers import Registry, RolloutSeed, describe
+from otel_replay.resamplers import Registry
+from otel_replay.resamplers._context import RolloutSeed
+from otel_replay.resamplers._registry import describe
 
 AgentFunction = Callable[..., Any]
 OutcomeFunction = Callable[[Trajectory], Any]

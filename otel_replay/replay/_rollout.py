@@ -25,16 +25,9 @@ from otel_replay.hashing import check_json_value
 from otel_replay.model import Step, StepKind, StepStatus, Trajectory
 from otel_replay.replay._patch import apply_patch
 from otel_replay.replay._plan import Action, Plan
-from otel_replay.resamplers import (
-    History,
-    Registration,
-    Registry,
-    RolloutContext,
-    RolloutSeed,
-    StepFailed,
-    describe,
-    standing_in,
-)
+from otel_replay.resamplers import Registry, RolloutContext, StepFailed
+from otel_replay.resamplers._context import History, RolloutSeed, standing_in
+from otel_replay.resamplers._registry import Registration, describe
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,18 +10,11 @@ from typing import Any
 
 import orjson
 
-from otel_replay.attribution import (
-    BOOTSTRAP,
-    ERROR_BOUND,
-    WILSON,
-    AttributionConfig,
-    AttributionResult,
-    Mode,
-    Proportion,
-    StepAttribution,
-    SuffixTest,
-    rerun_command,
-)
+from otel_replay.attribution import AttributionConfig, AttributionResult, Mode
+from otel_replay.attribution._config import rerun_command
+from otel_replay.attribution._contrastive import ERROR_BOUND
+from otel_replay.attribution._results import Proportion, StepAttribution, SuffixTest
+from otel_replay.attribution._stats import BOOTSTRAP, WILSON
 from otel_replay.errors import ReplayError, preview
 from otel_replay.replay import Plan
 from otel_replay.resamplers import UserCode

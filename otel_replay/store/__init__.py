@@ -18,34 +18,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from otel_replay.store._connection import (
-    BUSY_TIMEOUT_MS,
-    DEFAULT_STORE,
-    SCHEMA_VERSION,
-    WAIT_NOTICE_SECONDS,
-    connect,
-    default_store_path,
-)
+from otel_replay.store._connection import connect, default_store_path
 from otel_replay.store._pending import PendingSpans
-from otel_replay.store._reports import REPORT_STEP_COLUMNS, Reports
-from otel_replay.store._trajectories import (
-    Trajectories,
-    TrajectorySummary,
-    content_digest,
-    summarize,
-)
+from otel_replay.store._reports import Reports
+from otel_replay.store._trajectories import Trajectories
 
 __all__ = [
-    "BUSY_TIMEOUT_MS",
-    "DEFAULT_STORE",
-    "REPORT_STEP_COLUMNS",
-    "SCHEMA_VERSION",
-    "WAIT_NOTICE_SECONDS",
     "Store",
-    "TrajectorySummary",
-    "content_digest",
-    "default_store_path",
-    "summarize",
 ]
 
 

@@ -3,17 +3,10 @@
 `Viewer` serves the run list (filter by outcome and text, sortable), each run's timeline as the
 HTML report draws it, the attribution reports stored for it, and two runs compared at their first
 divergence; the pages are `otel_replay.report`'s, served by the standard library's HTTP server.
-`answer` is what the server answers a ``GET``, for callers that bring their own server.
+`answer` is what the server answers a ``GET``, for callers that bring their own server (both in
+`otel_replay.viewer._server`; private to the package: ``agent-replay ui`` is its interface).
 """
 
 from __future__ import annotations
 
-from otel_replay.viewer._server import (
-    CONTENT_SECURITY_POLICY,
-    DEFAULT_PORT,
-    Answer,
-    Viewer,
-    answer,
-)
-
-__all__ = ["CONTENT_SECURITY_POLICY", "DEFAULT_PORT", "Answer", "Viewer", "answer"]
+__all__: list[str] = []

@@ -13,7 +13,8 @@ from pathlib import Path
 
 from otel_replay import Registry, StepKind, Trajectory
 from otel_replay.importers.jsonl import read_jsonl
-from otel_replay.resamplers import ResampleFunction, load_resamplers
+from otel_replay.resamplers._loading import load_resamplers
+from otel_replay.resamplers._registry import ResampleFunction
 
 SCM = Path(__file__).resolve().parent / "scm"
 

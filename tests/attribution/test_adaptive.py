@@ -14,13 +14,8 @@ import pytest
 from typer.testing import CliRunner
 
 from otel_replay import AttributionError
-from otel_replay.attribution import (
-    AttributionConfig,
-    Strategy,
-    Verdict,
-    attribute,
-    planned_cost,
-)
+from otel_replay.attribution import AttributionConfig, Strategy, Verdict, attribute
+from otel_replay.attribution._cost import planned_cost
 from otel_replay.attribution._sequential import schedule
 from otel_replay.attribution._stats import decisive_rollouts
 from otel_replay.report import build_report

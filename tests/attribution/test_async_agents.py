@@ -11,7 +11,8 @@ import orjson
 
 from otel_replay import Registry, Trajectory
 from otel_replay.attribution import AttributionConfig, Strategy, attribute
-from otel_replay.replay import AgentContext, agent_driver, record
+from otel_replay.replay import AgentContext, record
+from otel_replay.replay._live import agent_driver
 from otel_replay.report import build_report
 
 ACTIVE = {"now": 0, "most": 0}

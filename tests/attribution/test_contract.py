@@ -42,13 +42,16 @@ from otel_replay.attribution import (
     Strategy,
     Verdict,
     attribute,
-    planned_rollouts,
-    repair_bound,
 )
+from otel_replay.attribution._api import planned_rollouts
+from otel_replay.attribution._repair import repair_bound
 from otel_replay.importers.jsonl import read_jsonl
-from otel_replay.replay import REMOVE, RESAMPLE, Plan, rollout
+from otel_replay.replay import Plan
+from otel_replay.replay._plan import REMOVE, RESAMPLE
+from otel_replay.replay._rollout import rollout
 from otel_replay.report import REPORT_SCHEMA, REPORT_VERSION, build_report, dumps_report
-from otel_replay.resamplers import DEFAULT_REGISTRY, load_resamplers
+from otel_replay.resamplers._loading import load_resamplers
+from otel_replay.resamplers._registry import DEFAULT_REGISTRY
 from tests.attribution.models import BUTTERFLY, CHAIN, HISTORY, LATE, SCM, Model
 
 VALIDATOR = Draft202012Validator(REPORT_SCHEMA)
@@ -693,7 +696,7 @@ def test_a_stored_reports_key_is_the_canonical_question_not_a_command_line() -> 
     """The key the store keeps a report under is the configuration and the code as data: the same
     whichever way they were given, blind to what only changes speed, and changed by anything that
     can change a result."""
-    from otel_replay.attribution import config_digest
+    from otel_replay.attribution._config import config_digest
     from otel_replay.resamplers import ToolSource, UserCode
 
     code = UserCode(resamplers=("tools.py",), success_if="v841")

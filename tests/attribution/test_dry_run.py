@@ -9,7 +9,8 @@ import orjson
 import pytest
 from typer.testing import CliRunner
 
-from otel_replay.attribution import AttributionConfig, Method, Strategy, attribute, planned_cost
+from otel_replay.attribution import AttributionConfig, Method, Strategy, attribute
+from otel_replay.attribution._cost import planned_cost
 from tests.attribution.models import BUTTERFLY, CHAIN, Model
 from tests.cli_helpers import invoke, ok
 

@@ -15,9 +15,10 @@ from functools import cache
 import pytest
 
 from otel_replay import Registry, Trajectory
-from otel_replay.attribution import ERROR_BOUND, AttributionConfig, Strategy, attribute
+from otel_replay.attribution import AttributionConfig, Strategy, attribute
+from otel_replay.attribution._contrastive import ERROR_BOUND
 from otel_replay.importers.jsonl import read_jsonl
-from otel_replay.resamplers import load_resamplers
+from otel_replay.resamplers._loading import load_resamplers
 from tests.attribution.models import SCM
 
 CULPRIT = 4  # see the model's docstring

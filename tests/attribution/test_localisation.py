@@ -12,12 +12,13 @@ from otel_replay.attribution import (
     AttributionConfig,
     AttributionResult,
     Method,
-    StepAttribution,
     Strategy,
     Verdict,
     attribute,
 )
-from otel_replay.replay import Plan, rollout
+from otel_replay.attribution._results import StepAttribution
+from otel_replay.replay import Plan
+from otel_replay.replay._rollout import rollout
 from tests.attribution.models import (
     BUTTERFLY,
     CHAIN,

@@ -35,9 +35,11 @@ from otel_replay.attribution import (
 )
 from otel_replay.importers.jsonl import read_jsonl
 from otel_replay.model import Step, StepKind, Trajectory
-from otel_replay.replay import Plan, chat_driver
+from otel_replay.replay import Plan
+from otel_replay.replay._chat import chat_driver
 from otel_replay.report import REPORT_SCHEMA, build_report
-from otel_replay.resamplers import Registry, RolloutContext, UserCode, load_resamplers
+from otel_replay.resamplers import Registry, RolloutContext, UserCode
+from otel_replay.resamplers._loading import load_resamplers
 from otel_replay.store import Store
 from tests.cli_helpers import invoke, ok
 

@@ -12,19 +12,17 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from otel_replay.attribution import (
-    ERROR_BOUND,
     AttributionConfig,
     AttributionResult,
     Mode,
     OnSuccess,
-    Spent,
     Strategy,
     Verdict,
     attribute,
-    planned_cost,
 )
-from otel_replay.attribution._contrastive import compare
-from otel_replay.attribution._engine import Outcome
+from otel_replay.attribution._contrastive import ERROR_BOUND, compare
+from otel_replay.attribution._cost import planned_cost
+from otel_replay.attribution._engine import Outcome, Spent
 from otel_replay.attribution._results import SuffixTest
 from otel_replay.attribution._search import _falling, questions
 from otel_replay.cli._attribute_view import _decision

@@ -33,14 +33,13 @@ from jsonschema import Draft202012Validator
 from typer.testing import CliRunner
 
 from otel_replay.attribution import (
-    MAX_PERMUTATIONS,
     AttributionConfig,
     AttributionResult,
     Method,
     Strategy,
     attribute,
-    rerun_command,
 )
+from otel_replay.attribution._config import MAX_PERMUTATIONS, rerun_command
 from otel_replay.attribution._shapley import next_pairs, standard_errors
 from otel_replay.attribution._stats import t_quantile
 from otel_replay.errors import AttributionError

@@ -23,7 +23,8 @@ from otel_replay.attribution import (
     attribute,
 )
 from otel_replay.errors import AttributionError
-from otel_replay.replay import Intervention, Plan, rollout
+from otel_replay.replay import Intervention, Plan
+from otel_replay.replay._rollout import rollout
 from otel_replay.report import REPORT_SCHEMA, build_report
 from otel_replay.resamplers import ChatModelOptions, UserCode
 from otel_replay.store import Store
@@ -148,7 +149,7 @@ def test_attribute_swap_model_on_the_command_line(
 
 def test_the_swap_question_is_a_question_of_its_own_in_the_store() -> None:
     """Its config digest differs from the same attribution without the swap."""
-    from otel_replay.attribution import config_digest
+    from otel_replay.attribution._config import config_digest
 
     code = UserCode(resamplers=("m.py",), llm=ChatModelOptions())
     assert config_digest(_swap(), code) != config_digest(AttributionConfig(seed=5), code)

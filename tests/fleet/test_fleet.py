@@ -18,8 +18,10 @@ import pytest
 from typer.testing import CliRunner
 
 from otel_replay.errors import ReplayError
-from otel_replay.fleet import Selection, parse_since, parse_where
-from otel_replay.store import Store, TrajectorySummary
+from otel_replay.fleet import Selection
+from otel_replay.fleet._select import parse_since, parse_where
+from otel_replay.store import Store
+from otel_replay.store._trajectories import TrajectorySummary
 from tests.cli_helpers import invoke, ok, one_line_error
 from tests.conftest import ROOT, SAMPLES
 

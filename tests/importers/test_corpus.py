@@ -10,8 +10,9 @@ import orjson
 import pytest
 
 from otel_replay import ReadOptions, StepKind, StepStatus, TraceFormatError, read_path
-from otel_replay.importers import Format, detect
+from otel_replay.importers import Format
 from otel_replay.importers._semconv import build_step, recognise
+from otel_replay.importers._sniff import detect
 from otel_replay.importers._spans import SpanRecord
 
 # file: (detected format, spans read, [(trajectory id, steps, outcome), ...])

@@ -16,7 +16,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from typer.testing import CliRunner
 
 from otel_replay import read_path
-from otel_replay.importers import Format, detect
+from otel_replay.importers import Format
+from otel_replay.importers._sniff import detect
 from tests.cli_helpers import invoke, ok
 from tests.conftest import SAMPLES
 

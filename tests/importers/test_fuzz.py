@@ -27,7 +27,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from otel_replay import ReadOptions, TraceFormatError, read_path
 from otel_replay.hashing import canonical_json
 from otel_replay.otlp_encode import write_otlp_proto, write_otlp_proto_stream
-from otel_replay.store import summarize
+from otel_replay.store._trajectories import summarize
 from tests.conftest import CORPUS, SAMPLES
 
 FAST = settings(

@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 from otel_replay import ReadOptions, Store, TraceFormatError, read_path
 from otel_replay.cli import app
 from otel_replay.hashing import canonical_json
-from otel_replay.store import summarize
+from otel_replay.store._trajectories import summarize
 from tests.conftest import SAMPLES
 
 # --- valid spans the cases break -------------------------------------------------------------------

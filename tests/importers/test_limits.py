@@ -21,8 +21,11 @@ import orjson
 import pytest
 
 from otel_replay import ReadOptions, TraceFormatError, read_path
-from otel_replay.importers import otlp_json, read_jsonl, read_otlp_json, read_otlp_proto
+from otel_replay.importers import otlp_json
 from otel_replay.importers._source import LongLine, first_line
+from otel_replay.importers.jsonl import read_jsonl
+from otel_replay.importers.otlp_json import read_otlp_json
+from otel_replay.importers.otlp_proto import read_otlp_proto
 from tests.conftest import SAMPLES, proto_frames
 
 MIB = 1 << 20

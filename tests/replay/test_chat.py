@@ -10,7 +10,9 @@ import pytest
 from typer.testing import CliRunner
 
 from otel_replay import Registry, RolloutContext, Step, Trajectory, read_path
-from otel_replay.replay import Plan, agent_driver, chat_agent, chat_driver, chat_record, replay
+from otel_replay.replay import Plan, replay
+from otel_replay.replay._chat import chat_agent, chat_driver, chat_record
+from otel_replay.replay._live import agent_driver
 from tests.cli_helpers import invoke, ok, one_line_error
 from tests.conftest import ROOT, SAMPLES
 

@@ -30,14 +30,9 @@ from otel_replay import (
 from otel_replay.errors import NonDeterminismError
 from otel_replay.hashing import check_json_value
 from otel_replay.replay import (
-    FAULTS,
-    HOLD,
-    Action,
     AgentContext,
     Intervention,
     Plan,
-    RecordingContext,
-    ReplayContext,
     StepError,
     diff,
     fault,
@@ -46,6 +41,10 @@ from otel_replay.replay import (
     replay,
     run_agent,
 )
+from otel_replay.replay._cassette import ReplayContext
+from otel_replay.replay._faults import FAULTS
+from otel_replay.replay._plan import HOLD, Action
+from otel_replay.replay._steps import RecordingContext
 from otel_replay.resamplers import Registry
 from tests.replay.agents import (
     careful_clock_agent,

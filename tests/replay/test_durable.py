@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 
 from otel_replay.errors import ReplayError
-from otel_replay.replay import DurableLedger, ended_early, record
+from otel_replay.replay import record
+from otel_replay.replay._durable import DurableLedger
+from otel_replay.replay._live import ended_early
 from otel_replay.store import Store
 from tests.replay.resume_agents import counting
 

@@ -28,7 +28,7 @@ from otel_replay.hashing import canonical_json
 from otel_replay.messages import assistant_message, conversation
 from otel_replay.model import StepKind
 from otel_replay.replay import record, replay, uninstrument
-from otel_replay.report import run_data
+from otel_replay.report._timeline import run_data
 from tests.cli_helpers import invoke, ok
 from tests.conftest import ROOT
 
@@ -996,7 +996,8 @@ def test_the_built_in_model_resampler_answers_a_turn_of_any_sdk(server: Server, 
     of a Responses or an Anthropic agent, swapped, is asked with the run's whole conversation (the
     fake model answers only when it sees every tool's result) and handed back in the agent's SDK."""
     from otel_replay.replay import Intervention, fork
-    from otel_replay.resamplers import ChatModelOptions, OpenAIChatModel, Registry
+    from otel_replay.resamplers import ChatModelOptions, Registry
+    from otel_replay.resamplers._openai import OpenAIChatModel
 
     otel_replay.instrument("anthropic" if "claude" in agent.__name__ else "openai")
     recording = record(agent, arguments={"question": QUESTION, "base_url": server.url})

@@ -16,18 +16,11 @@ import otel_replay.replay
 from otel_replay.cli._common import OPTIONS_NAMED_OTHERWISE
 from otel_replay.errors import AgentError, InterventionError, settings_as_options
 from otel_replay.model import Trajectory
-from otel_replay.replay import (
-    Driver,
-    Intervention,
-    Move,
-    MoveKind,
-    built_in_agent,
-    chat_loop,
-    fork_move,
-    injection,
-    record,
-)
-from otel_replay.resamplers import load_object, load_registry
+from otel_replay.replay import Driver, Intervention, Move, MoveKind, fork_move, record
+from otel_replay.replay._builtin import built_in_agent, chat_loop
+from otel_replay.replay._moves import injection
+from otel_replay.resamplers import load_registry
+from otel_replay.resamplers._loading import load_object
 from otel_replay.store import Store
 from tests.cli_helpers import invoke, ok, one_line_error
 from tests.conftest import ROOT, SAMPLES

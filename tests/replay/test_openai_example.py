@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 from examples.incident import openai_server
 from otel_replay.model import StepStatus
 from otel_replay.replay import uninstrument
-from otel_replay.resamplers import rebuild_messages
+from otel_replay.resamplers._openai import rebuild_messages
 from otel_replay.store import Store
 from tests.cli_helpers import invoke, ok
 from tests.conftest import ROOT

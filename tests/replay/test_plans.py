@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from otel_replay.attribution import AttributionConfig
 from otel_replay.attribution._engine import Engine
-from otel_replay.replay import HOLD, REMOVE, RESAMPLE, Intervention, Plan, rollout
+from otel_replay.replay import Intervention, Plan
+from otel_replay.replay._plan import HOLD, REMOVE, RESAMPLE
+from otel_replay.replay._rollout import rollout
 from tests.attribution.models import CHAIN
 
 EDIT = [{"op": "replace", "path": "/messages/0/content", "value": "Choose a long timeout."}]

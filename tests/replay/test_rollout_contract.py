@@ -19,15 +19,12 @@ import pytest
 from otel_replay import Registry, RolloutContext, Step, StepFailed, StepKind, StepStatus
 from otel_replay.importers import read_path
 from otel_replay.model import Trajectory
-from otel_replay.replay import (
-    Plan,
-    StepError,
-    agent_driver,
-    chat_driver,
-    record,
-    rollout,
-)
-from otel_replay.resamplers import RolloutSeed, recorded_outcomes
+from otel_replay.replay import Plan, StepError, record
+from otel_replay.replay._chat import chat_driver
+from otel_replay.replay._live import agent_driver
+from otel_replay.replay._rollout import rollout
+from otel_replay.resamplers._context import RolloutSeed
+from otel_replay.resamplers._recorded import recorded_outcomes
 from otel_replay.store import Store
 from tests.conftest import ROOT
 

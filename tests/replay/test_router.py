@@ -15,14 +15,10 @@ from typing import Any
 import pytest
 
 from otel_replay import Step, StepKind, Trajectory
-from otel_replay.replay import (
-    Action,
-    Plan,
-    ReplayContext,
-    agent_driver,
-    record,
-    run_agent,
-)
+from otel_replay.replay import Plan, record, run_agent
+from otel_replay.replay._cassette import ReplayContext
+from otel_replay.replay._live import agent_driver
+from otel_replay.replay._plan import Action
 from tests.replay.agents import QUESTION, router, router_registry
 
 SEEDS = range(6)

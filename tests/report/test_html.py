@@ -12,9 +12,10 @@ import orjson
 import pytest
 from typer.testing import CliRunner
 
-from otel_replay.fleet import keep
+from otel_replay.fleet._kept import keep
 from otel_replay.model import Step, StepKind, StepStatus, Trajectory
-from otel_replay.report import html_report, read_report
+from otel_replay.report import html_report
+from otel_replay.report._json import read_report
 from otel_replay.store import Store
 from tests.cli_helpers import invoke, ok, one_line_error
 from tests.conftest import ROOT, SAMPLES

@@ -12,7 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from otel_replay.model import Step, StepKind, StepStatus, Trajectory
-from otel_replay.report import chat, html_report, run_data
+from otel_replay.report import html_report
+from otel_replay.report._timeline import run_data
+from otel_replay.report._view import chat
 
 #: Every tag the report's templates write.
 OURS = {

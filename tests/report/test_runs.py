@@ -10,8 +10,9 @@ import orjson
 import pytest
 from typer.testing import CliRunner
 
-from otel_replay.replay import Move, MoveKind, chat_loop, diff, fork_move, replay
-from otel_replay.report import diff_record, fork_record, replay_record
+from otel_replay.replay import Move, MoveKind, diff, fork_move, replay
+from otel_replay.replay._builtin import chat_loop
+from otel_replay.report._runs import diff_record, fork_record, replay_record
 from otel_replay.resamplers import load_registry
 from otel_replay.store import Store
 from tests.cli_helpers import invoke, ok

@@ -14,7 +14,8 @@ from typer.testing import CliRunner
 
 from otel_replay import Registry, RolloutError, Step, StepKind, Trajectory
 from otel_replay.attribution import AttributionConfig, Strategy, attribute
-from otel_replay.resamplers import ChatModelOptions, OpenAIChatModel, RolloutContext
+from otel_replay.resamplers import ChatModelOptions, RolloutContext
+from otel_replay.resamplers._openai import OpenAIChatModel
 from tests.cli_helpers import invoke, ok, one_line_error
 from tests.conftest import SAMPLES
 

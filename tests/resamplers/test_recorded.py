@@ -10,7 +10,7 @@ import pytest
 from otel_replay import RolloutContext, Step, StepFailed, StepKind, Store, Trajectory, read_path
 from otel_replay.hashing import canonical_json
 from otel_replay.ingest import ingest
-from otel_replay.resamplers import recorded_outcomes
+from otel_replay.resamplers._recorded import recorded_outcomes
 from tests.conftest import SAMPLES
 
 

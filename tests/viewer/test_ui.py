@@ -23,9 +23,10 @@ import pytest
 from typer.testing import CliRunner
 
 from otel_replay.model import Step, StepKind, Trajectory, is_failure
-from otel_replay.replay import step_differences
-from otel_replay.store import Store, TrajectorySummary
-from otel_replay.viewer import CONTENT_SECURITY_POLICY, Viewer, answer
+from otel_replay.replay._diff import step_differences
+from otel_replay.store import Store
+from otel_replay.store._trajectories import TrajectorySummary
+from otel_replay.viewer._server import CONTENT_SECURITY_POLICY, Viewer, answer
 from tests.cli_helpers import invoke, ok, one_line_error
 from tests.conftest import ROOT, SAMPLES
 
