@@ -59,6 +59,7 @@ if TYPE_CHECKING:
         ReadOptions,
         read_path,
     )
+    from otel_replay.ingest import ingest
     from otel_replay.messages import (
         assistant_message,
         conversation,
@@ -111,6 +112,7 @@ if TYPE_CHECKING:
         UserCode,
         answer_verifier,
         load_registry,
+        rebuild_messages,
         repair_candidates,
         resampler,
         verifier,
@@ -190,10 +192,12 @@ __all__ = [
     "fork",
     "fork_move",
     "html_report",
+    "ingest",
     "instrument",
     "load_registry",
     "pairs",
     "read_path",
+    "rebuild_messages",
     "record",
     "repair_candidates",
     "resampler",

@@ -16,7 +16,7 @@ from otel_replay._lazy import lazy_exports
 if TYPE_CHECKING:
     from otel_replay.resamplers._context import RolloutContext, StepFailed
     from otel_replay.resamplers._loading import ToolSource, UserCode, load_registry
-    from otel_replay.resamplers._openai import ChatModelOptions
+    from otel_replay.resamplers._openai import ChatModelOptions, rebuild_messages
     from otel_replay.resamplers._registry import Registry, repair_candidates, resampler, verifier
     from otel_replay.resamplers._verifiers import answer_verifier
 
@@ -29,6 +29,7 @@ __all__ = [
     "UserCode",
     "answer_verifier",
     "load_registry",
+    "rebuild_messages",
     "repair_candidates",
     "resampler",
     "verifier",
