@@ -57,6 +57,7 @@ if TYPE_CHECKING:
     from otel_replay.importers import (
         Format,
         ReadOptions,
+        read_jsonl,
         read_path,
     )
     from otel_replay.ingest import ingest
@@ -65,6 +66,7 @@ if TYPE_CHECKING:
         conversation,
     )
     from otel_replay.model import (
+        FAIL_THRESHOLD,
         SpanNode,
         Step,
         StepKind,
@@ -92,6 +94,7 @@ if TYPE_CHECKING:
         record,
         resume,
         run_agent,
+        score,
         step,
         tool,
         uninstrument,
@@ -105,12 +108,14 @@ if TYPE_CHECKING:
     )
     from otel_replay.resamplers import (
         ChatModelOptions,
+        OpenAIChatModel,
         Registry,
         RolloutContext,
         StepFailed,
         ToolSource,
         UserCode,
         answer_verifier,
+        load_object,
         load_registry,
         rebuild_messages,
         repair_candidates,
@@ -125,6 +130,7 @@ if TYPE_CHECKING:
 #: are a part of it (``otel_replay.replay.replay``, which the package's name hides here, besides);
 #: everything else is private to the package.
 __all__ = [
+    "FAIL_THRESHOLD",
     "REPORT_SCHEMA",
     "REPORT_VERSION",
     "AgentContext",
@@ -146,6 +152,7 @@ __all__ = [
     "NotFoundError",
     "OnResamplerError",
     "OnSuccess",
+    "OpenAIChatModel",
     "Plan",
     "PluginLoadError",
     "Processes",
@@ -194,8 +201,10 @@ __all__ = [
     "html_report",
     "ingest",
     "instrument",
+    "load_object",
     "load_registry",
     "pairs",
+    "read_jsonl",
     "read_path",
     "rebuild_messages",
     "record",
@@ -203,6 +212,7 @@ __all__ = [
     "resampler",
     "resume",
     "run_agent",
+    "score",
     "step",
     "steps_frame",
     "tool",

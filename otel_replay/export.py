@@ -61,10 +61,11 @@ def test_run_{slug}_now_passes() -> None:
     assert outcome >= FAIL_THRESHOLD, f"the verifier scores the replayed run {{outcome}}"
 '''
     model_imports = (
-        "from otel_replay.model import Trajectory\nfrom otel_replay.replay import instrument, replay"
+        "from otel_replay import Trajectory, instrument, load_object, read_jsonl"
         if expect == "identical"
-        else "from otel_replay.model import FAIL_THRESHOLD, StepKind, Trajectory\n"
-        "from otel_replay.replay import instrument, replay, score"
+        else "from otel_replay import (\n"
+        "    FAIL_THRESHOLD,\n    StepKind,\n    Trajectory,\n    instrument,\n    load_object,\n"
+        "    read_jsonl,\n    score,\n)"
     )
     return f'''"""Regression test made from agent run {run_id} by ``agent-replay export --format pytest``.
 
@@ -77,9 +78,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from otel_replay.importers import read_jsonl
 {model_imports}
-from otel_replay.resamplers import load_object
+from otel_replay.replay import replay
 
 HERE = Path(__file__).resolve().parent
 RECORDING = HERE / {_literal(recording)}

@@ -13,6 +13,7 @@ import otel_replay.importers
 def test_top_level_exports() -> None:
     """The user API: what users of agent-replay import, all of it at the top level."""
     assert otel_replay.__all__ == [
+        "FAIL_THRESHOLD",
         "REPORT_SCHEMA",
         "REPORT_VERSION",
         "AgentContext",
@@ -34,6 +35,7 @@ def test_top_level_exports() -> None:
         "NotFoundError",
         "OnResamplerError",
         "OnSuccess",
+        "OpenAIChatModel",
         "Plan",
         "PluginLoadError",
         "Processes",
@@ -82,8 +84,10 @@ def test_top_level_exports() -> None:
         "html_report",
         "ingest",
         "instrument",
+        "load_object",
         "load_registry",
         "pairs",
+        "read_jsonl",
         "read_path",
         "rebuild_messages",
         "record",
@@ -91,6 +95,7 @@ def test_top_level_exports() -> None:
         "resampler",
         "resume",
         "run_agent",
+        "score",
         "step",
         "steps_frame",
         "tool",

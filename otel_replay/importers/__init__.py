@@ -15,10 +15,12 @@ if TYPE_CHECKING:
     from otel_replay.importers._options import ReadOptions
     from otel_replay.importers._read import read_path
     from otel_replay.importers._sniff import Format
+    from otel_replay.importers.jsonl import read_jsonl
 
 __all__ = [
     "Format",
     "ReadOptions",
+    "read_jsonl",
     "read_path",
 ]
 

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from otel_replay.replay._live import Recording, Replay, Resumed, fork, record, replay, resume
     from otel_replay.replay._moves import Move, MoveKind, fork_move
     from otel_replay.replay._plan import Intervention, Plan
+    from otel_replay.replay._rollout import score
     from otel_replay.replay._running import current_context, run_agent
     from otel_replay.replay._steps import AgentContext, StepError
 
@@ -43,6 +44,7 @@ __all__ = [
     "replay",
     "resume",
     "run_agent",
+    "score",
     "step",
     "tool",
     "uninstrument",

@@ -15,19 +15,21 @@ from otel_replay._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from otel_replay.resamplers._context import RolloutContext, StepFailed
-    from otel_replay.resamplers._loading import ToolSource, UserCode, load_registry
-    from otel_replay.resamplers._openai import ChatModelOptions, rebuild_messages
+    from otel_replay.resamplers._loading import ToolSource, UserCode, load_object, load_registry
+    from otel_replay.resamplers._openai import ChatModelOptions, OpenAIChatModel, rebuild_messages
     from otel_replay.resamplers._registry import Registry, repair_candidates, resampler, verifier
     from otel_replay.resamplers._verifiers import answer_verifier
 
 __all__ = [
     "ChatModelOptions",
+    "OpenAIChatModel",
     "Registry",
     "RolloutContext",
     "StepFailed",
     "ToolSource",
     "UserCode",
     "answer_verifier",
+    "load_object",
     "load_registry",
     "rebuild_messages",
     "repair_candidates",
