@@ -60,7 +60,6 @@ if TYPE_CHECKING:
         read_jsonl,
         read_path,
     )
-    from otel_replay.ingest import ingest
     from otel_replay.messages import (
         assistant_message,
         conversation,
@@ -127,8 +126,8 @@ if TYPE_CHECKING:
     )
 
 #: The user API: everything a user of agent-replay imports is here. The subpackages' own exports
-#: are a part of it (``otel_replay.replay.replay``, which the package's name hides here, besides);
-#: everything else is private to the package.
+#: are a part of it (besides ``otel_replay.replay.replay`` and ``otel_replay.ingest.ingest``, which
+#: their modules' names hide here); everything else is private to the package.
 __all__ = [
     "FAIL_THRESHOLD",
     "REPORT_SCHEMA",
@@ -199,7 +198,6 @@ __all__ = [
     "fork",
     "fork_move",
     "html_report",
-    "ingest",
     "instrument",
     "load_object",
     "load_registry",

@@ -82,7 +82,6 @@ def test_top_level_exports() -> None:
         "fork",
         "fork_move",
         "html_report",
-        "ingest",
         "instrument",
         "load_object",
         "load_registry",
@@ -104,6 +103,16 @@ def test_top_level_exports() -> None:
     ]
     for name in otel_replay.__all__:
         assert getattr(otel_replay, name) is not None
+
+
+def test_no_export_is_hidden_by_a_module_of_its_name() -> None:
+    """``import otel_replay.replay`` sets ``otel_replay.replay`` to the module: an export of that
+    name would be the function before and the module after."""
+    root = Path(otel_replay.__file__).parent
+    modules = {p.stem for p in root.glob("*.py")} | {
+        p.parent.name for p in root.glob("*/__init__.py")
+    }
+    assert sorted(set(otel_replay.__all__) & modules) == []
 
 
 SUBPACKAGES = sorted(p.parent.name for p in Path(otel_replay.__file__).parent.glob("*/__init__.py"))
