@@ -141,3 +141,13 @@ def test_no_module_imports_itself_round_a_circle() -> None:
     for name in sorted(graph):
         if name not in state:
             assert walk(name, [name]) is None
+
+
+def test_no_module_of_the_package_is_over_600_lines() -> None:
+    """A room a newcomer can hold in their head: past 600 lines it has grown a second job."""
+    long = {
+        str(path.relative_to(PACKAGE)): lines
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if (lines := len(path.read_text().splitlines())) > 600
+    }
+    assert long == {}

@@ -211,7 +211,7 @@ class AgentContext:
         if decided.edited is not None:
             inputs, produce = decided.edited, None
         try:
-            output = self._produce(kind, name, inputs, produce, decided.matched)
+            output = self._produce(kind, name, inputs, produce, decided)
         except ReplayError:
             raise
         except Exception as exc:
@@ -239,7 +239,7 @@ class AgentContext:
             if produce is not None:
                 output = await produce()
             else:
-                output = self._produce(step_kind, name, stored, None, decided.matched)
+                output = self._produce(step_kind, name, stored, None, decided)
         except ReplayError:
             raise
         except Exception as exc:
@@ -293,11 +293,11 @@ class AgentContext:
         name: str,
         inputs: dict[str, Any],
         produce: Produce | None,
-        matched: int | None,
+        live: _Live,
     ) -> Any:
         """Run the operation live: ``produce``, else the registered resample function, called
-        with the recorded step it stands in for (``matched``) as the rollout contract says
-        (`otel_replay.resamplers.RolloutContext`)."""
+        with the recorded step it stands in for (the one ``live`` matched) as the rollout contract
+        says (`otel_replay.resamplers.RolloutContext`)."""
         if produce is not None:
             return produce()
         position = len(self.ledger.steps)
@@ -310,9 +310,9 @@ class AgentContext:
                     f"@resampler({kind.value!r}, name={name!r})"
                 )
             )
-        recorded = self.recorded_step(matched)
-        if recorded is not None:
-            probe = standing_in(recorded, inputs)
+        recorded = self.recorded_step(live.matched)
+        if recorded is not None:  # matched by op_key, unless edited: the recorded key stands
+            probe = standing_in(recorded, inputs, same_call=live.edited is None)
         else:
             probe = unrecorded(kind, name, inputs, position)
         history = tuple(self.ledger.steps)

@@ -132,13 +132,14 @@ class RolloutContext:
         return f"RolloutContext(plan={getattr(self.plan, 'identity', self.plan)!r}, history={len(self.history)} steps)"
 
 
-def standing_in(recorded: Step, inputs: dict[str, Any]) -> Step:
+def standing_in(recorded: Step, inputs: dict[str, Any], *, same_call: bool = False) -> Step:
     """What a resample function is called with for ``recorded`` when this rollout asks it with
-    ``inputs``: the recorded step with those inputs (its op_key made anew when they are another
-    call's: an edited or model-swapped step)."""
+    ``inputs``: the recorded step with those inputs. Its op_key is made anew when they are another
+    call's (an edited or model-swapped step); ``same_call``: they matched the record by op_key
+    (they differ at most in correlation ids), so the recorded key stands."""
     if inputs is recorded.inputs:
         return recorded
-    key = op_key(recorded.kind.value, recorded.name, inputs)
+    key = recorded.op_key if same_call else op_key(recorded.kind.value, recorded.name, inputs)
     return dataclasses.replace(recorded, inputs=inputs, op_key=key)
 
 
