@@ -4,11 +4,24 @@ Canonical JSON = sorted keys, no insignificant whitespace, UTF-8, and only value
 round trip unchanged (no NaN/Infinity, no bytes, no sets, only string keys). It is the one serialization
 behind every hash, the store and the reports.
 
-* ``op_key(kind, name, inputs)`` — the idempotency key of an operation. Correlation ids that a model
-  invents afresh on every run (``tool_call_id``) are not part of what the operation *is*, so they are
-  left out.
-* ``link_hash(previous, op_key, result_digest)`` — the Merkle link of a step; the last step's hash
-  identifies the whole run. Timestamps and span ids never enter either.
+* ``op_key(kind, name, inputs)`` — the idempotency key of an operation, what matches a call against
+  the record. It is a hash of the operation's *content*: the correlation ids a model server makes
+  afresh on every response are not part of what the operation is (below).
+* ``stored_key(kind, name, inputs)`` and ``link_hash(previous, key, result_digest)`` — the Merkle
+  link of a step, over the inputs as stored; the last step's hash identifies the whole run, byte for
+  byte. Timestamps and span ids never enter it.
+
+**Volatile fields are correlation data, not content.** A model server answers every request with a
+fresh response id, a fresh id for each tool call it asks for (which later messages then quote), the
+time it was made (``created``) and the build that made it (``system_fingerprint``). Two runs that
+asked the same things and got the same answers differ in all of those. `content_form` is a value
+with them taken out: clock fields dropped, and every id (a string under one of `ID_KEYS`) replaced
+by its rank among the ids seen so far (``"#0"``, ``"#1"``, …), so two values are the same content
+when one is the other with its ids consistently renamed: the first id in one is the first id in the
+other. A model call's op_key is the content of its inputs (the ids its conversation quotes, ranked
+in that call alone); `otel_replay.model.Trajectory.identity` and ``diff`` rank ids across a whole
+run. Tool arguments (``arguments``, a ``tool_use`` block's ``input``) and tool definitions are what
+the model chose or was offered, never searched for ids.
 """
 
 from __future__ import annotations
@@ -22,15 +35,20 @@ import orjson
 from otel_replay.errors import CanonicalJSONError, preview
 
 __all__ = [
+    "CLOCK_KEYS",
     "CORRELATION_KEYS",
     "GENESIS",
+    "ID_KEYS",
     "MAX_DEPTH",
     "canonical_json",
     "check_json_value",
+    "content_form",
     "digest",
     "link_hash",
     "op_key",
+    "operation_keys",
     "result_digest",
+    "stored_key",
 ]
 
 #: How deeply JSON may nest (the serializer stops at 254 levels; no real trace comes near).
@@ -41,6 +59,21 @@ GENESIS = "0" * 64
 
 #: Input keys that correlate an operation with others but are not part of its content.
 CORRELATION_KEYS = frozenset({"tool_call_id"})
+
+#: Keys whose string value is an id a server makes afresh: a response's or a message item's
+#: (``id``), a tool call's and the references to it (``tool_call_id``, Anthropic's
+#: ``tool_use_id``, the Responses API's ``call_id`` and ``item_id``), a previous response's.
+ID_KEYS = frozenset(
+    {"id", "tool_call_id", "tool_use_id", "call_id", "item_id", "previous_response_id"}
+)
+
+#: Keys that say when or by which build a response was made: left out of content.
+CLOCK_KEYS = frozenset({"created", "created_at", "system_fingerprint"})
+
+#: Keys whose value is content as it stands (tool arguments, tool definitions): never searched for
+#: ids. ``input`` is one only when it is an object (a ``tool_use`` block's arguments); the Responses
+#: API's ``input``, a list of items, is searched.
+_OPAQUE_KEYS = frozenset({"arguments", "input", "tools"})
 
 _DUMPS_OPTIONS = orjson.OPT_SORT_KEYS
 
@@ -104,13 +137,83 @@ def digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def op_key(kind: str, name: str, inputs: dict[str, Any]) -> str:
-    """The idempotency key of an operation: a hash of kind, name and canonical inputs."""
+def content_form(value: Any, names: dict[str, str] | None = None) -> Any:
+    """``value`` with its volatile fields taken out: `CLOCK_KEYS` dropped, each id (a string under
+    one of `ID_KEYS`) replaced by its rank in ``names`` (``"#0"`` for the first id met, the same
+    rank wherever the same id is met again). ``names`` carries the ranking from one value to the
+    next (a run's steps in order); a fresh one ranks this value alone. Keys are visited in sorted
+    order, lists in theirs, so the ranking does not depend on how a dict happens to be ordered.
+    ``value`` itself is returned when it holds nothing volatile, and is never changed."""
+    return _content(value, {} if names is None else names)
+
+
+def _content(value: Any, names: dict[str, str]) -> Any:
+    if isinstance(value, list):
+        copied: list[Any] | None = None
+        for i, item in enumerate(value):
+            if isinstance(item, (dict, list)):
+                new = _content(item, names)
+                if new is not item:
+                    if copied is None:
+                        copied = list(value)
+                    copied[i] = new
+        return value if copied is None else copied
+    if not isinstance(value, dict):
+        return value
+    copy: dict[str, Any] | None = None
+    for key in sorted(value) if len(value) > 1 else value:
+        item = value[key]
+        if key in CLOCK_KEYS and not isinstance(item, (dict, list)):
+            if copy is None:
+                copy = dict(value)
+            del copy[key]
+            continue
+        if key in ID_KEYS and isinstance(item, str):
+            new = names.get(item)
+            if new is None:
+                new = names[item] = f"#{len(names)}"
+        elif isinstance(item, (dict, list)) and not (
+            key in _OPAQUE_KEYS and (key != "input" or isinstance(item, dict))
+        ):
+            new = _content(item, names)
+        else:
+            continue
+        if new is not item:
+            if copy is None:
+                copy = dict(value)
+            copy[key] = new
+    return value if copy is None else copy
+
+
+def _uncorrelated(inputs: dict[str, Any]) -> dict[str, Any]:
     if CORRELATION_KEYS.isdisjoint(inputs):
-        content = inputs
-    else:
-        content = {k: v for k, v in inputs.items() if k not in CORRELATION_KEYS}
-    return digest(canonical_json([kind, name, content]))
+        return inputs
+    return {k: v for k, v in inputs.items() if k not in CORRELATION_KEYS}
+
+
+def op_key(kind: str, name: str, inputs: dict[str, Any]) -> str:
+    """The idempotency key of an operation: a hash of kind, name and the content of its inputs
+    (correlation ids left out; a model call's conversation up to a renaming of its ids)."""
+    return operation_keys(kind, name, inputs)[0]
+
+
+def stored_key(kind: str, name: str, inputs: dict[str, Any]) -> str:
+    """The key a step's Merkle link is made of: kind, name and the inputs as stored (correlation
+    ids left out), so the chain names the recorded bytes."""
+    return digest(canonical_json([kind, name, _uncorrelated(inputs)]))
+
+
+def operation_keys(kind: str, name: str, inputs: dict[str, Any]) -> tuple[str, str]:
+    """``(op_key, stored_key)`` of an operation, the work shared: one hash when its inputs hold
+    nothing volatile."""
+    stored = _uncorrelated(inputs)
+    key = digest(canonical_json([kind, name, stored]))
+    if kind != "llm":
+        return key, key
+    content = _content(stored, {})
+    if content is stored:
+        return key, key
+    return digest(canonical_json([kind, name, content])), key
 
 
 def result_digest(output: Any, status: str, error: str | None) -> str:

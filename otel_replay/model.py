@@ -13,13 +13,22 @@ file and the store's schema, nothing else.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
 from otel_replay.errors import TraceFormatError, preview
-from otel_replay.hashing import GENESIS, link_hash, op_key, result_digest
+from otel_replay.hashing import (
+    CORRELATION_KEYS,
+    GENESIS,
+    canonical_json,
+    content_form,
+    digest,
+    link_hash,
+    operation_keys,
+    result_digest,
+)
 from otel_replay.messages import assistant_message
 
 __all__ = [
@@ -30,6 +39,7 @@ __all__ = [
     "StepStatus",
     "Trajectory",
     "is_failure",
+    "step_contents",
 ]
 
 #: An outcome below this is a failure (1.0 success … 0.0 failure); attribution can be told otherwise.
@@ -202,6 +212,22 @@ class Step:
 STEP_FIELDS = tuple(f.name for f in dataclasses.fields(Step))
 
 
+def step_contents(steps: Iterable[Step]) -> Iterator[tuple[dict[str, Any], Any]]:
+    """Each step's inputs and output as content: correlation ids (`CORRELATION_KEYS`) left out,
+    and a model call's volatile fields (`otel_replay.hashing.content_form`: response and tool-call
+    ids, clocks) taken out of both, its ids ranked across the steps in order, so two runs compare
+    up to a consistent renaming of their ids. Tools' inputs and outputs are content as they are."""
+    names: dict[str, str] = {}
+    for step in steps:
+        inputs = step.inputs
+        if not CORRELATION_KEYS.isdisjoint(inputs):
+            inputs = {k: v for k, v in inputs.items() if k not in CORRELATION_KEYS}
+        if step.kind is StepKind.LLM:
+            yield content_form(inputs, names), content_form(step.output, names)
+        else:
+            yield inputs, step.output
+
+
 @dataclass(frozen=True, slots=True)
 class SpanNode:
     """One span of the imported trace, kept for display (``show`` draws the tree from these).
@@ -279,9 +305,9 @@ class Trajectory:
         linked: list[Step] = []
         previous = GENESIS
         for index, step in enumerate(steps):
-            key = op_key(step.kind.value, step.name, step.inputs)
+            key, stored = operation_keys(step.kind.value, step.name, step.inputs)
             previous = link_hash(
-                previous, key, result_digest(step.output, step.status.value, step.error)
+                previous, stored, result_digest(step.output, step.status.value, step.error)
             )
             linked.append(dataclasses.replace(step, index=index, op_key=key, hash=previous))
         return cls(
@@ -296,6 +322,22 @@ class Trajectory:
     def final_hash(self) -> str:
         """The hash that identifies the whole run (the genesis hash for an empty run)."""
         return self.steps[-1].hash if self.steps else GENESIS
+
+    @property
+    def identity(self) -> str:
+        """The run's content identity, beside `final_hash`: the same for two runs that made the
+        same calls and got the same answers, whatever response ids, tool-call ids, clocks and
+        fingerprints their servers gave (`step_contents`; the genesis hash for an empty run).
+        `final_hash` names the stored bytes; this names what happened."""
+        previous = GENESIS
+        for step, (inputs, output) in zip(self.steps, step_contents(self.steps), strict=True):
+            previous = digest(
+                canonical_json(
+                    [previous, step.kind.value, step.name, inputs, step.status.value, step.error,
+                     output]
+                )
+            )  # fmt: skip
+        return previous
 
     @property
     def final_answer(self) -> str | None:

@@ -16,7 +16,7 @@ from typer.testing import CliRunner, Result
 import otel_replay
 from otel_replay import Store, Trajectory, read_path
 from otel_replay.cli import app
-from otel_replay.hashing import GENESIS, link_hash, op_key, result_digest
+from otel_replay.hashing import GENESIS, link_hash, op_key, result_digest, stored_key
 from tests.conftest import SAMPLES
 
 WIDE = {"COLUMNS": "250"}  # tables are not truncated, so whole cells can be compared
@@ -256,9 +256,10 @@ def test_show_json_prints_the_whole_trajectory(runner: CliRunner, sample_store: 
     # the printed inputs and outputs are the very ones the hash chain was computed from
     previous = GENESIS
     for step in steps:
-        previous = link_hash(
+        assert step["op_key"] == op_key(step["kind"], step["name"], step["inputs"])
+        previous = link_hash(  # the chain names the stored bytes: its key is the stored inputs'
             previous,
-            op_key(step["kind"], step["name"], step["inputs"]),
+            stored_key(step["kind"], step["name"], step["inputs"]),
             result_digest(step["output"], step["status"], step["error"]),
         )
         assert step["hash"] == previous, step["index"]

@@ -3,7 +3,9 @@ open reads them as they are and leaves the file byte-for-byte alone, and a newer
 
 The fixture writes a store the way version 1 wrote it, from that version's own DDL (copied here,
 not imported: the package's schema moves on, this file must not), with the tables it created on
-first use (the receiver's ``pending_spans``, the kept reports) or without them.
+first use (the receiver's ``pending_spans``, the kept reports) or without them, and the op_keys
+versions 1 and 2 made (a model call's over its conversation's tool-call ids as recorded; version 3
+compares conversations up to a renaming of those ids).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typer.testing import CliRunner
 
 from otel_replay import Step, StepKind, Store, StoreError, Trajectory
 from otel_replay.cli import app
+from otel_replay.hashing import stored_key
 from otel_replay.ingest import ingest
 from otel_replay.store import _connection as store_connection
 from otel_replay.store._connection import SCHEMA_VERSION
@@ -110,9 +113,18 @@ def _old_run() -> Trajectory:
         {"role": "system", "content": "You investigate incidents."},
         {"role": "user", "content": "Why is checkout failing?"},
     ]
+    call = {"id": "call_7f3a", "name": "search_logs", "arguments": {"q": "error"}}
+    asked = {"role": "assistant", "content": None, "tool_calls": [call]}
+    answered = {"role": "tool", "content": '["timeout"]', "tool_call_id": "call_7f3a"}
     steps = [
-        Step(StepKind.LLM, "chat", {"model": "m", "messages": history}, {"content": "look"}),
+        Step(StepKind.LLM, "chat", {"model": "m", "messages": history}, asked),
         Step(StepKind.TOOL, "search_logs", {"arguments": {"q": "error"}}, ["timeout"]),
+        Step(
+            StepKind.LLM,
+            "chat",
+            {"model": "m", "messages": [*history, asked, answered]},
+            {"content": "the search timed out"},
+        ),
     ]
     return Trajectory.build("old-run", steps, outcome=0.0, metadata={"source": "old.jsonl"})
 
@@ -169,7 +181,7 @@ def _write_version_1(path: Path, run: Trajectory, used: bool) -> None:
             output_digest=_blob(db, step.output),
             status=step.status.value,
             resamplable=int(step.resamplable),
-            op_key=step.op_key,
+            op_key=_version_1_key(step),
             hash=step.hash,
         )
     db.execute("COMMIT")
@@ -185,6 +197,25 @@ def _write_version_1(path: Path, run: Trajectory, used: bool) -> None:
         )
         db.execute("INSERT INTO pending_spans VALUES ('t-waiting', 7, ?)", (OLD_SPAN,))
     db.close()
+
+
+def _version_1_key(step: Step) -> str:
+    """The op_key versions 1 and 2 stored: over the inputs as recorded (ids and all), the key the
+    Merkle link is still made of."""
+    return stored_key(step.kind.value, step.name, step.inputs)
+
+
+def _stored_keys(path: Path) -> list[str]:
+    db = sqlite3.connect(path)
+    try:
+        return [r[0] for r in db.execute("SELECT op_key FROM steps ORDER BY idx")]
+    finally:
+        db.close()
+
+
+def test_the_old_run_has_a_model_call_whose_op_key_version_3_makes_anew() -> None:
+    run = _old_run()
+    assert [_version_1_key(s) == s.op_key for s in run.steps] == [True, True, False]
 
 
 def _version(path: Path) -> int:
@@ -231,6 +262,7 @@ def test_a_writing_open_migrates_a_version_1_store(tmp_path: Path, used: bool) -
         assert db.report_counts() == {"old-run": 2 if used else 1}
 
     assert _version(path) == SCHEMA_VERSION
+    assert _stored_keys(path) == [s.op_key for s in run.steps]  # version 3's, in the file
     Store.open(tmp_path / "new.db").close()
     assert _shape(path) == _shape(tmp_path / "new.db")  # migrated = created at the latest
 
@@ -266,7 +298,8 @@ def test_a_reading_open_reads_a_version_1_store_and_changes_nothing(
     before = path.read_bytes()
 
     with Store.open(path, read_only=True) as db:
-        assert db.get("old-run") == run
+        assert db.get("old-run") == run  # the model call's op_key made afresh as it is read
+        assert [r["op_key"] for r in db.iter_step_rows()] == [s.op_key for s in run.steps]
         assert [k["report"] for k in db.reports("old-run")] == ([OLD_REPORT] if used else [])
         assert db.report_counts() == ({"old-run": 1} if used else {})
         assert [r for r, _ in db.newest_reports()] == (["old-run"] if used else [])
@@ -288,6 +321,7 @@ def test_a_reading_open_reads_a_version_1_store_and_changes_nothing(
         assert blamed.exit_code == 1 and "no stored report" in blamed.stderr
 
     assert path.read_bytes() == before
+    assert _stored_keys(path) == [_version_1_key(s) for s in run.steps]
     wal = Path(f"{path}-wal")  # a reader of a WAL file may make it (and -shm), never write to it
     assert not wal.exists() or wal.stat().st_size == 0
     assert _version(path) == 1

@@ -3,6 +3,8 @@
 ``POST /v1/chat/completions`` (no streaming) answers with `examples.incident.model.respond`: the
 same pure function of the conversation the other examples use, so an unmodified OpenAI-SDK agent
 (`examples.incident.openai_app`) can run against it with no key and no network. Standard library only.
+Like every real server it gives each response and each tool call a fresh id and stamps ``created``
+with the clock: what the model says is a function of the conversation, its ids are not.
 
     python -m examples.incident.openai_server --port 8000     # then base_url http://127.0.0.1:8000/v1
 """
@@ -13,6 +15,8 @@ import argparse
 import contextlib
 import json
 import threading
+import time
+import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -37,7 +41,7 @@ def completion(body: dict[str, Any]) -> dict[str, Any]:
     if reply.get("tool_calls"):
         message["tool_calls"] = [
             {
-                "id": call["id"],
+                "id": f"call_{uuid.uuid4().hex[:24]}",
                 "type": "function",
                 "function": {"name": call["name"], "arguments": json.dumps(call["arguments"])},
             }
@@ -45,9 +49,9 @@ def completion(body: dict[str, Any]) -> dict[str, Any]:
         ]
     finish = "tool_calls" if reply.get("tool_calls") else "stop"
     return {
-        "id": "chatcmpl-incident",
+        "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
         "object": "chat.completion",
-        "created": 1773497000,
+        "created": int(time.time()),
         "model": body.get("model") or MODEL_NAME,
         "choices": [{"index": 0, "message": message, "finish_reason": finish}],
     }

@@ -65,11 +65,12 @@ def show_command(
     ] = False,
     store: StoreOption = None,
 ) -> None:
-    """Show one trajectory step by step (``--json``: the whole trajectory)."""
+    """Show one trajectory step by step (``--json``: the whole trajectory). Its final hash names
+    the stored bytes; its identity what happened, whatever ids the model server gave."""
     with user_errors(), open_store(store) as db:
         trajectory = db.get(trajectory_id)
     if json:
-        print_json(trajectory.to_record())
+        print_json({**trajectory.to_record(), "identity": trajectory.identity})
         return
     meta = trajectory.metadata
     outcome = "unknown" if trajectory.outcome is None else f"{trajectory.outcome:g}"
@@ -80,7 +81,7 @@ def show_command(
     ]
     console.print(printable("  ".join(details)), highlight=False, markup=False)
     rebuilt = set(meta.get("reconstructed_steps", []))
-    caption = f"final hash {trajectory.final_hash[:16]}…"
+    caption = f"final hash {trajectory.final_hash[:16]}…  identity {trajectory.identity[:16]}…"
     if rebuilt:
         caption = f"† reconstructed from the conversation (no span recorded it); {caption}"
     table = Table(caption=caption)

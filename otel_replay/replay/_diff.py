@@ -1,5 +1,10 @@
 """Two runs side by side: how long they agree, what differs where they first part, and where their
-structures part (the operations one run has and the other has not)."""
+structures part (the operations one run has and the other has not).
+
+Runs are compared as content (`otel_replay.model.step_contents`): timestamps, span ids and the
+volatile fields of model calls (response ids, tool-call ids, ``created``, ``system_fingerprint``)
+never count, and ids compare up to a consistent renaming: the first id in one run is the first id
+in the other."""
 
 from __future__ import annotations
 
@@ -8,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from otel_replay.hashing import CORRELATION_KEYS, canonical_json
-from otel_replay.model import Step, Trajectory
+from otel_replay.model import Step, Trajectory, step_contents
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,10 +70,6 @@ class TrajectoryDiff:
         return left, right
 
 
-def _inputs(step: Step) -> dict[str, Any]:
-    return {k: v for k, v in step.inputs.items() if k not in CORRELATION_KEYS}
-
-
 def flat_inputs(inputs: dict[str, Any]) -> dict[str, Any]:
     """Inputs as a person names them: a tool's ``arguments`` and a model call's ``parameters``
     opened up beside the other keys; correlation ids left out."""
@@ -83,15 +84,25 @@ def flat_inputs(inputs: dict[str, Any]) -> dict[str, Any]:
     return flat
 
 
-def step_differences(a: Step, b: Step) -> tuple[str, ...]:
-    """What differs between two steps; timestamps, span ids and correlation ids never count."""
+Content = tuple[dict[str, Any], Any]  # a step's inputs and output as `step_contents` gives them
+
+
+def step_differences(
+    a: Step, b: Step, contents: tuple[Content, Content] | None = None
+) -> tuple[str, ...]:
+    """What differs between two steps; timestamps, span ids and volatile fields never count.
+    ``contents``: the two steps' `step_contents` within their runs (by default, each step's
+    alone)."""
+    if contents is None:
+        contents = (next(step_contents([a])), next(step_contents([b])))
+    (a_inputs, a_output), (b_inputs, b_output) = contents
     found = []
     if a.kind is not b.kind:
         found.append("kind")
     if a.name != b.name:
         found.append("name")
-    if canonical_json(_inputs(a)) != canonical_json(_inputs(b)):
-        left, right = flat_inputs(a.inputs), flat_inputs(b.inputs)
+    if canonical_json(a_inputs) != canonical_json(b_inputs):
+        left, right = flat_inputs(a_inputs), flat_inputs(b_inputs)
         keys = sorted(
             k
             for k in set(left) | set(right)
@@ -102,15 +113,17 @@ def step_differences(a: Step, b: Step) -> tuple[str, ...]:
         found.append("inputs (" + ", ".join(keys) + ")")
     if a.status is not b.status or a.error != b.error:
         found.append("status")
-    if canonical_json(a.output) != canonical_json(b.output):
+    if canonical_json(a_output) != canonical_json(b_output):
         found.append("output")
     return tuple(found)
 
 
 def diff(left: Trajectory, right: Trajectory) -> TrajectoryDiff:
+    """Where ``left`` and ``right`` first differ, compared as content (the module docstring)."""
     common = 0
-    for a, b in zip(left.steps, right.steps, strict=False):
-        differences = step_differences(a, b)
+    pairs = zip(step_contents(left.steps), step_contents(right.steps), strict=False)
+    for a, b, contents in zip(left.steps, right.steps, pairs, strict=False):
+        differences = step_differences(a, b, contents)
         if differences:
             return TrajectoryDiff(left, right, common, differences, _structure(left, right, common))
         common += 1

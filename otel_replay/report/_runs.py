@@ -33,6 +33,7 @@ def replay_record(result: Replay) -> dict[str, Any]:
         "steps": len(result.original.steps),
         "replayed_steps": len(result.trajectory.steps),
         "final_hash": result.original.final_hash,
+        "identity": result.original.identity,
         "nondeterminism": None if nondeterminism is None else str(nondeterminism),
         "nondeterminism_step": None if nondeterminism is None else nondeterminism.step_index,
         "ending": result.ending,

@@ -5,9 +5,10 @@ The schema is `MIGRATIONS`, numbered from 1: a store at ``PRAGMA user_version`` 
 applied, and `SCHEMA_VERSION` is how many there are. A new store is created at the latest version;
 a writing open of an older one applies the rest in one transaction under the write lock, so a store
 is at its old version or the latest, never between. A reading open changes nothing, and reads an older
-store as it is: a table its version lacks reads as empty (`Connected._has`). Migrations so far only
-add tables; one that changes a table must say how a reading open reads the older form. A store of a
-newer version than `SCHEMA_VERSION` is refused, naming both versions, and left as it is.
+store as it is: a table its version lacks reads as empty (`Connected._has`). A migration is SQL, or a
+function of the connection when it recomputes what SQL cannot (version 3's op_keys); one that
+changes a table says how a reading open reads the older form. A store of a newer version than
+`SCHEMA_VERSION` is refused, naming both versions, and left as it is.
 """
 
 from __future__ import annotations
@@ -19,18 +20,69 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 from urllib.parse import quote
 
+import orjson
+
 from otel_replay.errors import StoreError
+from otel_replay.hashing import op_key
 
 T = TypeVar("T")
 _Self = TypeVar("_Self", bound="Connected")
 
 DEFAULT_STORE = Path(".agent-replay") / "store.db"
 
+
+def read_inputs(db: sqlite3.Connection, data: bytes, layout: int) -> dict[str, Any]:
+    """A step's inputs from their blob: whole (layout 0), or a shell whose ``messages`` are the
+    digests of one blob each (layout 1)."""
+    inputs: dict[str, Any] = orjson.loads(data)
+    if layout == 1:
+        inputs["messages"] = [orjson.loads(load_blob(db, d)) for d in inputs["messages"]]
+    return inputs
+
+
+def load_blob(db: sqlite3.Connection, blob_digest: str) -> bytes:
+    row = db.execute("SELECT data FROM blobs WHERE digest = ?", (blob_digest,)).fetchone()
+    if row is None:
+        raise StoreError(f"the store is missing blob {blob_digest}")
+    data: bytes = row[0]
+    return data
+
+
+#: Which op_keys a store of each version holds: from version 3 on, a model call's is the content
+#: of its inputs (`otel_replay.hashing.op_key`); before, its inputs with their ids as recorded.
+CONTENT_OP_KEYS = 3
+
+
+def _content_op_keys(db: sqlite3.Connection) -> None:
+    """3: a model call's op_key compares its conversation up to a renaming of its ids (response and
+    tool-call ids a server makes afresh are correlation data), so each model call's is made again.
+    Tools' and other steps' keys, and every Merkle hash, stay as they are. A reading open of an
+    older store makes model calls' keys afresh as it reads them (`current_op_key`)."""
+    rows = db.execute(
+        "SELECT s.trajectory_id, s.idx, s.name, s.op_key, i.data, s.inputs_layout FROM steps s "
+        "JOIN blobs i ON i.digest = s.inputs_digest WHERE s.kind = 'llm'"
+    ).fetchall()
+    changed = []
+    for trajectory_id, index, name, stored, data, layout in rows:
+        key = op_key("llm", name, read_inputs(db, data, layout))
+        if key != stored:
+            changed.append((key, trajectory_id, index))
+    db.executemany("UPDATE steps SET op_key = ? WHERE trajectory_id = ? AND idx = ?", changed)
+
+
+def current_op_key(version: int, kind: str, name: str, inputs: dict[str, Any], key: str) -> str:
+    """The op_key a step row of a store at ``version`` means today: its own, or (a model call in a
+    store older than `CONTENT_OP_KEYS`, read as it is) made afresh from its inputs."""
+    if version >= CONTENT_OP_KEYS or kind != "llm":
+        return key
+    return op_key(kind, name, inputs)
+
+
 #: The schema, one migration per version: migration N takes a store from version N-1 to N.
-MIGRATIONS: tuple[str, ...] = (
+MIGRATIONS: tuple[str | Callable[[sqlite3.Connection], None], ...] = (
     # 1: runs, their steps and the blobs they are made of
     """
 CREATE TABLE blobs (                     -- a rowid table: new blobs append instead of being
@@ -107,6 +159,7 @@ CREATE TABLE IF NOT EXISTS report_steps (  -- what blame reads across runs (REPO
     PRIMARY KEY (trajectory_id, config_digest, idx)
 ) WITHOUT ROWID;
 """,
+    _content_op_keys,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -168,6 +221,9 @@ def _migrate(db: sqlite3.Connection, path: Path) -> None:
     the lock, and only the first migrates."""
     version = _check_version(db.execute("PRAGMA user_version").fetchone()[0], path)
     for migration in MIGRATIONS[version:]:
+        if callable(migration):
+            migration(db)
+            continue
         for statement in _statements(migration):
             db.execute(statement)
     if version < SCHEMA_VERSION:
@@ -322,6 +378,7 @@ class Connected:
         self.path = path
         self._on_wait = on_wait
         self._tables = tables
+        self._version = int(connection.execute("PRAGMA user_version").fetchone()[0])
         self._known: set[str] = set()  # blobs known to be stored (see `transaction`)
 
     def close(self) -> None:

@@ -24,7 +24,13 @@ import orjson
 from otel_replay.errors import NotFoundError, StoreError
 from otel_replay.hashing import canonical_json, digest
 from otel_replay.model import SpanNode, Step, Trajectory
-from otel_replay.store._connection import Connected, chunks
+from otel_replay.store._connection import (
+    CONTENT_OP_KEYS,
+    Connected,
+    chunks,
+    current_op_key,
+    read_inputs,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,8 +255,13 @@ class Trajectories(Connected):
         for cursor in cursors:
             for row in cursor:
                 record = dict(row)
-                if record.pop("inputs_layout") == 1:
-                    record["inputs"] = orjson.dumps(self._inputs(record["inputs"], 1))
+                layout = record.pop("inputs_layout")
+                if layout == 1 or self._version < CONTENT_OP_KEYS:
+                    inputs = read_inputs(self._db, record["inputs"], layout)
+                    record["op_key"] = current_op_key(
+                        self._version, record["kind"], record["name"], inputs, record["op_key"]
+                    )
+                    record["inputs"] = orjson.dumps(inputs) if layout == 1 else record["inputs"]
                 yield record
 
     def results_of(self, op_keys: Iterable[str]) -> dict[str, list[tuple[Any, str, str | None]]]:
@@ -286,16 +297,13 @@ class Trajectories(Connected):
 
     def _step_record(self, row: sqlite3.Row) -> dict[str, Any]:
         record = dict(row)
-        record["inputs"] = self._inputs(record["inputs"], record.pop("inputs_layout"))
+        record["inputs"] = read_inputs(self._db, record["inputs"], record.pop("inputs_layout"))
         record["output"] = orjson.loads(record["output"])
         record["resamplable"] = bool(record["resamplable"])
+        record["op_key"] = current_op_key(
+            self._version, record["kind"], record["name"], record["inputs"], record["op_key"]
+        )
         return record
-
-    def _inputs(self, data: bytes, layout: int) -> dict[str, Any]:
-        inputs: dict[str, Any] = orjson.loads(data)
-        if layout == 1:
-            inputs["messages"] = [self._load(d) for d in inputs["messages"]]
-        return inputs
 
     def _load(self, blob_digest: str) -> Any:
         row = self._db.execute("SELECT data FROM blobs WHERE digest = ?", (blob_digest,)).fetchone()

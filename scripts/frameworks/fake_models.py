@@ -14,6 +14,10 @@ The scenario: a customer asks where order A-1001 is and whether a late delivery 
 agent looks the order up (``lookup_order``), tracks the shipment (``track_shipment``), checks the
 refund policy (``search_policies``, a retrieval) and answers. When a tool result reports an error, it
 apologises instead. `serve` starts the server on a loopback port in a daemon thread.
+
+What the policy says is deterministic; the ids are not. Like every real server it gives each
+response, message item and tool call a fresh id, and stamps ``created`` with the clock, so what reads
+its runs must compare them up to those correlation fields.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import json
 import re
 import threading
 import time
+import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -134,8 +139,18 @@ def _openai_conversation(body: dict[str, Any]) -> tuple[list[dict[str, Any]], li
     return messages, tools
 
 
+def fresh(prefix: str) -> str:
+    """A new id, as every real model server makes one for each response, item and tool call."""
+    return f"{prefix}{uuid.uuid4().hex[:24]}"
+
+
 def _call_id(name: str, messages: list[dict[str, Any]]) -> str:
-    return f"call_{name}_{len(messages)}"
+    return fresh("call_")
+
+
+def _now() -> int:
+    """``created``: the second the response was made, as a real server stamps it."""
+    return int(time.time())
 
 
 def _structured(reply: dict[str, Any], form: Any) -> dict[str, Any]:
@@ -165,9 +180,9 @@ def openai_chat(body: dict[str, Any]) -> dict[str, Any]:
             for c in reply["tool_calls"]
         ]
     return {
-        "id": f"chatcmpl-{len(messages)}",
+        "id": fresh("chatcmpl-"),
         "object": "chat.completion",
-        "created": 1_767_225_600,
+        "created": _now(),
         "model": body.get("model", "fake-model"),
         "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
         "usage": {
@@ -286,16 +301,16 @@ def openai_responses(body: dict[str, Any]) -> dict[str, Any]:
         output.append(
             {
                 "type": "message",
-                "id": f"msg_{len(messages)}",
+                "id": fresh("msg_"),
                 "role": "assistant",
                 "status": "completed",
                 "content": [{"type": "output_text", "text": reply["content"], "annotations": []}],
             }
         )
     return {
-        "id": f"resp_{len(messages)}",
+        "id": fresh("resp_"),
         "object": "response",
-        "created_at": 1_767_225_600,
+        "created_at": _now(),
         "status": "completed",
         "model": body.get("model", "fake-model"),
         "output": output,
@@ -443,7 +458,7 @@ def anthropic_message(body: dict[str, Any]) -> dict[str, Any]:
         content = [
             {
                 "type": "tool_use",
-                "id": f"toolu_{c['name']}_{len(messages)}",
+                "id": fresh("toolu_"),
                 "name": c["name"],
                 "input": c["arguments"],
             }
@@ -454,7 +469,7 @@ def anthropic_message(body: dict[str, Any]) -> dict[str, Any]:
         content = [{"type": "text", "text": reply["content"]}]
         stop = "end_turn"
     return {
-        "id": f"msg_{len(messages)}",
+        "id": fresh("msg_"),
         "type": "message",
         "role": "assistant",
         "model": body.get("model", "fake-claude"),
