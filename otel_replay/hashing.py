@@ -74,6 +74,7 @@ CLOCK_KEYS = frozenset({"created", "created_at", "system_fingerprint"})
 #: ids. ``input`` is one only when it is an object (a ``tool_use`` block's arguments); the Responses
 #: API's ``input``, a list of items, is searched.
 _OPAQUE_KEYS = frozenset({"arguments", "input", "tools"})
+_MARKED = ID_KEYS | CLOCK_KEYS | _OPAQUE_KEYS
 
 _DUMPS_OPTIONS = orjson.OPT_SORT_KEYS
 
@@ -148,41 +149,59 @@ def content_form(value: Any, names: dict[str, str] | None = None) -> Any:
 
 
 def _content(value: Any, names: dict[str, str]) -> Any:
-    if isinstance(value, list):
+    # hot: every model call of a rollout is keyed, so one pass per container, and a sort only of
+    # the few keys that matter when there are two or more of them
+    kind = type(value)
+    if kind is list:
         copied: list[Any] | None = None
         for i, item in enumerate(value):
-            if isinstance(item, (dict, list)):
+            if type(item) is dict or type(item) is list:
                 new = _content(item, names)
                 if new is not item:
                     if copied is None:
                         copied = list(value)
                     copied[i] = new
         return value if copied is None else copied
-    if not isinstance(value, dict):
+    if kind is not dict:
         return value
-    copy: dict[str, Any] | None = None
-    for key in sorted(value) if len(value) > 1 else value:
-        item = value[key]
-        if key in CLOCK_KEYS and not isinstance(item, (dict, list)):
-            if copy is None:
-                copy = dict(value)
-            del copy[key]
+    found: list[str] | None = None
+    for key, item in value.items():
+        if key in _MARKED:
+            if type(item) is dict or type(item) is list:
+                if key in CLOCK_KEYS or key in ID_KEYS:
+                    continue
+                if key in _OPAQUE_KEYS and (key != "input" or type(item) is dict):
+                    continue
+            elif key in ID_KEYS and type(item) is not str:
+                continue
+        elif type(item) is not dict and type(item) is not list:
             continue
-        if key in ID_KEYS and isinstance(item, str):
+        if found is None:
+            found = [key]
+        else:
+            found.append(key)
+    if found is None:
+        return value
+    if len(found) > 1:
+        found.sort()
+    copy = dict(value)
+    changed = False
+    for key in found:
+        item = value[key]
+        if key in CLOCK_KEYS and type(item) is not dict and type(item) is not list:
+            del copy[key]
+            changed = True
+            continue
+        if key in ID_KEYS and type(item) is str:
             new = names.get(item)
             if new is None:
                 new = names[item] = f"#{len(names)}"
-        elif isinstance(item, (dict, list)) and not (
-            key in _OPAQUE_KEYS and (key != "input" or isinstance(item, dict))
-        ):
-            new = _content(item, names)
         else:
-            continue
+            new = _content(item, names)
         if new is not item:
-            if copy is None:
-                copy = dict(value)
             copy[key] = new
-    return value if copy is None else copy
+            changed = True
+    return copy if changed else value
 
 
 def _uncorrelated(inputs: dict[str, Any]) -> dict[str, Any]:

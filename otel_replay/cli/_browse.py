@@ -65,8 +65,7 @@ def show_command(
     ] = False,
     store: StoreOption = None,
 ) -> None:
-    """Show one trajectory step by step (``--json``: the whole trajectory). Its final hash names
-    the stored bytes; its identity what happened, whatever ids the model server gave."""
+    """Show one trajectory step by step (``--json``: the whole trajectory, and its identity)."""
     with user_errors(), open_store(store) as db:
         trajectory = db.get(trajectory_id)
     if json:

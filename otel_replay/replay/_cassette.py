@@ -12,7 +12,7 @@ from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 from otel_replay.errors import InterventionError, NonDeterminismError
-from otel_replay.hashing import op_key
+from otel_replay.hashing import content_form, op_key
 from otel_replay.model import Step, StepKind, StepStatus, Trajectory
 from otel_replay.replay._diff import flat_inputs
 from otel_replay.replay._patch import apply_patch
@@ -206,8 +206,15 @@ def _key(step: Step) -> str:
     return op_key(step.kind.value, step.name, step.inputs)
 
 
+def _compared(kind: StepKind, inputs: dict[str, Any]) -> dict[str, Any]:
+    """Inputs as a miss's diagnostics compare them: flat, a model call's up to its ids (what
+    differs is never only a fresh tool-call id)."""
+    flat = flat_inputs(inputs)
+    return content_form(flat) if kind is StepKind.LLM else flat
+
+
 def _closeness(step: Step, kind: StepKind, name: str, inputs: dict[str, Any]) -> int:
-    mine, theirs = flat_inputs(inputs), flat_inputs(step.inputs)
+    mine, theirs = _compared(kind, inputs), _compared(step.kind, step.inputs)
     same = sum(1 for k in mine if k in theirs and theirs[k] == mine[k])
     return 4 * (step.kind is kind) + 2 * (step.name == name) + same
 
@@ -218,7 +225,7 @@ def _difference(step: Step, kind: StepKind, name: str, inputs: dict[str, Any]) -
         what.append(f"kind {step.kind.value} vs {kind.value}")
     if step.name != name:
         what.append(f"name {step.name!r} vs {name!r}")
-    mine, theirs = flat_inputs(inputs), flat_inputs(step.inputs)
+    mine, theirs = _compared(kind, inputs), _compared(step.kind, step.inputs)
     keys = sorted(
         k for k in set(mine) | set(theirs) if mine.get(k, _ABSENT) != theirs.get(k, _ABSENT)
     )
