@@ -12,6 +12,12 @@ the same way:
 
 The chat loop, which builds its conversation from live results rather than steps, gives them the same
 shape through `tool_message` itself.
+
+Wherever a step's output is compared with, or shown beside, another output of the same step (the
+repair against the record, the two runs of a diff at their divergence), a model step's output is
+read as its message first (`compared_output`): a run recorded with ``--instrument`` keeps the
+response its SDK returned, while a resample function answers a message, and the two are compared as
+messages, not as a response against a message.
 """
 
 from __future__ import annotations
@@ -22,13 +28,33 @@ from typing import Any
 from otel_replay.messages import Message, assistant_message, message_text, tool_message
 from otel_replay.model import Step, StepKind, StepStatus
 
-__all__ = ["call_of", "calls_turn", "model_turn", "rebuilt", "said", "tool_result"]
+__all__ = [
+    "call_of",
+    "calls_turn",
+    "compared_output",
+    "model_turn",
+    "rebuilt",
+    "said",
+    "tool_result",
+]
 
 
 def model_turn(output: Any) -> Message:
     """A model's output as its turn in the conversation: the reply it holds, else the output as an
     assistant message whose ``content`` is its text (`message_text`)."""
     return assistant_message(output) or {"role": "assistant", "content": message_text(output)}
+
+
+def compared_output(kind: StepKind, output: Any) -> Any:
+    """What the output of a step of ``kind`` is compared and shown as beside another output of the
+    step: a model step's reply as the store's message (`assistant_message`: the response an SDK
+    returned and a message a resample function answered read alike); any other output, and a
+    model's bare answer (text, a list, a value that is no reply), as it is."""
+    if kind is StepKind.LLM and isinstance(output, dict):
+        message = assistant_message(output)
+        if message is not None:
+            return message
+    return output
 
 
 def tool_result(step: Step, call_id: Any = None) -> Message:

@@ -4,6 +4,9 @@ no store made by a command that only reads (issue 11's first items)."""
 from __future__ import annotations
 
 import json
+import os
+import stat
+from collections.abc import Iterator
 from pathlib import Path
 
 import orjson
@@ -12,7 +15,7 @@ from typer.testing import CliRunner
 
 from otel_replay import Store
 from otel_replay.cli import app
-from otel_replay.cli._common import output_file, printable
+from otel_replay.cli._common import output_file, printable, write_output
 from tests.cli_helpers import invoke, ok, one_line_error
 from tests.conftest import ROOT, SAMPLES
 
@@ -48,6 +51,85 @@ def test_a_failed_write_leaves_the_previous_file_and_no_debris(tmp_path: Path) -
         out.write(b"half a rep")
         raise RuntimeError("killed")
     assert target.read_bytes() == b"the previous good report"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.json"]
+
+
+@pytest.fixture
+def umask() -> Iterator[int]:
+    """A umask no default gives (group may read, others nothing), restored after the test."""
+    previous = os.umask(0o027)
+    try:
+        yield 0o027
+    finally:
+        os.umask(previous)
+
+
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def test_every_file_the_cli_writes_has_the_mode_a_plain_write_gives(
+    runner: CliRunner, tmp_path: Path, umask: int
+) -> None:
+    plain = tmp_path / "plain"
+    with open(plain, "w"):
+        pass
+    assert _mode(plain) == 0o666 & ~umask == 0o640
+    store = tmp_path / "store.db"
+    ok(invoke(runner, store, "import", str(SAMPLES / "incident.otlp.jsonl")))
+    incident = ROOT / "examples" / "incident"
+    tools, agent = str(incident / "tools.py"), str(incident / "agent.py")
+    out = tmp_path / "out"
+    ok(
+        invoke(
+            runner, store, "record", "--agent", f"{agent}:investigate",
+            "--outcome", f"{agent}:outcome", "--otlp-out", str(out / "spans.json"),
+        )
+    )  # fmt: skip
+    ok(
+        invoke(
+            runner, store, "attribute", "ef2843ff", "--resamplers", tools, "--success-if",
+            "v841", "--repair", "--out", str(out / "report.json"), "--html",
+            str(out / "report.html"),
+        )
+    )  # fmt: skip
+    ok(
+        invoke(
+            runner,
+            store,
+            "report",
+            "html",
+            str(out / "report.json"),
+            "--out",
+            str(out / "again.html"),
+        )
+    )
+    ok(invoke(runner, store, "blame", "--out", str(out / "blame.csv")))
+    ok(invoke(runner, store, "export", "--out", str(out / "runs.jsonl")))
+    ok(invoke(runner, store, "export", "--format", "parquet", "--out", str(out / "steps.parquet")))
+    ok(invoke(runner, store, "export", "--format", "pairs", "--out", str(out / "pairs.jsonl")))
+    ok(
+        invoke(
+            runner, store, "export", "ef2843ff", "--format", "pytest",
+            "--agent", f"{agent}:investigate", "--out", str(out / "test_run.py"),
+        )
+    )  # fmt: skip
+    written = {p.name: _mode(p) for p in out.iterdir()}
+    assert sorted(written) == [
+        "again.html", "blame.csv", "pairs.jsonl", "report.html", "report.json", "runs.jsonl",
+        "spans.json", "steps.parquet", "test_run.jsonl", "test_run.py",
+    ]  # fmt: skip
+    assert written == dict.fromkeys(written, 0o640)
+    # SQLite creates the store (and its WAL files) 0644 less the umask: here a plain write's mode
+    assert {_mode(p) for p in tmp_path.glob("store.db*")} == {0o640}
+
+
+def test_a_file_written_over_keeps_its_mode(tmp_path: Path, umask: int) -> None:
+    target = tmp_path / "report.json"
+    target.write_bytes(b"the previous report")
+    target.chmod(0o604)
+    write_output(target, b"the new report")
+    assert target.read_bytes() == b"the new report" and _mode(target) == 0o604
     assert sorted(p.name for p in tmp_path.iterdir()) == ["report.json"]
 
 

@@ -5,7 +5,14 @@ from __future__ import annotations
 
 from otel_replay.messages import conversation, message_text, shaped_results, tool_message
 from otel_replay.model import Step, StepKind, StepStatus
-from otel_replay.transcript import calls_turn, model_turn, rebuilt, said, tool_result
+from otel_replay.transcript import (
+    calls_turn,
+    compared_output,
+    model_turn,
+    rebuilt,
+    said,
+    tool_result,
+)
 
 OPENING = [{"role": "system", "content": "Investigate."}, {"role": "user", "content": "Why?"}]
 
@@ -123,3 +130,18 @@ def test_a_recorded_result_reads_in_the_one_shape() -> None:
     assert out[-1] == {**unkept, "name": "query_metrics"}
     assert recorded[-1]["content"] == {"a": [1]}  # nothing changed in place
     assert conversation({"messages": recorded})[-1] == out[-2]
+
+
+def test_a_model_turn_is_compared_as_its_message_anything_else_as_it_is() -> None:
+    completion = {
+        "id": "chatcmpl-7",
+        "object": "chat.completion",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "v841"}}],
+        "usage": {"total_tokens": 9},
+    }
+    message = {"role": "assistant", "content": "v841"}
+    assert compared_output(StepKind.LLM, completion) == message
+    assert compared_output(StepKind.LLM, message) is message
+    for bare in ("v841", ["v841", "v840"], {"answer": "v841"}):  # no reply: as it is
+        assert compared_output(StepKind.LLM, bare) is bare
+    assert compared_output(StepKind.TOOL, completion) is completion  # a tool's result is no reply

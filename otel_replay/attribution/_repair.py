@@ -2,7 +2,9 @@
 
 Candidates are the culprit's outputs in rollouts that succeeded (from its ``ablate_from`` plan) plus
 whatever the user's ``@repair_candidates`` functions offer, tried in order of edit similarity to the
-factual output (most similar first). The first whose forced plan — hold before the step, inject the
+factual output (most similar first; a model turn's outputs are compared as messages,
+`otel_replay.transcript.compared_output`, and one saying what the record says is no candidate).
+The first whose forced plan — hold before the step, inject the
 candidate, resample after — fails less often than a fresh baseline of the kept plan, beyond chance
 (the difference's upper bound below zero, one-sided at 0.05 over the number of candidates tried),
 and saves at least one run, is the repair.
@@ -22,6 +24,7 @@ from otel_replay.hashing import canonical_json
 from otel_replay.model import StepKind, StepStatus
 from otel_replay.replay import Intervention, Plan
 from otel_replay.resamplers._registry import describe
+from otel_replay.transcript import compared_output
 
 _ALPHA = 0.05  # the error rate a repair is accepted at (split over the candidates tried)
 
@@ -59,12 +62,16 @@ def candidates(engine: Engine, index: int, rollouts: list[Outcome]) -> list[_Can
             raise RegistrationError(
                 f"repair-candidates function {describe(source)} raised {type(exc).__name__}: {exc}"
             ) from exc
-    factual_key = canonical_json(factual_step.output)
+    # a model turn is compared as its message: the record may hold the response an SDK returned,
+    # a resample function answers a message
+    factual = compared_output(factual_step.kind, factual_step.output)
+    factual_key = canonical_json(factual)
     for output, origin in offered:
-        key = canonical_json(output)
+        compared = compared_output(factual_step.kind, output)
+        key = canonical_json(compared)
         if key == factual_key or key in seen:
             continue
-        seen[key] = _Candidate(output, similarity(output, factual_step.output), origin, key)
+        seen[key] = _Candidate(output, similarity(compared, factual), origin, key)
     return sorted(seen.values(), key=lambda c: (-c.similarity, c.key))
 
 

@@ -40,7 +40,9 @@ from otel_replay.cli._common import (
 )
 from otel_replay.cli._executing import Running, executing
 from otel_replay.errors import StoreError
+from otel_replay.model import StepKind
 from otel_replay.resamplers import UserCode
+from otel_replay.transcript import compared_output
 
 
 def run(
@@ -306,8 +308,10 @@ def _render(result: AttributionResult, config: AttributionConfig) -> None:
             )
     if result.repair is not None:
         r = result.repair
+        kind = StepKind(next(s.kind for s in result.steps if s.index == r.step_index))
         console.print(
-            f"repair ({r.move}): step {r.step_index} returning {shown(short(r.output, 80))} "
+            f"repair ({r.move}): step {r.step_index} returning "
+            f"{shown(short(compared_output(kind, r.output), 80))} "
             "saves the run "
             f"{r.success_rate:.0%} of the time [{r.success_low:.2f}, {r.success_high:.2f}] "
             f"(similarity to the record {r.similarity:.2f}; from {shown(r.source)})"

@@ -6,9 +6,10 @@ from __future__ import annotations
 import os
 from enum import Enum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+from rich.text import Text
 
 from otel_replay.cli._common import (
     StoreOption,
@@ -22,6 +23,9 @@ from otel_replay.cli._common import (
 from otel_replay.errors import ReplayError
 from otel_replay.export import pytest_module, write_jsonl
 from otel_replay.store import Store
+
+if TYPE_CHECKING:
+    from otel_replay.fleet._pairs import Unpaired
 
 
 class ExportFormat(str, Enum):
@@ -131,20 +135,42 @@ def _pytest(
 
 
 def _pairs(db: Store, runs: set[str] | None, out: Path | None) -> None:
-    """Each repaired run's contrastive pair, a JSON line each (``prompt``/``chosen``/``rejected``)."""
+    """Each repaired run's contrastive pair, a JSON line each (``prompt``/``chosen``/``rejected``).
+    No pair at all is an error naming the runs and why each has none, and nothing is written."""
     import orjson
 
-    from otel_replay.fleet import pairs
+    from otel_replay.fleet._pairs import pairs, unpaired
 
-    count = 0
+    found = list(pairs(db, runs))
+    if not found:
+        raise ReplayError(f"no pair to export: {_why_none(unpaired(db, runs), runs is None)}")
     with output_file(out or Path("-")) as handle:
-        for pair in pairs(db, runs):
+        for pair in found:
             handle.write(orjson.dumps(pair) + b"\n")
-            count += 1
-    if count == 0:
-        err_console.print("no stored report found a repair: `attribute --repair` searches one")
-    elif out is not None and str(out) != "-":
-        err_console.print(f"wrote {plural(count, 'pair')} to {out}")
+    if runs is not None:  # runs asked for by name: say which of them gave no pair
+        for missing in unpaired(db, runs):
+            err_console.print(Text(f"no pair for {missing.run_id}: {missing.reason}"))
+    if out is not None and str(out) != "-":
+        err_console.print(f"wrote {plural(len(found), 'pair')} to {out}")
+
+
+#: How many runs of a reason the error names (the rest are counted).
+_NAMED_AT_MOST = 3
+
+
+def _why_none(missing: list[Unpaired], everything: bool) -> str:
+    """Why no run gave a pair: the runs of each reason, the first few named."""
+    if not missing:
+        return "the store holds no run"
+    by_reason: dict[str, list[str]] = {}
+    for run in missing:
+        by_reason.setdefault(run.reason, []).append(run.run_id)
+    said = []
+    for reason, runs in by_reason.items():
+        named = ", ".join(runs[:_NAMED_AT_MOST]) + (", …" if len(runs) > _NAMED_AT_MOST else "")
+        said.append(f"{runs[0] if len(runs) == 1 else f'{len(runs)} runs ({named})'}: {reason}")
+    head = "no run in the store has a repair" if everything else "no run asked for has a repair"
+    return f"{head}; " + "; ".join(said)
 
 
 def _beside(spec: str, folder: Path) -> str:

@@ -32,6 +32,7 @@ from otel_replay.replay._faults import FAULTS
 from otel_replay.resamplers import Registry, load_registry
 from otel_replay.resamplers._loading import load_object
 from otel_replay.resamplers._openai import ModelSource
+from otel_replay.transcript import compared_output
 
 if TYPE_CHECKING:
     from otel_replay.replay import Move, Replay, TrajectoryDiff
@@ -460,4 +461,5 @@ def _value(step: Step | None, what: str) -> str:
         return ""
     if what == "output" and step.status.value == "error":
         return f"error: {step.error}"
-    return short(step.inputs if what == "inputs" else step.output, 160)
+    # a model turn's output as its message: an SDK's response and a resampled message read alike
+    return short(step.inputs if what == "inputs" else compared_output(step.kind, step.output), 160)

@@ -4,7 +4,8 @@
 **the attribution** (each step's estimate and interval on one shared axis, P(fail) kept against
 resampled, the decision and the test that made it, the search's questions, Shapley values with their
 standard errors and the efficiency check) and **the repair** (the recorded output against the
-repairing one, as a diff), then the configuration that reproduces it. It reads the JSON report
+repairing one, as a diff; a model turn's outputs both as messages, so a response an SDK returned is
+not set against a message), then the configuration that reproduces it. It reads the JSON report
 (`build_report`) and, when it has it, the run itself; without the run it shows what the report holds.
 """
 
@@ -16,9 +17,10 @@ from typing import Any
 
 import orjson
 
-from otel_replay.model import Trajectory
+from otel_replay.model import StepKind, Trajectory
 from otel_replay.report._page import esc, page
 from otel_replay.report._timeline import Mark, run_section
+from otel_replay.transcript import compared_output
 
 #: Lines of a repair diff shown at most (a 50 KB output is a few thousand lines of JSON).
 _DIFF_LINES = 4000
@@ -271,9 +273,11 @@ def _repair(report: dict[str, Any], trajectory: Trajectory | None) -> str:
         )
         return f'<p class="muted">{esc(note)}</p>'
     index = repair.get("step_index")
-    recorded = None
+    recorded, kind = None, StepKind.LLM if repair.get("move") == "do" else None
     if trajectory is not None and isinstance(index, int) and 0 <= index < len(trajectory.steps):
-        recorded = trajectory.steps[index].output
+        recorded, kind = trajectory.steps[index].output, trajectory.steps[index].kind
+    # messages against messages: a model turn recorded through --instrument holds its SDK's response
+    repairing = compared_output(kind, repair.get("output")) if kind else repair.get("output")
     move = {"do": "do: the turn's output", "observe": "observe: what came back"}.get(
         str(repair.get("move")), ""
     )
@@ -287,12 +291,13 @@ def _repair(report: dict[str, Any], trajectory: Trajectory | None) -> str:
         f"<span class='mono'>{esc(repair.get('source', ''))}</span> after "
         f"{esc(repair.get('candidates_tried'))} candidates.</p>"
     )
-    if recorded is None:
-        return (
-            summary
-            + f"<h3>The repairing output</h3><pre>{esc(_pretty(repair.get('output')))}</pre>"
-        )
-    return summary + "<h3>Recorded → repairing output</h3>" + _diff(recorded, repair.get("output"))
+    if recorded is None or kind is None:
+        return summary + f"<h3>The repairing output</h3><pre>{esc(_pretty(repairing))}</pre>"
+    return (
+        summary
+        + "<h3>Recorded → repairing output</h3>"
+        + _diff(compared_output(kind, recorded), repairing)
+    )
 
 
 def _pretty(value: Any) -> str:

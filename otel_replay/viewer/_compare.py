@@ -1,5 +1,6 @@
 """Two runs compared (`otel_replay.replay.diff`): the steps they share, one line each; the first
-step where they part, marked, with what differs and each side's inputs and output; the steps each
+step where they part, marked, with what differs and each side's inputs and output (a model turn's
+as its message, however each run recorded it); the steps each
 went on to take; and where their structures part (operations one run performs and the other not).
 
 After the divergence the rows pair steps by position only: the runs have parted, and the structure
@@ -16,6 +17,7 @@ from otel_replay.model import Step, Trajectory
 from otel_replay.replay import TrajectoryDiff, diff
 from otel_replay.report._page import esc, page
 from otel_replay.store import Store
+from otel_replay.transcript import compared_output
 from otel_replay.viewer._pages import VIEWER_STYLE, nav, outcome_text, run_link, step_label
 from otel_replay.viewer._urls import diff_url, is_run_id, run_url
 
@@ -109,7 +111,8 @@ def _values(step: Step | None) -> str:
     parts = [f"<p>{step_label(step)}</p><h4>inputs</h4>{_pre(step.inputs)}"]
     if step.error:
         parts.append(f"<h4>error</h4>{_pre(step.error)}")
-    parts.append(f"<h4>output</h4>{_pre(step.output)}")
+    # a model turn's output as its message: an SDK's response and a resampled message read alike
+    parts.append(f"<h4>output</h4>{_pre(compared_output(step.kind, step.output))}")
     return "".join(parts)
 
 

@@ -270,3 +270,64 @@ def test_pairs_of_the_repaired_runs(runner: CliRunner, samples: Path, tmp_path: 
     assert last["role"] == "assistant" and last["tool_calls"][0]["name"] == "list_deploys"
     assert pair["chosen_success_rate"] > 0.9 and pair["rejected_success_rate"] < 0.1
     assert os.path.getsize(out) > 0
+
+
+def test_a_later_report_without_a_repair_does_not_hide_an_earlier_ones(
+    runner: CliRunner, samples: Path, tmp_path: Path
+) -> None:
+    ok(invoke(runner, samples, "attribute", "ef2843ff", *CODE, "--repair"))
+    ok(invoke(runner, samples, "attribute", "ef2843ff", *CODE, "--rollouts", "8"))  # asked later
+    with Store.open(samples, read_only=True) as db:
+        kept = db.reports(db.resolve("ef2843ff"))
+        assert [k["report"]["repair"] is None for k in kept] == [True, False]  # newest first
+    out = tmp_path / "pairs.jsonl"
+    result = ok(
+        invoke(runner, samples, "export", "ef2843ff", "--format", "pairs", "--out", str(out))
+    )
+    (pair,) = [orjson.loads(line) for line in out.read_bytes().splitlines()]
+    assert pair["run_id"] == "ef2843ff74cff6a6b6dc0914faa30751" and pair["step_index"] == 3
+    assert "wrote 1 pair" in result.stderr and "no pair for" not in result.stderr
+
+
+def test_runs_asked_for_without_a_pair_are_named_with_why(
+    runner: CliRunner, samples: Path, tmp_path: Path
+) -> None:
+    ok(invoke(runner, samples, "attribute", "ef2843ff", *CODE, "--repair"))
+    ok(invoke(runner, samples, "attribute", "incident-fail", *CODE))
+    out = tmp_path / "pairs.jsonl"
+    result = ok(
+        invoke(
+            runner, samples, "export", "ef2843ff", "incident-fail", "--format", "pairs",
+            "--out", str(out),
+        )
+    )  # fmt: skip
+    assert len(out.read_bytes().splitlines()) == 1
+    assert (
+        "no pair for incident-fail: no report of it searched for a repair (`attribute ID "
+        "--repair` searches one)" in result.stderr
+    )
+
+
+def test_no_pair_at_all_is_an_error_naming_each_run_and_writes_nothing(
+    runner: CliRunner, samples: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "pairs.jsonl"
+    line = one_line_error(invoke(runner, samples, "export", "--format", "pairs", "--out", str(out)))
+    assert line == (
+        "error: no pair to export: no run in the store has a repair; 8 runs "
+        "(5bb584929dafe6bead21914625ee8c4c, 6b9bb2f6535a7e07b6dffce8112d9d11, "
+        "780c4b16a51059fa62b2bbd1c38dbe31, …): no attribution report is kept (`attribute ID "
+        "--repair` keeps one)"
+    )
+    ok(invoke(runner, samples, "attribute", "incident-fail", *CODE))
+    ok(invoke(runner, samples, "attribute", "incident-fail", *CODE, "--repair", "--budget", "40"))
+    line = one_line_error(
+        invoke(runner, samples, "export", "incident-fail", "--format", "pairs", "--out", str(out))
+    )
+    assert line == (
+        "error: no pair to export: no run asked for has a repair; incident-fail: no repair was "
+        "found (no repair search: there is no Point of Commitment to repair)"
+    )
+    assert not out.exists() and list(tmp_path.glob("*pairs*")) == []
+    result = invoke(runner, samples, "export", "incident-fail", "--format", "pairs")
+    assert result.exit_code == 1 and result.stdout == ""  # nor on standard output
