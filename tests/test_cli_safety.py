@@ -13,7 +13,7 @@ import orjson
 import pytest
 from typer.testing import CliRunner
 
-from otel_replay import Store
+from otel_replay import Store, Trajectory
 from otel_replay.cli import app
 from otel_replay.cli._common import output_file, printable, write_output
 from tests.cli_helpers import invoke, ok, one_line_error
@@ -120,8 +120,20 @@ def test_every_file_the_cli_writes_has_the_mode_a_plain_write_gives(
         "spans.json", "steps.parquet", "test_run.jsonl", "test_run.py",
     ]  # fmt: skip
     assert written == dict.fromkeys(written, 0o640)
-    # SQLite creates the store (and its WAL files) 0644 less the umask: here a plain write's mode
+    # the store (and its WAL files) too: a plain write's mode
     assert {_mode(p) for p in tmp_path.glob("store.db*")} == {0o640}
+
+
+def test_a_new_store_is_made_with_the_mode_of_a_plain_write(tmp_path: Path) -> None:
+    """Group-writable under a group-writable umask (SQLite alone makes stores 0644 at most)."""
+    previous = os.umask(0o002)
+    try:
+        with Store.open(tmp_path / "shared.db") as db:
+            db.put(Trajectory.build("r", []))
+        modes = {p.name: _mode(p) for p in tmp_path.glob("shared.db*")}
+    finally:
+        os.umask(previous)
+    assert modes["shared.db"] == 0o664 and set(modes.values()) == {0o664}, modes
 
 
 def test_a_file_written_over_keeps_its_mode(tmp_path: Path, umask: int) -> None:

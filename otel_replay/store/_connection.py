@@ -13,6 +13,7 @@ changes a table says how a reading open reads the older form. A store of a newer
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import time
@@ -300,6 +301,10 @@ def write_lock(db: sqlite3.Connection, on_wait: Callable[[], None] | None) -> It
 
 def _connect(path: Path) -> sqlite3.Connection:
     path.parent.mkdir(parents=True, exist_ok=True)
+    # a new store gets the mode any file the user writes gets (0666 less the umask; SQLite alone
+    # would cap it at 0644), and its -wal and -shm files take the store's
+    with contextlib.suppress(FileExistsError):
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666))
     db = sqlite3.connect(path, isolation_level=None)  # write_lock() issues BEGIN/COMMIT
     db.row_factory = sqlite3.Row  # rows are read by column name, never by position
     db.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")  # then `_patiently` looks again
