@@ -107,6 +107,9 @@ if TYPE_CHECKING:
     )
     from otel_replay.resamplers import (
         ChatModelOptions,
+        Judge,
+        JudgeOptions,
+        JudgeVerdict,
         OpenAIChatModel,
         Registry,
         RolloutContext,
@@ -143,6 +146,9 @@ __all__ = [
     "Format",
     "Intervention",
     "InterventionError",
+    "Judge",
+    "JudgeOptions",
+    "JudgeVerdict",
     "Method",
     "Mode",
     "Move",

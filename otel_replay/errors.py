@@ -9,7 +9,8 @@
     ├── NotFoundError (LookupError)      no trajectory (or more than one) matches an id or prefix
     ├── RegistrationError (TypeError)    a resample function, verifier or repair source is unusable
     ├── PluginLoadError (ImportError)    a resampler module or entry point cannot be loaded
-    ├── VerifierError (ValueError)       no verifier, or one that returned something other than a number
+    ├── VerifierError (ValueError)       no verifier, one that returned no number, a judge's reply that is
+    │                                    no verdict
     ├── RolloutError (RuntimeError)      a resample function raised during a rollout
     ├── AttributionError (ValueError)    attribution asked of a run it cannot be done on
     ├── NonDeterminismError (RuntimeError) a replayed agent made a call the record does not have

@@ -36,7 +36,8 @@ from otel_replay.model import StepKind, Trajectory
 from otel_replay.replay import Plan
 from otel_replay.replay._rollout import Rollout, score
 from otel_replay.resamplers import Registry
-from otel_replay.resamplers._registry import VerifierFunction, describe
+from otel_replay.resamplers._judge import Judge
+from otel_replay.resamplers._registry import VerifierFunction, describe, ways_to_resample
 
 
 def resamplable_steps(trajectory: Trajectory, registry: Registry, agent_driven: bool) -> list[int]:
@@ -102,6 +103,8 @@ def attribute(
     verifier = _verifier(trajectory, registry, resamplable)
     if config.swap_model is not None:
         _check_swap(trajectory, registry, config.swap_model, config.swap_from)
+    judge = verifier if isinstance(verifier, Judge) else None
+    judge_calls_before = judge.calls if judge is not None else 0
     factual_score = score(verifier, trajectory)
     mode = _mode(trajectory, verifier, factual_score, config)
     engine = Engine(trajectory, registry, verifier, config, progress, driver, spending, shipper)
@@ -154,6 +157,7 @@ def attribute(
         calls_needed=found.calls_needed if found else None,
         swap_model=config.swap_model,
         swap_from=config.swap_from,
+        judge=None if judge is None else judge.summary(judge_calls_before),
     )
 
 
@@ -162,8 +166,8 @@ def _verifier(
 ) -> VerifierFunction:
     if not resamplable:
         raise AttributionError(
-            f"no step of run {trajectory.id} has a resample function; register one with "
-            "@resampler(kind, name=...) for the steps that could have gone differently"
+            f"no step of run {trajectory.id} has a resample function to say what else it could "
+            f"have returned: {ways_to_resample()}"
         )
     if registry.verifier is None:
         raise VerifierError(

@@ -8,6 +8,7 @@ from enum import Enum
 from typing import Any
 
 from otel_replay.attribution._stats import Z_95
+from otel_replay.resamplers._judge import JudgeSummary
 
 
 def percent(confidence: float) -> str:
@@ -202,6 +203,8 @@ class AttributionResult:
     calls_needed: int | None = None  # with rollouts_needed: the calls it would add (sequential)
     swap_model: str | None = None  # the swap question's model: the located step is where it saves
     swap_from: int = 0  # the first step whose re-run model turns the swap question's model answers
+    # the --judge verifier's model calls (apart from resample-function calls) and its verdicts
+    judge: JudgeSummary | None = None
 
     @property
     def question(self) -> str:

@@ -21,15 +21,16 @@ from otel_replay.attribution._engine import Progress, Spending
 from otel_replay.attribution._results import AttributionResult
 from otel_replay.errors import AttributionError, RolloutError, setting
 from otel_replay.executors import ExecutorKind, Processes, RayExecutor, Threads
-from otel_replay.model import StepKind, Trajectory
+from otel_replay.model import Trajectory
 from otel_replay.replay import Driver, Plan, instrument
 from otel_replay.replay._chat import chat_driver
 from otel_replay.replay._live import agent_driver
 from otel_replay.replay._rollout import Rollout, TraceDriver
-from otel_replay.resamplers import Registry, ToolSource, UserCode
+from otel_replay.resamplers import Registry, UserCode
+from otel_replay.resamplers._builtins import BuiltIns, add_built_ins, tool_draws
+from otel_replay.resamplers._judge import Judge
 from otel_replay.resamplers._loading import load_object
-from otel_replay.resamplers._openai import OpenAIChatModel
-from otel_replay.resamplers._recorded import RecordedOutcomes, recorded_outcomes
+from otel_replay.resamplers._recorded import RecordedOutcomes
 from otel_replay.store import Store
 
 Executor = Threads | Processes | RayExecutor
@@ -79,8 +80,9 @@ def attribute_job(
             shipper,
         )
     finally:
-        if prepared.model is not None:
-            prepared.model.close()
+        prepared.built.close()
+        if isinstance(prepared.registry.verifier, Judge):
+            prepared.registry.verifier.close()
     return dataclasses.replace(result, notes=(*result.notes, *prepared.notes), driver=prepared.how)
 
 
@@ -100,10 +102,7 @@ def job_of(store: Store, id_or_prefix: str, config: AttributionConfig, code: Use
     """The job of attributing a stored run (its code is named, not loaded: callers load it once
     first, so its mistakes are reported before anything is read or shipped)."""
     trajectory = store.get(id_or_prefix)
-    recorded = None
-    if code.tools is ToolSource.RECORDED:
-        recorded = recorded_outcomes(store, trajectory)
-    return RunJob(trajectory, code, config, recorded)
+    return RunJob(trajectory, code, config, tool_draws(code, store, trajectory))
 
 
 class RolloutWork:
@@ -133,8 +132,7 @@ def planned_cost_stored(
     roll out, without running anything (``agent-replay attribute --dry-run``)."""
     registry = code.registry()
     prepared = _prepare(job_of(store, id_or_prefix, config, code), registry)
-    if prepared.model is not None:
-        prepared.model.close()
+    prepared.built.close()
     driven = prepared.driver is not None
     return planned_cost(prepared.trajectory, prepared.registry, config, driven), prepared.how
 
@@ -146,26 +144,14 @@ class _Prepared:
     driver: Callable[[Plan, int], Rollout] | None
     how: str
     notes: list[str]
-    model: OpenAIChatModel | None
+    built: BuiltIns
 
 
 def _prepare(job: RunJob, registry: Registry | None = None) -> _Prepared:
     code, config, trajectory = job.code, job.config, job.trajectory
     registry = registry if registry is not None else code.registry()
-    if job.recorded is not None and not registry.registered(StepKind.TOOL):
-        registry.add_resampler(StepKind.TOOL, job.recorded)
-    notes: list[str] = []
-    model = None
-    if code.llm is not None and code.llm.model and config.swap_model is not None:
-        raise AttributionError(
-            f"{setting('llm_model', code.llm.model)} would answer every model turn, and "
-            f"{setting('swap_model', config.swap_model)} asks the re-run ones of another model: "
-            "give one of them"
-        )
-    if code.llm is not None and not registry.registered(StepKind.LLM):
-        model = OpenAIChatModel(code.llm)
-        registry.add_resampler(StepKind.LLM, model)
-        notes += model.notes(trajectory)
+    built = add_built_ins(registry, code, trajectory, job.recorded, config.swap_model)
+    notes = list(built.notes)
     driver: Callable[[Plan, int], Rollout] | None = None
     how = "trace" if not code.agent else f"agent:{code.agent}"
     if code.agent:
@@ -186,4 +172,4 @@ def _prepare(job: RunJob, registry: Registry | None = None) -> _Prepared:
             how = "chat: a tool-calling chat, re-driven as its loop"
         else:
             how = "trace: not a tool-calling chat, so the record is walked"
-    return _Prepared(trajectory, registry, driver, how, notes, model)
+    return _Prepared(trajectory, registry, driver, how, notes, built)

@@ -17,6 +17,21 @@ from otel_replay.attribution import (
     Strategy,
 )
 from otel_replay.attribution._config import MAX_PERMUTATIONS
+from otel_replay.cli._code import (
+    FailIfOption,
+    JudgeBaseUrlOption,
+    JudgeModelOption,
+    JudgeOption,
+    LlmBaseUrlOption,
+    LlmModelOption,
+    LlmOption,
+    LlmTemperatureOption,
+    ResamplersOption,
+    SuccessIfOption,
+    ToolsOption,
+    VerifierOption,
+    user_code,
+)
 from otel_replay.cli._common import (
     JsonOption,
     StoreOption,
@@ -26,8 +41,6 @@ from otel_replay.errors import ReplayError
 from otel_replay.executors import ExecutorKind
 from otel_replay.fleet import Selection
 from otel_replay.model import FAIL_THRESHOLD
-from otel_replay.resamplers import ChatModelOptions, ToolSource, UserCode
-from otel_replay.resamplers._openai import ModelSource
 
 #: Rollouts per plan of the sweep, and of each repair trial, when --rollouts is not given.
 DEFAULT_ROLLOUTS = 100
@@ -63,36 +76,18 @@ def attribute_command(
         str | None,
         typer.Option(help="--executor ray: auto, or ray://host:port (default: a local Ray)."),
     ] = None,
-    resamplers: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--resamplers", help="A .py file or module registering resample functions (repeatable)."
-        ),
-    ] = None,
-    verifier: Annotated[
-        str | None, typer.Option(help="module:function (or file.py:function) scoring a trajectory.")
-    ] = None,
-    success_if: Annotated[
-        str | None, typer.Option(help="A run succeeds when its final answer matches this regex.")
-    ] = None,
-    fail_if: Annotated[
-        str | None, typer.Option(help="A run fails when its final answer matches this regex.")
-    ] = None,
-    tools: Annotated[
-        ToolSource | None,
-        typer.Option(help="Resample tool steps from the results the store recorded for them."),
-    ] = None,
-    llm: Annotated[
-        ModelSource | None,
-        typer.Option(help="Resample model steps with an OpenAI-compatible chat server."),
-    ] = None,
-    llm_base_url: Annotated[
-        str | None, typer.Option(help="Its /v1 URL (default $OPENAI_BASE_URL).")
-    ] = None,
-    llm_model: Annotated[
-        str | None, typer.Option(help="Model (default: the recorded one).")
-    ] = None,
-    llm_temperature: Annotated[float, typer.Option(help="Sampling temperature.")] = 1.0,
+    resamplers: ResamplersOption = None,
+    verifier: VerifierOption = None,
+    success_if: SuccessIfOption = None,
+    fail_if: FailIfOption = None,
+    judge: JudgeOption = None,
+    judge_model: JudgeModelOption = None,
+    judge_base_url: JudgeBaseUrlOption = None,
+    tools: ToolsOption = None,
+    llm: LlmOption = None,
+    llm_base_url: LlmBaseUrlOption = None,
+    llm_model: LlmModelOption = None,
+    llm_temperature: LlmTemperatureOption = 1.0,
     swap_model: Annotated[
         str | None,
         typer.Option(
@@ -220,16 +215,12 @@ def attribute_command(
             concurrency=concurrency, driver=driver, max_turns=max_turns, swap_model=swap_model,
             swap_from=swap_from,
         )  # fmt: skip
-        model = (
-            ChatModelOptions(base_url=llm_base_url, model=llm_model, temperature=llm_temperature)
-            if llm
-            else None
-        )
-        sdks = tuple(name.strip() for name in (instrument or "").split(",") if name.strip())
-        code = UserCode(
-            resamplers=tuple(resamplers or ()), verifier=verifier, agent=agent,
-            entry_points=entry_points, success_if=success_if, fail_if=fail_if, tools=tools,
-            llm=model, instrument=sdks,
+        code = user_code(
+            resamplers=resamplers, verifier=verifier, success_if=success_if, fail_if=fail_if,
+            judge=judge, judge_model=judge_model, judge_base_url=judge_base_url, tools=tools,
+            llm=llm, llm_base_url=llm_base_url, llm_model=llm_model,
+            llm_temperature=llm_temperature, agent=agent, instrument=instrument,
+            entry_points=entry_points,
         )  # fmt: skip
         chosen = Selection(
             ids=tuple(ids or ()), where=where, failing=all_failing, since=since, limit=limit,

@@ -42,6 +42,7 @@ from otel_replay.cli._executing import Running, executing
 from otel_replay.errors import StoreError
 from otel_replay.model import StepKind
 from otel_replay.resamplers import UserCode
+from otel_replay.resamplers._judge import JudgeSummary
 from otel_replay.transcript import compared_output
 
 
@@ -70,6 +71,7 @@ def run(
                     *planned_cost_stored(db, trajectory_id, config, code),
                     json,
                     config.strategy.value,
+                    judged=code.judge is not None,
                 )
             return
         with (
@@ -287,6 +289,8 @@ def _render(result: AttributionResult, config: AttributionConfig) -> None:
         table.add_row(*cells, marker, style=style)
     console.print(table)
     console.print(f"[bold]{result.verdict.value}[/]: {shown(result.explanation)}")
+    if result.judge is not None:
+        _print_judge(result.judge)
     if result.shapley is not None:
         s = result.shapley
         console.print(
@@ -324,11 +328,36 @@ def _render(result: AttributionResult, config: AttributionConfig) -> None:
         )
 
 
+def _print_judge(judge: JudgeSummary) -> None:
+    """What the judge said, one line per distinct answer it judged (most runs first)."""
+    answers = len(judge.verdicts)
+    console.print(
+        f"judge: {plural(judge.calls, 'model call')} for {plural(answers, 'distinct answer')} "
+        f"(the same answer is judged once): {shown(judge.question)}",
+        highlight=False,
+    )
+    for tally in sorted(judge.verdicts, key=lambda t: -t.runs):
+        v = tally.verdict
+        console.print(
+            f"  {v.verdict} ({plural(tally.runs, 'run')}): {shown(short(v.answer, 60))} — "
+            f"{shown(v.reason)}",
+            highlight=False,
+        )
+
+
 def print_cost(
-    trajectory_id: str, cost: PlannedCost, how: str, json: bool, config_name: str = "adaptive"
+    trajectory_id: str,
+    cost: PlannedCost,
+    how: str,
+    json: bool,
+    config_name: str = "adaptive",
+    *,
+    judged: bool = False,
 ) -> None:
     """``--dry-run``: what the attribution would run, and at most with a repair search or a
-    Shapley target."""
+    Shapley target; with ``judged`` (``--judge``), the judge's model calls at most too: one per
+    distinct final answer, so never more than the recorded run and every rollout."""
+    judge_calls = cost.worst_rollouts + 1 if judged else None
     if json:
         print_json(
             {
@@ -342,6 +371,7 @@ def print_cost(
                 "worst_calls": cost.worst_calls,
                 "typical_calls": cost.typical_calls,
                 "adaptive": cost.adaptive,
+                **({} if judge_calls is None else {"worst_judge_calls": judge_calls}),
             }
         )
         return
@@ -353,17 +383,24 @@ def print_cost(
             f"{cost.worst_rollouts:,} rollouts and {cost.worst_calls:,} calls",
             highlight=False,
         )
-        return
-    kinds = ", ".join(f"{kind} {count:,}" for kind, count in cost.calls_by_kind.items())
-    about = "" if cost.exact else "about "
-    console.print(
-        f"dry run of {shown(trajectory_id)} ({shown(how)}): {plural(cost.rollouts, 'rollout')}, "
-        f"{about}{cost.calls:,} resample-function calls ({kinds})",
-        highlight=False,
-    )
-    if cost.extra_calls:
+    else:
+        kinds = ", ".join(f"{kind} {count:,}" for kind, count in cost.calls_by_kind.items())
+        about = "" if cost.exact else "about "
         console.print(
-            f"at most {cost.worst_rollouts:,} rollouts and {cost.worst_calls:,} calls, with what "
-            "a repair search or a Shapley standard-error target may add",
+            f"dry run of {shown(trajectory_id)} ({shown(how)}): "
+            f"{plural(cost.rollouts, 'rollout')}, {about}{cost.calls:,} resample-function calls "
+            f"({kinds})",
+            highlight=False,
+        )
+        if cost.extra_calls:
+            console.print(
+                f"at most {cost.worst_rollouts:,} rollouts and {cost.worst_calls:,} calls, with "
+                "what a repair search or a Shapley standard-error target may add",
+                highlight=False,
+            )
+    if judge_calls is not None:
+        console.print(
+            f"and the judge's model calls, one per distinct final answer: at most "
+            f"{judge_calls:,} (the recorded run and every rollout)",
             highlight=False,
         )

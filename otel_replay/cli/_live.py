@@ -9,6 +9,21 @@ import orjson
 import typer
 from rich.table import Table
 
+from otel_replay.cli._code import (
+    FailIfOption,
+    JudgeBaseUrlOption,
+    JudgeModelOption,
+    JudgeOption,
+    LlmBaseUrlOption,
+    LlmModelOption,
+    LlmOption,
+    LlmTemperatureOption,
+    ResamplersOption,
+    SuccessIfOption,
+    ToolsOption,
+    VerifierOption,
+    user_code,
+)
 from otel_replay.cli._common import (
     InstrumentOption,
     JsonOption,
@@ -29,9 +44,7 @@ from otel_replay.errors import ReplayError
 from otel_replay.model import Step, StepKind, Trajectory
 from otel_replay.replay import Driver
 from otel_replay.replay._faults import FAULTS
-from otel_replay.resamplers import Registry, load_registry
-from otel_replay.resamplers._loading import load_object
-from otel_replay.resamplers._openai import ModelSource
+from otel_replay.resamplers._judge import judged
 from otel_replay.transcript import compared_output
 
 if TYPE_CHECKING:
@@ -70,14 +83,12 @@ def record_command(
         typer.Option("--input", help="JSON: an object of keyword arguments, or one argument."),
     ] = None,
     seed: Annotated[int, typer.Option(help="Seed of ctx.rng.")] = 0,
-    outcome: Annotated[
-        str | None,
-        typer.Option(
-            "--verifier",
-            "--outcome",
-            help="module:function scoring the run (1.0 success … 0.0 failure).",
-        ),
-    ] = None,
+    outcome: VerifierOption = None,
+    success_if: SuccessIfOption = None,
+    fail_if: FailIfOption = None,
+    judge: JudgeOption = None,
+    judge_model: JudgeModelOption = None,
+    judge_base_url: JudgeBaseUrlOption = None,
     resamplers: Annotated[
         list[str] | None,
         typer.Option("--resamplers", help="Used for steps called without produce=."),
@@ -99,9 +110,11 @@ def record_command(
     from otel_replay.replay._durable import DurableLedger
 
     with user_errors():
+        registry, scorer = user_code(
+            resamplers=resamplers, verifier=outcome, success_if=success_if, fail_if=fail_if,
+            judge=judge, judge_model=judge_model, judge_base_url=judge_base_url, entry_points=False
+        ).load()  # fmt: skip
         function = load_agent(agent, instrument)
-        registry = load_registry(resamplers or ())
-        scorer = load_object(outcome, "--verifier") if outcome else None
         with open_store(store, write=True, create=True) as db, DurableLedger(db) as ledger:
             recording = record(
                 function,
@@ -114,8 +127,8 @@ def record_command(
                 redact=redact or (),
                 ledger=ledger.keep,
             )
-            ledger.finish(recording.trajectory)
-        trajectory = recording.trajectory
+            trajectory = judged(recording.trajectory, scorer)  # a judge's verdict kept with it
+            ledger.finish(trajectory)
         if otlp_out is not None:
             write_output(
                 otlp_out, orjson.dumps(request_to_otlp_json(recording.spans.request)) + b"\n"
@@ -141,7 +154,16 @@ def _print_recorded(trajectory: Trajectory) -> None:
         f"outcome {_outcome(trajectory)}",
         highlight=False,
     )
+    _print_verdict(trajectory)
     console.print(printable(trajectory.id), highlight=False, markup=False)
+
+
+def _print_verdict(run: Trajectory) -> None:
+    """What ``--judge`` said of the run, when it judged it."""
+    said = run.metadata.get("judge")
+    if isinstance(said, dict):
+        verdict = said.get("verdict") or "no verdict"
+        console.print(f"judge: {shown(verdict)}: {shown(said.get('reason'))}", highlight=False)
 
 
 def replay_command(
@@ -263,25 +285,18 @@ def fork_command(
     max_turns: Annotated[
         int | None, typer.Option(help="Model turns the loop may take (default 2x the recorded).")
     ] = None,
-    resamplers: Annotated[
-        list[str] | None,
-        typer.Option("--resamplers", help="Resample later steps (without --agent)."),
-    ] = None,
-    llm: Annotated[
-        ModelSource | None,
-        typer.Option(
-            help="Answer re-run model turns with an OpenAI-compatible chat server (asked for the "
-            "recorded model, or --swap-model's)."
-        ),
-    ] = None,
-    llm_base_url: Annotated[
-        str | None, typer.Option(help="Its /v1 URL (default $OPENAI_BASE_URL).")
-    ] = None,
-    llm_temperature: Annotated[float, typer.Option(help="Sampling temperature.")] = 1.0,
-    outcome: Annotated[
-        str | None,
-        typer.Option("--verifier", "--outcome", help="module:function scoring the forked run."),
-    ] = None,
+    resamplers: ResamplersOption = None,
+    tools: ToolsOption = None,
+    llm: LlmOption = None,
+    llm_base_url: LlmBaseUrlOption = None,
+    llm_model: LlmModelOption = None,
+    llm_temperature: LlmTemperatureOption = 1.0,
+    outcome: VerifierOption = None,
+    success_if: SuccessIfOption = None,
+    fail_if: FailIfOption = None,
+    judge: JudgeOption = None,
+    judge_model: JudgeModelOption = None,
+    judge_base_url: JudgeBaseUrlOption = None,
     seed: Annotated[
         int | None,
         typer.Option(help="New randomness where the run diverges (default: the recorded seed)."),
@@ -293,8 +308,15 @@ def fork_command(
     from otel_replay.replay import diff
     from otel_replay.replay._builtin import built_in_agent
     from otel_replay.replay._moves import fork_injection, injection
+    from otel_replay.resamplers._builtins import rollout_code
 
     with user_errors():
+        code = user_code(
+            resamplers=resamplers, verifier=outcome, success_if=success_if, fail_if=fail_if,
+            judge=judge, judge_model=judge_model, judge_base_url=judge_base_url, tools=tools,
+            llm=llm, llm_base_url=llm_base_url, llm_model=llm_model,
+            llm_temperature=llm_temperature, entry_points=False,
+        )  # fmt: skip
         with open_store(store, write=True) as db:
             original = db.get(trajectory_id)
             move = _move(output, do, observe, observe_error, edit, fault_name, swap_model)
@@ -305,14 +327,11 @@ def fork_command(
                 else built_in_agent(original, driver, max_turns)
             )
             injected.check_agent(runner)  # before the resample functions load
-            forked = fork_injection(
-                original,
-                injected,
-                agent=runner,
-                registry=_fork_registry(resamplers, llm, llm_base_url, llm_temperature),
-                outcome=load_object(outcome, "--verifier") if outcome else None,
-                seed=seed,
-            )
+            with rollout_code(code, db, original, swap_model) as (registry, scorer):
+                forked = fork_injection(
+                    original, injected, agent=runner, registry=registry, outcome=scorer, seed=seed
+                )
+            forked = judged(forked, scorer)  # a judge's verdict kept with the fork
             db.put_all([forked])
     result = diff(original, forked)
     if json:
@@ -356,30 +375,15 @@ def _move(
     return Move.parse(*given[0])
 
 
-def _fork_registry(
-    resamplers: list[str] | None,
-    llm: ModelSource | None,
-    base_url: str | None,
-    temperature: float,
-) -> Registry:
-    """The fork's resample functions: the user's, and with ``--llm`` the built-in model one for
-    model turns no module registered a function for."""
-    from otel_replay.resamplers import ChatModelOptions
-    from otel_replay.resamplers._openai import OpenAIChatModel
-
-    registry = load_registry(resamplers or ())
-    if llm is not None and not registry.registered(StepKind.LLM):
-        registry.add_resampler(
-            StepKind.LLM, OpenAIChatModel(ChatModelOptions(base_url, None, temperature))
-        )
-    return registry
-
-
 def _print_fork(forked: Trajectory, result: TrajectoryDiff) -> None:
     console.print(f"forked {shown(forked.id)}", highlight=False)
+    _print_verdict(forked)
     stale = forked.metadata.get("stale_steps")
     if stale:
-        console.print(f"[yellow]steps {stale} had no resample function: held, and may be stale[/]")
+        console.print(
+            f"[yellow]steps {stale} had no resample function: held, and may be stale[/] "
+            "(--resamplers FILE, or --tools recorded --llm openai, would run them again)"
+        )
     served = forked.metadata.get("served_after_fork")
     if served:
         console.print(

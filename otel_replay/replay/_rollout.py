@@ -17,6 +17,7 @@ from typing import Any
 from otel_replay.errors import (
     CanonicalJSONError,
     InterventionError,
+    ReplayError,
     RolloutError,
     VerifierError,
     setting,
@@ -27,7 +28,7 @@ from otel_replay.replay._patch import apply_patch
 from otel_replay.replay._plan import Action, Plan
 from otel_replay.resamplers import Registry, RolloutContext, StepFailed
 from otel_replay.resamplers._context import History, RolloutSeed, standing_in
-from otel_replay.resamplers._registry import Registration, describe
+from otel_replay.resamplers._registry import Registration, describe, ways_to_resample
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +87,8 @@ def rollout(
             if registration is None:
                 raise InterventionError(
                     f"{setting('edit')} re-runs step {step.index} ({step.kind.value} {step.name!r}) on the "
-                    "edited inputs through its resample function, and it has none"
+                    f"edited inputs through its resample function, and it has none: "
+                    f"{ways_to_resample(step.kind, step.name)}"
                 )
             step = standing_in(recorded, apply_patch(step.inputs, intervention.output))
         if registration is None:
@@ -145,9 +147,13 @@ def _failure(step: Step, registration: Registration, what: str) -> RolloutError:
 
 
 def score(verifier: Callable[[Trajectory], Any], trajectory: Trajectory) -> float:
-    """The verifier's outcome for ``trajectory``, checked to be a finite number."""
+    """The verifier's outcome for ``trajectory``, checked to be a finite number. An error
+    agent-replay raised in it (a judge's unreadable reply) is passed on as it is: it says what
+    went wrong in its own words."""
     try:
         value = verifier(trajectory)
+    except ReplayError:
+        raise
     except Exception as exc:
         raise VerifierError(
             f"verifier {describe(verifier)} raised {type(exc).__name__}: {exc}"

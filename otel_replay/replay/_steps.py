@@ -36,7 +36,7 @@ from otel_replay.replay._plan import Plan
 from otel_replay.replay._values import Redactor, lossy, plain_json
 from otel_replay.resamplers import Registry, RolloutContext, StepFailed
 from otel_replay.resamplers._context import RolloutSeed, standing_in, step_seed, unrecorded
-from otel_replay.resamplers._registry import describe
+from otel_replay.resamplers._registry import describe, ways_to_resample
 
 Produce = Callable[[], Any]
 
@@ -306,8 +306,8 @@ class AgentContext:
             raise self._fatal(
                 ReplayError(
                     f"step {position} ({kind.value} {name!r}) has no produce= callable and no "
-                    f"resample function is registered for it; pass produce=... or register "
-                    f"@resampler({kind.value!r}, name={name!r})"
+                    f"resample function is registered for it: pass produce=..., or "
+                    f"{ways_to_resample(kind, name)}"
                 )
             )
         recorded = self.recorded_step(live.matched)

@@ -351,10 +351,19 @@ def _config(report: dict[str, Any]) -> str:
         (
             "cost",
             f"{cost.get('rollouts')} rollouts, {cost.get('step_executions')} step executions, "
-            f"{cost.get('wall_seconds')} s",
+            + (f"{cost['judge_calls']} judge calls, " if cost.get("judge_calls") else "")
+            + f"{cost.get('wall_seconds')} s",
         ),
         ("report version", report.get("version")),
     ]
+    judge = report.get("judge")
+    if isinstance(judge, dict):
+        verdicts = "; ".join(
+            f"{v.get('verdict')} ({v.get('runs')} runs): {v.get('reason')}"
+            for v in judge.get("verdicts") or []
+            if isinstance(v, dict)
+        )
+        fields.insert(9, ("judge", f"{judge.get('question')} — {verdicts or 'no verdict'}"))
     rows = "".join(f"<dt>{esc(k)}</dt><dd>{esc('—' if v is None else v)}</dd>" for k, v in fields)
     rerun = config.get("rerun")
     command = f"<h3>Reproduce it</h3><pre id='rerun'>{esc(rerun)}</pre>" if rerun else ""

@@ -24,7 +24,8 @@ from otel_replay.resamplers import UserCode
 #: and each step's ``estimated`` and ``cleared_by``; strategy ``scan``; ``calls_needed``.
 #: 4: the swap question (mode ``swap-model``, ``swap``, ``config.swap_model``, verdict
 #: ``saved``); the plans in words (``search[].plan``, ``repair.plan``) and the repair's ``move``.
-REPORT_VERSION = 4
+#: 5: the judge (``judge``: its question and verdicts; ``cost.judge_calls``).
+REPORT_VERSION = 5
 #: How Shapley standard errors are made (see `otel_replay.attribution._shapley`).
 SHAPLEY_SE = "monte-carlo-antithetic-pairs-pooled-t-se"
 
@@ -218,12 +219,27 @@ def build_report(
             "v_none": _proportion(shapley.v_none),
             "efficiency_gap": _r(shapley.efficiency_gap),
         },
+        "judge": _judge(result),
         "cost": {
             "rollouts": result.rollouts,
             "step_executions": result.step_executions,
             "resampler_errors": result.resampler_errors,
+            "judge_calls": 0 if result.judge is None else result.judge.calls,
             "wall_seconds": round(result.wall_seconds, 3),
         },
+    }
+
+
+def _judge(result: AttributionResult) -> dict[str, Any] | None:
+    """The ``--judge`` verifier's question and its verdicts, each distinct answer once, with the
+    scored runs (the recorded one and the rollouts) that reached it."""
+    judge = result.judge
+    if judge is None:
+        return None
+    return {
+        "question": judge.question,
+        "calls": judge.calls,
+        "verdicts": [{**t.verdict.to_record(), "runs": t.runs} for t in judge.verdicts],
     }
 
 

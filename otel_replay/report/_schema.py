@@ -193,6 +193,7 @@ REPORT_SCHEMA: dict[str, Any] = {
         "shapley",
         "cost",
         "swap",
+        "judge",
     ],
     "additionalProperties": False,
     "properties": {
@@ -411,14 +412,59 @@ REPORT_SCHEMA: dict[str, Any] = {
                 "efficiency_gap": {"type": "number"},
             },
         },
+        "judge": {
+            "type": ["object", "null"],
+            "description": (
+                "the --judge verifier (null: another verifier scored the runs): each distinct "
+                "final answer it judged, once"
+            ),
+            "required": ["question", "calls", "verdicts"],
+            "additionalProperties": False,
+            "properties": {
+                "question": {"type": "string"},
+                "calls": {"type": "integer", "minimum": 0},
+                "verdicts": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "required": ["answer", "verdict", "reason", "model", "runs"],
+                        "additionalProperties": False,
+                        "properties": {
+                            "answer": {"type": "string"},
+                            "verdict": {"enum": ["yes", "no"]},
+                            "reason": {"type": "string"},
+                            "model": {"type": "string"},
+                            "runs": {
+                                "type": "integer",
+                                "minimum": 1,
+                                "description": "scored runs (the recorded one, rollouts) with this answer",
+                            },
+                        },
+                    },
+                },
+            },
+        },
         "cost": {
             "type": "object",
-            "required": ["rollouts", "step_executions", "resampler_errors", "wall_seconds"],
+            "required": [
+                "rollouts",
+                "step_executions",
+                "resampler_errors",
+                "judge_calls",
+                "wall_seconds",
+            ],
             "additionalProperties": False,
             "properties": {
                 "rollouts": {"type": "integer"},
-                "step_executions": {"type": "integer"},
+                "step_executions": {
+                    "type": "integer",
+                    "description": "resample-function calls, the unit --budget caps",
+                },
                 "resampler_errors": {"type": "integer"},
+                "judge_calls": {
+                    "type": "integer",
+                    "description": "model calls the --judge verifier made: one per distinct final answer",
+                },
                 "wall_seconds": {"type": "number"},
             },
         },

@@ -14,11 +14,12 @@ from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, NamedTuple
 
 from otel_replay.errors import PluginLoadError, ReplayError, setting
-from otel_replay.resamplers._openai import ChatModelOptions
-from otel_replay.resamplers._registry import USER_MODULE_PREFIX, Registry
+from otel_replay.resamplers._judge import JudgeOptions, judge
+from otel_replay.resamplers._openai import ChatModelOptions, server
+from otel_replay.resamplers._registry import USER_MODULE_PREFIX, Registry, VerifierFunction
 from otel_replay.resamplers._verifiers import answer_verifier
 
 ENTRY_POINT_GROUP = "otel_replay.resamplers"
@@ -28,6 +29,13 @@ class ToolSource(str, Enum):
     """Where ``--tools`` takes tool results from."""
 
     RECORDED = "recorded"  # what the store recorded for the same tool and arguments
+
+
+class Loaded(NamedTuple):
+    """A `UserCode` loaded: its registry, and the verifier it names (None: the modules' own)."""
+
+    registry: Registry
+    verifier: VerifierFunction | None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -46,6 +54,9 @@ class UserCode:
         agent: ``module:function`` of a live agent, when rollouts re-run it.
         instrument: SDKs whose model calls the agent makes unmodified (``--instrument``).
         entry_points: whether installed ``otel_replay.resamplers`` entry points are loaded too.
+        judge: a model asked whether the final answer meets a question, the verifier without
+            code for what a pattern cannot check (``--judge``: `otel_replay.resamplers.Judge`),
+            replacing any registered verifier.
     """
 
     resamplers: tuple[str, ...] = ()
@@ -57,20 +68,58 @@ class UserCode:
     tools: ToolSource | None = None
     llm: ChatModelOptions | None = None
     instrument: tuple[str, ...] = ()
+    judge: JudgeOptions | None = None
+
+    def check(self) -> None:
+        """The mistakes found without loading or asking anything, so a command says them at once:
+        two ways of scoring a run, a built-in model (``llm``, ``judge``) with no server to ask."""
+        ways = [
+            name
+            for name, given in (
+                (setting("verifier", self.verifier, quoted=True), self.verifier is not None),
+                (
+                    f"{setting('success_if')}/{setting('fail_if')}",
+                    self.success_if is not None or self.fail_if is not None,
+                ),
+                (setting("judge"), self.judge is not None),
+            )
+            if given
+        ]
+        if len(ways) > 1:
+            raise PluginLoadError(
+                f"{' and '.join(ways)} {'both' if len(ways) == 2 else 'all'} say how to score a "
+                "run; give one of them"
+            )
+        if self.llm is not None:
+            server(self.llm.base_url, setting("llm", "openai"))
+        if self.judge is not None:
+            named = setting("judge_base_url", "URL", text="URL")
+            server(self.judge.base_url, setting("judge"), named)
+
+    @property
+    def names_verifier(self) -> bool:
+        """Whether the code says how to score a run itself (``verifier``, ``success_if`` or
+        ``fail_if``, ``judge``) rather than leaving it to what its modules register."""
+        answer = self.success_if is not None or self.fail_if is not None
+        return self.verifier is not None or answer or self.judge is not None
+
+    def load(self) -> Loaded:
+        """`registry`, and the verifier the code names on it (None: it leaves scoring to what its
+        modules register)."""
+        registry = self.registry()
+        return Loaded(registry, registry.verifier if self.names_verifier else None)
 
     def registry(self) -> Registry:
-        answer = self.success_if is not None or self.fail_if is not None
-        if answer and self.verifier is not None:
-            raise PluginLoadError(
-                f"{setting('verifier', self.verifier, quoted=True)} and "
-                f"{setting('success_if')}/{setting('fail_if')} both say how to score a run; give "
-                "one of them"
-            )
+        """A fresh registry of the code's modules (and entry points), with the verifier it names
+        in place of any they register (`check` first)."""
+        self.check()
         registry = load_registry(
             self.resamplers, entry_points=self.entry_points, verifier=self.verifier
         )
-        if answer:
+        if self.success_if is not None or self.fail_if is not None:
             registry.replace_verifier(answer_verifier(self.success_if, self.fail_if))
+        if self.judge is not None:
+            registry.replace_verifier(judge(self.judge))
         return registry
 
     def canonical(self) -> dict[str, Any]:
@@ -89,6 +138,8 @@ class UserCode:
             if llm is None
             else {"base_url": llm.base_url, "model": llm.model, "temperature": llm.temperature},
             "instrument": list(self.instrument),
+            # only when given: the digests of questions asked without a judge stay as they were
+            **({} if self.judge is None else {"judge": self.judge.canonical()}),
         }
 
     def flags(self) -> list[str]:
@@ -108,6 +159,8 @@ class UserCode:
             flags += ["--tools", self.tools.value]
         if self.llm is not None:
             flags += self.llm.flags()
+        if self.judge is not None:
+            flags += self.judge.flags(None if self.llm is None else self.llm.base_url)
         if not self.entry_points:
             flags.append("--no-entry-points")
         return flags

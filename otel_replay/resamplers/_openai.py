@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from otel_replay.errors import PluginLoadError, setting
+from otel_replay.errors import PluginLoadError, RegistrationError, setting
 from otel_replay.messages import conversation, message_text
 from otel_replay.model import Step, StepKind, Trajectory
 from otel_replay.resamplers._context import RolloutContext
@@ -66,21 +66,10 @@ class OpenAIChatModel:
     """The resample function of ``--llm openai``."""
 
     def __init__(self, options: ChatModelOptions) -> None:
-        try:
-            import openai
-        except ImportError:
-            raise PluginLoadError(
-                f"{setting('llm', 'openai')} needs the openai client: pip install "
-                "'otel-replay[openai]'"
-            ) from None
-        self._errors = (openai.APIStatusError, openai.APIConnectionError)
         self.options = options
-        self.base_url = options.base_url or os.environ.get("OPENAI_BASE_URL")
-        self._client = openai.OpenAI(
-            base_url=self.base_url,
-            api_key=os.environ.get("OPENAI_API_KEY") or "not-needed",
-            max_retries=options.max_retries,
-            timeout=options.timeout_s,
+        self.base_url = server(options.base_url, setting("llm", "openai"))
+        self._client, self._errors = openai_client(
+            self.base_url, setting("llm", "openai"), options.max_retries, options.timeout_s
         )
         self.__qualname__ = (
             f"openai_chat(model={options.model or 'recorded'}, temperature={options.temperature:g})"
@@ -102,10 +91,7 @@ class OpenAIChatModel:
         try:
             response = self._client.chat.completions.create(**request)
         except self._errors as exc:
-            status = getattr(exc, "status_code", None)
-            said = f"answered {status}" if status is not None else "could not be reached"
-            where = self.base_url or "the OpenAI API"
-            raise RuntimeError(f"{where} {said}: {_reason(exc)}") from None
+            raise RuntimeError(failed_request(self.base_url, exc)) from None
         choice = response.choices[0]
         return {**_message(choice.message, choice.finish_reason), "model": request["model"]}
 
@@ -131,6 +117,50 @@ class OpenAIChatModel:
                 f"{self.options.temperature:g}"
             ]
         return []
+
+
+def server(base_url: str | None, needed_by: str, named_by: str = "") -> str | None:
+    """The server a built-in model asks: ``base_url``, else ``$OPENAI_BASE_URL``, else OpenAI's
+    API (None) when ``$OPENAI_API_KEY`` says that is meant. With none of the three nothing could
+    answer, so it is a `RegistrationError` naming what needs the server (``needed_by``) and the
+    settings that name one (``named_by``, then the model's ``llm_base_url``), raised before any
+    rollout rather than once per rollout."""
+    found = base_url or os.environ.get("OPENAI_BASE_URL")
+    if found or os.environ.get("OPENAI_API_KEY"):
+        return found
+    named = f"{named_by} or " if named_by else ""
+    raise RegistrationError(
+        f"{needed_by} asks an OpenAI-compatible server and none is named: give "
+        f"{named}{setting('llm_base_url', 'URL', text='URL')} or set OPENAI_BASE_URL (a local or "
+        "self-hosted server), or set OPENAI_API_KEY (OpenAI's API)"
+    )
+
+
+def openai_client(
+    base_url: str | None, needed_by: str, max_retries: int, timeout_s: float
+) -> tuple[Any, tuple[type[Exception], ...]]:
+    """An ``openai.OpenAI`` client for ``base_url`` (None: OpenAI's API), and the errors a failed
+    request raises; without the optional extra, a `PluginLoadError` naming ``needed_by``."""
+    try:
+        import openai
+    except ImportError:
+        raise PluginLoadError(
+            f"{needed_by} needs the openai client: pip install 'otel-replay[openai]'"
+        ) from None
+    client = openai.OpenAI(
+        base_url=base_url,
+        api_key=os.environ.get("OPENAI_API_KEY") or "not-needed",
+        max_retries=max_retries,
+        timeout=timeout_s,
+    )
+    return client, (openai.APIStatusError, openai.APIConnectionError)
+
+
+def failed_request(base_url: str | None, exc: Exception) -> str:
+    """What a request that still failed after its retries ran into: the server, and what it said."""
+    status = getattr(exc, "status_code", None)
+    said = f"answered {status}" if status is not None else "could not be reached"
+    return f"{base_url or 'the OpenAI API'} {said}: {_reason(exc)}"
 
 
 def _reason(exc: Exception) -> str:

@@ -17,7 +17,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
-from otel_replay.errors import RegistrationError
+from otel_replay.errors import RegistrationError, setting
 from otel_replay.model import Step, StepKind, Trajectory
 from otel_replay.resamplers._context import RolloutContext
 
@@ -52,6 +52,17 @@ def describe(function: Callable[..., Any]) -> str:
         if path:
             return f"{os.path.basename(path)}:{qualname}"
     return f"{module}.{qualname}"
+
+
+def ways_to_resample(kind: StepKind | None = None, name: str | None = None) -> str:
+    """What to do about a step no resample function covers, for a message: register one in a
+    module (for ``kind`` and ``name`` when given), or let the built-ins resample without code."""
+    target = "kind, name=..." if kind is None else f"{kind.value!r}, name={name!r}"
+    return (
+        f"register @resampler({target}) in a module given as "
+        f"{setting('resamplers', 'FILE', text='FILE')}, or resample without code: "
+        f"{setting('tools', 'recorded', text='recorded')} {setting('llm', 'openai', text='openai')}"
+    )
 
 
 def _check_signature(function: object, arity: int, what: str, shape: str) -> None:

@@ -142,9 +142,9 @@ def test_attribute_swap_model_on_the_command_line(
         assert db.blame_sums() == []  # a swap question blames no step
     both = invoke(
         runner, store_path, "attribute", "scm-swap", *code, "--swap-model", LARGE,
-        "--llm", "openai", "--llm-model", "gpt-other",
+        "--llm", "openai", "--llm-model", "gpt-other", "--llm-base-url", "http://127.0.0.1:9/v1",
     )  # fmt: skip
-    assert "give one of them" in one_line_error(both)
+    assert "give one of them" in one_line_error(both)  # said before any model is asked
 
 
 def test_the_swap_question_is_a_question_of_its_own_in_the_store() -> None:

@@ -1,0 +1,118 @@
+"""The options that name a command's user code, one definition for every command that takes them
+(``attribute``, ``fork``, ``record``): resample functions (``--resamplers``, the built-ins
+``--tools`` and ``--llm``), and how a run is scored (``--verifier``, ``--success-if``,
+``--fail-if``, ``--judge``). `user_code` turns what was given into the library's `UserCode` and
+says its mistakes at once (two ways of scoring, a model with no server), before a store is opened.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from otel_replay.resamplers import ChatModelOptions, ToolSource, UserCode
+from otel_replay.resamplers._judge import JudgeOptions
+from otel_replay.resamplers._openai import ModelSource
+
+ResamplersOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--resamplers", help="A .py file or module registering resample functions (repeatable)."
+    ),
+]
+VerifierOption = Annotated[
+    str | None,
+    typer.Option(
+        "--verifier",
+        "--outcome",
+        help="module:function (or file.py:function) scoring a run (1.0 success … 0.0 failure).",
+    ),
+]
+SuccessIfOption = Annotated[
+    str | None, typer.Option(help="A run succeeds when its final answer matches this regex.")
+]
+FailIfOption = Annotated[
+    str | None, typer.Option(help="A run fails when its final answer matches this regex.")
+]
+JudgeOption = Annotated[
+    str | None,
+    typer.Option(
+        "--judge",
+        metavar="QUESTION",
+        help="A run succeeds when a model answers yes to QUESTION about its final answer "
+        "(asked at temperature 0, once per distinct answer).",
+    ),
+]
+JudgeModelOption = Annotated[
+    str | None,
+    typer.Option(help="--judge's model (default --llm-model, else the run's recorded model)."),
+]
+JudgeBaseUrlOption = Annotated[
+    str | None,
+    typer.Option(
+        metavar="URL",
+        help="--judge's server, /v1 (default --llm-base-url, else $OPENAI_BASE_URL).",
+    ),
+]
+ToolsOption = Annotated[
+    ToolSource | None,
+    typer.Option(help="Resample tool steps from the results the store recorded for them."),
+]
+LlmOption = Annotated[
+    ModelSource | None,
+    typer.Option(help="Resample model steps with an OpenAI-compatible chat server."),
+]
+LlmBaseUrlOption = Annotated[
+    str | None,
+    typer.Option(help="The server's /v1 URL (default $OPENAI_BASE_URL; $OPENAI_API_KEY: OpenAI)."),
+]
+LlmModelOption = Annotated[str | None, typer.Option(help="Model (default: the recorded one).")]
+LlmTemperatureOption = Annotated[float, typer.Option(help="Sampling temperature.")]
+
+
+def user_code(
+    *,
+    resamplers: list[str] | None = None,
+    verifier: str | None = None,
+    success_if: str | None = None,
+    fail_if: str | None = None,
+    judge: str | None = None,
+    judge_model: str | None = None,
+    judge_base_url: str | None = None,
+    tools: ToolSource | None = None,
+    llm: ModelSource | None = None,
+    llm_base_url: str | None = None,
+    llm_model: str | None = None,
+    llm_temperature: float = 1.0,
+    agent: str | None = None,
+    instrument: str | None = None,
+    entry_points: bool = True,
+) -> UserCode:
+    """The code the options name, checked (`UserCode.check`): its mistakes are said before a
+    store is opened or anything runs. The judge asks ``--judge-base-url`` (else the
+    ``--llm-base-url`` server) for ``--judge-model`` (else ``--llm-model``)."""
+    model = (
+        ChatModelOptions(base_url=llm_base_url, model=llm_model, temperature=llm_temperature)
+        if llm
+        else None
+    )
+    judged = (
+        None
+        if judge is None
+        else JudgeOptions(
+            judge, base_url=judge_base_url or llm_base_url, model=judge_model or llm_model
+        )
+    )
+    code = UserCode(
+        resamplers=tuple(resamplers or ()), verifier=verifier, agent=agent,
+        entry_points=entry_points, success_if=success_if, fail_if=fail_if, tools=tools,
+        llm=model, instrument=sdks(instrument), judge=judged,
+    )  # fmt: skip
+    code.check()
+    return code
+
+
+def sdks(instrument: str | None) -> tuple[str, ...]:
+    """``--instrument openai,anthropic`` as the SDKs' names."""
+    return tuple(name.strip() for name in (instrument or "").split(",") if name.strip())
