@@ -64,6 +64,7 @@ def test_top_level_exports() -> None:
         "TraceFormatError",
         "Trajectory",
         "TrajectoryDiff",
+        "UnservableError",
         "UserCode",
         "Verdict",
         "VerifierError",
