@@ -38,6 +38,7 @@ if TYPE_CHECKING:
         RolloutError,
         StoreError,
         TraceFormatError,
+        UnservableError,
         VerifierError,
     )
     from otel_replay.executors import (
@@ -186,6 +187,7 @@ __all__ = [
     "TraceFormatError",
     "Trajectory",
     "TrajectoryDiff",
+    "UnservableError",
     "UserCode",
     "Verdict",
     "VerifierError",

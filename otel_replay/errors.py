@@ -12,6 +12,7 @@
     ├── VerifierError (ValueError)       no verifier, one that returned no number, a judge's reply that is
     │                                    no verdict
     ├── RolloutError (RuntimeError)      a resample function raised during a rollout
+    │   └── UnservableError              a rollout made a call nothing can answer (no run recorded it)
     ├── AttributionError (ValueError)    attribution asked of a run it cannot be done on
     ├── NonDeterminismError (RuntimeError) a replayed agent made a call the record does not have
     ├── AgentError (RuntimeError)        an agent cannot be loaded or run as asked
@@ -43,6 +44,7 @@ __all__ = [
     "RolloutError",
     "StoreError",
     "TraceFormatError",
+    "UnservableError",
     "VerifierError",
     "preview",
     "setting",
@@ -187,6 +189,36 @@ class RolloutError(ReplayError, RuntimeError):
         return (_rollout_error, (str(self), self.step_index, self.function))
 
 
+class UnservableError(RolloutError):
+    """A rollout made a call nothing can answer: ``--tools recorded`` found no run that recorded
+    that tool called with those arguments (and no fallback was chosen). Attribution holds such a
+    rollout as unservable (neither a success nor a failure, left out of the estimates, counted
+    and reported with the call); a resample function of a user's may raise it for the same reason.
+    ``arguments`` is the call's arguments as canonical JSON text; ``draws``, what the rollout was
+    served from the store before it (set by whoever ran the rollout)."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        step_index: int,
+        function: str,
+        tool: str,
+        arguments: str,
+        draws: Any = None,
+    ) -> None:
+        super().__init__(message, step_index=step_index, function=function)
+        self.tool = tool
+        self.arguments = arguments
+        self.draws = draws
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (
+            _unservable_error,
+            (str(self), self.step_index, self.function, self.tool, self.arguments, self.draws),
+        )
+
+
 class AttributionError(ReplayError, ValueError):
     """Attribution cannot run as asked (a passing run without ``--on-success credit``, ...)."""
 
@@ -216,6 +248,19 @@ class InterventionError(ReplayError, ValueError):
 
 def _rollout_error(message: str, step_index: int, function: str) -> RolloutError:
     return RolloutError(message, step_index=step_index, function=function)
+
+
+def _unservable_error(
+    message: str, step_index: int, function: str, tool: str, arguments: str, draws: Any
+) -> UnservableError:
+    return UnservableError(
+        message,
+        step_index=step_index,
+        function=function,
+        tool=tool,
+        arguments=arguments,
+        draws=draws,
+    )
 
 
 def _nondeterminism_error(message: str, step_index: int) -> NonDeterminismError:

@@ -99,6 +99,8 @@ class Threads:
     """``workers`` threads in this process (the work is prepared once and shared by them)."""
 
     kind = ExecutorKind.THREADS
+    #: Whether every worker runs on this machine, so it can read the files this process reads.
+    on_this_machine = True
 
     def __init__(self, workers: int = 1) -> None:
         self.workers = workers
@@ -165,6 +167,7 @@ class Processes:
     """A pool of ``workers`` fresh processes; a batch whose process died runs again."""
 
     kind = ExecutorKind.PROCESS
+    on_this_machine = True
 
     def __init__(self, workers: int = 2) -> None:
         self.workers = workers
@@ -303,6 +306,8 @@ class RayExecutor:
                 ) from None
         if address is not None or not self._started_here:
             self.workers = max(workers, int(ray.cluster_resources().get("CPU", workers)))
+        # a Ray started here for the run is this machine's; a cluster's workers may be anywhere
+        self.on_this_machine = address is None and self._started_here
         self._task = ray.remote(max_retries=RETRIES, retry_exceptions=False)(_ray_batch)
 
     def map(

@@ -67,6 +67,7 @@ def test_top_level_exports() -> None:
         "TraceFormatError",
         "Trajectory",
         "TrajectoryDiff",
+        "UnservableError",
         "UserCode",
         "Verdict",
         "VerifierError",

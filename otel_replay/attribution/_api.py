@@ -19,7 +19,14 @@ from otel_replay.attribution._contrastive import (
     kept_plan,
     localise,
 )
-from otel_replay.attribution._engine import Engine, Progress, Shipper, Spending
+from otel_replay.attribution._engine import (
+    Engine,
+    EvidenceMissing,
+    Progress,
+    Shipper,
+    Spending,
+)
+from otel_replay.attribution._evidence import evidence_of, told
 from otel_replay.attribution._repair import search
 from otel_replay.attribution._results import (
     AttributionResult,
@@ -113,15 +120,18 @@ def attribute(
         sum(count for _, count in plans),
         sum(count * len(plan.resampled(resamplable)) for plan, count in plans),
     )
-    found, notes = None, list[str]()
-    if config.method in (Method.CONTRASTIVE, Method.ALL):
-        if config.strategy.sequential:
-            found, notes = adaptive(engine, resamplable, mode, config)
-        else:
-            found = localise(engine, resamplable, mode, config)
-    credit = None
-    if config.method in (Method.SHAPLEY, Method.ALL):
-        credit = shapley(engine, resamplable, mode, config)
+    found, notes, credit, stopped = None, list[str](), None, None
+    try:
+        if config.method in (Method.CONTRASTIVE, Method.ALL):
+            if config.strategy.sequential:
+                found, notes = adaptive(engine, resamplable, mode, config)
+            else:
+                found = localise(engine, resamplable, mode, config)
+        if config.method in (Method.SHAPLEY, Method.ALL):
+            credit = shapley(engine, resamplable, mode, config)
+    except EvidenceMissing as missing:  # what ran is reported; nothing is estimated from it
+        found, credit, stopped = None, None, missing
+        notes = [f"stopped after {engine.rollouts} rollouts: too many could not be used"]
     if engine.resampler_errors and engine.resampler_errors == engine.resampling:
         raise AttributionError(
             f"every one of the {engine.resampling} rollouts that resampled a step failed on a "
@@ -129,9 +139,17 @@ def attribute(
             f"nothing was estimated; run with {setting('on_resampler_error', 'fail')} to see the "
             "first error"
         )
+    evidence = evidence_of(engine, found, stopped is not None)
+    if evidence.missing and found is not None:  # the estimates stand in the steps, naming nothing
+        found = dataclasses.replace(
+            found, point_of_commitment=None, bracket=None, rollouts_needed=None, calls_needed=None
+        )
     repair, repair_note = None, None
     if config.repair and mode is Mode.FAILURE:
         repair, repair_note = _repair(engine, found, resamplable, config)
+    explanation = told(
+        _explain(trajectory, mode, found, config), engine.rollouts, evidence, stopped
+    )
     return AttributionResult(
         trajectory_id=trajectory.id,
         mode=mode,
@@ -139,8 +157,8 @@ def attribute(
         failed=mode is Mode.FAILURE,
         steps=_steps(trajectory, resamplable, found, credit),
         point_of_commitment=found.point_of_commitment if found else None,
-        verdict=_verdict(mode, found, config),
-        explanation=_explain(trajectory, mode, found, config),
+        verdict=Verdict.NO_EVIDENCE if evidence.missing else _verdict(mode, found, config),
+        explanation=explanation,
         bracket=found.bracket if found else None,
         rollouts_needed=found.rollouts_needed if found else None,
         repair=repair,
@@ -158,6 +176,7 @@ def attribute(
         swap_model=config.swap_model,
         swap_from=config.swap_from,
         judge=None if judge is None else judge.summary(judge_calls_before),
+        evidence=evidence,
     )
 
 

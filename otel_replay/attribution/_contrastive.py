@@ -103,12 +103,16 @@ def contrastive_plans(
 
 
 def _proportion(outcomes: list[Outcome], exact: bool = False) -> Proportion:
-    failures = sum(o.failed for o in outcomes)
-    if exact:  # a known rate: its interval is itself
-        value = failures / len(outcomes)
-        return Proportion(failures, len(outcomes), value, value, exact=True)
-    low, high = wilson(failures, len(outcomes))
-    return Proportion(failures, len(outcomes), low, high)
+    """The failure rate of the rollouts that are evidence (`Outcome.counts`); the others are
+    counted as left out."""
+    counted = [o for o in outcomes if o.counts]
+    n, left_out = len(counted), len(outcomes) - len(counted)
+    failures = sum(o.failed for o in counted)
+    if exact and n:  # a known rate: its interval is itself
+        value = failures / n
+        return Proportion(failures, n, value, value, exact=True, left_out=left_out)
+    low, high = wilson(failures, n)
+    return Proportion(failures, n, low, high, left_out=left_out)
 
 
 def localise(

@@ -5,27 +5,45 @@ fast results arrive, never what they are: serial, or ``workers`` threads (resamp
 wait on remote models), or a `Shipper` that runs them elsewhere (a process pool, Ray: see
 `otel_replay.executors`), in batches, and hands them back in order. Two drivers produce rollouts:
 the trace-driven walk over the recorded steps, and the live agent re-run under the replay context.
+
+A rollout is scored by the verifier unless it is no evidence about the task (`Outcome.counts`):
+one that could not be served (a call nothing can answer) and one whose agent crashed are neither
+successes nor failures, left out of every estimate and counted. Once half the rollouts of a plan
+(or of all) are such, the engine stops (`EvidenceMissing`): more batches could decide nothing.
+What ``--tools recorded`` drew for each rollout is noted with it (`noting_draws`), on whichever
+worker it ran, and added up here in task order, as everything else is.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from otel_replay.attribution._config import AttributionConfig, OnResamplerError
-from otel_replay.errors import RolloutError
+from otel_replay.errors import RolloutError, UnservableError
 from otel_replay.model import Trajectory
-from otel_replay.replay import Plan
+from otel_replay.replay import Plan, StepError
 from otel_replay.replay._rollout import Rollout, TraceDriver, score
 from otel_replay.resamplers import Registry
+from otel_replay.resamplers._draws import NO_DRAWS, Call, DrawLog, Draws, drawing
 from otel_replay.resamplers._registry import VerifierFunction
 
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
-    """One scored rollout. ``trajectory`` is None when the rollout failed on a resampler error."""
+    """One scored rollout. ``trajectory`` is None when the rollout failed on a resampler error or
+    could not be served.
+
+    A rollout that is no evidence about the task is neither a success nor a failure (``failed``
+    is False, `counts` False, and estimates leave it out): one that could not be served
+    (``unservable``: a call nothing can answer, `otel_replay.errors.UnservableError`), and one
+    whose agent raised (``crash``: the live agent, or the chat loop's own code). An agent that
+    raised the `StepError` of a failing step it did not handle was failed by the world, not by its
+    code: that rollout is scored as any other."""
 
     plan: Plan
     index: int
@@ -34,6 +52,14 @@ class Outcome:
     step_executions: int
     trajectory: Trajectory | None
     resampler_error: str | None = None
+    unservable: Call | None = None
+    crash: str | None = None  # "Type: message", as the agent raised it
+    draws: Draws = NO_DRAWS
+
+    @property
+    def counts(self) -> bool:
+        """Whether the rollout is evidence: it was served and its agent did not crash."""
+        return self.unservable is None and self.crash is None
 
 
 #: ``ship(tasks)``: the rollouts of ``tasks`` made elsewhere, in order; a rollout a resample
@@ -61,6 +87,42 @@ class Spent:
 
 #: ``spending(spent)``: called as `Progress` is, with the calls.
 Spending = Callable[[Spent], None]
+
+
+#: A batch after which half the rollouts of a plan that has run at least this many (or half of
+#: at least twice as many rollouts in all) are no evidence ends the attribution: what is left is
+#: not a fair sample, so no further batch can decide anything, and each would still cost calls.
+EVIDENCE_FLOOR = 8
+
+
+class EvidenceMissing(Exception):
+    """The engine stopped: too many rollouts were no evidence (`EVIDENCE_FLOOR`), of ``plan``
+    (``left_out`` of its ``ran``), or of all (``plan`` None). Raised out of the methods, caught by
+    `otel_replay.attribution.attribute`, never seen by a user."""
+
+    def __init__(self, plan: Plan | None, ran: int, left_out: int) -> None:
+        super().__init__(f"{left_out} of {ran} rollouts are no evidence")
+        self.plan, self.ran, self.left_out = plan, ran, left_out
+
+
+#: How `run_agent` words an agent that raised the `StepError` of a failing step it did not handle.
+_WORLD_FAILED = f"{StepError.__name__}: "
+
+
+def noting_draws(drive: Callable[[Plan, int], Rollout], plan: Plan, index: int) -> Rollout:
+    """``drive(plan, index)``, with what the built-in tool functions drew for it (on the
+    `UnservableError` that ended it, when one did)."""
+    with drawing() as log:
+        try:
+            made = drive(plan, index)
+        except UnservableError as exc:
+            exc.draws = log.draws()
+            raise
+    return _with(made, log)
+
+
+def _with(made: Rollout, log: DrawLog) -> Rollout:
+    return dataclasses.replace(made, draws=log.draws()) if log.runs or log.faults else made
 
 
 class Engine:
@@ -94,6 +156,14 @@ class Engine:
         self.step_executions = 0
         self.resampler_errors = 0
         self.resampling = 0  # rollouts that called a resample function (or tried to)
+        # what the rollouts could not tell, and where ``--tools recorded`` drew from, in task order
+        # (so the first crash is the same on every executor)
+        self.unservable: Counter[Call] = Counter()  # calls nothing answered: rollouts each ended
+        self.crashes = 0
+        self.first_crash: str | None = None
+        self.draws: Counter[str] = Counter()  # stored run -> results drawn from it
+        self.faults: Counter[Call] = Counter()  # calls nothing recorded, failed as faults
+        self._tally: dict[Plan, tuple[int, int]] = {}  # per plan: rollouts run, left out
         # the trace-driven rollout unless a driver (the chat loop, a live agent) is given
         self._drive = driver or TraceDriver(factual, registry, config.seed)
         # the trace walk: a plan that resamples nothing reproduces the record, so it runs once
@@ -118,7 +188,7 @@ class Engine:
 
     def _one(self, task: tuple[Plan, int]) -> Outcome:
         try:
-            result = self._drive(self.asked(task[0]), task[1])
+            result = noting_draws(self._drive, self.asked(task[0]), task[1])
         except RolloutError as exc:
             return self._lost(task, exc)
         return self._scored(task[0], result)
@@ -129,15 +199,29 @@ class Engine:
         return self._scored(task[0], got)
 
     def _lost(self, task: tuple[Plan, int], exc: RolloutError) -> Outcome:
-        """A rollout a resample function's error ended: a failure, or (by default) the end."""
+        """A rollout an error ended: unservable (a call nothing can answer), or a resample
+        function's error: a failure, or (by default) the end."""
+        if isinstance(exc, UnservableError):
+            draws = exc.draws if isinstance(exc.draws, Draws) else NO_DRAWS
+            call = Call(exc.tool, exc.arguments)
+            return Outcome(task[0], task[1], 0.0, False, 0, None, unservable=call, draws=draws)
         if self.config.on_resampler_error is not OnResamplerError.FAIL_ROLLOUT:
             raise exc
         return Outcome(task[0], task[1], 0.0, True, 0, None, str(exc))
 
     def _scored(self, plan: Plan, result: Rollout) -> Outcome:
+        crash = result.trajectory.metadata.get("agent_error")
+        if crash is not None and not str(crash).startswith(_WORLD_FAILED):
+            return Outcome(
+                plan, result.index, 0.0, False, result.step_executions, result.trajectory,
+                crash=str(crash), draws=result.draws,
+            )  # fmt: skip
         value = score(self.verifier, result.trajectory)
         failed = value < self.config.fail_threshold
-        return Outcome(plan, result.index, value, failed, result.step_executions, result.trajectory)
+        return Outcome(
+            plan, result.index, value, failed, result.step_executions, result.trajectory,
+            draws=result.draws,
+        )  # fmt: skip
 
     def run(self, plans: Sequence[tuple[Plan, int]]) -> dict[Plan, list[Outcome]]:
         """Roll each plan out the given number of times; outcomes per plan, in rollout order."""
@@ -171,7 +255,19 @@ class Engine:
         else:
             with ThreadPoolExecutor(self.config.workers, thread_name_prefix="rollout") as pool:
                 self._collect(pool.map(self._one, tasks), grouped)
+        if self.left_out:
+            self._check_evidence(grouped)
         return grouped
+
+    def _check_evidence(self, batch: dict[Plan, list[Outcome]]) -> None:
+        """After a batch: stop (`EvidenceMissing`) when half of the rollouts of a plan the batch
+        ran (`EVIDENCE_FLOOR` of them at least), or half of all, are no evidence."""
+        for plan in batch:
+            ran, left_out = self._tally.get(plan, (0, 0))
+            if ran >= EVIDENCE_FLOOR and 2 * left_out >= ran:
+                raise EvidenceMissing(self.asked(plan), ran, left_out)
+        if self.rollouts >= 2 * EVIDENCE_FLOOR and 2 * self.left_out >= self.rollouts:
+            raise EvidenceMissing(None, self.rollouts, self.left_out)
 
     def _concurrently(
         self, rollout: Callable[[Plan, int], Awaitable[Rollout]], tasks: list[tuple[Plan, int]]
@@ -185,10 +281,15 @@ class Engine:
             async def one(task: tuple[Plan, int]) -> Outcome:
                 async with gate:
                     try:
-                        made = await rollout(self.asked(task[0]), task[1])
+                        with drawing() as log:
+                            try:
+                                made = await rollout(self.asked(task[0]), task[1])
+                            except UnservableError as exc:
+                                exc.draws = log.draws()
+                                raise
                     except RolloutError as exc:
                         return self._lost(task, exc)
-                return self._scored(task[0], made)
+                return self._scored(task[0], _with(made, log))
 
             return list(await asyncio.gather(*(one(task) for task in tasks)))
 
@@ -201,7 +302,21 @@ class Engine:
             self.step_executions += outcome.step_executions
             self.resampler_errors += outcome.resampler_error is not None
             self.resampling += outcome.step_executions > 0 or outcome.resampler_error is not None
+            self.draws.update(outcome.draws.runs)
+            self.faults.update(outcome.draws.faults)
+            if outcome.unservable is not None:
+                self.unservable[outcome.unservable] += 1
+            if outcome.crash is not None:
+                self.crashes += 1
+                self.first_crash = self.first_crash or outcome.crash
+            ran, left_out = self._tally.get(outcome.plan, (0, 0))
+            self._tally[outcome.plan] = (ran + 1, left_out + (not outcome.counts))
             self._report()
+
+    @property
+    def left_out(self) -> int:
+        """Rollouts that are no evidence (unservable, crashed), left out of every estimate."""
+        return sum(self.unservable.values()) + self.crashes
 
     def _report(self) -> None:
         if self.progress is not None:

@@ -42,7 +42,7 @@ def candidates(engine: Engine, index: int, rollouts: list[Outcome]) -> list[_Can
     seen: dict[bytes, _Candidate] = {}
     offered: list[tuple[Any, str]] = []
     for outcome in rollouts:
-        if outcome.failed or outcome.trajectory is None:
+        if outcome.failed or not outcome.counts or outcome.trajectory is None:
             continue
         # ablate_from plans hold the prefix and remove nothing, so the step sits at the same position
         # (for a live agent too: the held prefix replays call for call)
@@ -101,12 +101,15 @@ def search(
     trials = min(len(found), config.max_repair_candidates)
     engine.announce((1 + trials) * config.rollouts)
     baseline_plan = kept.repair_baseline(index)
-    baseline = engine.run([(baseline_plan, config.rollouts)])[baseline_plan]
+    # rollouts that are no evidence (unservable, crashed) are left out of both sides
+    baseline = [
+        o for o in engine.run([(baseline_plan, config.rollouts)])[baseline_plan] if o.counts
+    ]
     baseline_failures = sum(o.failed for o in baseline)
     alpha = _ALPHA / trials  # Bonferroni over the candidates tried
     for tried, candidate in enumerate(found[:trials], start=1):
         plan = Plan.forced(n_steps, index, candidate.output)
-        outcomes = engine.run([(plan, config.rollouts)])[plan]
+        outcomes = [o for o in engine.run([(plan, config.rollouts)])[plan] if o.counts]
         failures = sum(o.failed for o in outcomes)
         difference = DifferenceDistribution(
             failures, len(outcomes), baseline_failures, len(baseline)

@@ -8,6 +8,7 @@ from enum import Enum
 from typing import Any
 
 from otel_replay.attribution._stats import Z_95
+from otel_replay.resamplers._draws import Call
 from otel_replay.resamplers._judge import JudgeSummary
 
 
@@ -28,15 +29,21 @@ class Verdict(str, Enum):
     SAVED = "saved"  # the swap question: the step from which the swapped-in model saves the run
     INCONCLUSIVE = "inconclusive"
     NO_FAILURE = "no-failure"
+    # too many rollouts could not be served or crashed for the estimates to say anything
+    NO_EVIDENCE = "no-evidence"
 
 
 @dataclass(frozen=True, slots=True)
 class Proportion:
+    """``failures`` of ``n`` rollouts of a plan (Wilson ends ``low``, ``high``); ``left_out`` more
+    ran and are no evidence (unservable, crashed: `otel_replay.attribution._engine.Outcome`)."""
+
     failures: int
     n: int
     low: float
     high: float
     exact: bool = False  # a known rate (a deterministic plan run once), not an estimate
+    left_out: int = 0
 
     @property
     def value(self) -> float:
@@ -177,6 +184,39 @@ class ShapleySummary:
 
 
 @dataclass(frozen=True, slots=True)
+class Evidence:
+    """What the rollouts could not tell, and where ``--tools recorded`` drew from.
+
+    Attributes:
+        unservable: each call nothing could answer (no stored run recorded it), with how many
+            rollouts it ended; those rollouts are neither successes nor failures.
+        crashed: rollouts whose agent raised (the live agent, or the chat loop's code), neither
+            successes nor failures; ``first_crash`` the first one's ``Type: message``.
+        draws: each stored run the recorded tool results came from, with how many were drawn
+            from it (most first).
+        faults: the calls nothing recorded that the faults fallback failed, with how often.
+        missing: so many rollouts were left out (half of them, or half of a plan an estimate
+            reads) that the estimates cannot be relied on: the verdict is ``no-evidence``.
+    """
+
+    unservable: tuple[tuple[Call, int], ...] = ()
+    crashed: int = 0
+    first_crash: str | None = None
+    draws: tuple[tuple[str, int], ...] = ()
+    faults: tuple[tuple[Call, int], ...] = ()
+    missing: bool = False
+
+    @property
+    def unservable_rollouts(self) -> int:
+        return sum(n for _, n in self.unservable)
+
+    @property
+    def left_out(self) -> int:
+        """Rollouts that are no evidence, left out of every estimate."""
+        return self.unservable_rollouts + self.crashed
+
+
+@dataclass(frozen=True, slots=True)
 class AttributionResult:
     trajectory_id: str
     mode: Mode
@@ -205,6 +245,7 @@ class AttributionResult:
     swap_from: int = 0  # the first step whose re-run model turns the swap question's model answers
     # the --judge verifier's model calls (apart from resample-function calls) and its verdicts
     judge: JudgeSummary | None = None
+    evidence: Evidence = Evidence()  # rollouts left out, and the draws from the store
 
     @property
     def question(self) -> str:

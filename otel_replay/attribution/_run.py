@@ -1,9 +1,11 @@
 """`attribute_stored`: attribute a stored run with the user's code, as ``agent-replay attribute`` does.
 
 What a run's rollouts need is one picklable `RunJob` (the run, the user's code as the command line
-names it, the configuration, and the store's recorded tool results when ``--tools recorded`` draws
-from them), so an executor can ship it to other processes or machines once and build the driver
-there (`RolloutWork`): the store is read here, never by a worker.
+names it, the configuration, and for ``--tools recorded`` the function that draws from the store's
+recorded tool results), so an executor can ship it to other processes or machines once and build
+the driver there (`RolloutWork`). That function reads the store lazily, by each call's op_key:
+a worker on this machine opens it read-only; a job sent where the store cannot be read
+(``elsewhere``: a Ray cluster) carries every recorded result of the run's tools instead.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Any
 from otel_replay.attribution._api import attribute
 from otel_replay.attribution._config import AttributionConfig
 from otel_replay.attribution._cost import PlannedCost, planned_cost
-from otel_replay.attribution._engine import Progress, Spending
+from otel_replay.attribution._engine import Progress, Spending, noting_draws
 from otel_replay.attribution._results import AttributionResult
 from otel_replay.errors import AttributionError, RolloutError, setting
 from otel_replay.executors import ExecutorKind, Processes, RayExecutor, Threads
@@ -51,7 +53,8 @@ def attribute_stored(
     tool steps no registration covers: a user's own wins). ``executor`` (a process pool, Ray) runs
     the rollouts elsewhere, in batches; the result is the same as on this process's threads."""
     registry = code.registry()  # loaded once, first: its mistakes before anything is read
-    job = job_of(store, id_or_prefix, config, code)
+    elsewhere = executor is not None and not executor.on_this_machine
+    job = job_of(store, id_or_prefix, config, code, elsewhere=elsewhere)
     return attribute_job(job, progress, spending, executor, registry)
 
 
@@ -89,8 +92,8 @@ def attribute_job(
 @dataclass(frozen=True, slots=True)
 class RunJob:
     """Everything rollouts of one stored run need, and nothing that is not data: the run as stored,
-    the user's code as named, the configuration, the store's recorded tool results (when
-    ``code.tools`` is ``recorded``)."""
+    the user's code as named, the configuration, the draws from the store's recorded tool results
+    (when ``code.tools`` is set)."""
 
     trajectory: Trajectory
     code: UserCode
@@ -98,11 +101,22 @@ class RunJob:
     recorded: RecordedOutcomes | None = None
 
 
-def job_of(store: Store, id_or_prefix: str, config: AttributionConfig, code: UserCode) -> RunJob:
+def job_of(
+    store: Store,
+    id_or_prefix: str,
+    config: AttributionConfig,
+    code: UserCode,
+    *,
+    elsewhere: bool = False,
+) -> RunJob:
     """The job of attributing a stored run (its code is named, not loaded: callers load it once
-    first, so its mistakes are reported before anything is read or shipped)."""
+    first, so its mistakes are reported before anything is read or shipped). ``elsewhere``: the
+    job runs where the store cannot be read (a Ray cluster), so ``--tools recorded`` is sent every
+    result of the run's tools now rather than reading the store as rollouts make calls."""
     trajectory = store.get(id_or_prefix)
-    return RunJob(trajectory, code, config, tool_draws(code, store, trajectory))
+    return RunJob(
+        trajectory, code, config, tool_draws(code, store, trajectory, elsewhere=elsewhere)
+    )
 
 
 class RolloutWork:
@@ -120,7 +134,7 @@ class RolloutWork:
 
     def run(self, drive: Callable[[Plan, int], Rollout], task: tuple[Plan, int]) -> Any:
         try:
-            return drive(*task)
+            return noting_draws(drive, *task)
         except RolloutError as exc:
             return exc
 

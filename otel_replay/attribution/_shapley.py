@@ -117,16 +117,20 @@ def _contributions(
     seed: int,
     pair: int,
     sign: float,
-) -> dict[int, float]:
+) -> dict[int, float] | None:
     """Each player's contribution in pair ``pair``: the mean of its marginal contributions in the
-    permutation and in its reverse."""
+    permutation and in its reverse; None when a rollout of the pair is no evidence (unservable,
+    crashed): the pair is left out whole, as its contributions are one unit."""
     contributions = dict.fromkeys(resamplable, 0.0)
     order = _order(resamplable, seed, pair)
     for number, players in ((2 * pair, order), (2 * pair + 1, order[::-1])):
-        values = [
-            float(outcomes[_coalition(n_steps, players, number, size)][0].failed)
+        made = [
+            outcomes[_coalition(n_steps, players, number, size)][0]
             for size in range(len(players) + 1)
         ]
+        if not all(o.counts for o in made):
+            return None
+        values = [float(o.failed) for o in made]
         for position, player in enumerate(players):
             contributions[player] += sign * (values[position + 1] - values[position]) / 2
     return contributions
@@ -163,6 +167,11 @@ def _total_se(sums: Sequence[float]) -> float:
     return math.sqrt(_variance(sums) / pairs) * t_quantile(0.975, pairs - 1) / Z_95
 
 
+def _estimates(per_pair: dict[int, list[float]]) -> dict[int, tuple[float, float]]:
+    """`standard_errors` of the pairs kept, or nothing when fewer than two are."""
+    return standard_errors(per_pair) if len(next(iter(per_pair.values()), [])) > 1 else {}
+
+
 def next_pairs(pairs: int, largest_se: float, target: float, cap: int) -> int:
     """How many pairs the next batch brings the total to: enough to bring ``largest_se`` to
     ``target`` if it shrinks as ``1/√pairs``, at least a quarter more, at most four times as many,
@@ -183,46 +192,61 @@ def shapley(
     def add(pairs: range) -> None:
         for pair in pairs:
             found = _contributions(outcomes, n_steps, resamplable, config.seed, pair, sign)
-            for player, value in found.items():
+            for player, value in (found or {}).items():
                 per_pair[player].append(value)
 
     pairs = _pairs(config)
     add(range(pairs))
-    estimates = standard_errors(per_pair)
-    target, note = config.shapley_se, None
+    estimates = _estimates(per_pair)
+    target, notes = config.shapley_se, list[str]()
     if target is not None:
         cap = _max_pairs(config)
-        while (largest := max(se for _, se in estimates.values())) >= target and pairs < cap:
+        while (
+            estimates
+            and (largest := max(se for _, se in estimates.values())) >= target
+            and pairs < cap
+        ):
             more = range(pairs, next_pairs(pairs, largest, target, cap))
             plans = _pair_plans(n_steps, resamplable, config.seed, more)
             engine.announce(len(plans))
             outcomes.update(engine.run(plans))
             add(more)
             pairs = more.stop
-            estimates = standard_errors(per_pair)
-        if largest >= target:
+            estimates = _estimates(per_pair)
+        if estimates and largest >= target:
             worst = max(estimates, key=lambda player: estimates[player][1])
-            note = (
+            notes.append(
                 f"the cap of {2 * cap} permutations stopped the search for standard errors below "
                 f"{target:g}: step {worst}'s is {largest:.3g}"
             )
+    kept_pairs = len(next(iter(per_pair.values()), []))
+    if kept_pairs < pairs:
+        notes.append(
+            f"{pairs - kept_pairs} of {pairs} antithetic pairs had a rollout that could not be "
+            "served or whose agent crashed, and were left out"
+            + ("" if estimates else ": too few are left for Shapley values")
+        )
     # Σφ per pair telescopes to v(all) − v(∅) of that pair's own rollouts, so efficiency holds by
     # construction; what the summary checks is agreement with both ends estimated independently.
-    sums = [sum(per_pair[player][pair] for player in per_pair) for pair in range(pairs)]
+    sums = [sum(per_pair[player][pair] for player in per_pair) for pair in range(kept_pairs)]
 
     def proportion(kept: bool) -> Proportion:
         runs = outcomes[Plan.coalition_end(n_steps, resamplable, kept=kept)]
-        failures = sum(o.failed for o in runs)
-        return Proportion(failures, len(runs), *wilson(failures, len(runs)))
+        counted = [o for o in runs if o.counts]
+        failures = sum(o.failed for o in counted)
+        return Proportion(
+            failures, len(counted), *wilson(failures, len(counted)),
+            left_out=len(runs) - len(counted),
+        )  # fmt: skip
 
     summary = ShapleySummary(
         permutations=2 * pairs,
         total=sum(phi for phi, _ in estimates.values()),
-        total_se=_total_se(sums),
+        total_se=_total_se(sums) if len(sums) > 1 else 0.0,
         v_all=proportion(kept=True),
         v_none=proportion(kept=False),
         mode=mode,
         se_target=target,
-        note=note,
+        note="; ".join(notes) or None,
     )
     return estimates, summary

@@ -134,9 +134,11 @@ def _show(rows: list[dict[str, Any]], json: bool) -> None:
     console.print(table)
     done = sum(row["status"] == "done" for row in rows)
     failed = sum(row["status"].startswith("error") for row in rows)
+    lacking = sum(row.get("verdict") == "no-evidence" for row in rows)
+    without = f" ({lacking} of them without evidence: see each report)" if lacking else ""
     console.print(
-        f"{plural(done, 'report')} kept in the store, {len(rows) - done - failed} skipped, "
-        f"{failed} failed; `agent-replay blame` adds them up"
+        f"{plural(done, 'report')} kept in the store{without}, {len(rows) - done - failed} "
+        f"skipped, {failed} failed; `agent-replay blame` adds them up"
     )
-    if failed:
+    if failed or lacking:
         sys.exit(1)

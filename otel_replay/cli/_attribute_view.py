@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import orjson
+import typer
 from rich import box
 from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
 from rich.progress import Progress as RichProgress
@@ -20,6 +21,7 @@ from otel_replay.attribution import (
     AttributionResult,
     Mode,
     Strategy,
+    Verdict,
     attribute_stored,
 )
 from otel_replay.attribution._config import config_digest
@@ -90,6 +92,8 @@ def run(
     keep_report(store, report, config_digest(config, code))
     if html_out is not None and str(html_out) != "-":
         (err_console if json else console).print(f"HTML report written to {shown(str(html_out))}")
+    if result.verdict is Verdict.NO_EVIDENCE:  # written and kept, but it concludes nothing
+        raise typer.Exit(1)
 
 
 def keep_report(store: Path | None, report: bytes, question: str) -> None:
@@ -237,11 +241,16 @@ def _render(result: AttributionResult, config: AttributionConfig) -> None:
         title=f"{title} of {shown(result.trajectory_id)}",
         caption=(
             f"{_budget(result, config)}, seed {config.seed}; {intervals}; "
-            f"{rates}; test: 'matters' when the one-sided "
-            f"{percent(1 - tail)} bound is above 0, 'no effect' when the "
-            f"{percent(1 - 2 * tail)} interval is inside ±{config.margin:g}"
-            f"{_joint_caption(result, wide)}; "
-            f"◀ {located}"
+            f"{rates}; "
+            + (
+                f"test: 'matters' when the one-sided "
+                f"{percent(1 - tail)} bound is above 0, 'no effect' when the "
+                f"{percent(1 - 2 * tail)} interval is inside ±{config.margin:g}"
+                f"{_joint_caption(result, wide)}; "
+                if tails
+                else ""
+            )
+            + f"◀ {located}"
         ),
     )
     table.add_column("#", justify="right", no_wrap=True)
@@ -277,7 +286,9 @@ def _render(result: AttributionResult, config: AttributionConfig) -> None:
             f"{step.kept.value:.2f}/{step.ablated.value:.2f}" if step.kept and step.ablated else ""
         )
         cells = [str(step.index), step.kind, shown(step.name), estimate, rates]
-        cells.append(_decision(step, wide, result.search))
+        decision = _decision(step, wide, result.search)
+        left_out = sum(p.left_out for p in (step.kept, step.ablated) if p is not None)
+        cells.append(f"{decision}, {left_out} left out" if wide and left_out else decision)
         if shapley:
             if step.shapley is not None and step.shapley_se is not None:
                 differs = " ≠" if step.shapley_disagrees else ""
@@ -326,6 +337,34 @@ def _render(result: AttributionResult, config: AttributionConfig) -> None:
         console.print(
             f"[yellow]{result.resampler_errors} rollout(s) failed on a resampler error[/]"
         )
+    for line in evidence_lines(result):
+        console.print(shown(line), style="yellow" if "left out" in line else None)
+
+
+def evidence_lines(result: AttributionResult) -> list[str]:
+    """What the rollouts left out and where ``--tools recorded`` drew from, one line each."""
+    e, lines = result.evidence, []
+    if e.draws:
+        runs = ", ".join(f"{short(run, 24)} {n}" for run, n in e.draws[:5])
+        more = f", {len(e.draws) - 5} more runs" if len(e.draws) > 5 else ""
+        total = sum(n for _, n in e.draws)
+        lines.append(f"tool results drawn from the store: {total:,} ({runs}{more})")
+    if e.faults:
+        calls = "; ".join(f"{c.tool}({short(c.arguments, 60)}) {n}x" for c, n in e.faults[:3])
+        lines.append(f"calls no run recorded, failed as injected faults: {calls}")
+    if e.unservable:
+        calls = "; ".join(f"{c.tool}({short(c.arguments, 60)}) in {n}" for c, n in e.unservable[:3])
+        more = f"; {len(e.unservable) - 3} more calls" if len(e.unservable) > 3 else ""
+        lines.append(
+            f"{plural(e.unservable_rollouts, 'rollout')} left out as unservable (no stored run "
+            f"recorded the call): {calls}{more}"
+        )
+    if e.crashed:
+        lines.append(
+            f"{plural(e.crashed, 'rollout')} left out as crashed (the agent raised; the first: "
+            f"{short(e.first_crash or '', 120)})"
+        )
+    return lines
 
 
 def _print_judge(judge: JudgeSummary) -> None:

@@ -57,7 +57,11 @@ JudgeBaseUrlOption = Annotated[
 ]
 ToolsOption = Annotated[
     ToolSource | None,
-    typer.Option(help="Resample tool steps from the results the store recorded for them."),
+    typer.Option(
+        help="Resample tool calls from the results the store recorded for the same call "
+        "(recorded: a call no run recorded leaves its rollout unservable; recorded,faults: "
+        "it fails as an injected fault).",
+    ),
 ]
 LlmOption = Annotated[
     ModelSource | None,

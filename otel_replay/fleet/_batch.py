@@ -67,7 +67,8 @@ def attribute_runs(
     """Attribute ``runs`` (full ids) over ``executor``, yielding each as it is done, in order."""
     serial = dataclasses.replace(config, workers=1)
     code.registry()  # loaded once here: its mistakes before any run is read or shipped
-    jobs = [job_of(store, run, serial, code) for run in runs]
+    elsewhere = not executor.on_this_machine  # a cluster's workers get the tool results along
+    jobs = [job_of(store, run, serial, code, elsewhere=elsewhere) for run in runs]
     results: Iterator[Any] = executor.map(RunsWork(), jobs, done, batch_size=1)
     for job, (result, error) in zip(jobs, results, strict=True):
         yield Attributed(job, result, error)

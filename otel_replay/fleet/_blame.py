@@ -8,8 +8,9 @@ names: `otel_replay.fleet.shape`). For each, over each run's newest report:
   (``culprit``) it accounts for, with a 95 % Wilson interval;
 * ``mean_attribution``: its mean estimate over the runs where it was estimated, with a 95 %
   normal interval across runs (a run's estimate appears once per occurrence of the step);
-* ``inconclusive``: runs in which it occurs whose verdict is inconclusive. Those runs blame no
-  step: their estimates do not enter the mean and they name no commitment;
+* ``inconclusive``: runs in which it occurs whose verdict is inconclusive (or no-evidence: too
+  many of their rollouts could not be served or crashed). Those runs blame no step: their
+  estimates do not enter the mean and they name no commitment;
 * ``repairs``: runs whose repair changes it, and their mean success rate.
 
 The store makes one pass over the rows it keeps with each report (``report_steps``), summing per
@@ -47,12 +48,13 @@ def blame(store: Store, runs: Collection[str] | None = None) -> pl.DataFrame:
     to those runs."""
     sums = pl.DataFrame(store.blame_sums(runs), schema=_SUMS, orient="row")
     decided = store.decided_runs(runs)
-    counted = sums.with_columns(  # an inconclusive run's estimates blame nothing
-        pl.when(pl.col("verdict") == "inconclusive").then(0.0).otherwise(pl.col(c)).alias(c)
-        for c in ("total", "squares")
+    # an inconclusive run's estimates blame nothing, nor do those of a run without evidence
+    undecided = pl.col("verdict").is_in(["inconclusive", "no-evidence"])
+    counted = sums.with_columns(
+        pl.when(undecided).then(0.0).otherwise(pl.col(c)).alias(c) for c in ("total", "squares")
     ).with_columns(
-        estimated=pl.when(pl.col("verdict") == "inconclusive").then(0).otherwise("estimated"),
-        undecided=pl.when(pl.col("verdict") == "inconclusive").then("runs").otherwise(0),
+        estimated=pl.when(undecided).then(0).otherwise("estimated"),
+        undecided=pl.when(undecided).then("runs").otherwise(0),
     )
     table = counted.group_by(IDENTITY).agg(
         pl.col("runs", "commitments", "total", "squares", "estimated", "repairs").sum(),

@@ -7,6 +7,7 @@ from typing import Any
 
 from otel_replay.errors import InterventionError
 from otel_replay.replay._plan import Intervention
+from otel_replay.resamplers._faults import FAILURES
 
 
 def _empty(output: Any) -> Any:
@@ -32,10 +33,8 @@ def _truncate(output: Any) -> Any:
 
 
 FAULTS: dict[str, Callable[[Any], Intervention]] = {
-    "error": lambda output: Intervention.fail("injected fault: error"),
-    "timeout": lambda output: Intervention.fail(
-        "injected fault: TimeoutError: the operation timed out"
-    ),
+    "error": lambda output: Intervention.fail(FAILURES["error"]),
+    "timeout": lambda output: Intervention.fail(FAILURES["timeout"]),
     "empty": lambda output: Intervention.force(_empty(output)),
     "truncate": lambda output: Intervention.force(_truncate(output)),
 }

@@ -19,6 +19,7 @@ from otel_replay.errors import (
     InterventionError,
     ReplayError,
     RolloutError,
+    UnservableError,
     VerifierError,
     setting,
 )
@@ -28,17 +29,20 @@ from otel_replay.replay._patch import apply_patch
 from otel_replay.replay._plan import Action, Plan
 from otel_replay.resamplers import Registry, RolloutContext, StepFailed
 from otel_replay.resamplers._context import History, RolloutSeed, standing_in
+from otel_replay.resamplers._draws import NO_DRAWS, Draws
 from otel_replay.resamplers._registry import Registration, describe, ways_to_resample
 
 
 @dataclass(frozen=True, slots=True)
 class Rollout:
-    """One counterfactual run: its trajectory and how many resample functions it called."""
+    """One counterfactual run: its trajectory, how many resample functions it called, and what the
+    built-in tool functions drew for it (noted by whoever ran it: `otel_replay.resamplers.drawing`)."""
 
     plan: Plan
     index: int
     trajectory: Trajectory
     step_executions: int
+    draws: Draws = NO_DRAWS
 
 
 def registrations(factual: Trajectory, registry: Registry) -> list[Registration | None]:
@@ -103,6 +107,8 @@ def rollout(
         except StepFailed as failure:
             history.append(step.with_result(None, StepStatus.ERROR, str(failure) or "failed"))
             continue
+        except UnservableError:
+            raise  # nothing can answer the call: the rollout ends here
         except Exception as exc:
             raise _failure(step, registration, f"raised {type(exc).__name__}: {exc}") from exc
         try:

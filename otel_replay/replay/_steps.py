@@ -29,7 +29,13 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from otel_replay.errors import CanonicalJSONError, ReplayError, RolloutError, setting
+from otel_replay.errors import (
+    CanonicalJSONError,
+    ReplayError,
+    RolloutError,
+    UnservableError,
+    setting,
+)
 from otel_replay.model import Step, StepKind, StepStatus, Trajectory
 from otel_replay.replay._current import outside_the_agent, remember_fatal
 from otel_replay.replay._plan import Plan
@@ -324,6 +330,8 @@ class AgentContext:
                 return registration.function(probe, ctx)
         except StepFailed:
             raise  # the operation failed: recorded as an error step, raised to the agent
+        except UnservableError as exc:  # nothing can answer the call: the rollout ends here
+            raise self._fatal(exc) from None
         except Exception as exc:  # a bug in the resample function stops the run
             function = describe(registration.function)
             raise self._fatal(

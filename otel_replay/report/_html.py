@@ -103,7 +103,52 @@ def _banner(report: dict[str, Any], asked: Question) -> str:
             f'<div class="banner undecided" id="verdict"><b>Inconclusive{esc(between)}.</b>'
             f"{esc(might)}{explanation}</div>"
         )
+    if verdict == "no-evidence":
+        return (
+            f'<div class="banner undecided" id="verdict"><b>No evidence: too many rollouts were '
+            f"left out to conclude.</b>{explanation}</div>"
+        )
     return f'<div class="banner ok" id="verdict"><b>{esc(verdict or "")}</b>{explanation}</div>'
+
+
+def _evidence(evidence: Any) -> str | None:
+    """The rollouts left out, and why (None in a report older than version 5)."""
+    if not isinstance(evidence, dict):
+        return None
+    unservable = evidence.get("unservable") or {}
+    crashed = evidence.get("crashed") or {}
+    parts = [f"{evidence.get('left_out', 0)} of {evidence.get('rollouts', 0)} rollouts left out"]
+    calls = unservable.get("calls") or []
+    if unservable.get("rollouts"):
+        named = "; ".join(
+            f"{c.get('tool')}({_json(c.get('arguments'))}) in {c.get('rollouts')}"
+            for c in calls[:5]
+        )
+        parts.append(f"{unservable['rollouts']} could not be served: {named}")
+    if crashed.get("rollouts"):
+        parts.append(f"{crashed['rollouts']} crashed, the first with {crashed.get('first')}")
+    return "; ".join(parts)
+
+
+def _draws(evidence: Any) -> str | None:
+    """How many tool results came from which stored run (None: nothing was drawn)."""
+    draws = evidence.get("draws") if isinstance(evidence, dict) else None
+    if not isinstance(draws, dict) or not (draws.get("total") or draws.get("faults")):
+        return None
+    runs = ", ".join(f"{r.get('run')}: {r.get('draws')}" for r in draws.get("runs") or [])
+    faults = "; ".join(
+        f"{c.get('tool')}({_json(c.get('arguments'))}) {c.get('draws')}x"
+        for c in draws.get("faults") or []
+    )
+    shown = f"{draws.get('total', 0)} ({runs})" if runs else str(draws.get("total", 0))
+    return shown + (f"; failed as injected faults: {faults}" if faults else "")
+
+
+def _json(value: Any) -> str:
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+    except (TypeError, orjson.JSONEncodeError):
+        return repr(value)
 
 
 def _step(report: dict[str, Any], index: int) -> dict[str, Any]:
@@ -354,6 +399,8 @@ def _config(report: dict[str, Any]) -> str:
             + (f"{cost['judge_calls']} judge calls, " if cost.get("judge_calls") else "")
             + f"{cost.get('wall_seconds')} s",
         ),
+        ("evidence", _evidence(report.get("evidence"))),
+        ("draws from the store", _draws(report.get("evidence"))),
         ("report version", report.get("version")),
     ]
     judge = report.get("judge")

@@ -18,13 +18,16 @@ from otel_replay.attribution._stats import BOOTSTRAP, WILSON
 from otel_replay.errors import ReplayError, preview
 from otel_replay.replay import Plan
 from otel_replay.resamplers import UserCode
+from otel_replay.resamplers._draws import Call
 
 #: 2: each step's ``tests`` (the bounds its decisions read) and ``shapley_disagrees``; the Shapley
 #: summary's target, largest SE and note. 3: the adaptive ``search`` (its questions about suffixes)
 #: and each step's ``estimated`` and ``cleared_by``; strategy ``scan``; ``calls_needed``.
 #: 4: the swap question (mode ``swap-model``, ``swap``, ``config.swap_model``, verdict
 #: ``saved``); the plans in words (``search[].plan``, ``repair.plan``) and the repair's ``move``.
-#: 5: the judge (``judge``: its question and verdicts; ``cost.judge_calls``).
+#: 5: the judge (``judge``: its question and verdicts; ``cost.judge_calls``); ``evidence``
+#: (rollouts left out as unservable or crashed, the draws of ``--tools recorded`` per stored run,
+#: the faults fallback's calls), verdict ``no-evidence``, each proportion's ``left_out``.
 REPORT_VERSION = 5
 #: How Shapley standard errors are made (see `otel_replay.attribution._shapley`).
 SHAPLEY_SE = "monte-carlo-antithetic-pairs-pooled-t-se"
@@ -43,7 +46,31 @@ def _proportion(p: Proportion | None) -> dict[str, Any] | None:
         "n": p.n,
         "ci_low": _r(p.low),
         "ci_high": _r(p.high),
+        "left_out": p.left_out,
     }
+
+
+def _evidence(result: AttributionResult) -> dict[str, Any]:
+    e = result.evidence
+    return {
+        "rollouts": result.rollouts,
+        "left_out": e.left_out,
+        "missing": e.missing,
+        "unservable": {
+            "rollouts": e.unservable_rollouts,
+            "calls": [_call(call, n, "rollouts") for call, n in e.unservable],
+        },
+        "crashed": {"rollouts": e.crashed, "first": e.first_crash},
+        "draws": {
+            "total": sum(n for _, n in e.draws),
+            "runs": [{"run": run, "draws": n} for run, n in e.draws],
+            "faults": [_call(call, n, "draws") for call, n in e.faults],
+        },
+    }
+
+
+def _call(call: Call, n: int, counted: str) -> dict[str, Any]:
+    return {"tool": call.tool, "arguments": orjson.loads(call.arguments), counted: n}
 
 
 def _step(step: StepAttribution, margin: float) -> dict[str, Any]:
@@ -220,6 +247,7 @@ def build_report(
             "efficiency_gap": _r(shapley.efficiency_gap),
         },
         "judge": _judge(result),
+        "evidence": _evidence(result),
         "cost": {
             "rollouts": result.rollouts,
             "step_executions": result.step_executions,

@@ -12,14 +12,111 @@ _PAIR = {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems"
 
 _PROPORTION: dict[str, Any] = {
     "type": ["object", "null"],
-    "required": ["value", "failures", "n", "ci_low", "ci_high"],
+    "required": ["value", "failures", "n", "ci_low", "ci_high", "left_out"],
     "additionalProperties": False,
     "properties": {
         "value": {"type": "number", "minimum": 0, "maximum": 1},
         "failures": {"type": "integer", "minimum": 0},
-        "n": {"type": "integer", "minimum": 0},
+        "n": {"type": "integer", "minimum": 0, "description": "the rollouts counted"},
         "ci_low": {"type": "number", "minimum": 0, "maximum": 1},
         "ci_high": {"type": "number", "minimum": 0, "maximum": 1},
+        "left_out": {
+            "type": "integer",
+            "minimum": 0,
+            "description": "more rollouts of the plan that are no evidence (unservable, crashed)",
+        },
+    },
+}
+
+
+def _calls(counted: str, what: str) -> dict[str, Any]:
+    return {
+        "type": "array",
+        "items": {
+            "type": "object",
+            "required": ["tool", "arguments", counted],
+            "additionalProperties": False,
+            "properties": {
+                "tool": {"type": "string"},
+                "arguments": {"description": "the call's arguments, as the rollout made them"},
+                counted: {"type": "integer", "minimum": 1, "description": what},
+            },
+        },
+    }
+
+
+_EVIDENCE: dict[str, Any] = {
+    "type": "object",
+    "description": (
+        "what the rollouts could not tell: a rollout that could not be served (a call no stored "
+        "run recorded) or whose agent raised is neither a success nor a failure, and every "
+        "estimate leaves it out; and where --tools recorded drew from"
+    ),
+    "required": ["rollouts", "left_out", "missing", "unservable", "crashed", "draws"],
+    "additionalProperties": False,
+    "properties": {
+        "rollouts": {"type": "integer", "minimum": 0, "description": "every rollout run"},
+        "left_out": {"type": "integer", "minimum": 0, "description": "unservable and crashed"},
+        "missing": {
+            "type": "boolean",
+            "description": (
+                "half the rollouts or more, or half of a plan an estimate reads, were left out: "
+                "verdict no-evidence"
+            ),
+        },
+        "unservable": {
+            "type": "object",
+            "required": ["rollouts", "calls"],
+            "additionalProperties": False,
+            "properties": {
+                "rollouts": {"type": "integer", "minimum": 0},
+                "calls": _calls("rollouts", "the rollouts the call ended"),
+            },
+        },
+        "crashed": {
+            "type": "object",
+            "required": ["rollouts", "first"],
+            "additionalProperties": False,
+            "description": (
+                "rollouts whose agent raised (an agent that raised the StepError of a failing "
+                "step it did not handle was failed by the world: scored, not counted here)"
+            ),
+            "properties": {
+                "rollouts": {"type": "integer", "minimum": 0},
+                "first": {
+                    "type": ["string", "null"],
+                    "description": "the first crash's exception: Type: message",
+                },
+            },
+        },
+        "draws": {
+            "type": "object",
+            "required": ["total", "runs", "faults"],
+            "additionalProperties": False,
+            "properties": {
+                "total": {
+                    "type": "integer",
+                    "minimum": 0,
+                    "description": "recorded tool results served (held steps are not draws)",
+                },
+                "runs": {
+                    "type": "array",
+                    "description": "the stored run each drawn result came from, most first",
+                    "items": {
+                        "type": "object",
+                        "required": ["run", "draws"],
+                        "additionalProperties": False,
+                        "properties": {
+                            "run": {"type": "string"},
+                            "draws": {"type": "integer", "minimum": 1},
+                        },
+                    },
+                },
+                "faults": _calls(
+                    "draws", "times the faults fallback failed the call (--tools recorded,faults)"
+                ),
+            },
+        },
     },
 }
 
@@ -191,6 +288,7 @@ REPORT_SCHEMA: dict[str, Any] = {
         "repair",
         "repair_note",
         "shapley",
+        "evidence",
         "cost",
         "swap",
         "judge",
@@ -310,7 +408,10 @@ REPORT_SCHEMA: dict[str, Any] = {
         },
         "point_of_commitment": {**_INT_OR_NULL, "description": "failure mode: the culprit step"},
         "save_point": {**_INT_OR_NULL, "description": "credit mode: the step that saved the run"},
-        "verdict": {"enum": ["culprit", "saved", "inconclusive", "no-failure"]},
+        "verdict": {
+            "enum": ["culprit", "saved", "inconclusive", "no-failure", "no-evidence"],
+            "description": "no-evidence: too many rollouts were left out to conclude (evidence)",
+        },
         "swap": {
             "type": ["object", "null"],
             "required": ["model", "from_step", "plan"],
@@ -444,6 +545,7 @@ REPORT_SCHEMA: dict[str, Any] = {
                 },
             },
         },
+        "evidence": _EVIDENCE,
         "cost": {
             "type": "object",
             "required": [

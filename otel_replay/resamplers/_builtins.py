@@ -36,12 +36,18 @@ class BuiltIns:
             self.model.close()
 
 
-def tool_draws(code: UserCode, store: Store, trajectory: Trajectory) -> RecordedOutcomes | None:
+def tool_draws(
+    code: UserCode, store: Store, trajectory: Trajectory, *, elsewhere: bool = False
+) -> RecordedOutcomes | None:
     """What ``code.tools`` draws tool results from, read from ``store`` for ``trajectory``'s
-    rollouts (None: ``code`` names no tool source)."""
-    if code.tools is ToolSource.RECORDED:
-        return recorded_outcomes(store, trajectory)
-    return None
+    rollouts (None: ``code`` names no tool source). ``elsewhere``: the rollouts run where the
+    store cannot be read (a Ray cluster), so every recorded result of the run's tools is read now
+    (`recorded_outcomes`' ``complete``)."""
+    if code.tools is None:
+        return None
+    return recorded_outcomes(
+        store, trajectory, fallback=ToolSource(code.tools).fallback, complete=elsewhere
+    )
 
 
 def add_built_ins(

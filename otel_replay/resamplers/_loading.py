@@ -29,6 +29,13 @@ class ToolSource(str, Enum):
     """Where ``--tools`` takes tool results from."""
 
     RECORDED = "recorded"  # what the store recorded for the same tool and arguments
+    # the same, and a call no run recorded fails as an injected fault (else: unservable)
+    RECORDED_THEN_FAULTS = "recorded,faults"
+
+    @property
+    def fallback(self) -> bool:
+        """Whether a call nothing recorded is answered by the faults fallback."""
+        return self is ToolSource.RECORDED_THEN_FAULTS
 
 
 class Loaded(NamedTuple):
@@ -48,7 +55,9 @@ class UserCode:
         success_if, fail_if: regular expressions on the final answer, a verifier without code
             (`otel_replay.resamplers.answer_verifier`), replacing any registered verifier.
         tools: a built-in resample function for every tool step no registration covers
-            (``recorded``: `otel_replay.resamplers.recorded_outcomes`).
+            (``recorded``: `otel_replay.resamplers._recorded.recorded_outcomes`, a call no run
+            recorded holding its rollout as unservable; ``recorded,faults``: such a call fails
+            as an injected fault instead). A string is read as a `ToolSource`.
         llm: a built-in model for every model step no registration covers (``--llm openai``:
             `otel_replay.resamplers.OpenAIChatModel`).
         agent: ``module:function`` of a live agent, when rollouts re-run it.
@@ -108,6 +117,17 @@ class UserCode:
         modules register)."""
         registry = self.registry()
         return Loaded(registry, registry.verifier if self.names_verifier else None)
+
+    def __post_init__(self) -> None:
+        if self.tools is not None and not isinstance(self.tools, ToolSource):
+            try:
+                object.__setattr__(self, "tools", ToolSource(self.tools))
+            except ValueError:
+                known = ", ".join(repr(t.value) for t in ToolSource)
+                raise PluginLoadError(
+                    f"{setting('tools', self.tools)} is not a source of tool results; known: "
+                    f"{known}"
+                ) from None
 
     def registry(self) -> Registry:
         """A fresh registry of the code's modules (and entry points), with the verifier it names

@@ -17,7 +17,7 @@ import sqlite3
 import time
 from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -90,6 +90,25 @@ _STEP_QUERY = (
 _STEP_JOINS = (
     "JOIN blobs i ON i.digest = s.inputs_digest JOIN blobs o ON o.digest = s.output_digest"
 )
+_RESULT_QUERY = (
+    "SELECT s.op_key, s.trajectory_id, o.data AS output, s.status, s.error FROM steps s "
+    "JOIN blobs o ON o.digest = s.output_digest"
+)
+
+
+class RecordedResult(NamedTuple):
+    """One recorded result of an operation: what it returned (or its error), and in which run."""
+
+    output: Any
+    status: str
+    error: str | None
+    run: str
+
+
+def _result(row: sqlite3.Row) -> RecordedResult:
+    return RecordedResult(
+        orjson.loads(row["output"]), row["status"], row["error"], row["trajectory_id"]
+    )
 
 
 class Trajectories(Connected):
@@ -267,15 +286,35 @@ class Trajectories(Connected):
     def results_of(self, op_keys: Iterable[str]) -> dict[str, list[tuple[Any, str, str | None]]]:
         """Every recorded result of the operations ``op_keys`` name, across all stored runs:
         ``op_key → [(output, status, error), ...]``, one entry per recorded step, in store order."""
-        found: dict[str, list[tuple[Any, str, str | None]]] = {}
+        return {
+            key: [(r.output, r.status, r.error) for r in results]
+            for key, results in self.recorded_results(op_keys).items()
+        }
+
+    def recorded_results(self, op_keys: Iterable[str]) -> dict[str, list[RecordedResult]]:
+        """`results_of` with the run each result was recorded in: one indexed query per key
+        (``steps_by_op_key``), results in store order (by run id, then step index)."""
+        found: dict[str, list[RecordedResult]] = {}
         for key in dict.fromkeys(op_keys):
             rows = self._db.execute(
-                "SELECT o.data AS output, s.status, s.error FROM steps s "
-                "JOIN blobs o ON o.digest = s.output_digest WHERE s.op_key = ? "
-                "ORDER BY s.trajectory_id, s.idx",
-                (key,),
+                f"{_RESULT_QUERY} WHERE s.op_key = ? ORDER BY s.trajectory_id, s.idx", (key,)
             )
-            found[key] = [(orjson.loads(r["output"]), r["status"], r["error"]) for r in rows]
+            found[key] = [_result(row) for row in rows]
+        return found
+
+    def tool_results(self, names: Collection[str]) -> dict[str, list[RecordedResult]]:
+        """Every recorded result of a tool step named one of ``names``, keyed by op_key, each
+        key's results in the order `recorded_results` gives them (one scan of the steps: they are
+        not indexed by name)."""
+        found: dict[str, list[RecordedResult]] = {}
+        for chunk in chunks(sorted(names)):
+            rows = self._db.execute(
+                f"{_RESULT_QUERY} WHERE s.kind = 'tool' AND s.name IN "
+                f"({','.join('?' * len(chunk))}) ORDER BY s.trajectory_id, s.idx",
+                chunk,
+            )
+            for row in rows:
+                found.setdefault(row["op_key"], []).append(_result(row))
         return found
 
     def stored(self, ids: Collection[str]) -> set[str]:
