@@ -37,9 +37,11 @@ def pytest_module(
     expect: str = "identical",
 ) -> str:
     """A self-contained test replaying run ``run_id`` (its native JSONL ``recording``, beside the
-    test) against the current code of ``agent``: ``identical`` asserts it replays step for step;
-    ``pass`` serves tools from the record, runs model calls live, and asserts ``verifier`` now
-    scores the run a success. ``agent`` and ``verifier`` are specs as the command line takes them;
+    test) against the current code of ``agent``, its model calls served through the SDKs
+    ``instrument`` names: ``identical`` asserts it replays step for step; ``pass`` serves tools
+    from the record, runs model calls live, and asserts the agent returns and ``verifier`` now
+    scores the run a success. A failure says why in one sentence (the agent raising names the
+    step and the exception). ``agent`` and ``verifier`` are specs as the command line takes them;
     a ``file.py:function`` spec is relative to the test's folder."""
     slug = re.sub(r"\W+", "_", run_id[:12]).strip("_") or "run"
     if expect == "identical":
@@ -47,24 +49,26 @@ def pytest_module(
 
 def test_run_{slug}_replays_identically() -> None:
     """The agent makes exactly the recorded calls and returns the recorded answer."""
-    result = replay(_recorded(), _load(AGENT, "--agent"))
-    assert result.identical, result.nondeterminism or result.ending or result.diff
+    result = replay(_recorded(), _load(AGENT, "--agent"), instrument=INSTRUMENT)
+    assert result.identical, result.verdict
 '''
     else:
         body = f'''
 
 def test_run_{slug}_now_passes() -> None:
     """Tools served from the record, model calls live: the agent now succeeds where it failed."""
-    result = replay(_recorded(), _load(AGENT, "--agent"), live_kinds=(StepKind.LLM,))
+    live = (StepKind.LLM,)
+    result = replay(_recorded(), _load(AGENT, "--agent"), live_kinds=live, instrument=INSTRUMENT)
     assert result.nondeterminism is None, result.nondeterminism
+    assert result.raised is None, str(result.raised)
     outcome = score(_load(VERIFIER, "--verifier"), result.trajectory)
     assert outcome >= FAIL_THRESHOLD, f"the verifier scores the replayed run {{outcome}}"
 '''
     model_imports = (
-        "from otel_replay import Trajectory, instrument, load_object, read_jsonl"
+        "from otel_replay import Trajectory, load_object, read_jsonl"
         if expect == "identical"
         else "from otel_replay import (\n"
-        "    FAIL_THRESHOLD,\n    StepKind,\n    Trajectory,\n    instrument,\n    load_object,\n"
+        "    FAIL_THRESHOLD,\n    StepKind,\n    Trajectory,\n    load_object,\n"
         "    read_jsonl,\n    score,\n)"
     )
     return f'''"""Regression test made from agent run {run_id} by ``agent-replay export --format pytest``.
@@ -97,8 +101,6 @@ def _load(spec: str | None, what: str) -> Any:
 
 
 def _recorded() -> Trajectory:
-    if INSTRUMENT:
-        instrument(*INSTRUMENT)
     (run,) = read_jsonl(RECORDING)
     return run
 {body}'''

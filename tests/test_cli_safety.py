@@ -342,7 +342,8 @@ def test_record_stores_a_crashed_run_and_exits_1(
     )
     result = invoke(runner, store_path, "record", "--agent", f"{agent}:run")
     assert result.exit_code == 1
-    assert "the agent raised RuntimeError: boom; recorded up to there" in result.stderr
+    said = "the agent raised RuntimeError: boom (at step 1, after its last recorded step)"
+    assert f"{said}; recorded up to there" in result.stderr
     with Store.open(store_path) as db:
         (summary,) = db.summaries()
     assert summary.n_steps == 1

@@ -44,7 +44,8 @@ InstrumentOption = Annotated[
         "--instrument",
         metavar="SDKS",
         help="Record the model calls of an agent not written for agent-replay, through these "
-        "SDKs (openai): its function is then called without ctx.",
+        "SDKs (openai, anthropic): its function is then called without ctx. Running a recorded "
+        "run again, the default is the SDKs it was recorded through (none: none).",
     ),
 ]
 

@@ -20,6 +20,7 @@ from otel_replay.cli._common import (
     refuse_store,
     user_errors,
 )
+from otel_replay.cli._remembered import sdks_for, spec_given
 from otel_replay.errors import ReplayError
 from otel_replay.export import pytest_module, write_jsonl
 from otel_replay.store import Store
@@ -55,10 +56,21 @@ def export_command(
         str | None, typer.Option("--agent", help="pytest: the agent the test re-runs.")
     ] = None,
     instrument: Annotated[
-        str | None, typer.Option("--instrument", metavar="SDKS", help="pytest: as for record.")
+        str | None,
+        typer.Option(
+            "--instrument",
+            metavar="SDKS",
+            help="pytest: as for record (default: the SDKs the run was recorded through; none: "
+            "none).",
+        ),
     ] = None,
     verifier: Annotated[
-        str | None, typer.Option("--verifier", help="pytest --expect pass: how to score a run.")
+        str | None,
+        typer.Option(
+            "--verifier",
+            help="pytest --expect pass: how to score a run (default: the verifier it was scored "
+            "with).",
+        ),
     ] = None,
     expect: Annotated[
         Expect, typer.Option("--expect", help="pytest: what the test asserts.")
@@ -114,17 +126,25 @@ def _pytest(
             "--format pytest exports one run: give its ID, --agent MODULE:FUNCTION and "
             "--out tests/test_NAME.py"
         )
-    if expect is Expect.PASS and verifier is None:
-        raise ReplayError("--expect pass needs --verifier MODULE:FUNCTION to say what passing is")
+    from otel_replay.replay._made import recorded_verifier
+
     run = db.get(ids[0])
+    scorer = None
+    if expect is Expect.PASS:  # --verifier, else the one the run was scored with
+        scorer = spec_given(verifier) or (recorded_verifier(run) if verifier is None else None)
+        if scorer is None:
+            raise ReplayError(
+                "--expect pass needs --verifier MODULE:FUNCTION to say what passing is (run "
+                f"{run.id} was not scored by one)"
+            )
     recording = out.with_suffix(".jsonl")
     folder = out.resolve().parent
     text = pytest_module(
         run_id=run.id,
         recording=recording.name,
         agent=_beside(agent, folder),
-        instrument=[name.strip() for name in (instrument or "").split(",") if name.strip()],
-        verifier=_beside(verifier, folder) if verifier else None,
+        instrument=sdks_for(run, instrument),
+        verifier=_beside(scorer, folder) if scorer else None,
         expect=expect.value,
     )
     with output_file(recording) as handle:

@@ -32,13 +32,20 @@ from otel_replay.cli._common import (
     load_agent,
     open_store,
     plural,
-    print_error,
     print_json,
     printable,
     short,
     shown,
     user_errors,
     write_output,
+)
+from otel_replay.cli._remembered import (
+    agent_for,
+    recorded_unless_none,
+    say_raised,
+    sdks_for,
+    sdks_given,
+    spec_given,
 )
 from otel_replay.errors import ReplayError
 from otel_replay.model import Step, StepKind, Trajectory
@@ -48,7 +55,7 @@ from otel_replay.resamplers._judge import judged
 from otel_replay.transcript import compared_output
 
 if TYPE_CHECKING:
-    from otel_replay.replay import Move, Replay, TrajectoryDiff
+    from otel_replay.replay import KeptFork, Move, Replay, TrajectoryDiff
 
 # Each command imports the part of the library it runs when it runs: `--help` and `list` load none.
 
@@ -126,6 +133,7 @@ def record_command(
                 agent_spec=agent,
                 redact=redact or (),
                 ledger=ledger.keep,
+                verifier_spec=outcome or "",
             )
             trajectory = judged(recording.trajectory, scorer)  # a judge's verdict kept with it
             ledger.finish(trajectory)
@@ -139,8 +147,8 @@ def record_command(
         print_json(recorded_record(recording))
     else:
         _print_recorded(trajectory)
-    if recording.error:  # stored (a crash is evidence), but the run did not finish
-        print_error(f"the agent raised {recording.error}; recorded up to there")
+    if recording.raised:  # stored (a crash is evidence), but the run did not finish
+        say_raised(recording.raised, "recorded up to there")
         raise typer.Exit(1)
 
 
@@ -189,29 +197,37 @@ def replay_command(
     from otel_replay.replay._builtin import chat_loop
 
     with user_errors():
-        function = load_agent(agent, instrument) if agent else None
         with open_store(store) as db:
             original = db.get(trajectory_id)
-        result = replay(original, function or chat_loop(original), live_kinds=live or ())
+        function = agent_for(original, agent, instrument) if agent else chat_loop(original)
+        sdks = sdks_for(original, instrument)
+        result = replay(original, function, live_kinds=live or (), instrument=sdks)
     if json:
         from otel_replay.report._runs import replay_record
 
         print_json(replay_record(result))
     else:
-        _print_replay(result)
+        _print_replay(result, agent is not None and instrument is None)
     if not result.identical:
         raise typer.Exit(1)
 
 
-def _print_replay(result: Replay) -> None:
+def _print_replay(result: Replay, sdks_unsaid: bool) -> None:
     original = result.original
     if result.identical:
-        console.print(
-            f"identical ({plural(len(original.steps), 'step')}, hash {original.final_hash[:16]})",
-            highlight=False,
-        )
+        console.print(shown(result.verdict), highlight=False)
         return
-    if result.nondeterminism is not None:
+    if result.raised is not None and not result.raised_as_recorded:
+        console.print(f"[bold red]diverged:[/] {shown(result.verdict.removeprefix('diverged: '))}")
+        if result.raised.step == 0 and original.steps and sdks_unsaid:
+            console.print(
+                "if the agent calls a model SDK itself, name it: --instrument openai (this run "
+                "does not say which SDKs it was recorded through)",
+                highlight=False,
+            )
+        if not result.diff.identical:
+            _print_diff(result.diff)
+    elif result.nondeterminism is not None:
         console.print(f"[bold red]diverged:[/] {shown(str(result.nondeterminism))}")
         if "seed" not in original.metadata:
             console.print(
@@ -305,15 +321,16 @@ def fork_command(
     store: StoreOption = None,
 ) -> None:
     """Hold the steps before --at, change it (--do, --observe, --fault), continue, store the fork."""
-    from otel_replay.replay import diff
+    from otel_replay.replay import AgentRaised, diff, keep_fork
     from otel_replay.replay._builtin import built_in_agent
     from otel_replay.replay._moves import fork_injection, injection
     from otel_replay.resamplers._builtins import rollout_code
 
     with user_errors():
         code = user_code(
-            resamplers=resamplers, verifier=outcome, success_if=success_if, fail_if=fail_if,
-            judge=judge, judge_model=judge_model, judge_base_url=judge_base_url, tools=tools,
+            resamplers=resamplers, verifier=spec_given(outcome) or None, success_if=success_if,
+            fail_if=fail_if, judge=judge, judge_model=judge_model, judge_base_url=judge_base_url,
+            tools=tools,
             llm=llm, llm_base_url=llm_base_url, llm_model=llm_model,
             llm_temperature=llm_temperature, entry_points=False,
         )  # fmt: skip
@@ -322,24 +339,36 @@ def fork_command(
             move = _move(output, do, observe, observe_error, edit, fault_name, swap_model)
             injected = injection(original, at, move)
             runner = (
-                load_agent(agent, instrument)
+                agent_for(original, agent, instrument)
                 if agent
                 else built_in_agent(original, driver, max_turns)
             )
             injected.check_agent(runner)  # before the resample functions load
             with rollout_code(code, db, original, swap_model) as (registry, scorer):
                 forked = fork_injection(
-                    original, injected, agent=runner, registry=registry, outcome=scorer, seed=seed
+                    original,
+                    injected,
+                    agent=runner,
+                    registry=registry,
+                    outcome=scorer if scorer is not None else recorded_unless_none(outcome),
+                    verifier_spec=spec_given(outcome),
+                    seed=seed,
+                    instrument=sdks_given(instrument),
                 )
             forked = judged(forked, scorer)  # a judge's verdict kept with the fork
-            db.put_all([forked])
+            kept = keep_fork(db, forked)  # a fork made the same way before is kept
+    forked = kept.run
     result = diff(original, forked)
     if json:
         from otel_replay.report._runs import fork_record
 
-        print_json(fork_record(forked, result))
+        print_json(fork_record(forked, result, kept))
     else:
-        _print_fork(forked, result)
+        _print_fork(kept, result, remembered=outcome is None)
+    raised = AgentRaised.of(forked)
+    if raised is not None:  # stored (a crash is evidence), but the fork did not finish
+        say_raised(raised, f"the fork is stored as {forked.id}, up to there")
+        raise typer.Exit(1)
 
 
 def _move(
@@ -375,8 +404,24 @@ def _move(
     return Move.parse(*given[0])
 
 
-def _print_fork(forked: Trajectory, result: TrajectoryDiff) -> None:
+def _print_fork(kept: KeptFork, result: TrajectoryDiff, *, remembered: bool) -> None:
+    forked = kept.run
     console.print(f"forked {shown(forked.id)}", highlight=False)
+    if kept.same:
+        console.print(
+            "the same as the fork made this way before: kept, not stored again", highlight=False
+        )
+    elif kept.earlier is not None:
+        console.print(
+            f"again: the earlier fork {shown(kept.earlier)}, made the same way, is kept",
+            highlight=False,
+        )
+    spec = forked.metadata.get("verifier")
+    if remembered and spec and spec == result.left.metadata.get("verifier"):
+        console.print(
+            f"scored with {shown(spec)}, as {shown(result.left.id)} was",
+            highlight=False,
+        )
     _print_verdict(forked)
     stale = forked.metadata.get("stale_steps")
     if stale:

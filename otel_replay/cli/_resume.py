@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -11,16 +11,24 @@ from otel_replay.cli._common import (
     JsonOption,
     StoreOption,
     console,
-    load_agent,
     open_store,
     plural,
-    print_error,
     print_json,
     shown,
     user_errors,
 )
+from otel_replay.cli._remembered import (
+    agent_for,
+    say_raised,
+    sdks_given,
+    spec_given,
+    verifier_given,
+)
 from otel_replay.resamplers import load_registry
-from otel_replay.resamplers._loading import load_object
+
+if TYPE_CHECKING:
+    from otel_replay.model import Trajectory
+    from otel_replay.replay import Resumed
 
 
 def resume_command(
@@ -36,7 +44,12 @@ def resume_command(
     instrument: InstrumentOption = None,
     outcome: Annotated[
         str | None,
-        typer.Option("--verifier", "--outcome", help="module:function scoring the new run."),
+        typer.Option(
+            "--verifier",
+            "--outcome",
+            help="module:function scoring the new run (default: the one the run was scored "
+            "with; none: none).",
+        ),
     ] = None,
     resamplers: Annotated[
         list[str] | None,
@@ -54,10 +67,14 @@ def resume_command(
 
     with user_errors():
         registry = load_registry(resamplers or ())
-        scorer = load_object(outcome, "--verifier") if outcome else None
+        scorer = verifier_given(outcome)
         with open_store(store, write=True) as db, DurableLedger(db) as ledger:
             original = db.get(trajectory_id)
-            function = load_agent(agent, instrument) if agent else chat_loop(original, goes_on=True)
+            function = (
+                agent_for(original, agent, instrument)
+                if agent
+                else chat_loop(original, goes_on=True)
+            )
             done = resume(
                 original,
                 function,
@@ -65,20 +82,27 @@ def resume_command(
                 outcome=scorer,
                 ledger=ledger.keep,
                 agent_spec=agent or "",
+                verifier_spec=spec_given(outcome),
+                instrument=sdks_given(instrument),
             )
             ledger.finish(done.trajectory)
+    _print_resumed(original, done, json)
+    if done.raised:  # stored (a crash is evidence), but the run did not finish
+        again = " again" if "agent_error" in original.metadata else ""
+        say_raised(done.raised, f"{done.trajectory.id} is stored up to there", again)
+        raise typer.Exit(1)
+
+
+def _print_resumed(original: Trajectory, done: Resumed, json: bool) -> None:
     run = done.trajectory
     if json:
         from otel_replay.report._runs import resumed_record
 
         print_json(resumed_record(original, done))
-    else:
-        console.print(
-            f"resumed {shown(original.id)} from step {done.frontier} as {shown(run.id)}: "
-            f"{plural(done.served, 'step')} served from the record, "
-            f"{plural(len(run.steps) - done.served, 'step')} live; outcome {run.outcome}",
-            highlight=False,
-        )
-    if done.error:
-        print_error(f"the agent raised {done.error} again; recorded up to there")
-        raise typer.Exit(1)
+        return
+    console.print(
+        f"resumed {shown(original.id)} from step {done.frontier} as {shown(run.id)}: "
+        f"{plural(done.served, 'step')} served from the record, "
+        f"{plural(len(run.steps) - done.served, 'step')} live; outcome {run.outcome}",
+        highlight=False,
+    )

@@ -192,7 +192,8 @@ def _outcome(root: SpanRecord, options: ReadOptions) -> float | None:
 
 
 def _recording(root: SpanRecord) -> dict[str, Any]:
-    """A run recorded by ``agent-replay record`` carries what replaying it needs on its root span."""
+    """A run recorded by ``agent-replay record`` carries what replaying it needs on its root span
+    (its input, seed and agent, and how it was made: the SDKs, the verifier, the redact patterns)."""
     attrs = root.attributes
     seed = attrs.get("agent_replay.seed")
     if not isinstance(seed, int) or isinstance(seed, bool):
@@ -200,6 +201,12 @@ def _recording(root: SpanRecord) -> dict[str, Any]:
     found: dict[str, Any] = {"seed": seed, "input": maybe_json(attrs.get("agent_replay.input"))}
     if isinstance(attrs.get("agent_replay.agent"), str):
         found["agent"] = attrs["agent_replay.agent"]
+    if isinstance(attrs.get("agent_replay.verifier"), str):
+        found["verifier"] = attrs["agent_replay.verifier"]
+    for key in ("instrument", "redact"):  # lists of strings: the SDKs, the patterns
+        value = attrs.get(f"agent_replay.{key}")
+        if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+            found[key] = list(value)
     if "output.value" in attrs:
         found["answer"] = maybe_json(attrs["output.value"])
     return found

@@ -15,17 +15,21 @@ if TYPE_CHECKING:
     from otel_replay.replay._drivers import Driver
     from otel_replay.replay._faults import fault
     from otel_replay.replay._instrument import instrument, uninstrument
-    from otel_replay.replay._live import Recording, Replay, Resumed, fork, record, replay, resume
-    from otel_replay.replay._moves import Move, MoveKind, fork_move
+    from otel_replay.replay._live import Recording, Replay, fork, record, replay
+    from otel_replay.replay._made import AgentRaised
+    from otel_replay.replay._moves import KeptFork, Move, MoveKind, fork_move, keep_fork
     from otel_replay.replay._plan import Intervention, Plan
+    from otel_replay.replay._resume import Resumed, resume
     from otel_replay.replay._rollout import score
     from otel_replay.replay._running import current_context, run_agent
     from otel_replay.replay._steps import AgentContext, StepError
 
 __all__ = [
     "AgentContext",
+    "AgentRaised",
     "Driver",
     "Intervention",
+    "KeptFork",
     "Move",
     "MoveKind",
     "Plan",
@@ -40,6 +44,7 @@ __all__ = [
     "fork",
     "fork_move",
     "instrument",
+    "keep_fork",
     "record",
     "replay",
     "resume",

@@ -7,7 +7,7 @@ from otel_replay.errors import AgentError, setting
 from otel_replay.model import Trajectory
 from otel_replay.replay._chat import chat_agent, chat_record
 from otel_replay.replay._drivers import Driver
-from otel_replay.replay._live import AgentFunction
+from otel_replay.replay._made import AgentFunction
 
 
 def chat_loop(

@@ -40,6 +40,7 @@ _TRANSPORT = frozenset({"extra_headers", "extra_query", "timeout", "stream"})
 #: The SDKs' "not given" sentinels (their helpers pass every parameter, most of them unset).
 _UNSET = frozenset({"Omit", "NotGiven"})
 _PATCHED: dict[str, tuple[Any, str, Any]] = {}  # "module.Class.create" -> (class, name, original)
+_INSTRUMENTED: set[str] = set()  # the SDKs `instrument` patched (until `uninstrument`)
 
 
 def instrument(*sdks: str) -> None:
@@ -51,6 +52,12 @@ def instrument(*sdks: str) -> None:
                 f"cannot instrument {sdk!r}: agent-replay instruments {', '.join(map(repr, _SDKS))}"
             )
         _SDKS[sdk]()
+        _INSTRUMENTED.add(sdk)
+
+
+def instrumented() -> tuple[str, ...]:
+    """The SDKs instrumented in this process now, by name (what `record` keeps with a run)."""
+    return tuple(sorted(_INSTRUMENTED))
 
 
 def uninstrument() -> None:
@@ -58,6 +65,7 @@ def uninstrument() -> None:
     for owner, name, original in _PATCHED.values():
         setattr(owner, name, original)
     _PATCHED.clear()
+    _INSTRUMENTED.clear()
 
 
 def _instrument_openai() -> None:

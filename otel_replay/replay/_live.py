@@ -4,43 +4,47 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-import os
 import time
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from otel_replay.errors import (
-    CanonicalJSONError,
     InterventionError,
     NonDeterminismError,
-    ReplayError,
     setting,
 )
-from otel_replay.hashing import canonical_json, check_json_value, digest
+from otel_replay.hashing import canonical_json, digest
 from otel_replay.model import SpanNode, Step, StepKind, Trajectory
 from otel_replay.replay._cassette import ReplayContext
 from otel_replay.replay._diff import TrajectoryDiff, diff
+from otel_replay.replay._made import (
+    AS_RECORDED,
+    ENDING,
+    AgentFunction,
+    AgentRaised,
+    OutcomeFunction,
+    Verifying,
+    instrument_for,
+    is_built_in,
+    json_or_repr,
+    partial_id,
+    partial_run,
+    raised_in,
+    redacted,
+    run_inputs,
+    scoring,
+    verifier_name,
+)
 from otel_replay.replay._plan import HOLD, RESAMPLE, Action, Intervention, Plan
 from otel_replay.replay._rollout import Rollout, rollout, score
 from otel_replay.replay._running import arun_agent, run_agent
 from otel_replay.replay._steps import RecordingContext
-from otel_replay.replay._tracing import RecordedSpans, emit_spans
-from otel_replay.replay._values import Redactor, lossy
+from otel_replay.replay._tracing import MADE_ATTRIBUTES, RecordedSpans, emit_spans
+from otel_replay.replay._values import Redactor
 from otel_replay.resamplers import Registry
 from otel_replay.resamplers._context import RolloutSeed
 from otel_replay.resamplers._registry import describe
-
-AgentFunction = Callable[..., Any]
-OutcomeFunction = Callable[[Trajectory], Any]
-
-
-def _json_or_repr(value: Any) -> Any:
-    try:
-        check_json_value(value)
-        return value
-    except CanonicalJSONError:
-        return lossy(value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +53,7 @@ class Recording:
     spans: RecordedSpans
     answer: Any
     error: str | None  # the agent raised: "Type: message" (the run is recorded up to there)
+    raised: AgentRaised | None = None  # ... at which step, what
 
 
 def record(
@@ -62,47 +67,60 @@ def record(
     agent_spec: str = "",
     redact: Sequence[str] = (),
     ledger: Callable[[Trajectory], None] | None = None,
+    verifier_spec: str = "",
 ) -> Recording:
     """Run ``agent`` live, recording every step and emitting its spans. Text matching any of the
     ``redact`` patterns is replaced with ``[REDACTED]`` in what is recorded (steps' inputs and
-    outputs, the run's input and answer) before it is hashed; a replay applies them again.
+    outputs, the run's input, answer and error) before it is hashed; a replay applies them again.
+
+    The run's metadata remembers how it was made, for `replay`, `fork` and `resume`: the agent
+    (``agent_spec``), its input and seed, the SDKs instrumented in this process
+    (`otel_replay.instrument`), the ``redact`` patterns and the verifier ``outcome`` scored it
+    with (``verifier_spec``, the spec it was loaded by; default its ``module:name`` where that
+    names it).
 
     ``ledger`` is handed the run so far each time a step completes (`partial_run`: its id fixed
     for the recording, marked as ended early), so a caller that stores it keeps every whole step
     of a run whose process is killed."""
+    from otel_replay.replay._instrument import instrumented
+
     ctx = RecordingContext(seed, registry, lax=lax, redact=redact)
-    started = time.time_ns()
-    if ledger is not None:
-        scrub_input = Redactor(redact)(_json_or_repr(arguments))
-        partial = partial_id(agent_spec, started)
-
-        def so_far(steps: Sequence[Step]) -> None:
-            ledger(partial_run(partial, steps, agent_spec, scrub_input, seed, redact))
-
-        ctx.on_step = so_far
-    answer, error = run_agent(agent, ctx, arguments)
-    ended = time.time_ns()
-    steps = ctx.ledger.steps
-    answer = _json_or_repr(answer)
     scrub = Redactor(redact)
-    answer = scrub(answer)
     metadata: dict[str, Any] = {
         "source": "record",
         "format": "agent",
         "agent": agent_spec,
-        "input": scrub(_json_or_repr(arguments)),
+        "input": scrub(json_or_repr(arguments)),
         "seed": seed,
-        "answer": answer,
     }
-    if redact:
-        metadata["redact"] = list(redact)
-    if error is not None:
-        metadata["agent_error"] = error
+    made = {
+        "instrument": list(instrumented()),
+        "verifier": (verifier_spec or verifier_name(outcome)) if outcome is not None else None,
+        "redact": list(redact),
+    }
+    metadata.update({key: value for key, value in made.items() if value})
+    started = time.time_ns()
+    if ledger is not None:
+        partial = partial_id(agent_spec, started)
+
+        def so_far(steps: Sequence[Step]) -> None:
+            ledger(partial_run(partial, steps, metadata))
+
+        ctx.on_step = so_far
+    answer, _ = run_agent(agent, ctx, arguments)
+    ended = time.time_ns()
+    steps = ctx.ledger.steps
+    answer = scrub(json_or_repr(answer))
+    metadata["answer"] = answer
+    raised = raised_in(ctx, redact)
+    if raised is not None:
+        metadata["agent_error"] = raised.error
+        metadata["agent_error_step"] = raised.step
     if ctx.ledger.lossy:
         metadata["lossy_steps"] = list(ctx.ledger.lossy)
     draft = Trajectory.build("recording", steps, metadata=metadata)
     value = score(outcome, draft) if outcome is not None else None
-    if value is None and error is not None:
+    if value is None and raised is not None:
         value = 0.0
     name = getattr(agent, "__name__", "agent")
     spans = emit_spans(
@@ -113,9 +131,10 @@ def record(
         outcome=value,
         started=started,
         ended=ended,
-        error=error,
+        error=raised.error if raised else None,
         seed=seed,
         agent_spec=agent_spec,
+        made={key: metadata[key] for key in MADE_ATTRIBUTES if key in metadata},
     )
     span_ids = _span_ids(spans)
     linked = [
@@ -143,14 +162,7 @@ def record(
     trajectory = Trajectory.build(
         spans.trace_id, linked, outcome=value, metadata=metadata, spans=nodes
     )
-    return Recording(trajectory, spans, answer, error)
-
-
-def is_built_in(agent: AgentFunction) -> bool:
-    """Whether ``agent`` is one of agent-replay's own (the chat loop): it never changes what it is
-    served, and an operation nothing can run is served as recorded rather than stopping it (see
-    `ReplayContext`)."""
-    return getattr(agent, "built_in", False) is True
+    return Recording(trajectory, spans, answer, raised.error if raised else None, raised)
 
 
 def _span_ids(spans: RecordedSpans) -> list[str]:
@@ -172,30 +184,37 @@ class Replay:
     nondeterminism: NonDeterminismError | None
     ending: str | None = None  # how the end differs when every step matched (answer, crash)
     answer: Any = None  # what the agent returned in the replay
+    raised: AgentRaised | None = None  # the agent raised in the replay: where, what
 
     @property
     def identical(self) -> bool:
         return self.nondeterminism is None and self.diff.identical and self.ending is None
 
+    @property
+    def raised_as_recorded(self) -> bool:
+        """The agent raised in the replay as it did in the record: same step, same exception."""
+        return self.raised is not None and self.raised == AgentRaised.of(self.original)
 
-def _redacted(trajectory: Trajectory) -> list[str]:
-    """The patterns a recording was redacted with (a replay applies them to its calls too)."""
-    patterns = trajectory.metadata.get("redact") or []
-    return [p for p in patterns if isinstance(p, str)]
-
-
-def _inputs_of(trajectory: Trajectory, agent: AgentFunction | None) -> tuple[Any, int]:
-    """The recorded run's input and seed. The input was the recorded agent's: the built-in chat
-    loop, which rebuilds its opening from the record, is given none (a run recorded with
-    ``record --agent`` and attributed without its agent used to hand the loop that agent's
-    arguments, and every rollout failed before its first step)."""
-    meta = trajectory.metadata
-    seed = meta.get("seed", 0)
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise ReplayError(
-            f"{trajectory.id} has seed {seed!r} in its metadata; a recorded run's seed is an integer"
-        )
-    return (None if agent is not None and is_built_in(agent) else meta.get("input")), seed
+    @property
+    def verdict(self) -> str:
+        """One sentence: identical, or what differs first (the agent raising where the record
+        did not, the call the record does not hold, the first divergence, the ending)."""
+        steps = f"{len(self.original.steps)} step{'' if len(self.original.steps) == 1 else 's'}"
+        if self.identical:
+            crash = f"; {self.raised}, as recorded" if self.raised else ""
+            return f"identical ({steps}, hash {self.original.final_hash[:16]}){crash}"
+        if self.nondeterminism is not None:
+            return f"diverged: {self.nondeterminism}"
+        if self.raised is not None and not self.raised_as_recorded:
+            recorded = AgentRaised.of(self.original)
+            was = (
+                f"it raised {recorded.error} at step {recorded.step}" if recorded else "it returned"
+            )
+            return f"diverged: {self.raised}; recorded: {steps}, then {was}"
+        if self.diff.identical:
+            return f"diverged: all {steps} identical, but {self.ending}"
+        change = f": {self.diff.change}" if self.diff.change else ""
+        return f"diverged at step {self.diff.common} ({', '.join(self.diff.differences)}){change}"
 
 
 def replay(
@@ -205,154 +224,52 @@ def replay(
     registry: Registry | None = None,
     live_kinds: Collection[StepKind] = (),
     on_miss: str = "error",
+    instrument: Sequence[str] | None = None,
 ) -> Replay:
     """Re-run ``agent`` with the recorded outputs served; compare the two ledgers. A call the
-    record does not hold stops the replay (``on_miss="error"``) or runs live (``"resample"``)."""
-    arguments, seed = _inputs_of(original, agent)
+    record does not hold stops the replay (``on_miss="error"``) or runs live (``"resample"``).
+
+    The SDKs the run was recorded through (its metadata's ``instrument``) are instrumented first
+    (`otel_replay.instrument`), so their calls are served from the record without repeating how
+    it was made; ``instrument`` names others (``()``: none). The ``redact`` patterns it was
+    recorded with apply to the replay's calls too. An agent that raises is ``raised``: identical
+    only when the record's agent raised the same way."""
+    arguments, seed = run_inputs(original, agent)
+    instrument_for(original, agent, instrument)
+    patterns = redacted(original)
     ctx = ReplayContext(
         original,
         seed,
         registry=registry,
         on_miss=on_miss,
         live_kinds=live_kinds,
-        redact=_redacted(original),
+        redact=patterns,
     )
     problem: NonDeterminismError | None = None
     answer: Any = None
-    error: str | None = None
     try:
-        answer, error = run_agent(agent, ctx, arguments)
+        answer, _ = run_agent(agent, ctx, arguments)
     except NonDeterminismError as exc:
         problem = exc
+    raised = raised_in(ctx, patterns) if problem is None else None
     ending = None
     if problem is None:
+        error = raised.error if raised else None
         recorded_error = original.metadata.get("agent_error")
         if error != recorded_error:
             ending = f"the agent {'raised ' + error if error else 'returned'} after the last step (recorded: {'raised ' + str(recorded_error) if recorded_error else 'returned'})"
         elif (
             "answer" in original.metadata
-            and Redactor(_redacted(original))(_json_or_repr(answer)) != original.metadata["answer"]
+            and Redactor(patterns)(json_or_repr(answer)) != original.metadata["answer"]
         ):
-            ending = f"the answer differs: {_json_or_repr(answer)!r} (recorded: {original.metadata['answer']!r})"
+            ending = f"the answer differs: {json_or_repr(answer)!r} (recorded: {original.metadata['answer']!r})"
     replayed = Trajectory.build(
         original.id,
         ctx.ledger.steps,
         outcome=original.outcome,
-        metadata={**original.metadata, "answer": _json_or_repr(answer), "source": "replay"},
+        metadata={**original.metadata, "answer": json_or_repr(answer), "source": "replay"},
     )
-    return Replay(original, replayed, diff(original, replayed), problem, ending, answer)
-
-
-@dataclass(frozen=True, slots=True)
-class Resumed:
-    """A run continued from where it ended: the new run, how many of its steps were served from
-    the record (the frontier), and how the agent ended this time."""
-
-    trajectory: Trajectory
-    frontier: int
-    served: int
-    answer: Any
-    error: str | None
-
-
-def ended_early(run: Trajectory) -> str | None:
-    """Why ``run`` ended before its agent returned (killed mid-run, the agent raised), or None."""
-    meta = run.metadata
-    if meta.get("ended_early"):
-        return str(meta["ended_early"])
-    if meta.get("agent_error"):
-        return f"the agent raised {meta['agent_error']}"
-    return None
-
-
-def resume(
-    original: Trajectory,
-    agent: AgentFunction,
-    *,
-    registry: Registry | None = None,
-    outcome: OutcomeFunction | None = None,
-    ledger: Callable[[Trajectory], None] | None = None,
-    agent_spec: str = "",
-) -> Resumed:
-    """Continue a run that ended early: re-run ``agent`` with every recorded step served (nothing
-    of the record runs again), then live from the frontier on, recording the continuation. The
-    result is a new run (``resume-…``) whose metadata names the run it resumed and the frontier;
-    ``ledger`` keeps its steps as they complete, as `record`'s does. With the built-in chat loop
-    as ``agent`` (an imported tool-calling run), a run whose record stops before a final answer
-    has ended early too, and the model's resample function makes the continuation."""
-    why = ended_early(original)
-    if why is None and is_built_in(agent) and original.final_answer is None:
-        why = "the record stops before a final answer"
-    if why is None:
-        raise ReplayError(
-            f"run {original.id} finished (its agent returned): there is nothing to resume; "
-            "`replay` re-runs it, `fork` changes it"
-        )
-    arguments, seed = _inputs_of(original, agent)
-    ctx = ReplayContext(
-        original, seed, registry=registry, on_miss="resample", redact=_redacted(original)
-    )
-    frontier = len(original.steps)
-    run_id = f"resume-{digest(canonical_json([original.id, frontier, agent_spec]))[:24]}"
-    if ledger is not None:
-        spec = agent_spec or str(original.metadata.get("agent", ""))
-
-        def so_far(steps: Sequence[Step]) -> None:
-            ledger(partial_run(run_id, steps, spec, arguments, seed, _redacted(original)))
-
-        ctx.on_step = so_far
-    answer, error = run_agent(agent, ctx, arguments)
-    kept = {k: v for k, v in original.metadata.items() if k not in _ENDING}
-    metadata: dict[str, Any] = {
-        **kept,
-        "source": "resume",
-        "resumed_from": original.id,
-        "frontier": frontier,
-        "answer": Redactor(_redacted(original))(_json_or_repr(answer)),
-    }
-    if agent_spec:
-        metadata["agent"] = agent_spec
-    if error is not None:
-        metadata["agent_error"] = error
-    draft = Trajectory.build(run_id, [s.unlinked() for s in ctx.ledger.steps], metadata=metadata)
-    value = score(outcome, draft) if outcome is not None else None
-    if value is None and error is not None:
-        value = 0.0
-    served = sum(m is not None for m in ctx.ledger.matched)
-    trajectory = dataclasses.replace(draft, outcome=value)
-    return Resumed(trajectory, frontier, served, answer, error)
-
-
-#: What a run's metadata says of how it ended, which a resumed run says afresh.
-_ENDING = frozenset({"ended_early", "agent_error", "answer", "lossy_steps"})
-
-
-def partial_id(agent_spec: str, started_ns: int) -> str:
-    """The id of a recording's partial run: fixed for the recording, apart from every other."""
-    return f"partial-{digest(f'{agent_spec}:{started_ns}:{os.getpid()}'.encode())[:24]}"
-
-
-def partial_run(
-    run_id: str,
-    steps: Sequence[Step],
-    agent_spec: str,
-    arguments: Any,
-    seed: int,
-    redact: Sequence[str] = (),
-) -> Trajectory:
-    """A recording so far: its whole steps, marked ``ended_early`` (what the store holds of a
-    recording whose process died before it finished; `resume` continues it)."""
-    metadata: dict[str, Any] = {
-        "source": "record",
-        "format": "agent",
-        "agent": agent_spec,
-        "input": arguments,
-        "seed": seed,
-        "ended_early": "the recording stopped before the agent returned",
-    }
-    if redact:
-        metadata["redact"] = list(redact)
-    return Trajectory.build(run_id, [s.unlinked() for s in steps], outcome=None, metadata=metadata)
+    return Replay(original, replayed, diff(original, replayed), problem, ending, answer, raised)
 
 
 def _plan(original: Trajectory, at: int, intervention: Intervention, *, then: Intervention) -> Plan:
@@ -403,6 +320,12 @@ def fork_id(
     return f"fork-{digest(what)[:24]}"
 
 
+#: What a fork says of itself, which a fork of a fork says afresh.
+_FORK_KEYS = frozenset(
+    {"move", "do_step", "diverged_at", "served_after_fork", "stale_steps", "injected"}
+)
+
+
 def fork(
     original: Trajectory,
     at: int,
@@ -410,23 +333,35 @@ def fork(
     *,
     agent: AgentFunction | None = None,
     registry: Registry | None = None,
-    outcome: OutcomeFunction | None = None,
+    outcome: Verifying = AS_RECORDED,
     seed: int | None = None,
+    instrument: Sequence[str] | None = None,
+    verifier_spec: str = "",
 ) -> Trajectory:
     """Hold the steps before ``at``, inject at ``at``, and let the run continue.
 
-    With ``agent``: the live code continues, served from the record wherever a call still matches.
-    Without: later steps are resampled where a resample function exists, else held and listed in
-    ``metadata["stale_steps"]`` (their recorded outputs may no longer follow from what came before).
+    With ``agent``: the live code continues, served from the record wherever a call still matches;
+    the SDKs the run was recorded through are instrumented first (``instrument``: others, ``()``
+    none). An agent that raises ends the fork there: its metadata keeps ``agent_error`` and
+    ``agent_error_step`` (`AgentRaised.of` reads them). Without: later steps are resampled where a
+    resample function exists, else held and listed in ``metadata["stale_steps"]`` (their recorded
+    outputs may no longer follow from what came before).
+
+    The fork is scored with ``outcome`` (``verifier_spec``: the spec it was loaded by), else the
+    registry's verifier, else the one the run was recorded with, so the two outcomes compare
+    (``outcome=None``: not that one); its metadata names the verifier that scored it.
     """
     if not 0 <= at < len(original.steps):
         raise InterventionError(
             f"{setting('at', at)} is not a step of {original.id} (it has {len(original.steps)})"
         )
     registry = registry or Registry()
-    arguments, recorded_seed = _inputs_of(original, agent)
+    arguments, recorded_seed = run_inputs(original, agent)
+    verifier, spec = scoring(original, outcome, registry, verifier_spec)
+    patterns = redacted(original)
+    dropped = ENDING | _FORK_KEYS | {"verifier"}
     metadata: dict[str, Any] = {
-        **original.metadata,
+        **{k: v for k, v in original.metadata.items() if k not in dropped},
         "source": "fork",
         "format": "fork",
         "forked_from": original.id,
@@ -436,6 +371,7 @@ def fork(
     if intervention.move is not None:
         metadata["move"] = intervention.move
     if agent is not None:
+        instrument_for(original, agent, instrument)
         driver = f"agent:{describe(agent)}"
         if is_built_in(agent):  # its rollouts run the registered functions: they make the fork
             driver += ":" + ",".join(registry.descriptions())
@@ -450,16 +386,18 @@ def fork(
             on_miss="resample",
             rollout=streams,
             fresh_seed=None if seed is None else streams.of_agent(),
-            redact=_redacted(original),
+            redact=patterns,
             holds=lambda position: True,
             shares_record=is_built_in(agent),
             holds_observed_only=is_built_in(agent),
         )
-        answer, error = run_agent(agent, ctx, arguments)
+        answer, _ = run_agent(agent, ctx, arguments)
         steps = ctx.ledger.steps
-        metadata["answer"] = _json_or_repr(answer)
-        if error is not None:
-            metadata["agent_error"] = error
+        metadata["answer"] = Redactor(patterns)(json_or_repr(answer))
+        raised = raised_in(ctx, patterns)
+        if raised is not None:
+            metadata["agent_error"] = raised.error
+            metadata["agent_error_step"] = raised.step
         if ctx.ledger.diverged_at is not None:
             metadata["diverged_at"] = ctx.ledger.diverged_at
         # later calls that still matched were served from the record: for a stateful tool the
@@ -478,11 +416,11 @@ def fork(
         metadata["stale_steps"] = [
             s.index for s in original.steps if s.index > at and registry.lookup(s) is None
         ]
+    if spec:
+        metadata["verifier"] = spec
     fresh = [s.unlinked() for s in steps]
     draft = Trajectory.build("fork", fresh, metadata=metadata)
-    value = score(outcome, draft) if outcome is not None else None
-    if value is None and registry.verifier is not None:
-        value = score(registry.verifier, draft)
+    value = score(verifier, draft) if verifier is not None else None
     return Trajectory.build(
         fork_id(original, at, intervention, driver, seed), fresh, outcome=value, metadata=metadata
     )
@@ -503,7 +441,7 @@ class AgentDriver:
         self, factual: Trajectory, agent: AgentFunction, registry: Registry, seed: int
     ) -> None:
         self.factual, self.agent, self.registry, self.seed = factual, agent, registry, seed
-        self.arguments, self.recorded_seed = _inputs_of(factual, agent)
+        self.arguments, self.recorded_seed = run_inputs(factual, agent)
         self.built_in = is_built_in(agent)
         # served from the record even where a plan resamples them (see ReplayContext._decide)
         self.observed_only = {s.index for s in factual.steps if not s.resamplable}
@@ -535,7 +473,7 @@ class AgentDriver:
             rollout=streams,
             fresh_seed=streams.of_agent(),
             holds=holds,
-            redact=_redacted(self.factual),
+            redact=redacted(self.factual),
             shares_record=self.built_in,
             holds_observed_only=self.built_in,
         )
@@ -549,7 +487,7 @@ class AgentDriver:
             if matched is None
             or (plan.at(matched).action is Action.RESAMPLE and matched not in self.observed_only)
         )
-        meta = {"plan": plan.identity, "rollout": index, "answer": _json_or_repr(answer)}
+        meta = {"plan": plan.identity, "rollout": index, "answer": json_or_repr(answer)}
         if error is not None:
             meta["agent_error"] = error
         trajectory = Trajectory(self.factual.id, tuple(ctx.ledger.steps), metadata=meta)

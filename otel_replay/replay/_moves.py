@@ -23,6 +23,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
@@ -30,14 +31,17 @@ from typing import Any
 import orjson
 
 from otel_replay.errors import InterventionError, preview, setting
+from otel_replay.hashing import canonical_json
 from otel_replay.model import StepKind, Trajectory
 from otel_replay.replay._builtin import built_in_agent
 from otel_replay.replay._drivers import Driver
 from otel_replay.replay._faults import fault
-from otel_replay.replay._live import AgentFunction, OutcomeFunction, fork
+from otel_replay.replay._live import fork
+from otel_replay.replay._made import AS_RECORDED, AgentFunction, Verifying
 from otel_replay.replay._patch import apply_patch
 from otel_replay.replay._plan import Intervention
 from otel_replay.resamplers import Registry
+from otel_replay.store import Store
 
 
 class MoveKind(str, Enum):
@@ -175,8 +179,10 @@ def fork_injection(
     *,
     agent: AgentFunction | None = None,
     registry: Registry | None = None,
-    outcome: OutcomeFunction | None = None,
+    outcome: Verifying = AS_RECORDED,
     seed: int | None = None,
+    instrument: Sequence[str] | None = None,
+    verifier_spec: str = "",
 ) -> Trajectory:
     """`fork` ``run`` with ``injected``: the fork of a call made anew names the tool step it was
     asked at in ``metadata["do_step"]``."""
@@ -189,6 +195,8 @@ def fork_injection(
         registry=registry,
         outcome=outcome,
         seed=seed,
+        instrument=instrument,
+        verifier_spec=verifier_spec,
     )
     if injected.asks_anew:
         forked = dataclasses.replace(
@@ -206,19 +214,60 @@ def fork_move(
     driver: Driver = Driver.AUTO,
     max_turns: int | None = None,
     registry: Registry | None = None,
-    outcome: OutcomeFunction | None = None,
+    outcome: Verifying = AS_RECORDED,
     seed: int | None = None,
+    instrument: Sequence[str] | None = None,
 ) -> Trajectory:
     """Fork ``run`` with ``move`` at step ``at``, as `agent-replay fork` does: the steps before
     held, the move's rules applied (`injection`), the run continued by ``agent``, or without one
     by the built-in agent ``driver`` chooses (`built_in_agent`: the chat loop of a tool-calling
     run, at most ``max_turns`` model turns) or the walk, later steps resampled by ``registry``.
-    The fork is not stored."""
+    Scored, and ``agent`` served through the SDKs, as `fork` says (by default as the run was
+    recorded). The fork is not stored (`keep_fork` stores it)."""
     injected = injection(run, at, move)
     runner = agent if agent is not None else built_in_agent(run, driver, max_turns)
     return fork_injection(
-        run, injected, agent=runner, registry=registry, outcome=outcome, seed=seed
+        run,
+        injected,
+        agent=runner,
+        registry=registry,
+        outcome=outcome,
+        seed=seed,
+        instrument=instrument,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class KeptFork:
+    """A fork as the store keeps it: ``run`` (its stored id), and ``earlier``, a fork made the same
+    way before (same run, step, move, driver and seed), kept: ``same`` when this one came out
+    the same (then ``run`` is that one, not stored twice)."""
+
+    run: Trajectory
+    earlier: str | None = None
+    same: bool = False
+
+
+def keep_fork(db: Store, forked: Trajectory) -> KeptFork:
+    """Store ``forked`` without replacing any fork stored before. Its id names what made it
+    (`fork_id`); a fork made the same way again (the agent's code changed, a live model answered
+    otherwise, another verifier scored it) is stored beside the earlier ones as ``<id>-2``,
+    ``<id>-3``…; one that came out the same as an earlier one (steps hash for hash, outcome,
+    metadata) is that run, not stored again."""
+    base, ordinal = forked.id, 1
+    earlier: str | None = None
+    while db.summary(candidate := base if ordinal == 1 else f"{base}-{ordinal}") is not None:
+        stored = db.get(candidate)
+        if (stored.final_hash, stored.outcome, canonical_json(stored.metadata)) == (
+            forked.final_hash,
+            forked.outcome,
+            canonical_json(forked.metadata),
+        ):
+            return KeptFork(stored, candidate, same=True)
+        earlier, ordinal = candidate, ordinal + 1
+    kept = forked if candidate == base else dataclasses.replace(forked, id=candidate)
+    db.put(kept)
+    return KeptFork(kept, earlier)
 
 
 def rewritten_call(run: Trajectory, at: int, arguments: Any) -> tuple[int, Any]:

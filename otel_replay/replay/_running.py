@@ -41,8 +41,8 @@ def run_agent(
     Return ``(answer, None)``, or ``(None, "Type: message")`` if it raised.
 
     ``arguments``: a JSON object becomes keyword arguments, anything else one positional argument,
-    ``None`` none. While the agent runs, `current_context` is ``ctx``. Errors of agent-replay itself
-    (non-determinism, invalid output) propagate.
+    ``None`` none. While the agent runs, `current_context` is ``ctx``; what the agent raised is
+    ``ctx.raised`` after. Errors of agent-replay itself (non-determinism, invalid output) propagate.
     """
     with running(ctx) as pending:
         try:
@@ -50,6 +50,7 @@ def run_agent(
             if inspect.isawaitable(answer):  # an async agent: run on a loop of its own
                 answer = asyncio.run(_awaited(answer))
         except Exception as exc:
+            ctx.raised = exc
             return _failed(exc, pending)
     return _returned(answer, pending)
 
@@ -65,6 +66,7 @@ async def arun_agent(
             if inspect.isawaitable(answer):
                 answer = await answer
         except Exception as exc:
+            ctx.raised = exc
             return _failed(exc, pending)
     return _returned(answer, pending)
 

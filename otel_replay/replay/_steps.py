@@ -107,6 +107,8 @@ class AgentContext:
         self.ledger = Ledger()
         #: Called with the ledger's steps each time one is added (the durable ledger of `record`).
         self.on_step: Callable[[Sequence[Step]], None] | None = None
+        #: What the agent raised, once `run_agent` has run it (None: it returned).
+        self.raised: Exception | None = None
         self.redact = tuple(redact)
         self._scrub = Redactor(self.redact)
         self.lax = False  # outputs that are not JSON: an error, or (lax) a lossy copy

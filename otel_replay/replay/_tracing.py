@@ -6,7 +6,7 @@ The spans carry the steps' own timestamps, so an exported recording looks like a
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +26,10 @@ _SPAN_KINDS = {
     StepKind.GUARDRAIL: "GUARDRAIL",
     StepKind.OTHER: "CHAIN",
 }
+
+
+#: The metadata of how a run was made that its root span carries (``agent_replay.<key>``).
+MADE_ATTRIBUTES = ("instrument", "verifier", "redact")
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,8 +96,11 @@ def emit_spans(
     error: str | None = None,
     seed: int = 0,
     agent_spec: str = "",
+    made: Mapping[str, Any] | None = None,
 ) -> RecordedSpans:
-    """Emit the run's spans with the SDK and return them encoded as one OTLP request."""
+    """Emit the run's spans with the SDK and return them encoded as one OTLP request. ``made``:
+    how the run was made (its metadata's ``instrument``, ``verifier``, ``redact``), carried on the
+    root span as ``agent_replay.*`` so an exported recording remembers it after import."""
     # The SDK is imported here, not at module level: only `record` needs it, and every CLI
     # command would otherwise pay for it at start-up.
     from opentelemetry import trace
@@ -122,6 +129,11 @@ def emit_spans(
     root_attributes["agent_replay.input"] = _json(arguments)
     if agent_spec:
         root_attributes["agent_replay.agent"] = agent_spec
+    for key, value in (made or {}).items():
+        if key in MADE_ATTRIBUTES and value:
+            root_attributes[f"agent_replay.{key}"] = (
+                list(value) if isinstance(value, list) else value
+            )
     root = tracer.start_span(agent_name, attributes=root_attributes, start_time=started)
     context = trace.set_span_in_context(root)
     for step in steps:

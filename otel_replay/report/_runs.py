@@ -9,7 +9,12 @@ from typing import TYPE_CHECKING, Any
 from otel_replay.model import Trajectory
 
 if TYPE_CHECKING:
-    from otel_replay.replay import Recording, Replay, Resumed, TrajectoryDiff
+    from otel_replay.replay import AgentRaised, KeptFork, Recording, Replay, Resumed, TrajectoryDiff
+
+
+def raised_record(raised: AgentRaised | None) -> dict[str, Any] | None:
+    """An agent that raised: the step, the exception's type and message, the failed operation."""
+    return None if raised is None else raised.to_record()
 
 
 def recorded_record(recording: Recording) -> dict[str, Any]:
@@ -20,12 +25,14 @@ def recorded_record(recording: Recording) -> dict[str, Any]:
         "steps": len(run.steps),
         "outcome": run.outcome,
         "error": recording.error,
+        "raised": raised_record(recording.raised),
         "lossy_steps": run.metadata.get("lossy_steps", []),
     }
 
 
 def replay_record(result: Replay) -> dict[str, Any]:
-    """An exact replay: whether it was identical, and where and how it diverged if not."""
+    """An exact replay: whether it was identical, and where and how it diverged if not (the agent
+    raising in the replay is ``raised``; ``raised_as_recorded`` when the record's did too)."""
     nondeterminism = result.nondeterminism
     return {
         "id": result.original.id,
@@ -37,14 +44,28 @@ def replay_record(result: Replay) -> dict[str, Any]:
         "nondeterminism": None if nondeterminism is None else str(nondeterminism),
         "nondeterminism_step": None if nondeterminism is None else nondeterminism.step_index,
         "ending": result.ending,
+        "raised": raised_record(result.raised),
+        "raised_as_recorded": result.raised_as_recorded,
         "recorded": "seed" in result.original.metadata,
         "diff": None if result.diff.identical else diff_record(result.diff),
     }
 
 
-def fork_record(forked: Trajectory, result: TrajectoryDiff) -> dict[str, Any]:
-    """A fork: its id, and how it differs from the run it was forked from."""
-    return {"id": forked.id, "diff": diff_record(result)}
+def fork_record(
+    forked: Trajectory, result: TrajectoryDiff, kept: KeptFork | None = None
+) -> dict[str, Any]:
+    """A fork: its id, how it differs from the run it was forked from, whether its agent raised,
+    and the fork made the same way before that the store keeps (``earlier``; ``same_as_earlier``
+    when this one came out the same and is that one)."""
+    from otel_replay.replay import AgentRaised
+
+    return {
+        "id": forked.id,
+        "diff": diff_record(result),
+        "raised": raised_record(AgentRaised.of(forked)),
+        "earlier": kept.earlier if kept else None,
+        "same_as_earlier": kept.same if kept else False,
+    }
 
 
 def resumed_record(original: Trajectory, done: Resumed) -> dict[str, Any]:
@@ -58,6 +79,7 @@ def resumed_record(original: Trajectory, done: Resumed) -> dict[str, Any]:
         "steps": len(run.steps),
         "outcome": run.outcome,
         "error": done.error,
+        "raised": raised_record(done.raised),
     }
 
 

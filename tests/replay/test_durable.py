@@ -11,7 +11,7 @@ import pytest
 from otel_replay.errors import ReplayError
 from otel_replay.replay import record
 from otel_replay.replay._durable import DurableLedger
-from otel_replay.replay._live import ended_early
+from otel_replay.replay._resume import ended_early
 from otel_replay.store import Store
 from tests.replay.resume_agents import counting
 

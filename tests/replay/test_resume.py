@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 from otel_replay.errors import ReplayError
 from otel_replay.model import Trajectory
 from otel_replay.replay import record, resume
-from otel_replay.replay._live import ended_early
+from otel_replay.replay._resume import ended_early
 from otel_replay.store import Store
 from tests.cli_helpers import invoke, ok, one_line_error
 from tests.conftest import ROOT
