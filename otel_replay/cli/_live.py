@@ -208,17 +208,26 @@ def replay_command(
         print_json(replay_record(result))
     else:
         _print_replay(result, agent is not None and instrument is None)
+    if result.raised is not None and not result.raised_as_recorded:
+        say_raised(result.raised, "the replay ends there")
     if not result.identical:
         raise typer.Exit(1)
 
 
 def _print_replay(result: Replay, sdks_unsaid: bool) -> None:
+    from otel_replay.replay import AgentRaised
+
     original = result.original
     if result.identical:
         console.print(shown(result.verdict), highlight=False)
         return
     if result.raised is not None and not result.raised_as_recorded:
-        console.print(f"[bold red]diverged:[/] {shown(result.verdict.removeprefix('diverged: '))}")
+        recorded = AgentRaised.of(original)
+        was = f"raised {recorded.error}" if recorded else "returned"
+        console.print(
+            f"[bold red]diverged:[/] the agent raised at step {result.raised.step} (recorded: "
+            f"{plural(len(original.steps), 'step')}, then it {shown(was)})"
+        )
         if result.raised.step == 0 and original.steps and sdks_unsaid:
             console.print(
                 "if the agent calls a model SDK itself, name it: --instrument openai (this run "

@@ -252,14 +252,15 @@ def keep_fork(db: Store, forked: Trajectory) -> KeptFork:
     """Store ``forked`` without replacing any fork stored before. Its id names what made it
     (`fork_id`); a fork made the same way again (the agent's code changed, a live model answered
     otherwise, another verifier scored it) is stored beside the earlier ones as ``<id>-2``,
-    ``<id>-3``…; one that came out the same as an earlier one (steps hash for hash, outcome,
-    metadata) is that run, not stored again."""
+    ``<id>-3``…; one that came out the same as an earlier one (the same content,
+    `Trajectory.identity`: response and tool-call ids aside; the same outcome and metadata) is
+    that run, not stored again."""
     base, ordinal = forked.id, 1
     earlier: str | None = None
     while db.summary(candidate := base if ordinal == 1 else f"{base}-{ordinal}") is not None:
         stored = db.get(candidate)
-        if (stored.final_hash, stored.outcome, canonical_json(stored.metadata)) == (
-            forked.final_hash,
+        if (stored.identity, stored.outcome, canonical_json(stored.metadata)) == (
+            forked.identity,
             forked.outcome,
             canonical_json(forked.metadata),
         ):

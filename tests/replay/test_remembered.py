@@ -134,11 +134,17 @@ def test_replay_without_repeating_instrument_is_identical_and_a_crash_is_said(
     uninstrument()
     bare = invoke(runner, store_path, "replay", run_id, *AGENT, "--instrument", "none")
     assert bare.exit_code == 1
-    assert "the agent raised APIConnectionError: Connection error. (at step 0" in bare.stdout
-    assert "recorded: 5 steps, then it returned" in bare.stdout
+    assert (
+        "diverged: the agent raised at step 0 (recorded: 5 steps, then it returned)" in bare.stdout
+    )
+    assert (
+        "error: the agent raised APIConnectionError: Connection error. (at step 0, before any "
+        "recorded step); the replay ends there" in bare.stderr
+    )
     shown = _json(invoke(runner, store_path, "replay", run_id, *AGENT, "--instrument", "none",
                          "--json"))  # fmt: skip
     assert shown["identical"] is False and shown["replayed_steps"] == 0
+    assert shown["raised_as_recorded"] is False
     assert shown["raised"] == {
         "step": 0,
         "type": "APIConnectionError",
