@@ -26,7 +26,8 @@ VerifierOption = Annotated[
     typer.Option(
         "--verifier",
         "--outcome",
-        help="module:function (or file.py:function) scoring a run (1.0 success … 0.0 failure).",
+        help="module:function (or file.py:function) scoring a run (1.0 success … 0.0 failure); "
+        "a fork's default: the one its run was scored with (none: none).",
     ),
 ]
 SuccessIfOption = Annotated[

@@ -55,7 +55,7 @@ from otel_replay.resamplers._judge import judged
 from otel_replay.transcript import compared_output
 
 if TYPE_CHECKING:
-    from otel_replay.replay import KeptFork, Move, Replay, TrajectoryDiff
+    from otel_replay.replay import KeptFork, Move, Recording, Replay, TrajectoryDiff
 
 # Each command imports the part of the library it runs when it runs: `--help` and `list` load none.
 
@@ -141,6 +141,11 @@ def record_command(
             write_output(
                 otlp_out, orjson.dumps(request_to_otlp_json(recording.spans.request)) + b"\n"
             )
+    _said_recorded(recording, trajectory, json)
+
+
+def _said_recorded(recording: Recording, trajectory: Trajectory, json: bool) -> None:
+    """The recorded run, printed; exit 1 when its agent raised (the run is stored all the same)."""
     if json:
         from otel_replay.report._runs import recorded_record
 
@@ -330,7 +335,7 @@ def fork_command(
     store: StoreOption = None,
 ) -> None:
     """Hold the steps before --at, change it (--do, --observe, --fault), continue, store the fork."""
-    from otel_replay.replay import AgentRaised, diff, keep_fork
+    from otel_replay.replay import keep_fork
     from otel_replay.replay._builtin import built_in_agent
     from otel_replay.replay._moves import fork_injection, injection
     from otel_replay.resamplers._builtins import rollout_code
@@ -339,8 +344,7 @@ def fork_command(
         code = user_code(
             resamplers=resamplers, verifier=spec_given(outcome) or None, success_if=success_if,
             fail_if=fail_if, judge=judge, judge_model=judge_model, judge_base_url=judge_base_url,
-            tools=tools,
-            llm=llm, llm_base_url=llm_base_url, llm_model=llm_model,
+            tools=tools, llm=llm, llm_base_url=llm_base_url, llm_model=llm_model,
             llm_temperature=llm_temperature, entry_points=False,
         )  # fmt: skip
         with open_store(store, write=True) as db:
@@ -355,17 +359,20 @@ def fork_command(
             injected.check_agent(runner)  # before the resample functions load
             with rollout_code(code, db, original, swap_model) as (registry, scorer):
                 forked = fork_injection(
-                    original,
-                    injected,
-                    agent=runner,
-                    registry=registry,
+                    original, injected, agent=runner, registry=registry,
                     outcome=scorer if scorer is not None else recorded_unless_none(outcome),
-                    verifier_spec=spec_given(outcome),
-                    seed=seed,
+                    verifier_spec=spec_given(outcome), seed=seed,
                     instrument=sdks_given(instrument),
-                )
+                )  # fmt: skip
             forked = judged(forked, scorer)  # a judge's verdict kept with the fork
             kept = keep_fork(db, forked)  # a fork made the same way before is kept
+    _said_fork(original, kept, json, remembered=outcome is None)
+
+
+def _said_fork(original: Trajectory, kept: KeptFork, json: bool, *, remembered: bool) -> None:
+    """The fork and its diff, printed; exit 1 when its agent raised (the fork is stored)."""
+    from otel_replay.replay import AgentRaised, diff
+
     forked = kept.run
     result = diff(original, forked)
     if json:
@@ -373,7 +380,7 @@ def fork_command(
 
         print_json(fork_record(forked, result, kept))
     else:
-        _print_fork(kept, result, remembered=outcome is None)
+        _print_fork(kept, result, remembered=remembered)
     raised = AgentRaised.of(forked)
     if raised is not None:  # stored (a crash is evidence), but the fork did not finish
         say_raised(raised, f"the fork is stored as {forked.id}, up to there")
