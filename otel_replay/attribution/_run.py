@@ -27,6 +27,7 @@ from otel_replay.model import Trajectory
 from otel_replay.replay import Driver, Plan, instrument
 from otel_replay.replay._chat import chat_driver
 from otel_replay.replay._live import agent_driver
+from otel_replay.replay._made import instrumented_with
 from otel_replay.replay._rollout import Rollout, TraceDriver
 from otel_replay.resamplers import Registry, UserCode
 from otel_replay.resamplers._builtins import BuiltIns, add_built_ins, tool_draws
@@ -169,8 +170,9 @@ def _prepare(job: RunJob, registry: Registry | None = None) -> _Prepared:
     driver: Callable[[Plan, int], Rollout] | None = None
     how = "trace" if not code.agent else f"agent:{code.agent}"
     if code.agent:
-        if code.instrument:
-            instrument(*code.instrument)
+        sdks = code.instrument or instrumented_with(trajectory)  # as the run was recorded
+        if sdks:
+            instrument(*sdks)
         driver = agent_driver(
             trajectory, load_object(code.agent, setting("agent")), registry, config.seed
         )

@@ -122,13 +122,15 @@ def scoring(
     """The verifier a fork or a resumed run of ``run`` is scored with, and its spec (kept in the
     new run's metadata): ``outcome`` (``spec`` is what it was loaded by); else the registry's;
     else, by default (`AS_RECORDED`), the one ``run`` was recorded with, loaded by its spec, so
-    the new run's outcome compares with the old. ``outcome=None``: the registry's, or none."""
+    the new run's outcome compares with the old. ``outcome=None``: the registry's, or none.
+    Only a run agent-replay made (`MADE_HERE`) has its verifier loaded so: a trace imported from a
+    file is untrusted input, and code it names is never imported unasked."""
     if callable(outcome):
         return outcome, spec or verifier_name(outcome)
     if registry.verifier is not None:
         return registry.verifier, verifier_name(registry.verifier)
     remembered = recorded_verifier(run)
-    if outcome is None or remembered is None:
+    if outcome is None or remembered is None or run.metadata.get("source") not in MADE_HERE:
         return None, None
     from otel_replay.resamplers._loading import load_object
 
@@ -139,6 +141,10 @@ def scoring(
             f"{run.id} was scored with the verifier {remembered!r}, which does not load ({exc}); "
             f"name another, or {setting('outcome', None)} for none"
         ) from None
+
+
+#: The sources of runs agent-replay made itself, whose remembered verifier it loads.
+MADE_HERE = frozenset({"record", "fork", "resume"})
 
 
 def partial_id(agent_spec: str, started_ns: int) -> str:

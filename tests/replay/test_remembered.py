@@ -18,7 +18,7 @@ import orjson
 import pytest
 from typer.testing import CliRunner
 
-from otel_replay.model import Trajectory
+from otel_replay.model import Step, StepKind, Trajectory
 from otel_replay.replay import AgentRaised, fork, record, replay, resume, uninstrument
 from otel_replay.replay._instrument import instrumented
 from otel_replay.replay._plan import Intervention
@@ -118,6 +118,46 @@ def test_the_record_remembers_its_sdks_verifier_and_redact_patterns(
     (imported,) = [_stored(other, s.id) for s in Store.open(other, read_only=True).summaries()]
     made = {k: imported.metadata.get(k) for k in ("instrument", "verifier", "redact")}
     assert made == {"instrument": ["openai"], "verifier": VERIFIER, "redact": [r"tok-\d+"]}
+
+
+def test_code_an_imported_trace_names_is_never_imported_unasked(
+    runner: CliRunner, store_path: Path, tmp_path: Path
+) -> None:
+    """A trace is untrusted input: a verifier its metadata names is not loaded by a fork of it
+    (even one claiming to be a recording), only when the user gives it."""
+    marker = tmp_path / "imported"
+    planted = tmp_path / "planted.py"
+    planted.write_text(f"open({str(marker)!r}, 'w').close()\n\ndef score(run):\n    return 1.0\n")
+    run = Trajectory.build(
+        "shared-run",
+        [Step(StepKind.TOOL, "lookup", {"arguments": {"id": "A-1"}}, {"status": "lost"})],
+        outcome=0.0,
+        metadata={"source": "record", "verifier": f"{planted}:score"},
+    )
+    traces = tmp_path / "shared.jsonl"
+    traces.write_bytes(orjson.dumps(run.to_record()) + b"\n")
+    ok(invoke(runner, store_path, "import", str(traces)))
+    forked = _json(
+        ok(invoke(runner, store_path, "fork", "shared-run", "--at", "0", "--observe", "{}",
+                  "--json"))
+    )  # fmt: skip
+    assert not marker.exists() and forked["diff"]["right"]["outcome"] is None
+    given = ("fork", "shared-run", "--at", "0", "--observe", "[]", "--verifier", f"{planted}:score")
+    assert (
+        _json(ok(invoke(runner, store_path, *given, "--json")))["diff"]["right"]["outcome"] == 1.0
+    )
+    assert marker.exists()
+
+
+def test_attribute_re_runs_the_agent_through_the_sdks_the_run_was_recorded_through(
+    model: Model, runner: CliRunner, store_path: Path
+) -> None:
+    run_id = _record(runner, store_path, model, "--verifier", VERIFIER)
+    model.stop()  # every model call the rollouts make is served from the record, or said
+    assert instrumented() == ()
+    invoke(runner, store_path, "attribute", run_id, *AGENT, "--tools", "recorded",
+           "--verifier", VERIFIER, "--rollouts", "2", "--json")  # fmt: skip
+    assert instrumented() == ("openai",)
 
 
 def test_replay_without_repeating_instrument_is_identical_and_a_crash_is_said(
