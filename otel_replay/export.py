@@ -7,7 +7,7 @@ The record is what `otel_replay.importers.read_jsonl` reads back; a round trip k
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import IO
 
 import orjson
@@ -34,6 +34,7 @@ def pytest_module(
     agent: str,
     instrument: Sequence[str] = (),
     verifier: str | None = None,
+    answer: Mapping[str, str | None] | None = None,
     expect: str = "identical",
 ) -> str:
     """A self-contained test replaying run ``run_id`` (its native JSONL ``recording``, beside the
@@ -42,7 +43,8 @@ def pytest_module(
     from the record, runs model calls live (and any call the record does not hold: a retry the fix
     added), and asserts the agent returns and ``verifier`` now scores the run a success. A failure says why in one sentence (the agent raising names the
     step and the exception). ``agent`` and ``verifier`` are specs as the command line takes them;
-    a ``file.py:function`` spec is relative to the test's folder."""
+    a ``file.py:function`` spec is relative to the test's folder. ``answer``: without a
+    ``verifier``, the ``--success-if`` / ``--fail-if`` patterns that score it."""
     slug = re.sub(r"\W+", "_", run_id[:12]).strip("_") or "run"
     if expect == "identical":
         body = f'''
@@ -61,15 +63,16 @@ def test_run_{slug}_now_passes() -> None:
     agent, live = _load(AGENT, "--agent"), (StepKind.LLM,)
     result = replay(_recorded(), agent, live_kinds=live, on_miss="resample", instrument=INSTRUMENT)
     assert result.raised is None, str(result.raised)
-    outcome = score(_load(VERIFIER, "--verifier"), result.trajectory)
+    verifier = answer_verifier(**ANSWER) if ANSWER else _load(VERIFIER, "--verifier")
+    outcome = score(verifier, result.trajectory)
     assert outcome >= FAIL_THRESHOLD, f"the verifier scores the replayed run {{outcome}}"
 '''
     model_imports = (
         "from otel_replay import Trajectory, load_object, read_jsonl"
         if expect == "identical"
         else "from otel_replay import (\n"
-        "    FAIL_THRESHOLD,\n    StepKind,\n    Trajectory,\n    load_object,\n"
-        "    read_jsonl,\n    score,\n)"
+        "    FAIL_THRESHOLD,\n    StepKind,\n    Trajectory,\n    answer_verifier,\n"
+        "    load_object,\n    read_jsonl,\n    score,\n)"
     )
     return f'''"""Regression test made from agent run {run_id} by ``agent-replay export --format pytest``.
 
@@ -89,6 +92,7 @@ HERE = Path(__file__).resolve().parent
 RECORDING = HERE / {_literal(recording)}
 AGENT = {_literal(agent)}
 VERIFIER = {_literal(verifier)}
+ANSWER: dict[str, str | None] = {_answer(answer)}
 INSTRUMENT = {_literal(tuple(instrument))}
 
 
@@ -104,6 +108,14 @@ def _recorded() -> Trajectory:
     (run,) = read_jsonl(RECORDING)
     return run
 {body}'''
+
+
+def _answer(patterns: Mapping[str, str | None] | None) -> str:
+    """The answer patterns as a Python dict literal (empty: a verifier scores the run)."""
+    if not patterns:
+        return "{}"
+    items = ", ".join(f"{_literal(k)}: {_literal(v)}" for k, v in patterns.items())
+    return "{" + items + "}"
 
 
 def _literal(value: str | tuple[str, ...] | None) -> str:

@@ -126,13 +126,14 @@ def _pytest(
             "--format pytest exports one run: give its ID, --agent MODULE:FUNCTION and "
             "--out tests/test_NAME.py"
         )
-    from otel_replay.replay._made import recorded_verifier
+    from otel_replay.replay._made import recorded_answer, recorded_verifier
 
     run = db.get(ids[0])
-    scorer = None
+    scorer, answer = None, None
     if expect is Expect.PASS:  # --verifier, else the one the run was scored with
         scorer = spec_given(verifier) or (recorded_verifier(run) if verifier is None else None)
-        if scorer is None:
+        answer = recorded_answer(run) if verifier is None and scorer is None else None
+        if scorer is None and answer is None:
             raise ReplayError(
                 "--expect pass needs --verifier MODULE:FUNCTION to say what passing is (run "
                 f"{run.id} was not scored by one)"
@@ -145,6 +146,7 @@ def _pytest(
         agent=_beside(agent, folder),
         instrument=sdks_for(run, instrument),
         verifier=_beside(scorer, folder) if scorer else None,
+        answer=answer,
         expect=expect.value,
     )
     with output_file(recording) as handle:

@@ -21,6 +21,7 @@ from otel_replay.replay._diff import TrajectoryDiff, diff
 from otel_replay.replay._made import (
     AS_RECORDED,
     ENDING,
+    VERIFIER_KEYS,
     AgentFunction,
     AgentRaised,
     OutcomeFunction,
@@ -32,6 +33,7 @@ from otel_replay.replay._made import (
     partial_run,
     raised_in,
     redacted,
+    remembered_verifier,
     run_inputs,
     scoring,
     verifier_name,
@@ -95,7 +97,7 @@ def record(
     }
     made = {
         "instrument": list(instrumented()),
-        "verifier": (verifier_spec or verifier_name(outcome)) if outcome is not None else None,
+        **remembered_verifier(outcome, verifier_spec or _named(outcome)),
         "redact": list(redact),
     }
     metadata.update({key: value for key, value in made.items() if value})
@@ -359,7 +361,7 @@ def fork(
     arguments, recorded_seed = run_inputs(original, agent)
     verifier, spec = scoring(original, outcome, registry, verifier_spec)
     patterns = redacted(original)
-    dropped = ENDING | _FORK_KEYS | {"verifier"}
+    dropped = ENDING | _FORK_KEYS | VERIFIER_KEYS
     metadata: dict[str, Any] = {
         **{k: v for k, v in original.metadata.items() if k not in dropped},
         "source": "fork",
@@ -416,14 +418,17 @@ def fork(
         metadata["stale_steps"] = [
             s.index for s in original.steps if s.index > at and registry.lookup(s) is None
         ]
-    if spec:
-        metadata["verifier"] = spec
+    metadata.update(remembered_verifier(verifier, spec))
     fresh = [s.unlinked() for s in steps]
     draft = Trajectory.build("fork", fresh, metadata=metadata)
     value = score(verifier, draft) if verifier is not None else None
     return Trajectory.build(
         fork_id(original, at, intervention, driver, seed), fresh, outcome=value, metadata=metadata
     )
+
+
+def _named(outcome: OutcomeFunction | None) -> str | None:
+    return None if outcome is None else verifier_name(outcome)
 
 
 def agent_driver(

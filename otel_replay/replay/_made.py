@@ -70,6 +70,32 @@ def instrumented_with(run: Trajectory) -> tuple[str, ...]:
     return tuple(s for s in sdks if isinstance(s, str))
 
 
+def remembered_verifier(verifier: OutcomeFunction | None, spec: str | None) -> dict[str, Any]:
+    """How a run's metadata remembers the verifier that scored it: ``verifier``, the spec that
+    loads it, or for ``--success-if`` / ``--fail-if`` ``answer_verifier``, their patterns (nothing
+    for a verifier nothing names)."""
+    from otel_replay.resamplers._verifiers import AnswerVerifier
+
+    if isinstance(verifier, AnswerVerifier):
+        return {"answer_verifier": dict(verifier.patterns)}
+    return {"verifier": spec} if verifier is not None and spec else {}
+
+
+#: The metadata keys `remembered_verifier` writes.
+VERIFIER_KEYS = frozenset({"verifier", "answer_verifier"})
+
+
+def recorded_answer(run: Trajectory) -> dict[str, str | None] | None:
+    """The ``--success-if`` / ``--fail-if`` patterns that scored ``run``, or None."""
+    patterns = run.metadata.get("answer_verifier")
+    if not isinstance(patterns, dict):
+        return None
+    found = {k: patterns.get(k) for k in ("success_if", "fail_if")}
+    if not all(v is None or isinstance(v, str) for v in found.values()) or not any(found.values()):
+        return None
+    return found
+
+
 def recorded_verifier(run: Trajectory) -> str | None:
     """The spec of the verifier that scored ``run`` when it was recorded (or forked, resumed)."""
     spec = run.metadata.get("verifier")
@@ -130,7 +156,14 @@ def scoring(
     if registry.verifier is not None:
         return registry.verifier, verifier_name(registry.verifier)
     remembered = recorded_verifier(run)
-    if outcome is None or remembered is None or run.metadata.get("source") not in MADE_HERE:
+    if outcome is None or run.metadata.get("source") not in MADE_HERE:
+        return None, None
+    answer = recorded_answer(run)
+    if remembered is None and answer is not None:
+        from otel_replay.resamplers._verifiers import answer_verifier
+
+        return answer_verifier(**answer), None
+    if remembered is None:
         return None, None
     from otel_replay.resamplers._loading import load_object
 

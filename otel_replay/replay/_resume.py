@@ -15,6 +15,7 @@ from otel_replay.replay._cassette import ReplayContext
 from otel_replay.replay._made import (
     AS_RECORDED,
     ENDING,
+    VERIFIER_KEYS,
     AgentFunction,
     AgentRaised,
     Verifying,
@@ -24,6 +25,7 @@ from otel_replay.replay._made import (
     partial_run,
     raised_in,
     redacted,
+    remembered_verifier,
     run_inputs,
     scoring,
 )
@@ -98,15 +100,14 @@ def resume(
     ctx = ReplayContext(served_from, seed, registry=registry, on_miss="resample", redact=patterns)
     run_id = f"resume-{digest(canonical_json([original.id, frontier, agent_spec]))[:24]}"
     metadata: dict[str, Any] = {
-        **{k: v for k, v in original.metadata.items() if k not in ENDING and k != "verifier"},
+        **{k: v for k, v in original.metadata.items() if k not in ENDING | VERIFIER_KEYS},
         "source": "resume",
         "resumed_from": original.id,
         "frontier": frontier,
     }
     if agent_spec:
         metadata["agent"] = agent_spec
-    if spec:
-        metadata["verifier"] = spec
+    metadata.update(remembered_verifier(verifier, spec))
     if ledger is not None:
 
         def so_far(steps: Sequence[Step]) -> None:

@@ -22,6 +22,8 @@ class AnswerVerifier:
                 f"an answer verifier needs {setting('success_if')} or {setting('fail_if')} (or "
                 "both)"
             )
+        #: the patterns, as a run's metadata remembers them (``answer_verifier``)
+        self.patterns = {"success_if": success_if, "fail_if": fail_if}
         self._success = _compiled(success_if, "success_if")
         self._failure = _compiled(fail_if, "fail_if")
         tests = [f"success_if({success_if!r})"] if success_if is not None else []

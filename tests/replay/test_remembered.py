@@ -360,3 +360,31 @@ def test_the_pytest_export_uses_the_recorded_sdks_and_verifier(
         "--out", str(passing),
     )  # fmt: skip
     assert missing.exit_code == 1 and "--expect pass needs --verifier" in missing.stderr
+
+
+def test_a_run_scored_by_its_answer_is_forked_resumed_and_exported_so(
+    model: Model, runner: CliRunner, store_path: Path, tmp_path: Path
+) -> None:
+    """``--success-if`` is a verifier too: the record keeps its pattern (data, not code), and a
+    fork, a resumed run and the exported test score with it."""
+    run_id = _record(runner, store_path, model, "--success-if", "qualifies for a refund")
+    run = _stored(store_path, run_id)
+    assert run.outcome == 1.0 and "verifier" not in run.metadata
+    assert run.metadata["answer_verifier"] == {
+        "success_if": "qualifies for a refund",
+        "fail_if": None,
+    }
+    forked = _json(
+        ok(invoke(runner, store_path, "fork", run_id, "--at", "1", "--observe", LOST, *AGENT,
+                  "--json"))
+    )  # fmt: skip
+    assert forked["diff"]["right"]["outcome"] == 0.0  # the apology does not match
+    kept = _stored(store_path, forked["id"])
+    assert kept.metadata["answer_verifier"] == run.metadata["answer_verifier"]
+    passing = tmp_path / "test_desk_answer.py"
+    export = ("export", run_id, "--format", "pytest", *AGENT, "--expect", "pass")
+    ok(invoke(runner, store_path, *export, "--out", str(passing)))
+    assert '"success_if": "qualifies for a refund"' in passing.read_text()
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(passing)]
+    ran = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 0, ran.stdout + ran.stderr
