@@ -85,10 +85,16 @@ def remembered_verifier(verifier: OutcomeFunction | None, spec: str | None) -> d
 VERIFIER_KEYS = frozenset({"verifier", "answer_verifier"})
 
 
+#: The sources of runs agent-replay made itself, whose remembered verifier it uses. A trace
+#: imported from a file is untrusted input: code it names is never imported unasked.
+MADE_HERE = frozenset({"record", "fork", "resume"})
+
+
 def recorded_answer(run: Trajectory) -> dict[str, str | None] | None:
-    """The ``--success-if`` / ``--fail-if`` patterns that scored ``run``, or None."""
+    """The ``--success-if`` / ``--fail-if`` patterns that scored ``run`` (a run agent-replay made,
+    `MADE_HERE`), or None."""
     patterns = run.metadata.get("answer_verifier")
-    if not isinstance(patterns, dict):
+    if not isinstance(patterns, dict) or run.metadata.get("source") not in MADE_HERE:
         return None
     found = {k: patterns.get(k) for k in ("success_if", "fail_if")}
     if not all(v is None or isinstance(v, str) for v in found.values()) or not any(found.values()):
@@ -97,9 +103,11 @@ def recorded_answer(run: Trajectory) -> dict[str, str | None] | None:
 
 
 def recorded_verifier(run: Trajectory) -> str | None:
-    """The spec of the verifier that scored ``run`` when it was recorded (or forked, resumed)."""
+    """The spec of the verifier that scored ``run`` when it was recorded (or forked, resumed);
+    None for a run agent-replay did not make (`MADE_HERE`)."""
     spec = run.metadata.get("verifier")
-    return spec if isinstance(spec, str) and spec else None
+    made_here = run.metadata.get("source") in MADE_HERE
+    return spec if made_here and isinstance(spec, str) and spec else None
 
 
 def run_inputs(run: Trajectory, agent: AgentFunction | None) -> tuple[Any, int]:
@@ -149,22 +157,18 @@ def scoring(
     new run's metadata): ``outcome`` (``spec`` is what it was loaded by); else the registry's;
     else, by default (`AS_RECORDED`), the one ``run`` was recorded with, loaded by its spec, so
     the new run's outcome compares with the old. ``outcome=None``: the registry's, or none.
-    Only a run agent-replay made (`MADE_HERE`) has its verifier loaded so: a trace imported from a
-    file is untrusted input, and code it names is never imported unasked."""
+    Only a run agent-replay made (`MADE_HERE`) has its verifier remembered so."""
     if callable(outcome):
         return outcome, spec or verifier_name(outcome)
     if registry.verifier is not None:
         return registry.verifier, verifier_name(registry.verifier)
-    remembered = recorded_verifier(run)
-    if outcome is None or run.metadata.get("source") not in MADE_HERE:
+    if outcome is None:
         return None, None
-    answer = recorded_answer(run)
-    if remembered is None and answer is not None:
+    remembered, answer = recorded_verifier(run), recorded_answer(run)
+    if remembered is None:
         from otel_replay.resamplers._verifiers import answer_verifier
 
-        return answer_verifier(**answer), None
-    if remembered is None:
-        return None, None
+        return (None if answer is None else answer_verifier(**answer)), None
     from otel_replay.resamplers._loading import load_object
 
     try:
@@ -174,10 +178,6 @@ def scoring(
             f"{run.id} was scored with the verifier {remembered!r}, which does not load ({exc}); "
             f"name another, or {setting('outcome', None)} for none"
         ) from None
-
-
-#: The sources of runs agent-replay made itself, whose remembered verifier it loads.
-MADE_HERE = frozenset({"record", "fork", "resume"})
 
 
 def partial_id(agent_spec: str, started_ns: int) -> str:

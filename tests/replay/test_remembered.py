@@ -142,6 +142,9 @@ def test_code_an_imported_trace_names_is_never_imported_unasked(
                   "--json"))
     )  # fmt: skip
     assert not marker.exists() and forked["diff"]["right"]["outcome"] is None
+    exported = invoke(runner, store_path, "export", "shared-run", "--format", "pytest", *AGENT,
+                      "--expect", "pass", "--out", str(tmp_path / "test_shared.py"))  # fmt: skip
+    assert exported.exit_code == 1 and "--expect pass needs --verifier" in exported.stderr
     given = ("fork", "shared-run", "--at", "0", "--observe", "[]", "--verifier", f"{planted}:score")
     assert (
         _json(ok(invoke(runner, store_path, *given, "--json")))["diff"]["right"]["outcome"] == 1.0
