@@ -14,7 +14,13 @@ from typing import Any
 from otel_replay.importers._conversation import reconstruct
 from otel_replay.importers._operations import build_operation, operations
 from otel_replay.importers._options import ReadOptions
-from otel_replay.importers._semconv import STEP_KINDS, build_step, is_placeholder, recognise
+from otel_replay.importers._semconv import (
+    CONTAINER_ROLES,
+    STEP_KINDS,
+    build_step,
+    is_placeholder,
+    recognise,
+)
 from otel_replay.importers._spans import STATUS_ERROR, SpanRecord, maybe_json
 from otel_replay.model import SpanNode, StepKind, StepStatus, Trajectory
 
@@ -36,8 +42,8 @@ def _sibling_key(span: SpanRecord) -> tuple[int, int, str, int]:
     )
 
 
-def _tree(spans: Sequence[SpanRecord]) -> tuple[list[int], list[int], list[int | None]]:
-    """Return (pre-order of span positions, root positions, parent position of each span)."""
+def _recorded_parents(spans: Sequence[SpanRecord]) -> list[int | None]:
+    """The parent position each span names (None: a root, an orphan, or itself)."""
     by_id: dict[str, int] = {}
     for i, span in enumerate(spans):
         if span.span_id:
@@ -46,6 +52,67 @@ def _tree(spans: Sequence[SpanRecord]) -> tuple[list[int], list[int], list[int |
     for i, span in enumerate(spans):
         p = by_id.get(span.parent_span_id) if span.parent_span_id else None
         parent.append(None if p == i else p)  # a span that names itself as parent is a root
+    return parent
+
+
+def _nested_in_tools(
+    spans: Sequence[SpanRecord], roles: Sequence[tuple[str, str]]
+) -> list[int | None]:
+    """The parents, with each agent or chain span that ran inside a tool call but hangs from above it
+    moved under that tool.
+
+    An agent used as a tool whose spans lost their link to the tool call (the tool span and the
+    agent's span both hang from the caller's side) is told by time: a container span whose interval
+    lies within a tool span's, and whose recorded parent is an ancestor of that tool span, ran inside
+    it. The innermost such tool is its parent; when tools that do not nest both contain it (two
+    such calls at once), which one ran it is unknown and it stays where it was recorded.
+    """
+    parent = _recorded_parents(spans)
+    tools = [i for i, (role, _) in enumerate(roles) if role == "tool" and _timed(spans[i])]
+    if not tools:
+        return parent
+
+    def ancestors(i: int) -> list[int]:
+        chain: list[int] = []
+        p = parent[i]
+        while p is not None and p not in chain and p != i:  # a cycle ends the walk
+            chain.append(p)
+            p = parent[p]
+        return chain
+
+    above = {t: set(ancestors(t)) for t in tools}
+    moved = list(parent)
+    for i, (role, _) in enumerate(roles):
+        if role not in CONTAINER_ROLES or parent[i] is None or not _timed(spans[i]):
+            continue
+        holders = [
+            t
+            for t in tools
+            if parent[i] in above[t] and i not in above[t] and _within(spans[i], spans[t])
+        ]
+        innermost = [t for t in holders if not any(t in above[o] for o in holders)]
+        if len(innermost) == 1:
+            moved[i] = innermost[0]
+    return moved
+
+
+def _timed(span: SpanRecord) -> bool:
+    return 0 < span.start_time_unix_nano <= span.end_time_unix_nano
+
+
+def _within(inner: SpanRecord, outer: SpanRecord) -> bool:
+    return (
+        outer.start_time_unix_nano <= inner.start_time_unix_nano
+        and inner.end_time_unix_nano <= outer.end_time_unix_nano
+    )
+
+
+def _tree(
+    spans: Sequence[SpanRecord], parent: list[int | None]
+) -> tuple[list[int], list[int], list[int | None]]:
+    """Return (pre-order of span positions, root positions, parent position of each span), from
+    the parent position of each span."""
+    parent = list(parent)
     children: list[list[int]] = [[] for _ in spans]
     for i, p in enumerate(parent):
         if p is not None:
@@ -87,9 +154,9 @@ def assemble(
 ) -> Trajectory:
     """Build the trajectory of one trace. ``metadata`` (source, format) is extended, not replaced."""
     spans = [s for s in spans if not is_placeholder(s)]
-    order, roots, parent = _tree(spans)
-    position = {node: rank for rank, node in enumerate(order)}
     roles = [recognise(s) for s in spans]
+    order, roots, parent = _tree(spans, _nested_in_tools(spans, roles))
+    position = {node: rank for rank, node in enumerate(order)}
     kinds: dict[int, StepKind] = {
         i: STEP_KINDS[roles[i][0]] for i in order if roles[i][0] in STEP_KINDS
     }

@@ -55,16 +55,19 @@ def is_span_dump(document: Any) -> bool:
 
 
 def decode_span_dump(
-    document: Any, invalid: Callable[[TraceFormatError], None]
+    document: Any, invalid: Callable[[TraceFormatError], None], where: str = ""
 ) -> Iterator[SpanRecord]:
     """Yield the spans of a dump; a span that cannot be decoded goes to ``invalid`` (which raises,
-    or records and skips it) with its position (``[3].startTime``)."""
+    or records and skips it) with its position (``[3].startTime``, after ``where``: the key that
+    holds the list in an envelope)."""
     for order, item in enumerate(_items(document)):
         try:
+            if not isinstance(item, dict):
+                raise TraceFormatError(f"a span must be an object, got {preview(item)}")
             yield _decode(item, order)
         except TraceFormatError as exc:
-            where = f"[{order}].{exc.where}" if exc.where else f"[{order}]"
-            invalid(TraceFormatError(exc.reason, where=where))
+            at = f"{where}[{order}]"
+            invalid(TraceFormatError(exc.reason, where=f"{at}.{exc.where}" if exc.where else at))
 
 
 def _decode(item: dict[str, Any], order: int) -> SpanRecord:
@@ -75,14 +78,7 @@ def _decode(item: dict[str, Any], order: int) -> SpanRecord:
         raise TraceFormatError(f"span context must be an object, got {preview(context)}", where=key)
     trace_id = context.get("traceId", context.get("trace_id"))
     span_id = context.get("spanId", context.get("span_id"))
-    parent, _ = _field(item, "parentSpanId", "parent_id")
-    parent_context = item.get("parentSpanContext")
-    if parent_context is not None and not isinstance(parent_context, dict):
-        raise TraceFormatError(
-            f"expected an object, got {preview(parent_context)}", where="parentSpanContext"
-        )
-    if parent is None and parent_context is not None:
-        parent = parent_context.get("spanId")
+    parent = parent_of(item)
     attributes = _attributes(item.get("attributes"), "attributes")
     span_kind = item.get("span_kind")  # Phoenix span JSON names the OpenInference kind here
     if isinstance(span_kind, str) and "openinference.span.kind" not in attributes:
@@ -97,9 +93,9 @@ def _decode(item: dict[str, Any], order: int) -> SpanRecord:
     if name is not None and not isinstance(name, str):
         raise TraceFormatError(f"span name must be a string, got {preview(name)}", where="name")
     return SpanRecord(
-        trace_id=normalize_id(trace_id, 16, "traceId"),
-        span_id=normalize_id(span_id, 8, "spanId"),
-        parent_span_id=normalize_id(parent, 8, "parentSpanId"),
+        trace_id=normalize_id(trace_id, 16, "traceId", integers=True),
+        span_id=normalize_id(span_id, 8, "spanId", integers=True),
+        parent_span_id=normalize_id(parent, 8, "parentSpanId", integers=True),
         name=_text(name or "", "name"),
         kind=_enum(item.get("kind"), _CONSOLE_KINDS, "kind"),
         start_time_unix_nano=_time(*_field(item, "startTime", "start_time")),
@@ -115,6 +111,24 @@ def _decode(item: dict[str, Any], order: int) -> SpanRecord:
         resource=_resource(item.get("resource")),
         order=order,
     )
+
+
+def parent_of(item: dict[str, Any]) -> Any:
+    """The parent span id as written: ``parentSpanId``/``parent_id``, or the span id of a parent
+    context (``parentSpanContext``, or ``parent`` as a context object whose ids are null on a root).
+    """
+    parent, _ = _field(item, "parentSpanId", "parent_id")
+    context = item.get("parentSpanContext")
+    if context is not None and not isinstance(context, dict):
+        raise TraceFormatError(
+            f"expected an object, got {preview(context)}", where="parentSpanContext"
+        )
+    if parent is None and context is not None:
+        parent = context.get("spanId", context.get("span_id"))
+    link = item.get("parent")
+    if parent is None and link is not None:
+        parent = link.get("span_id", link.get("spanId")) if isinstance(link, dict) else link
+    return parent
 
 
 def _field(item: dict[str, Any], js: str, python: str) -> tuple[Any, str]:

@@ -19,7 +19,16 @@ from otel_replay.model import SpanNode, Step, StepKind, Trajectory
 
 #: Formats whose trajectories are built from spans (and so can be joined by span id).
 _SPAN_FORMATS = frozenset(
-    {"otlp-json", "otlp-jsonl", "otlp-proto", "otlp-proto-stream", "span-dump", "otlp-http"}
+    {
+        "otlp-json",
+        "otlp-jsonl",
+        "otlp-proto",
+        "otlp-proto-stream",
+        "span-dump",
+        "otlp-http",
+        "any-agent",
+        "flat-spans",
+    }
 )
 
 

@@ -28,6 +28,9 @@ class Format(str, Enum):
     OTLP_JSONL = "otlp-jsonl"
     SPAN_DUMP = "span-dump"
     OTLP_PROTO_STREAM = "otlp-proto-stream"
+    # the JSON documents `otel_replay.importers._documents` tells apart by their shape
+    ANY_AGENT = "any-agent"
+    FLAT_SPANS = "flat-spans"
 
 
 _OTLP_KEYS = frozenset({"resourceSpans", "resource_spans", "resourceLogs", "batches"})

@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 
-from otel_replay.errors import TraceFormatError
+from otel_replay.errors import TraceFormatError, preview
 from otel_replay.hashing import MAX_DEPTH
 
 # Span kind and status code numbers (trace.proto); enum names are accepted in JSON too.
@@ -63,17 +63,26 @@ class SpanRecord:
     order: int = 0
 
 
-def normalize_id(raw: object, n_bytes: int, field_name: str) -> str:
+def normalize_id(raw: object, n_bytes: int, field_name: str, integers: bool = False) -> str:
     """Return an id as lower-case hex ('' when unset), deciding hex vs base64 by length and alphabet.
 
     Every hex string is also valid base64, so trying base64 first would silently decode hex ids to the
     wrong length; instead: 2n hex digits → hex; base64 of exactly n bytes → base64; ``0x``-hex and UUIDs
-    are accepted too. All-zero ids are invalid per the trace API and mean "unset".
+    are accepted too. All-zero ids are invalid per the trace API and mean "unset". With ``integers``
+    (span lists that write ids as JSON numbers) a non-negative integer of at most ``8 * n_bytes``
+    bits is the id's value; a float never is (it has lost the id's low digits).
     """
     if raw is None or raw == "":
         return ""
+    if integers and isinstance(raw, int) and not isinstance(raw, bool):
+        return _integer_id(raw, n_bytes, field_name)
+    if integers and isinstance(raw, float):
+        raise TraceFormatError(
+            f"{field_name} {raw!r} is a floating-point number: the id's exact value is lost"
+        )
     if not isinstance(raw, str):
-        raise TraceFormatError(f"{field_name} must be a string, got {raw!r}")
+        expected = "a string or an integer" if integers else "a string"
+        raise TraceFormatError(f"{field_name} must be {expected}, got {raw!r}")
     # Each spelling is tried whole: base64 may itself begin with "0x" (1 id in 2,000 or so).
     candidates = [raw]
     if raw.startswith(("0x", "0X")):
@@ -83,6 +92,15 @@ def normalize_id(raw: object, n_bytes: int, field_name: str) -> str:
     hexes = [c for c in candidates if len(c) == 2 * n_bytes and _HEX.fullmatch(c)]
     hex_id = hexes[0].lower() if hexes else _base64_id(raw, n_bytes, field_name)
     return "" if _ZERO.fullmatch(hex_id) else hex_id
+
+
+def _integer_id(value: int, n_bytes: int, field_name: str) -> str:
+    if not 0 <= value < 1 << (8 * n_bytes):
+        raise TraceFormatError(
+            f"{field_name} {preview(value)} does not fit in {8 * n_bytes} bits (an integer id is "
+            f"0 to 2**{8 * n_bytes} - 1)"
+        )
+    return "" if value == 0 else format(value, f"0{2 * n_bytes}x")
 
 
 def _base64_id(text: str, n_bytes: int, field_name: str) -> str:

@@ -19,13 +19,9 @@ import orjson
 
 from otel_replay.errors import TraceFormatError
 from otel_replay.importers._buffer import TraceBuffer
-from otel_replay.importers._lookalikes import (
-    concatenated_objects,
-    decode_span_dump,
-    is_span_dump,
-)
+from otel_replay.importers._documents import claiming_row, parse_document, reader_for
+from otel_replay.importers._lookalikes import concatenated_objects
 from otel_replay.importers._options import ReadOptions
-from otel_replay.importers._otlp_json_decode import decode_request
 from otel_replay.importers._source import (
     LongLine,
     bounded_lines,
@@ -71,22 +67,24 @@ def _read_document(path: Path, options: ReadOptions) -> Iterator[Trajectory]:
     if len(data) > options.max_record_bytes:
         raise options.too_large("a JSON document").located(path=path)
     try:
-        document = orjson.loads(data)
+        document = parse_document(data)
     except orjson.JSONDecodeError as exc:
         try:
             objects = concatenated_objects(data.decode("utf-8", errors="replace"))
         except TraceFormatError as deep:
             raise deep.located(path=path) from None
-        if not objects or not all(is_span_dump(o) for o in objects):
+        # objects back to back (a console exporter's output) are read when they are spans
+        if not objects or claiming_row(objects) is None:
             raise TraceFormatError(
                 f"malformed JSON: {exc.msg}", path=path, line=exc.lineno
             ) from None
         document = objects
+    except TraceFormatError as exc:
+        raise exc.located(path=path) from None
     untraced = "untraced-" + hashlib.sha256(data).hexdigest()[:16]
     options.report.records += 1
-    fmt = "span-dump" if is_span_dump(document) else "otlp-json"
+    fmt, decode = reader_for(document)
     buffer = TraceBuffer(options, _metadata(path, fmt))
-    decode = decode_span_dump if fmt == "span-dump" else decode_request
     try:
         for span in decode(document, lambda e: options.invalid(e.located(path=path))):
             buffer.add(span, untraced)
@@ -111,8 +109,10 @@ def _read_lines(path: Path, options: ReadOptions) -> Iterator[Trajectory]:
     limit = options.max_record_bytes
     two_pass = is_compressed(path) or path.stat().st_size > TWO_PASS_THRESHOLD_BYTES
     last_line = _last_lines(path, limit) if two_pass else {}
-    buffer = TraceBuffer(options, _metadata(path, "otlp-jsonl"))
+    metadata = _metadata(path, "otlp-jsonl")  # or the format of the first record's lines
+    buffer = TraceBuffer(options, metadata)
     order = 0
+    records_before = options.report.records
     with open_trace_file(path) as (stream, raw):
         for number, line in enumerate(bounded_lines(stream, limit), start=1):
             if options.progress and number % 64 == 0:
@@ -123,7 +123,10 @@ def _read_lines(path: Path, options: ReadOptions) -> Iterator[Trajectory]:
             if not line.strip():
                 continue
             try:
-                document = orjson.loads(line)
+                document = parse_document(line)
+            except TraceFormatError as exc:
+                options.invalid(exc.located(path=path, line=number))
+                continue
             except orjson.JSONDecodeError as exc:
                 if not line.endswith(b"\n"):
                     # The Collector may still be writing: a cut-off last line is normal, not an error.
@@ -135,6 +138,9 @@ def _read_lines(path: Path, options: ReadOptions) -> Iterator[Trajectory]:
                     TraceFormatError(f"malformed JSON: {exc.msg}", path=path, line=number)
                 )
                 continue
+            fmt, decode = reader_for(document)
+            if options.report.records == records_before:
+                metadata["format"] = "otlp-jsonl" if fmt == "otlp-json" else fmt
             options.report.records += 1
             touched: set[str] = set()
             untraced = "untraced-" + hashlib.sha256(line).hexdigest()[:16]
@@ -143,11 +149,12 @@ def _read_lines(path: Path, options: ReadOptions) -> Iterator[Trajectory]:
                 options.invalid(error.located(path=path, line=line))
 
             try:
-                spans = list(decode_request(document, invalid, order))
+                spans = list(decode(document, invalid))
             except TraceFormatError as exc:
                 options.invalid(exc.located(path=path, line=number))
                 continue
-            for span in spans:
+            for k, span in enumerate(spans):
+                span.order = order + k  # numbered across the file's lines
                 touched.add(buffer.add(span, untraced))
             order += len(spans)
             if two_pass:

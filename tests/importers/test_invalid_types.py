@@ -167,8 +167,15 @@ DUMP_CASES = {
         "python", {"attributes": {"deep": _nested(300)}}, "[1].attributes.deep", "nested deeper"
     ),
     "status-a-list": Case("python", {"status": [1]}, "[1].status", "expected an object, got [1]"),
-    "context-trace-id-a-number": Case(
-        "python", {"context": {"trace_id": 5, "span_id": "0x01"}}, "[1]", "traceId must be"
+    # an integer id is its value (any-agent writes them so); a float has lost the id's digits
+    "context-trace-id-a-float": Case(
+        "python",
+        {"context": {"trace_id": 5.0, "span_id": "0x01"}},
+        "[1]",
+        "traceId 5.0 is a floating-point number",
+    ),
+    "context-trace-id-a-list": Case(
+        "python", {"context": {"trace_id": [5], "span_id": "0x01"}}, "[1]", "traceId must be"
     ),
 }
 

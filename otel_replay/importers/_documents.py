@@ -1,0 +1,117 @@
+"""The one table of JSON document formats: which decoder reads a parsed JSON document.
+
+Sniffing (`otel_replay.importers._sniff`) tells JSON from protobuf and native JSONL by the first bytes;
+every JSON document (a whole file, or one line of JSON Lines) is then given to the first row of
+`DOCUMENT_FORMATS` that claims it by its top-level shape. A row's decoder yields the same
+`SpanRecord`s the OTLP decoder does, so every rule from spans to steps applies to all of them. A
+document no row claims is read as OTLP JSON, whose decoder says what is missing.
+
+`parse_document` parses the bytes: with orjson, except where the text holds an integer of 20 digits
+or more, which orjson would turn into a float (a 128-bit integer id would lose its low digits): such a
+document is parsed again with Python's decoder, which keeps integers exact.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterator
+from typing import Any, NamedTuple
+
+import orjson
+
+from otel_replay.errors import TraceFormatError
+from otel_replay.importers._flat import decode_flat_spans, is_flat_span_list
+from otel_replay.importers._lookalikes import decode_span_dump, is_span_dump
+from otel_replay.importers._otlp_json_decode import decode_request
+from otel_replay.importers._spans import SpanRecord
+
+Invalid = Callable[[TraceFormatError], None]
+Decode = Callable[[Any, Invalid], Iterator[SpanRecord]]
+
+
+class DocumentFormat(NamedTuple):
+    """A row: the format's name (what runs read from it carry as ``metadata.format``), whether a
+    document is one of it, and its decoder."""
+
+    name: str
+    claims: Callable[[Any], bool]
+    decode: Decode
+
+
+_OTLP_ENVELOPES = ("resourceSpans", "resource_spans", "batches", "trace_requests")
+
+
+def is_otlp_envelope(document: Any) -> bool:
+    """An OTLP request, or an envelope around one (Tempo's ``trace``, oteltest's requests)."""
+    if not isinstance(document, dict):
+        return False
+    if any(key in document for key in _OTLP_ENVELOPES):
+        return True
+    inner = document.get("trace")
+    return isinstance(inner, dict) and is_otlp_envelope(inner)
+
+
+def is_any_agent(document: Any) -> bool:
+    """any-agent's trace: ``{"spans": [...], "final_output": ...}``."""
+    return (
+        isinstance(document, dict)
+        and isinstance(document.get("spans"), list)
+        and "final_output" in document
+    )
+
+
+def decode_any_agent(document: Any, invalid: Invalid) -> Iterator[SpanRecord]:
+    """The spans of an any-agent trace (Python SDK span objects: integer ids, ``parent`` as a
+    context whose ids are null on the root). ``final_output`` is the agent's answer, not a score:
+    it gives no outcome."""
+    return decode_span_dump(document["spans"], invalid, where="spans")
+
+
+#: In order: the first row that claims a document reads it.
+DOCUMENT_FORMATS: tuple[DocumentFormat, ...] = (
+    DocumentFormat("otlp-json", is_otlp_envelope, decode_request),
+    DocumentFormat("any-agent", is_any_agent, decode_any_agent),
+    DocumentFormat("span-dump", is_span_dump, decode_span_dump),
+    DocumentFormat("flat-spans", is_flat_span_list, decode_flat_spans),
+)
+
+#: What a document no row claims is read as (its decoder names what is missing).
+FALLBACK = DOCUMENT_FORMATS[0]
+
+
+def reader_for(document: Any) -> tuple[str, Decode]:
+    """The format name and decoder of a parsed JSON document."""
+    row = claiming_row(document) or FALLBACK
+    return row.name, row.decode
+
+
+def claiming_row(document: Any) -> DocumentFormat | None:
+    """The row that claims ``document``, or None when none does."""
+    return next((row for row in DOCUMENT_FORMATS if row.claims(document)), None)
+
+
+#: An integer literal orjson cannot hold exactly (2**64 has 20 digits); found inside text too,
+#: which costs only a second parse.
+_LONG_INTEGER = re.compile(rb"[0-9]{20,}")
+
+
+def parse_document(data: bytes) -> Any:
+    """``data`` parsed as JSON, integers exact; raises `orjson.JSONDecodeError` when it is not JSON."""
+    document = orjson.loads(data)
+    if _LONG_INTEGER.search(data) is None:
+        return document
+    del document
+    return exact_json(data.decode("utf-8"))
+
+
+def exact_json(text: str) -> Any:
+    """``text`` parsed by Python's decoder (integers of any size kept exact)."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise TraceFormatError("JSON nested deeper than the reader follows") from None
+    except json.JSONDecodeError as exc:
+        raise TraceFormatError(f"malformed JSON: {exc.msg}", line=exc.lineno) from None
+    except ValueError:  # an integer longer than Python converts (sys.set_int_max_str_digits)
+        raise TraceFormatError("an integer with more digits than the reader converts") from None
