@@ -124,6 +124,7 @@ def _output_messages(span: SpanRecord) -> Any:
         attrs.get("traceloop.entity.output"),
         attrs.get("langfuse.observation.output"),
         _io_value(attrs, "output"),
+        attrs.get("gen_ai.output"),
     ):
         if raw is not _MISSING and raw is not None:
             return _openai_choice(maybe_json(raw))
@@ -153,11 +154,11 @@ def _openai_choice(value: Any) -> Any:
 
 
 def _is_function_call(value: Any) -> bool:
-    """An OpenAI tool call on its own (a model turn recorded as just the calls it made)."""
-    return (
-        isinstance(value, dict)
-        and value.get("type") == "function"
-        and isinstance(value.get("function"), dict)
+    """A tool call on its own (a model turn recorded as just the calls it made): OpenAI's, or
+    ``{"tool.name", "tool.args"}``."""
+    return isinstance(value, dict) and (
+        (value.get("type") == "function" and isinstance(value.get("function"), dict))
+        or isinstance(value.get("tool.name"), str)
     )
 
 
@@ -292,7 +293,13 @@ def tool_content(span: SpanRecord) -> tuple[str, dict[str, Any], Any, str | None
         attrs, "gen_ai.tool.name", "tool.name", "ai.toolCall.name", "traceloop.entity.name"
     )
     inputs: dict[str, Any] = {}
-    arguments = _first(attrs, "gen_ai.tool.call.arguments", "tool_arguments", "ai.toolCall.args")
+    arguments = _first(
+        attrs,
+        "gen_ai.tool.call.arguments",
+        "gen_ai.tool.args",
+        "tool_arguments",
+        "ai.toolCall.args",
+    )
     if arguments is _MISSING:
         arguments = _io_value(attrs, "input")
     if arguments is _MISSING:
@@ -313,6 +320,7 @@ def tool_content(span: SpanRecord) -> tuple[str, dict[str, Any], Any, str | None
             "traceloop.entity.output",
             "langfuse.observation.output",
             "gen_ai.completion",
+            "gen_ai.output",
             "output",
         )
     output, envelope_id, error = _tool_result(None if result is _MISSING else maybe_json(result))

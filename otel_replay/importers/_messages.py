@@ -224,7 +224,7 @@ def _tool_call(raw: Any) -> dict[str, Any]:
     call_id = call.get("id") or call.get("toolCallId")
     if isinstance(call_id, str) and call_id:
         out["id"] = call_id.strip()
-    name = function.get("name") or call.get("name") or call.get("toolName")
+    name = function.get("name") or call.get("name") or call.get("toolName") or call.get("tool.name")
     if name is not None:
         out["name"] = _unquoted(name)
     for source, key in (
@@ -232,6 +232,7 @@ def _tool_call(raw: Any) -> dict[str, Any]:
         (call, "arguments"),
         (call, "args"),
         (call, "input"),
+        (call, "tool.args"),
     ):
         if key in source:
             out["arguments"] = maybe_json(source[key])

@@ -39,6 +39,7 @@ _LANGFUSE = {
 _LANGSMITH = {"llm": "llm", "tool": "tool", "retriever": "retriever", "embedding": "embedding"}
 _GENAI = {
     "chat": "llm",
+    "call_llm": "llm",
     "text_completion": "llm",
     "generate_content": "llm",
     "completion": "llm",
