@@ -55,6 +55,22 @@ CORPUS_FILES: dict[str, tuple[Format, int, list[tuple[str, int, float | None]]]]
     "ottl-playground/traces.json": (
         Format.OTLP_JSON, 2, [("5b8efff798038103d269b633813fc60c", 1, None)]
     ),
+    # flat span lists and any-agent traces: their steps in tests/importers/test_platform_flat.py
+    "platforms/strands-evals-spans/openai_agents_genai_live_spans.json": (
+        Format.OTLP_JSON, 17, [("9fa516c6d3cd456d5b2bf8349dcfa39b", 11, None)]
+    ),
+    "platforms/strands-evals-spans/pydantic_ai_live_spans.json": (
+        Format.OTLP_JSON, 4, [("25664b7144ee8f957a50b6ff74dfa337", 3, None)]
+    ),
+    "platforms/strands-evals-spans/smolagents_live_spans.json": (
+        Format.OTLP_JSON, 7, [("f63de90470d666fccdf71a2b9cb7d089", 4, None)]
+    ),
+    "platforms/any-agent-traces/LANGCHAIN_trace.json": (
+        Format.OTLP_JSON, 7, [("572318454595034fe5076610d6400542", 6, None)]
+    ),
+    "platforms/any-agent-traces/OPENAI_trace.json": (
+        Format.OTLP_JSON, 6, [("4bedea77bb33b9c5f280371eae21ea97", 5, None)]
+    ),
 }  # fmt: skip
 
 NOT_TRACES = ("otlp-proto-examples/logs.json", "otlp-proto-examples/events.json")

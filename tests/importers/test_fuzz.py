@@ -330,6 +330,115 @@ def _dump_bytes(spans: list[Any], layout: str) -> bytes:
     return json.dumps(spans, indent=2).encode()
 
 
+# --- flat span lists and any-agent traces: one object per span, ids at its top level ---------------
+
+# integer ids of any size (any-agent writes 128-bit ones), and the floats orjson would make of them
+flat_ids = st.one_of(
+    dump_ids,
+    st.integers(-(2**130), 2**130),
+    st.sampled_from([2**127 + 1, 2**64 - 1, 2**64, 0, 1.5e38, True]),
+)
+flat_times = st.one_of(
+    dump_times, st.integers(0, 2**63).map(str), st.sampled_from(["9" * 25, "0", "-1"])
+)
+flat_attributes = st.one_of(
+    dump_attributes, attributes
+)  # an object (flat or nested), or OTLP's list
+flat_statuses = st.one_of(
+    js_statuses,
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "code": st.sampled_from(["OK", "UNSET", "ERROR", "ok"]),
+            "description": dump_values,
+        },
+    ),
+    st.sampled_from(["ERROR", "ok", 2]),
+)
+flat_events = st.one_of(
+    st.lists(
+        st.fixed_dictionaries(
+            {"name": st.one_of(st.text(max_size=10), dump_values)},
+            optional={
+                "time_unix_nano": flat_times,
+                "timestamp": flat_times,
+                "attributes": flat_attributes,
+            },
+        ),
+        max_size=2,
+    ),
+    dump_values,
+)
+
+
+def _flat_span(snake: bool) -> Any:
+    def key(name: str) -> str:
+        if snake:
+            return name
+        head, *rest = name.split("_")
+        return head + "".join(part.title() for part in rest)
+
+    return st.fixed_dictionaries(
+        {key("trace_id"): flat_ids, key("span_id"): flat_ids},
+        optional={
+            key("parent_span_id"): flat_ids,
+            "parent": st.one_of(
+                st.fixed_dictionaries({"span_id": flat_ids}, optional={"trace_id": flat_ids}),
+                flat_ids,
+            ),
+            "name": st.one_of(st.text(max_size=12), dump_values),
+            key("start_time"): flat_times,
+            key("end_time"): flat_times,
+            "kind": dump_kinds,
+            "attributes": flat_attributes,
+            "status": flat_statuses,
+            "status_code": st.one_of(st.sampled_from(["ERROR", "OK"]), dump_values),
+            "status_message": dump_values,
+            "span_events": flat_events,
+            "events": flat_events,
+            "scope": st.one_of(
+                st.fixed_dictionaries({"name": dump_values, "version": dump_values}), dump_values
+            ),
+            "resource": resources,
+        },
+    )
+
+
+flat_spans = st.lists(
+    st.one_of(_flat_span(True), _flat_span(False), dump_values), min_size=1, max_size=4
+)
+any_agent_traces = st.fixed_dictionaries(
+    {
+        "spans": st.lists(
+            st.one_of(
+                python_spans.map(
+                    lambda span: (
+                        {k: v for k, v in span.items() if k != "parent_id"}
+                        | {"parent": span.get("parent_id")}
+                    )
+                ),
+                st.builds(
+                    lambda span, context: {**span, "context": context},
+                    python_spans,
+                    st.fixed_dictionaries({"trace_id": flat_ids, "span_id": flat_ids}),
+                ),
+                dump_values,
+            ),
+            max_size=4,
+        ),
+        "final_output": dump_values,
+    }
+)
+# a JSON list, JSON Lines (one span a line), or pretty objects back to back
+FLAT_LAYOUTS = ("array", "lines", "objects")
+
+
+def _flat_bytes(spans: list[Any], layout: str) -> bytes:
+    if layout == "lines":
+        return b"".join(_dumps(span) + b"\n" for span in spans)
+    return _dump_bytes(spans, layout)
+
+
 # --- OTLP protobuf: the OTLP strategy's shape, holding only what protobuf can hold ----------------
 
 pb_text = st.one_of(
@@ -498,6 +607,18 @@ def _check_dump(tmp_path: Path, spans: list[Any], layout: str, skip: bool) -> No
     _read_all(path, skip)
 
 
+def _check_flat(tmp_path: Path, spans: list[Any], layout: str, skip: bool) -> None:
+    path = tmp_path / "fuzz.flat.json"
+    path.write_bytes(_flat_bytes(spans, layout))
+    _read_all(path, skip)
+
+
+def _check_any_agent(tmp_path: Path, document: Any, skip: bool) -> None:
+    path = tmp_path / "fuzz.any-agent.json"
+    path.write_bytes(json.dumps(document, indent=2).encode())
+    _read_all(path, skip)
+
+
 def _check_proto(
     tmp_path: Path, requests: list[Any], stream: bool, gzipped: bool, skip: bool
 ) -> None:
@@ -531,6 +652,34 @@ def test_native_jsonl_lines(tmp_path: Path, lines: list[Any], skip: bool) -> Non
 @given(spans=span_dumps, layout=st.sampled_from(DUMP_LAYOUTS), skip=st.booleans())
 def test_span_dumps(tmp_path: Path, spans: list[Any], layout: str, skip: bool) -> None:
     _check_dump(tmp_path, spans, layout, skip)
+
+
+@FAST
+@given(spans=flat_spans, layout=st.sampled_from(FLAT_LAYOUTS), skip=st.booleans())
+def test_flat_span_lists(tmp_path: Path, spans: list[Any], layout: str, skip: bool) -> None:
+    _check_flat(tmp_path, spans, layout, skip)
+
+
+@FAST
+@given(document=any_agent_traces, skip=st.booleans())
+def test_any_agent_traces(tmp_path: Path, document: Any, skip: bool) -> None:
+    _check_any_agent(tmp_path, document, skip)
+
+
+@pytest.mark.fuzz
+@SLOW
+@given(spans=flat_spans, layout=st.sampled_from(FLAT_LAYOUTS), skip=st.booleans())
+def test_flat_span_lists_at_length(
+    tmp_path: Path, spans: list[Any], layout: str, skip: bool
+) -> None:
+    _check_flat(tmp_path, spans, layout, skip)
+
+
+@pytest.mark.fuzz
+@SLOW
+@given(document=any_agent_traces, skip=st.booleans())
+def test_any_agent_traces_at_length(tmp_path: Path, document: Any, skip: bool) -> None:
+    _check_any_agent(tmp_path, document, skip)
 
 
 @FAST
