@@ -20,8 +20,10 @@ from typer.testing import CliRunner
 
 from otel_replay import ReadOptions, Store, TraceFormatError, read_path
 from otel_replay.importers import Format
+from otel_replay.importers._assemble import assemble
 from otel_replay.importers._documents import DOCUMENT_FORMATS, parse_document, reader_for
 from otel_replay.importers._merge import built_from_spans
+from otel_replay.importers._spans import SpanRecord
 from otel_replay.model import StepKind, Trajectory
 from tests.cli_helpers import invoke, ok
 
@@ -372,3 +374,60 @@ def test_a_bad_value_names_the_span_and_the_key(
     message = str(caught.value)
     assert message.startswith(f"{path}:") and says in message, message  # one line: read as JSONL
     assert message.endswith(f" at {where}"), message
+
+
+# --- the rule on its own: which spans it moves ----------------------------------------------------
+
+
+def _span(span_id: str, parent: str, name: str, start: int, end: int, **attrs: Any) -> SpanRecord:
+    return SpanRecord(
+        "ab" * 16, span_id * 8, parent * 8 if parent else "", name, 1, start, end, attrs
+    )
+
+
+def _tree_of(spans: list[SpanRecord]) -> dict[str, str | None]:
+    run = assemble("t", spans, ReadOptions(), {})
+    names = {s.span_id: s.name for s in run.spans}
+    return {s.name: names.get(s.parent_span_id or "") for s in run.spans}
+
+
+TOOL = {"gen_ai.operation.name": "execute_tool"}
+AGENT = {"gen_ai.operation.name": "invoke_agent"}
+LLM = {"gen_ai.operation.name": "chat", "gen_ai.output.messages": "[]"}
+
+
+def test_only_a_container_inside_one_tool_and_hung_above_it_moves() -> None:
+    spans = [
+        _span("01", "", "workflow", 1, 100, **AGENT),
+        _span("02", "01", "caller", 1, 99, **AGENT),
+        _span("03", "02", "tool a", 10, 50, **TOOL),
+        _span("04", "02", "tool b", 20, 40, **TOOL),  # parallel with a, inside its time: not moved
+        _span("05", "01", "helper agent", 11, 49, **AGENT),  # inside a, not b
+        _span("06", "05", "helper call", 12, 13, **LLM),
+        _span("07", "02", "late agent", 60, 70, **AGENT),  # inside no tool
+    ]
+    tree = _tree_of(spans)
+    assert tree["helper agent"] == "tool a"
+    assert tree["tool b"] == "caller" and tree["late agent"] == "caller"
+    assert tree["helper call"] == "helper agent"
+
+
+def test_a_container_inside_two_tools_that_do_not_nest_stays_where_it_was() -> None:
+    spans = [
+        _span("01", "", "caller", 1, 100, **AGENT),
+        _span("02", "01", "tool a", 10, 50, **TOOL),
+        _span("03", "01", "tool b", 10, 50, **TOOL),
+        _span("04", "01", "helper agent", 20, 30, **AGENT),
+    ]
+    assert _tree_of(spans)["helper agent"] == "caller"
+
+
+def test_a_container_whose_parent_is_not_above_the_tool_stays() -> None:
+    spans = [
+        _span("01", "", "caller", 1, 100, **AGENT),
+        _span("02", "01", "tool a", 10, 50, **TOOL),
+        _span("03", "02", "inner agent", 11, 49, **AGENT),
+        _span("04", "03", "inner chain", 20, 30, **AGENT),  # already under the tool: unchanged
+    ]
+    tree = _tree_of(spans)
+    assert tree["inner agent"] == "tool a" and tree["inner chain"] == "inner agent"
