@@ -4,7 +4,8 @@
   ``attributes`` as a plain object;
 * Python SDK ``ConsoleSpanExporter`` / ``span.to_json()`` objects, pretty-printed back to back:
   ``context.trace_id`` as ``0x``-hex, ISO-8601 times, ``status.status_code`` names, ``parent_id``;
-* Arize Phoenix span JSON: the same shape with ``span_kind`` and possibly nested attributes.
+* Arize Phoenix span JSON: the same shape with ``span_kind`` and possibly nested attributes;
+* any-agent's spans: the Python shape with integer ids and ``parent`` as a context object.
 
 A value of the wrong type, a time outside 1970 to 2262, or an attribute that could not be stored
 (an integer beyond 64 bits, a lone surrogate, nesting deeper than `MAX_DEPTH`) makes the span invalid:

@@ -41,6 +41,6 @@ def _reader(fmt: Format) -> Reader:
         from otel_replay.importers.otlp_proto import read_otlp_proto
 
         return read_otlp_proto
-    from otel_replay.importers.otlp_json import read_otlp_json  # otlp-json, -jsonl, span dumps
+    from otel_replay.importers.otlp_json import read_otlp_json  # every JSON document format
 
     return read_otlp_json

@@ -1,4 +1,8 @@
-"""OTLP JSON: one request object (pretty or not), or JSON Lines as the Collector file exporter writes.
+"""JSON trace files: one document (pretty or not), or JSON Lines as the Collector file exporter writes.
+
+Each document (the whole file, or one line) is read by the row of `otel_replay.importers._documents`
+that claims its shape: OTLP requests, and the span lists that are not OTLP (span dumps, flat span
+lists, any-agent traces).
 
 In JSON Lines a trace's spans are spread over many lines. Holding the whole file would make memory grow
 with the file, so large files, and every gzip file (a small one may inflate to any size), are read
