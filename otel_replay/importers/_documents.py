@@ -6,9 +6,9 @@ every JSON document (a whole file, or one line of JSON Lines) is then given to t
 `SpanRecord`s the OTLP decoder does, so every rule from spans to steps applies to all of them. A
 document no row claims is read as OTLP JSON, whose decoder says what is missing.
 
-`parse_document` parses the bytes: with orjson, except where the text holds an integer of 20 digits
-or more, which orjson would turn into a float (a 128-bit integer id would lose its low digits): such a
-document is parsed again with Python's decoder, which keeps integers exact.
+`parse_document` parses the bytes with orjson; a document of a format whose ids may be JSON integers
+and whose text holds an integer of 20 digits or more (which orjson turns into a float: a 128-bit id
+would lose its low digits) is parsed again with Python's decoder, which keeps integers exact.
 """
 
 from __future__ import annotations
@@ -32,11 +32,13 @@ Decode = Callable[[Any, Invalid], Iterator[SpanRecord]]
 
 class DocumentFormat(NamedTuple):
     """A row: the format's name (what runs read from it carry as ``metadata.format``), whether a
-    document is one of it, and its decoder."""
+    document is one of it, its decoder, and whether its ids may be JSON integers (then integers
+    beyond 64 bits must be parsed exactly)."""
 
     name: str
     claims: Callable[[Any], bool]
     decode: Decode
+    integer_ids: bool = False
 
 
 _OTLP_ENVELOPES = ("resourceSpans", "resource_spans", "batches", "trace_requests")
@@ -71,9 +73,9 @@ def decode_any_agent(document: Any, invalid: Invalid) -> Iterator[SpanRecord]:
 #: In order: the first row that claims a document reads it.
 DOCUMENT_FORMATS: tuple[DocumentFormat, ...] = (
     DocumentFormat("otlp-json", is_otlp_envelope, decode_request),
-    DocumentFormat("any-agent", is_any_agent, decode_any_agent),
-    DocumentFormat("span-dump", is_span_dump, decode_span_dump),
-    DocumentFormat("flat-spans", is_flat_span_list, decode_flat_spans),
+    DocumentFormat("any-agent", is_any_agent, decode_any_agent, integer_ids=True),
+    DocumentFormat("span-dump", is_span_dump, decode_span_dump, integer_ids=True),
+    DocumentFormat("flat-spans", is_flat_span_list, decode_flat_spans, integer_ids=True),
 )
 
 #: What a document no row claims is read as (its decoder names what is missing).
@@ -91,15 +93,21 @@ def claiming_row(document: Any) -> DocumentFormat | None:
     return next((row for row in DOCUMENT_FORMATS if row.claims(document)), None)
 
 
-#: An integer literal orjson cannot hold exactly (2**64 has 20 digits); found inside text too,
-#: which costs only a second parse.
-_LONG_INTEGER = re.compile(rb"[0-9]{20,}")
+#: A JSON number of 20 digits or more, which orjson cannot hold exactly (2**64 has 20 digits);
+#: the same digits inside text cost only a second parse.
+_LONG_INTEGER = re.compile(rb"[:\[,]\s*-?[0-9]{20}")
 
 
 def parse_document(data: bytes) -> Any:
-    """``data`` parsed as JSON, integers exact; raises `orjson.JSONDecodeError` when it is not JSON."""
+    """``data`` parsed as JSON, the integers of a format whose ids may be integers exact; raises
+    `orjson.JSONDecodeError` when it is not JSON.
+
+    Only those formats' documents are searched for long integers (OTLP's ids are text, and its
+    integers beyond 64 bits are refused either way).
+    """
     document = orjson.loads(data)
-    if _LONG_INTEGER.search(data) is None:
+    row = claiming_row(document)
+    if row is None or not row.integer_ids or _LONG_INTEGER.search(data) is None:
         return document
     del document
     return exact_json(data.decode("utf-8"))

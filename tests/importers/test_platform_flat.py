@@ -259,6 +259,15 @@ def _camel(span: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _integer_ids(span: dict[str, Any]) -> dict[str, Any]:
+    return {
+        **span,
+        "trace_id": int(span["trace_id"], 16),
+        "span_id": int(span["span_id"], 16),
+        "parent_span_id": int(span["parent_span_id"], 16) if span["parent_span_id"] else None,
+    }
+
+
 def _hrtime(span: dict[str, Any]) -> dict[str, Any]:
     return {
         **span,
@@ -274,8 +283,8 @@ def test_other_spellings_of_flat_spans_read_the_same(
     source = corpus / STRANDS / "pydantic_ai_live_spans.json"
     spans = json.loads(source.read_text())
     path = tmp_path / f"spans.{spelling}.json"
-    if spelling == "jsonl":  # one span per line
-        path.write_text("".join(json.dumps(span) + "\n" for span in spans))
+    if spelling == "jsonl":  # one span per line, its ids as integers
+        path.write_text("".join(json.dumps(_integer_ids(span)) + "\n" for span in spans))
     elif spelling == "camel":
         path.write_text(json.dumps([_camel(span) for span in spans]))
     else:
@@ -283,6 +292,8 @@ def test_other_spellings_of_flat_spans_read_the_same(
     expected = _one_run(source)
     run = _one_run(path)
     assert run.metadata["format"] == "flat-spans"
+    assert run.id == expected.id  # integer ids (camel) of 128 bits read exact
+    assert [s.span_id for s in run.steps] == [s.span_id for s in expected.steps]
     assert _steps(run) == _steps(expected) and _arguments(run) == _arguments(expected)
     assert [s.inputs for s in run.steps] == [s.inputs for s in expected.steps]
     if spelling != "camel":  # ISO text keeps microseconds only
