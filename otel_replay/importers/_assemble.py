@@ -72,24 +72,26 @@ def _nested_in_tools(
     if not tools:
         return parent
 
-    def ancestors(i: int) -> list[int]:
-        chain: list[int] = []
+    def ancestors(i: int) -> set[int]:
+        found: set[int] = set()
         p = parent[i]
-        while p is not None and p not in chain and p != i:  # a cycle ends the walk
-            chain.append(p)
+        while p is not None and p not in found and p != i:  # a cycle ends the walk
+            found.add(p)
             p = parent[p]
-        return chain
+        return found
 
-    above = {t: set(ancestors(t)) for t in tools}
+    above: dict[int, set[int]] = {}  # the ancestors of each tool that holds a container in time
     moved = list(parent)
     for i, (role, _) in enumerate(roles):
         if role not in CONTAINER_ROLES or parent[i] is None or not _timed(spans[i]):
             continue
-        holders = [
-            t
-            for t in tools
-            if parent[i] in above[t] and i not in above[t] and _within(spans[i], spans[t])
-        ]
+        holders = []
+        for t in tools:
+            if t != i and _within(spans[i], spans[t]):
+                if t not in above:
+                    above[t] = ancestors(t)
+                if parent[i] in above[t] and i not in above[t]:
+                    holders.append(t)
         innermost = [t for t in holders if not any(t in above[o] for o in holders)]
         if len(innermost) == 1:
             moved[i] = innermost[0]
