@@ -76,10 +76,10 @@ CORPUS_FILES: dict[str, tuple[Format, int, list[tuple[str, int, float | None]]]]
 NOT_TRACES = ("otlp-proto-examples/logs.json", "otlp-proto-examples/events.json")
 
 #: Exports of observability platforms and eval harnesses (Langfuse, Phoenix through Vercel's
-#: OpenInference, any-agent, flat span lists), which are not OTLP documents: reading them right
-#: is the platform-imports work still open. Until a file has a row in `CORPUS_FILES` it is held to
-#: the rule for any input: it imports, or it is refused with one line naming the file; never a
-#: traceback.
+#: OpenInference, any-agent, flat span lists), which are not OTLP documents. Those read right have
+#: a row in `CORPUS_FILES` (their steps: tests/importers/test_platform_flat.py); until a file has
+#: one it is held to the rule for any input: it imports, or it is refused with one line naming the
+#: file; never a traceback.
 PLATFORMS = "platforms"
 
 

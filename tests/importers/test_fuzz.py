@@ -3,7 +3,8 @@
 Traces hold arbitrary model output and arrive from anywhere, so no input may end in anything but
 success (runs the store can hold: hashed, summarized, serialized) or a `TraceFormatError` (file, line
 or offset, what was wrong). Inputs are generated three ways: plausible documents with hostile values
-(hypothesis strategies for OTLP JSON, native JSONL and the span dumps SDK console exporters print),
+(hypothesis strategies for OTLP JSON, native JSONL, the span dumps SDK console exporters print,
+flat span lists and any-agent traces),
 OTLP protobuf requests (bare and length-prefixed, built from what protobuf can hold), and byte-level
 mutations of the published samples and of protobuf encodings. The default tier runs a small number
 of examples; the ``fuzz`` tier (``pytest -m fuzz``, run by CI) runs many more.
