@@ -16,6 +16,7 @@
     ├── AttributionError (ValueError)    attribution asked of a run it cannot be done on
     ├── NonDeterminismError (RuntimeError) a replayed agent made a call the record does not have
     ├── AgentError (RuntimeError)        an agent cannot be loaded or run as asked
+    ├── ExportError (ConnectionError)    an OTLP endpoint cannot be reached, or refuses what is sent
     └── InterventionError (ValueError)   a fork or plan names a step the run does not have, or an
                                          unknown fault or option
 
@@ -35,6 +36,7 @@ __all__ = [
     "AgentError",
     "AttributionError",
     "CanonicalJSONError",
+    "ExportError",
     "InterventionError",
     "NonDeterminismError",
     "NotFoundError",
@@ -241,9 +243,25 @@ class AgentError(ReplayError, RuntimeError):
     """An agent function cannot be loaded, or was called with inputs it does not accept."""
 
 
+class ExportError(ReplayError, ConnectionError):
+    """An OTLP endpoint cannot be reached, or answers what is sent with an error status: the
+    message names the URL and the status (``status`` holds it; None: no answer came)."""
+
+    def __init__(self, message: str, *, url: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.url, self.status = url, status
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_export_error, (str(self), self.url, self.status))
+
+
 class InterventionError(ReplayError, ValueError):
     """A fork, fault or plan asks for something the run cannot take: a step it does not have, an
     unknown fault, an option outside its range."""
+
+
+def _export_error(message: str, url: str, status: int | None) -> ExportError:
+    return ExportError(message, url=url, status=status)
 
 
 def _rollout_error(message: str, step_index: int, function: str) -> RolloutError:

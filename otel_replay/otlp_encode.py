@@ -14,6 +14,12 @@ The contract:
 * :func:`write_otlp_proto_stream` writes the Collector file exporter ``format: proto`` framing: per
   message a 4-byte big-endian unsigned length, then the serialized request.
 * :func:`write_otlp_proto` writes one bare serialized request (an OTLP/HTTP protobuf body).
+* :func:`send_otlp` POSTs one request to an OTLP/HTTP endpoint as protobuf, as the SDK's exporter
+  does: to the `destination` made from a URL (``/v1/traces`` appended when it has no path), the
+  ``OTEL_EXPORTER_OTLP_HEADERS`` / ``OTEL_EXPORTER_OTLP_TRACES_HEADERS`` headers and the caller's,
+  gzip when asked; 429, 502, 503 and 504 are tried again after a short backoff (``Retry-After``
+  followed up to a few seconds). Any other refusal, or no answer, raises
+  `otel_replay.errors.ExportError` naming the URL and the status.
 
 Output is a pure function of the input messages, so fixtures generated with it are byte-stable.
 """
@@ -21,10 +27,16 @@ Output is a pure function of the input messages, so fixtures generated with it a
 from __future__ import annotations
 
 import base64
+import gzip
 import math
 import os
 import struct
-from collections.abc import Iterable, Sequence
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -32,11 +44,17 @@ from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
+from otel_replay.errors import ExportError, ReplayError
+
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import ReadableSpan
 
 __all__ = [
+    "Destination",
+    "Sent",
+    "destination",
     "request_to_otlp_json",
+    "send_otlp",
     "spans_to_request",
     "write_otlp_json_lines",
     "write_otlp_proto",
@@ -148,3 +166,202 @@ def write_otlp_proto(request: ExportTraceServiceRequest, path: PathLike) -> None
     """Write one bare serialized ``ExportTraceServiceRequest`` (no framing)."""
     with open(path, "wb") as out:
         out.write(_serialize(request))
+
+
+#: The statuses the OTLP/HTTP specification says to try again on (the server is busy or asks
+#: the client to slow down); everything else is an answer.
+_RETRYABLE = frozenset({429, 502, 503, 504})
+
+#: Seconds waited before each retry, as the SDK's exporter backs off (shorter: a command waits).
+BACKOFF = (0.5, 1.0, 2.0)
+
+#: The longest ``Retry-After`` followed, in seconds; a server asking for more is refusing.
+_MAX_RETRY_AFTER = 5.0
+
+#: Seconds one POST may take (``OTEL_EXPORTER_OTLP_TIMEOUT``'s default).
+TIMEOUT = 10.0
+
+_HEADER_VARIABLES = ("OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS")
+_COMPRESSION_VARIABLES = ("OTEL_EXPORTER_OTLP_COMPRESSION", "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION")
+
+
+@dataclass(frozen=True, slots=True)
+class Destination:
+    """Where requests go: the full URL POSTed to, the headers sent with each (lower-case names),
+    and whether bodies are gzipped."""
+
+    url: str
+    headers: tuple[tuple[str, str], ...] = ()
+    gzip: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Sent:
+    """What one POST did: the URL, the status that answered it, the spans it carried, and the
+    spans the endpoint said it rejected (an OTLP partial success) with its message."""
+
+    url: str
+    status: int
+    spans: int
+    rejected: int = 0
+    message: str = ""
+
+
+def destination(
+    endpoint: str,
+    headers: Sequence[str] = (),
+    compression: str | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> Destination:
+    """The `Destination` of ``endpoint`` (an ``http://`` or ``https://`` URL): a URL without a path
+    gets ``/v1/traces`` (as ``OTEL_EXPORTER_OTLP_ENDPOINT`` does), one with a path is used as it
+    is. Headers: ``OTEL_EXPORTER_OTLP_HEADERS``, then ``OTEL_EXPORTER_OTLP_TRACES_HEADERS``
+    (``key=value`` pairs parted by commas, values percent-encoded), then ``headers``
+    (``KEY=VALUE`` each); a later one of the same name wins. ``compression`` (``gzip`` or
+    ``none``) defaults to ``OTEL_EXPORTER_OTLP_[TRACES_]COMPRESSION``, else none."""
+    env = os.environ if environ is None else environ
+    parts = urllib.parse.urlsplit(endpoint)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ReplayError(f"OTLP endpoint {endpoint!r} is not an http:// or https:// URL")
+    if parts.path in ("", "/"):
+        parts = parts._replace(path="/v1/traces")
+    chosen: dict[str, str] = {}
+    for variable in _HEADER_VARIABLES:
+        for pair in filter(None, (item.strip() for item in env.get(variable, "").split(","))):
+            name, value = _pair(pair, variable)
+            chosen[name] = urllib.parse.unquote(value)
+    for pair in headers:
+        name, value = _pair(pair, "--otlp-header")
+        chosen[name] = value
+    for variable in _COMPRESSION_VARIABLES:
+        compression = compression or env.get(variable) or None
+    if compression not in (None, "gzip", "none"):
+        raise ReplayError(f"OTLP compression {compression!r} is not gzip or none")
+    return Destination(urllib.parse.urlunsplit(parts), tuple(chosen.items()), compression == "gzip")
+
+
+def _pair(text: str, where: str) -> tuple[str, str]:
+    name, equals, value = text.partition("=")
+    if not equals or not name.strip():
+        raise ReplayError(f"{where} {text!r} is not KEY=VALUE")
+    return name.strip().lower(), value.strip()
+
+
+def send_otlp(
+    request: ExportTraceServiceRequest,
+    to: Destination,
+    *,
+    timeout: float = TIMEOUT,
+    backoff: Sequence[float] = BACKOFF,
+    sleep: Callable[[float], None] = time.sleep,
+) -> Sent:
+    """POST ``request`` as protobuf to ``to``; retried after each of ``backoff``'s waits while the
+    endpoint answers a retryable status. Raises `ExportError` when it cannot be reached or answers
+    with any other error status (or still a retryable one after the last wait)."""
+    body = _serialize(request)
+    headers = {"content-type": "application/x-protobuf", **dict(to.headers)}
+    if to.gzip:
+        body = gzip.compress(body)
+        headers["content-encoding"] = "gzip"
+    spans = sum(len(ss.spans) for rs in request.resource_spans for ss in rs.scope_spans)
+    for attempt in range(len(backoff) + 1):
+        post = urllib.request.Request(to.url, data=body, headers=headers, method="POST")
+        try:
+            with urllib.request.urlopen(post, timeout=timeout) as answer:
+                return _sent(to.url, answer.status, spans, answer.headers, answer.read())
+        except urllib.error.HTTPError as refused:
+            wait = _retry_wait(refused, backoff, attempt)
+            if wait is None:
+                raise _refused(to.url, refused, attempt) from None
+            sleep(wait)
+        except (urllib.error.URLError, OSError) as exc:
+            reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
+            raise ExportError(
+                f"could not reach the OTLP endpoint {to.url}: {_reason(reason)}", url=to.url
+            ) from None
+    raise AssertionError("unreachable: the last attempt returns or raises")
+
+
+def _retry_wait(
+    refused: urllib.error.HTTPError, backoff: Sequence[float], attempt: int
+) -> float | None:
+    """How long to wait before trying again, or None: do not."""
+    if refused.code not in _RETRYABLE or attempt >= len(backoff):
+        return None
+    asked = refused.headers.get("retry-after") if refused.headers else None
+    if asked is not None and asked.strip().isdigit():
+        seconds = float(asked.strip())
+        return seconds if seconds <= _MAX_RETRY_AFTER else None
+    return backoff[attempt]
+
+
+def _refused(url: str, refused: urllib.error.HTTPError, attempt: int) -> ExportError:
+    said = _said(refused.headers, refused.read())
+    tries = f" after {attempt + 1} tries" if attempt else ""
+    return ExportError(
+        f"the OTLP endpoint {url} answered {refused.code} {refused.reason}{tries}"
+        + (f": {said}" if said else ""),
+        url=url,
+        status=refused.code,
+    )
+
+
+def _reason(reason: object) -> str:
+    text = getattr(reason, "strerror", None) or str(reason)
+    return str(text)
+
+
+def _said(headers: Any, body: bytes) -> str:
+    """An error answer's message: the ``google.rpc.Status`` an OTLP server sends, else its text."""
+    kind = (headers.get("content-type") if headers else None) or ""
+    if "protobuf" in kind:
+        return _status_message(body)
+    text = body.decode("utf-8", "replace").strip()
+    return " ".join(text.split())[:200]
+
+
+def _status_message(body: bytes) -> str:
+    """Field 2 (``message``) of a serialized ``google.rpc.Status``; "" when it has none or the
+    body is not one. Read off the wire: the message type is not among this package's dependencies."""
+    at = 0
+    while at < len(body):
+        tag, at = _varint(body, at)
+        if tag & 7 == 0:  # a varint (the code)
+            _, at = _varint(body, at)
+        elif tag & 7 == 2:  # length-delimited: the message, or details
+            length, at = _varint(body, at)
+            if tag >> 3 == 2:
+                return body[at : at + length].decode("utf-8", "replace")[:200]
+            at += length
+        else:
+            return ""
+    return ""
+
+
+def _varint(body: bytes, at: int) -> tuple[int, int]:
+    value = shift = 0
+    while at < len(body):
+        byte = body[at]
+        at += 1
+        value |= (byte & 0x7F) << shift
+        shift += 7
+        if not byte & 0x80:
+            return value, at
+    return value, len(body) + 1  # cut short: ends the walk
+
+
+def _sent(url: str, status: int, spans: int, headers: Any, body: bytes) -> Sent:
+    kind = (headers.get("content-type") if headers else None) or ""
+    if "protobuf" not in kind or not body:
+        return Sent(url, status, spans)
+    from google.protobuf.message import DecodeError
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceResponse,
+    )
+
+    try:
+        answer = ExportTraceServiceResponse.FromString(body)
+    except DecodeError:
+        return Sent(url, status, spans)
+    partial = answer.partial_success
+    return Sent(url, status, spans, int(partial.rejected_spans), str(partial.error_message))

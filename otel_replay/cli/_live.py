@@ -47,6 +47,14 @@ from otel_replay.cli._remembered import (
     sdks_given,
     spec_given,
 )
+from otel_replay.cli._send import (
+    OtlpCompressionOption,
+    OtlpEndpointOption,
+    OtlpHeaderOption,
+    Sending,
+    otlp_destination,
+    send_runs,
+)
 from otel_replay.errors import ReplayError
 from otel_replay.model import Step, StepKind, Trajectory
 from otel_replay.replay import Driver
@@ -331,16 +339,21 @@ def fork_command(
         int | None,
         typer.Option(help="New randomness where the run diverges (default: the recorded seed)."),
     ] = None,
+    otlp_endpoint: OtlpEndpointOption = None,
+    otlp_header: OtlpHeaderOption = None,
+    otlp_compression: OtlpCompressionOption = None,
     json: JsonOption = False,
     store: StoreOption = None,
 ) -> None:
-    """Hold the steps before --at, change it (--do, --observe, --fault), continue, store the fork."""
+    """Hold the steps before --at, change it (--do, --observe, --fault), continue, store the fork;
+    with --otlp-endpoint, also send it out as OTLP, linked to the run it forks."""
     from otel_replay.replay import keep_fork
     from otel_replay.replay._builtin import built_in_agent
     from otel_replay.replay._moves import fork_injection, injection
     from otel_replay.resamplers._builtins import rollout_code
 
     with user_errors():
+        to = otlp_destination(otlp_endpoint, otlp_header, otlp_compression)
         code = user_code(
             resamplers=resamplers, verifier=spec_given(outcome) or None, success_if=success_if,
             fail_if=fail_if, judge=judge, judge_model=judge_model, judge_base_url=judge_base_url,
@@ -366,11 +379,20 @@ def fork_command(
                 )  # fmt: skip
             forked = judged(forked, scorer)  # a judge's verdict kept with the fork
             kept = keep_fork(db, forked)  # a fork made the same way before is kept
-    _said_fork(original, kept, json, remembered=outcome is None)
+    sending = send_runs(to, "the fork", [(kept.run, original, {})])
+    _said_fork(original, kept, json, remembered=outcome is None, sending=sending)
 
 
-def _said_fork(original: Trajectory, kept: KeptFork, json: bool, *, remembered: bool) -> None:
-    """The fork and its diff, printed; exit 1 when its agent raised (the fork is stored)."""
+def _said_fork(
+    original: Trajectory,
+    kept: KeptFork,
+    json: bool,
+    *,
+    remembered: bool,
+    sending: Sending | None = None,
+) -> None:
+    """The fork and its diff, printed, then what was sent of it; exit 1 when its agent raised, or
+    it was not sent (the fork is stored)."""
     from otel_replay.replay import AgentRaised, diff
 
     forked = kept.run
@@ -381,9 +403,13 @@ def _said_fork(original: Trajectory, kept: KeptFork, json: bool, *, remembered: 
         print_json(fork_record(forked, result, kept))
     else:
         _print_fork(kept, result, remembered=remembered)
+    if sending is not None:
+        sending.say(json=json)
     raised = AgentRaised.of(forked)
     if raised is not None:  # stored (a crash is evidence), but the fork did not finish
         say_raised(raised, f"the fork is stored as {forked.id}, up to there")
+        raise typer.Exit(1)
+    if sending is not None and sending.failed:
         raise typer.Exit(1)
 
 

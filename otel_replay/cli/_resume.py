@@ -24,6 +24,13 @@ from otel_replay.cli._remembered import (
     spec_given,
     verifier_given,
 )
+from otel_replay.cli._send import (
+    OtlpCompressionOption,
+    OtlpEndpointOption,
+    OtlpHeaderOption,
+    otlp_destination,
+    send_runs,
+)
 from otel_replay.resamplers import load_registry
 
 if TYPE_CHECKING:
@@ -55,17 +62,21 @@ def resume_command(
         list[str] | None,
         typer.Option("--resamplers", help="Used for steps called without produce=."),
     ] = None,
+    otlp_endpoint: OtlpEndpointOption = None,
+    otlp_header: OtlpHeaderOption = None,
+    otlp_compression: OtlpCompressionOption = None,
     json: JsonOption = False,
     store: StoreOption = None,
 ) -> None:
     """Continue a run that ended early (killed, or its agent raised): its recorded steps are
     served, nothing of them runs again, and the agent goes on live from there. Stores the result
-    as a new run linked to the original."""
+    as a new run linked to the original (with --otlp-endpoint, also sent out as OTLP)."""
     from otel_replay.replay import resume
     from otel_replay.replay._builtin import chat_loop
     from otel_replay.replay._durable import DurableLedger
 
     with user_errors():
+        to = otlp_destination(otlp_endpoint, otlp_header, otlp_compression)
         registry = load_registry(resamplers or ())
         scorer = verifier_given(outcome)
         with open_store(store, write=True) as db, DurableLedger(db) as ledger:
@@ -86,10 +97,15 @@ def resume_command(
                 instrument=sdks_given(instrument),
             )
             ledger.finish(done.trajectory)
+    sending = send_runs(to, "the resumed run", [(done.trajectory, original, {})])
     _print_resumed(original, done, json)
+    if sending is not None:
+        sending.say(json=json)
     if done.raised:  # stored (a crash is evidence), but the run did not finish
         again = " again" if "agent_error" in original.metadata else ""
         say_raised(done.raised, f"{done.trajectory.id} is stored up to there", again)
+        raise typer.Exit(1)
+    if sending is not None and sending.failed:
         raise typer.Exit(1)
 
 

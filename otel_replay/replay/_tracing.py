@@ -1,20 +1,26 @@
 """A recorded run as real OpenTelemetry spans (OpenInference attributes), through the OTel SDK.
 
 The spans carry the steps' own timestamps, so an exported recording looks like any other agent trace:
-``record --otlp-out FILE`` writes it, and ``import`` reads it back.
+``record --otlp-out FILE`` writes it, and ``import`` reads it back. A run agent-replay made (a fork,
+a resumed run, a rollout) goes out the same way (`run_spans`), its root span naming the run it came
+from and linked to that run's trace.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import re
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
+from otel_replay.hashing import digest
 from otel_replay.messages import assistant_message, conversation
-from otel_replay.model import Step, StepKind, StepStatus
+from otel_replay.model import Step, StepKind, StepStatus, Trajectory
 from otel_replay.otlp_encode import spans_to_request
 
 _SPAN_KINDS = {
@@ -28,8 +34,27 @@ _SPAN_KINDS = {
 }
 
 
+if TYPE_CHECKING:
+    from opentelemetry.sdk.trace.id_generator import IdGenerator
+
+    from otel_replay.otlp_encode import Destination, Sent
+
 #: The metadata of how a run was made that its root span carries (``agent_replay.<key>``).
 MADE_ATTRIBUTES = ("instrument", "verifier", "redact")
+
+#: The metadata that says where a made run came from and how, carried on its root span as
+#: ``agent_replay.<key>`` (values that are not a string or a number as JSON).
+LINEAGE_ATTRIBUTES = (
+    "forked_from",
+    "fork_at",
+    "move",
+    "injected",
+    "do_step",
+    "resumed_from",
+    "frontier",
+)
+
+_HEX = {32: re.compile("[0-9a-f]{32}"), 16: re.compile("[0-9a-f]{16}")}
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,10 +122,15 @@ def emit_spans(
     seed: int = 0,
     agent_spec: str = "",
     made: Mapping[str, Any] | None = None,
+    also: Mapping[str, Any] | None = None,
+    links: Sequence[tuple[int, int, Mapping[str, Any]]] = (),
+    ids: IdGenerator | None = None,
 ) -> RecordedSpans:
     """Emit the run's spans with the SDK and return them encoded as one OTLP request. ``made``:
     how the run was made (its metadata's ``instrument``, ``verifier``, ``redact``), carried on the
-    root span as ``agent_replay.*`` so an exported recording remembers it after import."""
+    root span as ``agent_replay.*`` so an exported recording remembers it after import. ``also``:
+    more attributes of the root span; ``links``: its links, ``(trace id, span id, attributes)``;
+    ``ids``: where trace and span ids come from (default the SDK's random ones)."""
     # The SDK is imported here, not at module level: only `record` needs it, and every CLI
     # command would otherwise pay for it at start-up.
     from opentelemetry import trace
@@ -108,10 +138,11 @@ def emit_spans(
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-    from opentelemetry.trace import Status, StatusCode
+    from opentelemetry.trace import Link, SpanContext, Status, StatusCode, TraceFlags
 
     exporter = InMemorySpanExporter()
-    provider = TracerProvider(resource=Resource.create({"service.name": agent_name}))
+    resource = Resource.create({"service.name": agent_name})
+    provider = TracerProvider(resource=resource, id_generator=ids)
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     tracer = provider.get_tracer("otel_replay.record")
     root_attributes: dict[str, Any] = {
@@ -134,7 +165,14 @@ def emit_spans(
             root_attributes[f"agent_replay.{key}"] = (
                 list(value) if isinstance(value, list) else value
             )
-    root = tracer.start_span(agent_name, attributes=root_attributes, start_time=started)
+    root_attributes.update(also or {})
+    linked = [
+        Link(SpanContext(trace_id, span_id, True, TraceFlags(TraceFlags.SAMPLED)), dict(said))
+        for trace_id, span_id, said in links
+    ]
+    root = tracer.start_span(
+        agent_name, attributes=root_attributes, start_time=started, links=linked
+    )
     context = trace.set_span_in_context(root)
     for step in steps:
         span = tracer.start_span(
@@ -153,3 +191,111 @@ def emit_spans(
     spans = exporter.get_finished_spans()
     trace_id = format(root.get_span_context().trace_id, "032x")
     return RecordedSpans(trace_id, spans_to_request(spans))
+
+
+def _named_ids(run_id: str) -> IdGenerator:
+    """Trace and span ids derived from a run's id (an SDK ``IdGenerator``): the same run sent
+    twice is the same trace, and a run sent later links to it without having kept its ids."""
+    from opentelemetry.sdk.trace.id_generator import IdGenerator
+
+    class NamedIds(IdGenerator):
+        spans = 0
+
+        def generate_trace_id(self) -> int:
+            return trace_id_of(run_id)
+
+        def generate_span_id(self) -> int:
+            self.spans += 1
+            return _span_id(run_id, self.spans - 1)
+
+    return NamedIds()
+
+
+def trace_id_of(run_id: str) -> int:
+    """The trace id a run's spans carry: its own id when that is a trace id (an imported or recorded
+    run), else one derived from it."""
+    if _HEX[32].fullmatch(run_id) and int(run_id, 16):
+        return int(run_id, 16)
+    return int(digest(f"trace:{run_id}".encode())[:32], 16) or 1
+
+
+def _span_id(run_id: str, n: int) -> int:
+    return int(digest(f"span:{run_id}:{n}".encode())[:16], 16) or 1
+
+
+def root_span_of(run: Trajectory) -> int:
+    """The span id of ``run``'s root span: the one its span tree names, else the one `run_spans`
+    gives it."""
+    roots = [node.span_id for node in run.spans if node.parent_span_id is None]
+    if len(roots) == 1 and _HEX[16].fullmatch(roots[0]) and int(roots[0], 16):
+        return int(roots[0], 16)
+    return _span_id(run.id, 0)
+
+
+def run_spans(
+    run: Trajectory,
+    *,
+    source: Trajectory | None = None,
+    also: Mapping[str, Any] | None = None,
+    now: int = 0,
+) -> RecordedSpans:
+    """``run``, a run agent-replay made (a fork, a resumed run, a rollout), as the spans `record`
+    emits, with ids derived from its id. Its root span also carries ``agent_replay.run_id``, the
+    lineage in its metadata (`LINEAGE_ATTRIBUTES`: the run it came from, the step and move of a
+    fork, the frontier of a resumed run) and ``also``, and links to ``source``'s root span, the run
+    it came from. A step without times is placed where the one before it ended (``now`` for the
+    first), so the spans keep the steps' order."""
+    meta = run.metadata
+    steps, clock = [], now
+    for step in run.steps:
+        start = step.start_time_unix_nano or clock
+        end = max(step.end_time_unix_nano or start, start)
+        steps.append(dataclasses.replace(step, start_time_unix_nano=start, end_time_unix_nano=end))
+        clock = end
+    starts = [s.start_time_unix_nano for s in steps if s.start_time_unix_nano] or [now]
+    ends = [s.end_time_unix_nano for s in steps if s.end_time_unix_nano] or [now]
+    lineage: dict[str, Any] = {"agent_replay.run_id": run.id}
+    for key in LINEAGE_ATTRIBUTES:
+        if meta.get(key) is not None:
+            value = meta[key]
+            plain = isinstance(value, str | int | float) and not isinstance(value, bool)
+            lineage[f"agent_replay.{key}"] = value if plain else _json(value)
+    links = []
+    if source is not None:
+        said = {"agent_replay.link": "source", "agent_replay.run_id": source.id}
+        links.append((trace_id_of(source.id), root_span_of(source), said))
+    agent = str(meta.get("agent") or "")
+    name = str(meta.get("service") or agent.rpartition(":")[2] or "agent")
+    return emit_spans(
+        steps,
+        agent_name=name,
+        arguments=meta.get("input"),
+        answer=meta.get("answer"),
+        outcome=run.outcome,
+        started=min(starts),
+        ended=max(max(ends), min(starts)),
+        error=meta.get("agent_error"),
+        seed=seed if isinstance(seed := meta.get("seed"), int) else 0,
+        agent_spec=agent,
+        made={key: meta[key] for key in MADE_ATTRIBUTES if key in meta},
+        also={**lineage, **(also or {})},
+        links=links,
+        ids=_named_ids(run.id),
+    )
+
+
+def send_run(
+    run: Trajectory,
+    to: Destination | str,
+    *,
+    source: Trajectory | None = None,
+    also: Mapping[str, Any] | None = None,
+) -> Sent:
+    """Send ``run`` (`run_spans`: linked to ``source``, with ``also`` on its root span) to an
+    OTLP/HTTP endpoint: ``to``, a `otel_replay.otlp_encode.Destination` or a URL (then with the
+    ``OTEL_EXPORTER_OTLP_*`` headers and compression). Raises
+    `otel_replay.errors.ExportError` when the endpoint cannot be reached or refuses it."""
+    from otel_replay.otlp_encode import destination, send_otlp
+
+    where = destination(to) if isinstance(to, str) else to
+    return send_otlp(run_spans(run, source=source, also=also, now=time.time_ns()).request, where)

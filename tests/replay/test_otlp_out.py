@@ -1,0 +1,313 @@
+"""``--otlp-endpoint URL`` (issue 24): fork, resume and ``attribute --keep-rollouts N`` send the runs
+they make as OTLP/HTTP protobuf, to this project's own receiver (``serve``) and to a loopback
+server that decodes what came with the real OTel protobuf messages; an endpoint down or refusing
+is one error line naming the URL and the status, and the run is stored all the same."""
+
+from __future__ import annotations
+
+import gzip
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.trace.v1.trace_pb2 import Span
+from typer.testing import CliRunner, Result
+
+from otel_replay import Store, Trajectory
+from otel_replay.errors import ExportError
+from otel_replay.otlp_encode import Destination, destination, send_otlp
+from otel_replay.receiver._http import Receiver
+from otel_replay.replay import run_spans
+from tests.cli_helpers import invoke, ok, one_line_error
+from tests.conftest import ROOT
+
+AGENT_FILE = ROOT / "examples" / "incident" / "agent.py"
+LIVE = ("--agent", f"{AGENT_FILE}:investigate", "--outcome", f"{AGENT_FILE}:outcome")
+
+
+@dataclass
+class Endpoint:
+    """A loopback OTLP/HTTP server that keeps what it is sent and answers ``statuses`` in turn
+    (then 200 with an empty ExportTraceServiceResponse)."""
+
+    statuses: list[int] = field(default_factory=list)
+    retry_after: str | None = "0"
+    got: list[tuple[str, dict[str, str], bytes]] = field(default_factory=list)
+    server: ThreadingHTTPServer | None = None
+
+    @property
+    def url(self) -> str:
+        assert self.server is not None
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def requests(self) -> list[ExportTraceServiceRequest]:
+        """What came, decoded as OTLP/HTTP protobuf (gunzipped when it says it is gzip)."""
+        decoded = []
+        for _, headers, body in self.got:
+            if headers.get("content-encoding") == "gzip":
+                body = gzip.decompress(body)
+            decoded.append(ExportTraceServiceRequest.FromString(body))
+        return decoded
+
+
+@pytest.fixture
+def endpoint() -> Iterator[Endpoint]:
+    state = Endpoint()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            headers = {k.lower(): v for k, v in self.headers.items()}
+            state.got.append((self.path, headers, body))
+            status = state.statuses.pop(0) if state.statuses else 200
+            answer = b"" if status == 200 else f"no thanks ({status})".encode()
+            self.send_response(status)
+            self.send_header(
+                "Content-Type", "application/x-protobuf" if status == 200 else "text/plain"
+            )
+            if status in (429, 503) and state.retry_after is not None:
+                self.send_header("Retry-After", state.retry_after)
+            self.send_header("Content-Length", str(len(answer)))
+            self.end_headers()
+            self.wfile.write(answer)
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    state.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    serving = threading.Thread(target=state.server.serve_forever, daemon=True)
+    serving.start()
+    yield state
+    state.server.shutdown()
+    state.server.server_close()
+
+
+@dataclass(frozen=True)
+class Recorded:
+    store: Path
+    id: str
+    at: int
+    output: str
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> Recorded:
+    """The incident investigator recorded once; a fork of it hides deploy v841 from list_deploys."""
+    store = tmp_path_factory.mktemp("otlp-out") / "store.db"
+    run_id = ok(invoke(CliRunner(), store, "record", *LIVE)).stdout.strip().splitlines()[-1]
+    with Store.open(store) as db:
+        original = db.get(run_id)
+    (at,) = [s.index for s in original.steps if s.name == "list_deploys"]
+    deploys = [d for d in original.steps[at].output if d["version"] != "v841"]
+    return Recorded(store, run_id, at, orjson.dumps(deploys).decode())
+
+
+def _fork(recorded: Recorded, *options: str, env: dict[str, str] | None = None) -> Result:
+    args = ["fork", recorded.id, "--at", str(recorded.at), "--output", recorded.output, *LIVE]
+    return invoke(CliRunner(env=env), recorded.store, *args, *options)
+
+
+def _forked_id(result: Result) -> str:
+    return result.stdout.splitlines()[0].removeprefix("forked ")
+
+
+def _load(store: Path, run_id: str) -> Trajectory:
+    with Store.open(store, read_only=True) as db:
+        return db.get(run_id)
+
+
+def _content(run: Trajectory) -> list[tuple[Any, ...]]:
+    """Each step's content; a tool call's correlation id left out (an import reads it from the
+    model turn that asked for the call, a live agent's record may not hold it)."""
+    return [
+        (s.kind, s.name, {k: v for k, v in s.inputs.items() if k != "tool_call_id"}, s.output,
+         s.status, s.error)
+        for s in run.steps
+    ]  # fmt: skip
+
+
+def _attributes(span: Span) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    for kv in span.attributes:
+        kind = kv.value.WhichOneof("value")
+        values[kv.key] = getattr(kv.value, kind) if kind else None
+    return values
+
+
+def _spans(request: ExportTraceServiceRequest) -> list[Span]:
+    return [s for rs in request.resource_spans for ss in rs.scope_spans for s in ss.spans]
+
+
+def _root(request: ExportTraceServiceRequest) -> Span:
+    (root,) = [s for s in _spans(request) if not s.parent_span_id]
+    return root
+
+
+# --- into this project's own receiver ----------------------------------------------------------
+
+
+def test_a_fork_sent_to_serve_arrives_as_the_same_run(recorded: Recorded, tmp_path: Path) -> None:
+    received = tmp_path / "received.db"
+    receiver = Receiver(lambda: Store.open(received), "127.0.0.1", 0, flush_after=30.0)
+    receiver.start()
+    try:
+        result = ok(_fork(recorded, "--otlp-endpoint", receiver.url))  # no path: /v1/traces
+    finally:
+        receiver.stop()
+    forked = _load(recorded.store, _forked_id(result))
+    assert f"sent {forked.id} to {receiver.url}/v1/traces ({len(forked.steps) + 1} spans)" in (
+        result.stdout
+    )
+    with Store.open(received, read_only=True) as db:
+        (summary,) = db.summaries()
+        arrived = db.get(summary.id)
+    assert _content(arrived) == _content(forked)
+    assert arrived.identity == forked.identity
+    assert arrived.outcome == forked.outcome == 0.0
+    assert arrived.metadata["answer"] == forked.metadata["answer"]
+    assert arrived.metadata["agent"] == forked.metadata["agent"]
+
+
+# --- the body, decoded with the OTel protobuf messages -----------------------------------------
+
+
+def test_the_spans_name_the_source_run_and_the_move_and_link_to_its_trace(
+    recorded: Recorded, endpoint: Endpoint
+) -> None:
+    url = f"{endpoint.url}/custom/traces"  # a path: used as it is
+    env = {"COLUMNS": "250", "OTEL_EXPORTER_OTLP_HEADERS": "x-project-name=from%20env,x-team=sre"}
+    options = ["--otlp-endpoint", url, "--otlp-header", "x-project-name=counterfactuals"]
+    result = ok(_fork(recorded, *options, "--otlp-compression", "gzip", env=env))
+    forked = _load(recorded.store, _forked_id(result))
+    original = _load(recorded.store, recorded.id)
+    ((path, headers, _),) = endpoint.got
+    assert path == "/custom/traces"
+    assert headers["content-type"] == "application/x-protobuf"
+    assert headers["content-encoding"] == "gzip"
+    assert headers["x-project-name"] == "counterfactuals"  # the option wins over the variable
+    assert headers["x-team"] == "sre"
+    (request,) = endpoint.requests()
+    root = _root(request)
+    said = _attributes(root)
+    assert said["agent_replay.run_id"] == forked.id
+    assert said["agent_replay.forked_from"] == recorded.id
+    assert said["agent_replay.fork_at"] == recorded.at
+    assert said["agent_replay.move"] == forked.metadata["move"]
+    assert orjson.loads(said["agent_replay.injected"])["output"] == orjson.loads(recorded.output)
+    assert said["agent_replay.outcome"] == 0.0
+    (link,) = root.links
+    assert link.trace_id.hex() == original.id  # a recorded run's id is its trace id
+    (original_root,) = [n.span_id for n in original.spans if n.parent_span_id is None]
+    assert link.span_id.hex() == original_root
+    children = [s for s in _spans(request) if s.parent_span_id]
+    assert [s.name for s in children] == [f"{s.kind.value} {s.name}" for s in forked.steps]
+    assert all(s.trace_id == root.trace_id for s in _spans(request))
+
+
+def test_the_same_run_sent_twice_is_the_same_trace(recorded: Recorded) -> None:
+    forked_id = _forked_id(ok(_fork(recorded)))
+    forked = _load(recorded.store, forked_id)
+    first, again = run_spans(forked, now=1), run_spans(forked, now=2)
+    assert first.trace_id == again.trace_id
+    assert [s.span_id for s in _spans(first.request)] == [s.span_id for s in _spans(again.request)]
+    assert first.trace_id != recorded.id
+
+
+# --- an endpoint down or refusing --------------------------------------------------------------
+
+
+def _count(store: Path) -> int:
+    with Store.open(store, read_only=True) as db:
+        return len(db.summaries())
+
+
+def test_an_endpoint_down_is_one_line_and_the_fork_is_stored(
+    recorded: Recorded, tmp_path: Path
+) -> None:
+    closed = ThreadingHTTPServer(("127.0.0.1", 0), BaseHTTPRequestHandler)
+    url = f"http://127.0.0.1:{closed.server_address[1]}/v1/traces"
+    closed.server_close()  # nothing listens there now
+    before = _count(recorded.store)
+    result = _fork(recorded, "--seed", "7", "--otlp-endpoint", url)
+    line = one_line_error(result)
+    assert line.startswith(f"error: could not reach the OTLP endpoint {url}: ")
+    assert "refused" in line.lower()
+    forked_id = _forked_id(result)
+    assert line.endswith(f"; the fork {forked_id} stored, not sent")
+    assert _count(recorded.store) == before + 1
+    assert _load(recorded.store, forked_id).metadata["forked_from"] == recorded.id
+
+
+def test_a_refusal_is_not_tried_again(recorded: Recorded, endpoint: Endpoint) -> None:
+    endpoint.statuses = [400]
+    result = _fork(recorded, "--otlp-endpoint", endpoint.url)
+    line = one_line_error(result)
+    url = f"{endpoint.url}/v1/traces"
+    assert line.startswith(f"error: the OTLP endpoint {url} answered 400 Bad Request: no thanks")
+    assert len(endpoint.got) == 1
+    assert result.stdout.startswith("forked ")  # the fork is shown and stored all the same
+    assert "sent " not in result.stdout
+
+
+def test_busy_answers_are_tried_again_until_taken(recorded: Recorded, endpoint: Endpoint) -> None:
+    endpoint.statuses = [503, 429]
+    result = ok(_fork(recorded, "--otlp-endpoint", endpoint.url))
+    assert len(endpoint.got) == 3
+    assert f"sent {_forked_id(result)} to {endpoint.url}/v1/traces" in result.stdout
+
+
+def test_an_endpoint_busy_to_the_end_is_an_error_after_the_retries(endpoint: Endpoint) -> None:
+    endpoint.statuses = [503] * 10
+    waited: list[float] = []
+    request = ExportTraceServiceRequest()
+    to = Destination(f"{endpoint.url}/v1/traces")
+    with pytest.raises(ExportError) as raised:
+        send_otlp(request, to, backoff=(0.5, 1.0, 2.0), sleep=waited.append)
+    assert raised.value.status == 503 and raised.value.url == to.url
+    assert str(raised.value).startswith(
+        f"the OTLP endpoint {to.url} answered 503 Service Unavailable after 4 tries"
+    )
+    assert waited == [0.0, 0.0, 0.0] and len(endpoint.got) == 4  # Retry-After: 0 followed
+    endpoint.retry_after, endpoint.statuses, waited[:] = None, [503] * 10, []
+    with pytest.raises(ExportError):
+        send_otlp(request, to, backoff=(0.5, 1.0, 2.0), sleep=waited.append)
+    assert waited == [0.5, 1.0, 2.0]  # no Retry-After: the backoff
+
+
+def test_the_endpoint_rule_and_the_header_variables() -> None:
+    env = {
+        "OTEL_EXPORTER_OTLP_HEADERS": "Authorization=Bearer%20k1, x-a=1",
+        "OTEL_EXPORTER_OTLP_TRACES_HEADERS": "authorization=Bearer k2",
+        "OTEL_EXPORTER_OTLP_COMPRESSION": "gzip",
+    }
+    to = destination("http://collector:4318", ["x-b=2"], environ=env)
+    assert to.url == "http://collector:4318/v1/traces"
+    assert dict(to.headers) == {"authorization": "Bearer k2", "x-a": "1", "x-b": "2"}
+    assert to.gzip
+    assert destination("http://h:6006/", environ={}).url == "http://h:6006/v1/traces"
+    assert destination("https://h/otlp/v1/traces?x=1", environ={}).url == (
+        "https://h/otlp/v1/traces?x=1"
+    )
+    assert not destination("http://h", compression="none", environ=env).gzip
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["--otlp-endpoint", "localhost:4318"], "is not an http:// or https:// URL"),
+        (["--otlp-endpoint", "http://h", "--otlp-header", "novalue"], "is not KEY=VALUE"),
+        (["--otlp-endpoint", "http://h", "--otlp-compression", "zstd"], "is not gzip or none"),
+    ],
+)
+def test_a_wrong_endpoint_option_stops_before_anything_runs(
+    recorded: Recorded, options: list[str], message: str
+) -> None:
+    before = _count(recorded.store)
+    assert message in one_line_error(_fork(recorded, "--seed", "9", *options))
+    assert _count(recorded.store) == before
