@@ -177,6 +177,7 @@ def attribute(
         swap_from=config.swap_from,
         judge=None if judge is None else judge.summary(judge_calls_before),
         evidence=evidence,
+        kept=engine.kept,
     )
 
 

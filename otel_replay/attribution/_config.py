@@ -84,6 +84,9 @@ class AttributionConfig:
             starting the swap there rather than one step later.
         swap_from: with ``swap_model``, the first step whose model turns it answers (earlier
             ones, run again, are asked of the recorded model).
+        keep_rollouts: keep the first this many rollouts of each plan, their runs and the plan
+            they rolled out (`AttributionResult.kept`), to be sent out or looked at; it changes
+            nothing the attribution finds.
     """
 
     rollouts: int = 100
@@ -106,6 +109,7 @@ class AttributionConfig:
     budget: int | None = None
     swap_model: str | None = None
     swap_from: int = 0
+    keep_rollouts: int = 0
 
     def __post_init__(self) -> None:
         if self.swap_model is not None and not self.swap_model.strip():
@@ -123,6 +127,10 @@ class AttributionConfig:
             )
         if self.rollouts < 1:
             raise AttributionError(f"{setting('rollouts', self.rollouts)} must be at least 1")
+        if self.keep_rollouts < 0:
+            raise AttributionError(
+                f"{setting('keep_rollouts', self.keep_rollouts)} must be 0 or more"
+            )
         if self.permutations < 1:
             raise AttributionError(
                 f"{setting('permutations', self.permutations)} must be at least 1"
@@ -218,8 +226,8 @@ def rerun_command(trajectory_id: str, config: AttributionConfig, code: UserCode)
     return shlex.join(["agent-replay", "attribute", trajectory_id, *code.flags(), *config.flags()])
 
 
-#: Settings that change how fast an attribution runs, never what it finds.
-_SPEED_ONLY = frozenset({"workers", "concurrency"})
+#: Settings that change how fast an attribution runs, or what it keeps besides, never what it finds.
+_SPEED_ONLY = frozenset({"workers", "concurrency", "keep_rollouts"})
 
 
 def _plain(value: Any) -> Any:

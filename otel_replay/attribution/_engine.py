@@ -11,7 +11,9 @@ one that could not be served (a call nothing can answer) and one whose agent cra
 successes nor failures, left out of every estimate and counted. Once half the rollouts of a plan
 (or of all) are such, the engine stops (`EvidenceMissing`): more batches could decide nothing.
 What ``--tools recorded`` drew for each rollout is noted with it (`noting_draws`), on whichever
-worker it ran, and added up here in task order, as everything else is.
+worker it ran, and added up here in task order, as everything else is. The first
+``keep_rollouts`` rollouts of each plan are kept (`kept`), each a run of its own naming the run and
+the plan it rolled out.
 """
 
 from __future__ import annotations
@@ -24,7 +26,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from otel_replay.attribution._config import AttributionConfig, OnResamplerError
+from otel_replay.attribution._results import KeptRollout
 from otel_replay.errors import RolloutError, UnservableError
+from otel_replay.hashing import canonical_json, digest
 from otel_replay.model import Trajectory
 from otel_replay.replay import Plan, StepError
 from otel_replay.replay._rollout import Rollout, TraceDriver, score
@@ -164,6 +168,7 @@ class Engine:
         self.draws: Counter[str] = Counter()  # stored run -> results drawn from it
         self.faults: Counter[Call] = Counter()  # calls nothing recorded, failed as faults
         self._tally: dict[Plan, tuple[int, int]] = {}  # per plan: rollouts run, left out
+        self._kept: dict[tuple[str, int], KeptRollout] = {}  # by plan (as it ran) and number
         # the trace-driven rollout unless a driver (the chat loop, a live agent) is given
         self._drive = driver or TraceDriver(factual, registry, config.seed)
         # the trace walk: a plan that resamples nothing reproduces the record, so it runs once
@@ -311,7 +316,39 @@ class Engine:
                 self.first_crash = self.first_crash or outcome.crash
             ran, left_out = self._tally.get(outcome.plan, (0, 0))
             self._tally[outcome.plan] = (ran + 1, left_out + (not outcome.counts))
+            if outcome.index < self.config.keep_rollouts and outcome.trajectory is not None:
+                self._keep(outcome, outcome.trajectory)
             self._report()
+
+    def _keep(self, outcome: Outcome, run: Trajectory) -> None:
+        """Keep ``outcome``'s run under an id of its own (what rolled it out: the run, the plan
+        as it ran, the number, the seed), its metadata naming the run and the plan."""
+        plan = self.asked(outcome.plan)
+        key = (plan.identity, outcome.index)
+        if key in self._kept:  # a plan asked again (the repair's baseline) rolls out the same
+            return
+        made = [self.factual.id, plan.identity, outcome.index, self.config.seed]
+        metadata = {
+            **run.metadata,
+            "source": "rollout",
+            "format": "rollout",
+            "rollout_of": self.factual.id,
+            "plan": plan.identity,
+            "plan_steps": plan.describe(),
+            "rollout": outcome.index,
+        }
+        kept = dataclasses.replace(
+            run,
+            id=f"rollout-{digest(canonical_json(made))[:24]}",
+            outcome=outcome.score if outcome.counts else run.outcome,
+            metadata=metadata,
+        )
+        self._kept[key] = KeptRollout(plan.identity, outcome.index, kept, outcome.score)
+
+    @property
+    def kept(self) -> tuple[KeptRollout, ...]:
+        """The rollouts kept (`AttributionConfig.keep_rollouts`), in the order they ran."""
+        return tuple(self._kept.values())
 
     @property
     def left_out(self) -> int:

@@ -8,6 +8,7 @@ from enum import Enum
 from typing import Any
 
 from otel_replay.attribution._stats import Z_95
+from otel_replay.model import Trajectory
 from otel_replay.resamplers._draws import Call
 from otel_replay.resamplers._judge import JudgeSummary
 
@@ -217,6 +218,17 @@ class Evidence:
 
 
 @dataclass(frozen=True, slots=True)
+class KeptRollout:
+    """A rollout an attribution kept (`AttributionConfig.keep_rollouts`): the plan it rolled out
+    (as it ran: `Plan.describe`), its number among that plan's rollouts, its run, and its score."""
+
+    plan: str
+    index: int
+    run: Trajectory
+    score: float
+
+
+@dataclass(frozen=True, slots=True)
 class AttributionResult:
     trajectory_id: str
     mode: Mode
@@ -246,6 +258,7 @@ class AttributionResult:
     # the --judge verifier's model calls (apart from resample-function calls) and its verdicts
     judge: JudgeSummary | None = None
     evidence: Evidence = Evidence()  # rollouts left out, and the draws from the store
+    kept: tuple[KeptRollout, ...] = ()  # AttributionConfig.keep_rollouts' rollouts (not reported)
 
     @property
     def question(self) -> str:

@@ -37,6 +37,12 @@ from otel_replay.cli._common import (
     StoreOption,
     user_errors,
 )
+from otel_replay.cli._send import (
+    OtlpCompressionOption,
+    OtlpEndpointOption,
+    OtlpHeaderOption,
+    rollouts_destination,
+)
 from otel_replay.errors import ReplayError
 from otel_replay.executors import ExecutorKind
 from otel_replay.fleet import Selection
@@ -201,11 +207,25 @@ def attribute_command(
             help="Print the rollouts and resample-function calls it would take, then stop.",
         ),
     ] = False,
+    keep_rollouts: Annotated[
+        int,
+        typer.Option(
+            "--keep-rollouts",
+            metavar="N",
+            help="Keep the first N rollouts of each plan in the store, each a run naming the run "
+            "and the plan it rolled out (diff ID ROLLOUT shows what changed); with "
+            "--otlp-endpoint also sent, each its own trace linked to the run (one run only).",
+        ),
+    ] = 0,
+    otlp_endpoint: OtlpEndpointOption = None,
+    otlp_header: OtlpHeaderOption = None,
+    otlp_compression: OtlpCompressionOption = None,
     json: JsonOption = False,
     store: StoreOption = None,
 ) -> None:
     """Attribute a failed run to the step where its failure became inevitable; or many runs."""
     with user_errors():
+        to = rollouts_destination(keep_rollouts, otlp_endpoint, otlp_header, otlp_compression)
         config = AttributionConfig(
             rollouts=rollouts or DEFAULT_ROLLOUTS, permutations=permutations,
             shapley_se=shapley_se, max_rollouts=max_rollouts, budget=budget, seed=seed,
@@ -213,7 +233,7 @@ def attribute_command(
             method=method, fail_threshold=fail_threshold, margin=margin, repair=repair,
             on_success=on_success, on_resampler_error=on_resampler_error, workers=workers,
             concurrency=concurrency, driver=driver, max_turns=max_turns, swap_model=swap_model,
-            swap_from=swap_from,
+            swap_from=swap_from, keep_rollouts=keep_rollouts,
         )  # fmt: skip
         code = user_code(
             resamplers=resamplers, verifier=verifier, success_if=success_if, fail_if=fail_if,
@@ -228,6 +248,8 @@ def attribute_command(
         )  # fmt: skip
         if not (chosen.ids or where or all_failing or since):
             raise ReplayError("name a run (ID), or choose runs with --where or --all-failing")
+        if chosen.many and keep_rollouts:
+            raise ReplayError("--keep-rollouts keeps the rollouts of one run: name one run")
     # the engine, the report and the table load here, not for `--help` or another command
     from otel_replay.cli._attribute_many import run_many
     from otel_replay.cli._attribute_view import run
@@ -238,4 +260,4 @@ def attribute_command(
         run_many(store, chosen, config, code, running, (json_out, html_out, dry_run), json=json)
     else:
         outputs = (json_out, html_out)
-        run(store, chosen.ids[0], config, code, outputs, running, json=json, dry_run=dry_run)
+        run(store, chosen.ids[0], config, code, outputs, running, json=json, dry_run=dry_run, to=to)

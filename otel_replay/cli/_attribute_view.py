@@ -8,6 +8,7 @@ import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import orjson
 import typer
@@ -41,11 +42,15 @@ from otel_replay.cli._common import (
     write_output,
 )
 from otel_replay.cli._executing import Running, executing
+from otel_replay.cli._send import send_runs
 from otel_replay.errors import StoreError
 from otel_replay.model import StepKind
 from otel_replay.resamplers import UserCode
 from otel_replay.resamplers._judge import JudgeSummary
 from otel_replay.transcript import compared_output
+
+if TYPE_CHECKING:
+    from otel_replay.otlp_encode import Destination
 
 
 def run(
@@ -58,8 +63,10 @@ def run(
     *,
     json: bool,
     dry_run: bool,
+    to: Destination | None = None,
 ) -> None:
-    """``outputs``: where the JSON report and the HTML page go (``None``: nowhere)."""
+    """``outputs``: where the JSON report and the HTML page go (``None``: nowhere); ``to``: where
+    the kept rollouts are sent (`AttributionConfig.keep_rollouts`), linked to the run."""
     from otel_replay.report import build_report, dumps_report, html_report
     from otel_replay.report._json import read_report
 
@@ -82,7 +89,8 @@ def run(
             progress_bar(config) as (progress, spending),
         ):
             result = attribute_stored(db, trajectory_id, config, code, progress, spending, executor)
-            run_of = db.get(result.trajectory_id) if html_out is not None else None
+            wanted = html_out is not None or to is not None
+            run_of = db.get(result.trajectory_id) if wanted else None
         report = dumps_report(build_report(result, config, code))
         if json_out is not None:
             write_output(json_out, report)
@@ -92,8 +100,29 @@ def run(
     keep_report(store, report, config_digest(config, code))
     if html_out is not None and str(html_out) != "-":
         (err_console if json else console).print(f"HTML report written to {shown(str(html_out))}")
+    keep_rollouts(store, result, json=json or str(json_out) == "-", told=to is None)
+    sending = send_runs(to, "rollouts", [(kept.run, run_of, {}) for kept in result.kept])
+    if sending is not None:
+        sending.say(json=json or str(json_out) == "-")  # stdout holds the report then
     if result.verdict is Verdict.NO_EVIDENCE:  # written and kept, but it concludes nothing
         raise typer.Exit(1)
+    if sending is not None and sending.failed:
+        raise typer.Exit(1)
+
+
+def keep_rollouts(store: Path | None, result: AttributionResult, *, json: bool, told: bool) -> None:
+    """Store the rollouts the attribution kept (``--keep-rollouts``), and say so (``told``: the
+    ids too, when no line of sending names them)."""
+    if not result.kept:
+        return
+    with open_store(store, write=True) as db:
+        db.put_all(kept.run for kept in result.kept)
+    plans = len({kept.plan for kept in result.kept})
+    ids = ": " + ", ".join(kept.run.id for kept in result.kept) if told else ""
+    (err_console if json else console).print(
+        f"kept {plural(len(result.kept), 'rollout')} of {plural(plans, 'plan')} in the store{ids}",
+        highlight=False,
+    )
 
 
 def keep_report(store: Path | None, report: bytes, question: str) -> None:

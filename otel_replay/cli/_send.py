@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from otel_replay.cli._common import console, err_console, print_error, shown
+from otel_replay.errors import ReplayError
 
 if TYPE_CHECKING:
     from otel_replay.errors import ExportError
@@ -59,6 +60,18 @@ def otlp_destination(
     return destination(endpoint, headers or (), compression)
 
 
+def rollouts_destination(
+    keep: int, endpoint: str | None, headers: Sequence[str] | None, compression: str | None
+) -> Destination | None:
+    """`otlp_destination` for ``attribute``: ``--keep-rollouts N`` says which rollouts
+    ``--otlp-endpoint`` gets, so the endpoint does not go without it."""
+    if endpoint is not None and keep == 0:
+        raise ReplayError(
+            "--otlp-endpoint sends the rollouts --keep-rollouts N keeps: say how many of each plan"
+        )
+    return otlp_destination(endpoint, headers, compression)
+
+
 @dataclass(slots=True)
 class Sending:
     """What was sent of the runs a command made, and the error that stopped the rest."""
@@ -104,7 +117,7 @@ def send_runs(
     if to is None:
         return None
     from otel_replay.errors import ExportError
-    from otel_replay.replay import send_run
+    from otel_replay.replay._tracing import send_run
 
     sending = Sending(to, what)
     for run, source, also in runs:

@@ -23,7 +23,6 @@ if TYPE_CHECKING:
     from otel_replay.replay._rollout import score
     from otel_replay.replay._running import current_context, run_agent
     from otel_replay.replay._steps import AgentContext, StepError
-    from otel_replay.replay._tracing import run_spans, send_run
 
 __all__ = [
     "AgentContext",
@@ -50,9 +49,7 @@ __all__ = [
     "replay",
     "resume",
     "run_agent",
-    "run_spans",
     "score",
-    "send_run",
     "step",
     "tool",
     "uninstrument",

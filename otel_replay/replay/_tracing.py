@@ -52,6 +52,10 @@ LINEAGE_ATTRIBUTES = (
     "do_step",
     "resumed_from",
     "frontier",
+    "rollout_of",
+    "plan",
+    "plan_steps",
+    "rollout",
 )
 
 _HEX = {32: re.compile("[0-9a-f]{32}"), 16: re.compile("[0-9a-f]{16}")}

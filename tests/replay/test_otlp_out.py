@@ -23,7 +23,7 @@ from otel_replay import Store, Trajectory
 from otel_replay.errors import ExportError
 from otel_replay.otlp_encode import Destination, destination, send_otlp
 from otel_replay.receiver._http import Receiver
-from otel_replay.replay import run_spans
+from otel_replay.replay._tracing import run_spans
 from tests.cli_helpers import invoke, ok, one_line_error
 from tests.conftest import ROOT
 
@@ -311,3 +311,107 @@ def test_a_wrong_endpoint_option_stops_before_anything_runs(
     before = _count(recorded.store)
     assert message in one_line_error(_fork(recorded, "--seed", "9", *options))
     assert _count(recorded.store) == before
+
+
+# --- resume and attribute --keep-rollouts ------------------------------------------------------
+
+
+def test_a_resumed_run_is_sent_linked_to_the_run_it_resumes(
+    tmp_path: Path, endpoint: Endpoint, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.replay import resume_agents
+
+    agent = ["--agent", "tests.replay.resume_agents:counting"]
+    agent += ["--verifier", "tests.replay.resume_agents:outcome"]
+    store = tmp_path / "store.db"
+    monkeypatch.setenv(resume_agents.CRASH_AT, "4")
+    resume_agents.RAN.clear()
+    crashed = invoke(CliRunner(), store, "record", *agent, "--json")
+    original_id = orjson.loads(crashed.stdout)["id"]
+    monkeypatch.delenv(resume_agents.CRASH_AT)
+    options = ["--otlp-endpoint", endpoint.url, "--json"]
+    result = ok(invoke(CliRunner(), store, "resume", original_id, *agent, *options))
+    done = orjson.loads(result.stdout)  # stdout stays the JSON record; the sent line is on stderr
+    assert f"sent {done['id']} to {endpoint.url}/v1/traces (7 spans)" in result.stderr
+    (request,) = endpoint.requests()
+    root = _root(request)
+    said = _attributes(root)
+    assert said["agent_replay.run_id"] == done["id"]
+    assert said["agent_replay.resumed_from"] == original_id
+    assert said["agent_replay.frontier"] == 4
+    (link,) = root.links
+    assert link.trace_id.hex() == original_id
+    assert [s.name for s in _spans(request) if s.parent_span_id] == [
+        f"{s.kind.value} {s.name}" for s in _load(store, done["id"]).steps
+    ]
+
+
+@pytest.fixture
+def samples(tmp_path: Path) -> Path:
+    store = tmp_path / "samples.db"
+    ok(invoke(CliRunner(), store, "import", str(ROOT / "sample_traces")))
+    return store
+
+
+FAILED = "ef2843ff74cff6a6b6dc0914faa30751"  # the sample run that blamed the database
+ATTRIBUTE = [
+    "attribute", FAILED, "--resamplers", str(ROOT / "examples" / "incident" / "tools.py"),
+    "--success-if", "v841", "--rollouts", "4",
+]  # fmt: skip
+
+
+def test_each_kept_rollout_is_its_own_trace_with_the_plan_it_rolled_out(
+    samples: Path, endpoint: Endpoint
+) -> None:
+    options = ["--keep-rollouts", "2", "--otlp-endpoint", endpoint.url]
+    result = ok(invoke(CliRunner(), samples, *ATTRIBUTE, *options))
+    assert "inconclusive" in result.stdout  # 4 rollouts decide nothing, but they were made
+    with Store.open(samples, read_only=True) as db:
+        factual = db.get(FAILED)
+        kept = [db.get(s.id) for s in db.summaries() if s.id.startswith("rollout-")]
+    plans = {run.metadata["plan"] for run in kept}
+    assert len(kept) == 2 * len(plans) and len(plans) == len(factual.steps) + 1
+    assert "kept 16 rollouts of 8 plans in the store" in result.stdout
+    requests = endpoint.requests()
+    assert len(requests) == len(kept)
+    roots = [_root(request) for request in requests]
+    assert len({root.trace_id for root in roots}) == len(kept)  # a trace each
+    (factual_root,) = [n.span_id for n in factual.spans if n.parent_span_id is None]
+    by_id = {run.id: run for run in kept}
+    for root, request in zip(roots, requests, strict=True):
+        said = _attributes(root)
+        run = by_id[said["agent_replay.run_id"]]
+        assert f"sent {run.id} to {endpoint.url}/v1/traces" in result.stdout
+        assert said["agent_replay.rollout_of"] == FAILED
+        assert said["agent_replay.plan"] == run.metadata["plan"]
+        assert said["agent_replay.plan_steps"] == run.metadata["plan_steps"]
+        assert said["agent_replay.rollout"] in (0, 1)
+        (link,) = root.links
+        assert (link.trace_id.hex(), link.span_id.hex()) == (FAILED, factual_root)
+        children = [s.name for s in _spans(request) if s.parent_span_id]
+        assert children == [f"{s.kind.value} {s.name}" for s in run.steps]
+    shown = ok(invoke(CliRunner(), samples, "diff", FAILED, kept[0].id)).stdout
+    assert "first divergence at step" in shown  # a kept rollout is a run like any other
+
+
+def test_kept_rollouts_are_stored_when_the_endpoint_refuses_them(
+    samples: Path, endpoint: Endpoint
+) -> None:
+    endpoint.statuses = [401]
+    options = ["--keep-rollouts", "1", "--otlp-endpoint", endpoint.url]
+    result = invoke(CliRunner(), samples, *ATTRIBUTE, *options)
+    line = one_line_error(result)
+    assert line.startswith(
+        f"error: the OTLP endpoint {endpoint.url}/v1/traces answered 401 Unauthorized"
+    )
+    assert len(endpoint.got) == 1  # the endpoint refused: the rest are not tried
+    with Store.open(samples, read_only=True) as db:
+        kept = [s.id for s in db.summaries() if s.id.startswith("rollout-")]
+    assert len(kept) == 8
+    unsent = line.split("; rollouts ")[1].removesuffix(" stored, not sent").split(", ")
+    assert sorted(unsent) == sorted(kept)
+
+
+def test_an_endpoint_without_rollouts_to_send_is_refused(samples: Path) -> None:
+    result = invoke(CliRunner(), samples, *ATTRIBUTE, "--otlp-endpoint", "http://127.0.0.1:9")
+    assert "--otlp-endpoint sends the rollouts --keep-rollouts N keeps" in one_line_error(result)
