@@ -415,3 +415,40 @@ def test_kept_rollouts_are_stored_when_the_endpoint_refuses_them(
 def test_an_endpoint_without_rollouts_to_send_is_refused(samples: Path) -> None:
     result = invoke(CliRunner(), samples, *ATTRIBUTE, "--otlp-endpoint", "http://127.0.0.1:9")
     assert "--otlp-endpoint sends the rollouts --keep-rollouts N keeps" in one_line_error(result)
+
+
+def _readme_commands() -> list[list[str]]:
+    """The commands of the README's "Out as OTLP" block, as argument lists."""
+    import shlex
+
+    text = (ROOT / "README.md").read_text()
+    block = text[text.index("**Out as OTLP.**") :].split("```sh\n")[1].split("```")[0]
+    return [shlex.split(line)[1:] for line in block.strip().splitlines()]
+
+
+def test_the_readmes_commands_send_into_the_project_they_name(
+    samples: Path, endpoint: Endpoint
+) -> None:
+    commands = _readme_commands()
+    assert [command[0] for command in commands] == ["fork", "attribute"]
+    for command in commands:
+        sent = len(endpoint.got)
+        args = [endpoint.url if arg == "http://127.0.0.1:6006" else arg for arg in command]
+        assert endpoint.url in args
+        ok(invoke(CliRunner(), samples, *args))
+        assert len(endpoint.got) > sent
+    assert {headers["x-project-name"] for _, headers, _ in endpoint.got} == {"counterfactuals"}
+    roots = [_attributes(_root(request)) for request in endpoint.requests()]
+    assert roots[0]["agent_replay.forked_from"] == FAILED and roots[0]["agent_replay.fork_at"] == 3
+    assert {root.get("agent_replay.rollout_of") for root in roots[1:]} == {FAILED}
+
+
+def test_the_resource_attributes_variable_names_the_project(
+    recorded: Recorded, endpoint: Endpoint
+) -> None:
+    env = {"COLUMNS": "250", "OTEL_RESOURCE_ATTRIBUTES": "openinference.project.name=cf"}
+    ok(_fork(recorded, "--otlp-endpoint", endpoint.url, env=env))
+    (request,) = endpoint.requests()
+    (resource,) = [rs.resource for rs in request.resource_spans]
+    said = {kv.key: kv.value.string_value for kv in resource.attributes}
+    assert said["openinference.project.name"] == "cf"
