@@ -38,6 +38,7 @@ class Endpoint:
 
     statuses: list[int] = field(default_factory=list)
     retry_after: str | None = "0"
+    taken: bytes = b""  # the body of a 200 answer
     got: list[tuple[str, dict[str, str], bytes]] = field(default_factory=list)
     server: ThreadingHTTPServer | None = None
 
@@ -66,7 +67,7 @@ def endpoint() -> Iterator[Endpoint]:
             headers = {k.lower(): v for k, v in self.headers.items()}
             state.got.append((self.path, headers, body))
             status = state.statuses.pop(0) if state.statuses else 200
-            answer = b"" if status == 200 else f"no thanks ({status})".encode()
+            answer = state.taken if status == 200 else f"no thanks ({status})".encode()
             self.send_response(status)
             self.send_header(
                 "Content-Type", "application/x-protobuf" if status == 200 else "text/plain"
@@ -452,3 +453,38 @@ def test_the_resource_attributes_variable_names_the_project(
     (resource,) = [rs.resource for rs in request.resource_spans]
     said = {kv.key: kv.value.string_value for kv in resource.attributes}
     assert said["openinference.project.name"] == "cf"
+
+
+def test_spans_the_endpoint_rejects_are_an_error(recorded: Recorded, endpoint: Endpoint) -> None:
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTracePartialSuccess,
+        ExportTraceServiceResponse,
+    )
+
+    partial = ExportTracePartialSuccess(rejected_spans=2, error_message="spans too old")
+    endpoint.taken = ExportTraceServiceResponse(partial_success=partial).SerializeToString()
+    result = _fork(recorded, "--otlp-endpoint", endpoint.url)
+    line = one_line_error(result)
+    forked_id = _forked_id(result)
+    assert line == (
+        f"error: the OTLP endpoint {endpoint.url}/v1/traces took {forked_id} (200) but rejected "
+        f"2 of its {len(_load(recorded.store, forked_id).steps) + 1} spans: spans too old"
+    )
+
+
+def test_an_otlp_servers_error_status_is_read_off_its_answer(tmp_path: Path) -> None:
+    """This project's receiver answers a wrong path with a ``google.rpc.Status``: its message is
+    what the error says."""
+    receiver = Receiver(lambda: Store.open(tmp_path / "r.db"), "127.0.0.1", 0)
+    receiver.start()
+    try:
+        with pytest.raises(ExportError) as raised:
+            send_otlp(
+                ExportTraceServiceRequest(), destination(f"{receiver.url}/v1/logs", environ={})
+            )
+    finally:
+        receiver.stop()
+    assert raised.value.status == 404
+    message = str(raised.value)
+    assert message.startswith(f"the OTLP endpoint {receiver.url}/v1/logs answered 404 Not Found: ")
+    assert "/v1/traces" in message  # the receiver's own words, decoded from protobuf
