@@ -488,3 +488,33 @@ def test_an_otlp_servers_error_status_is_read_off_its_answer(tmp_path: Path) -> 
     message = str(raised.value)
     assert message.startswith(f"the OTLP endpoint {receiver.url}/v1/logs answered 404 Not Found: ")
     assert "/v1/traces" in message  # the receiver's own words, decoded from protobuf
+
+
+def test_keeping_rollouts_changes_nothing_the_attribution_finds(samples: Path) -> None:
+    import dataclasses
+
+    from otel_replay.attribution import AttributionConfig, Strategy, attribute_stored
+    from otel_replay.attribution._config import config_digest
+    from otel_replay.resamplers import UserCode
+
+    code = UserCode(
+        resamplers=(str(ROOT / "examples" / "incident" / "tools.py"),), success_if="v841"
+    )
+    sweep = AttributionConfig(rollouts=4, strategy=Strategy.SWEEP)
+    plain, keeping = sweep, dataclasses.replace(sweep, keep_rollouts=3)
+    assert config_digest(plain, code) == config_digest(keeping, code)  # the same question
+    with Store.open(samples, read_only=True) as db:
+        without, kept = (attribute_stored(db, FAILED, config, code) for config in (plain, keeping))
+    assert without.kept == ()
+    plans = {k.plan for k in kept.kept}
+    assert len(plans) == 8  # the sweep's plans: one per step, and the record's own
+    for plan in plans:  # the first rollouts of each, up to 3 (the record walked once is one)
+        indices = [k.index for k in kept.kept if k.plan == plan]
+        assert indices == list(range(len(indices))) and 1 <= len(indices) <= 3
+    same = ("steps", "verdict", "point_of_commitment", "rollouts", "step_executions")
+    assert [getattr(kept, name) for name in same] == [getattr(without, name) for name in same]
+    assert {k.index for k in kept.kept} == {0, 1, 2}
+    first = kept.kept[0]
+    assert first.run.metadata["rollout_of"] == FAILED and first.run.metadata["plan"] == first.plan
+    with pytest.raises(Exception, match="keep_rollouts=-1 must be 0 or more"):
+        AttributionConfig(keep_rollouts=-1)
