@@ -236,28 +236,55 @@ def root_span_of(run: Trajectory) -> int:
     return _span_id(run.id, 0)
 
 
+#: The longest pause between two steps a made run's spans keep, in nanoseconds: a longer one is
+#: the time between the record and the run made from it, not the agent's.
+MAX_GAP = 60 * 10**9
+
+
+def laid_out(steps: Sequence[Step], now: int) -> list[Step]:
+    """``steps`` placed in time as a run made now: in their order, each keeping its duration and
+    the pause before it (up to `MAX_GAP`; a step without times takes none), the last ending at
+    ``now``. A fork's held steps were recorded long ago; the run made from them was made when it
+    is sent, and a trace stretched back to the record would be filed there."""
+    spans: list[tuple[int, int]] = []  # (pause before, duration)
+    before: int | None = None
+    for step in steps:
+        start, end = step.start_time_unix_nano, step.end_time_unix_nano
+        pause = start - before if start and before is not None else 0
+        spans.append(
+            (pause if 0 <= pause <= MAX_GAP else 0, max(0, end - start) if start and end else 0)
+        )
+        before = end or start or before
+    clock = now - sum(pause + duration for pause, duration in spans)
+    placed = []
+    for step, (pause, duration) in zip(steps, spans, strict=True):
+        clock += pause
+        placed.append(
+            dataclasses.replace(
+                step, start_time_unix_nano=clock, end_time_unix_nano=clock + duration
+            )
+        )
+        clock += duration
+    return placed
+
+
 def run_spans(
     run: Trajectory,
     *,
     source: Trajectory | None = None,
     also: Mapping[str, Any] | None = None,
-    now: int = 0,
+    now: int | None = None,
 ) -> RecordedSpans:
     """``run``, a run agent-replay made (a fork, a resumed run, a rollout), as the spans `record`
     emits, with ids derived from its id. Its root span also carries ``agent_replay.run_id``, the
     lineage in its metadata (`LINEAGE_ATTRIBUTES`: the run it came from, the step and move of a
     fork, the frontier of a resumed run) and ``also``, and links to ``source``'s root span, the run
-    it came from. A step without times is placed where the one before it ended (``now`` for the
-    first), so the spans keep the steps' order."""
+    it came from. The spans are laid out to end at ``now`` (`laid_out`; default: the clock's
+    time)."""
     meta = run.metadata
-    steps, clock = [], now
-    for step in run.steps:
-        start = step.start_time_unix_nano or clock
-        end = max(step.end_time_unix_nano or start, start)
-        steps.append(dataclasses.replace(step, start_time_unix_nano=start, end_time_unix_nano=end))
-        clock = end
-    starts = [s.start_time_unix_nano for s in steps if s.start_time_unix_nano] or [now]
-    ends = [s.end_time_unix_nano for s in steps if s.end_time_unix_nano] or [now]
+    now = time.time_ns() if now is None else now
+    steps = laid_out(run.steps, now)
+    started = (steps[0].start_time_unix_nano if steps else None) or now
     lineage: dict[str, Any] = {"agent_replay.run_id": run.id}
     for key in LINEAGE_ATTRIBUTES:
         if meta.get(key) is not None:
@@ -276,8 +303,8 @@ def run_spans(
         arguments=meta.get("input"),
         answer=meta.get("answer"),
         outcome=run.outcome,
-        started=min(starts),
-        ended=max(max(ends), min(starts)),
+        started=started,
+        ended=now,
         error=meta.get("agent_error"),
         seed=seed if isinstance(seed := meta.get("seed"), int) else 0,
         agent_spec=agent,
@@ -302,4 +329,4 @@ def send_run(
     from otel_replay.otlp_encode import destination, send_otlp
 
     where = destination(to) if isinstance(to, str) else to
-    return send_otlp(run_spans(run, source=source, also=also, now=time.time_ns()).request, where)
+    return send_otlp(run_spans(run, source=source, also=also).request, where)

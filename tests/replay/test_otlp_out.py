@@ -5,6 +5,7 @@ is one error line naming the URL and the status, and the run is stored all the s
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import threading
 from collections.abc import Iterator
@@ -214,7 +215,7 @@ def test_the_spans_name_the_source_run_and_the_move_and_link_to_its_trace(
 def test_the_same_run_sent_twice_is_the_same_trace(recorded: Recorded) -> None:
     forked_id = _forked_id(ok(_fork(recorded)))
     forked = _load(recorded.store, forked_id)
-    first, again = run_spans(forked, now=1), run_spans(forked, now=2)
+    first, again = run_spans(forked, now=10**18), run_spans(forked, now=2 * 10**18)
     assert first.trace_id == again.trace_id
     assert [s.span_id for s in _spans(first.request)] == [s.span_id for s in _spans(again.request)]
     assert first.trace_id != recorded.id
@@ -491,7 +492,6 @@ def test_an_otlp_servers_error_status_is_read_off_its_answer(tmp_path: Path) -> 
 
 
 def test_keeping_rollouts_changes_nothing_the_attribution_finds(samples: Path) -> None:
-    import dataclasses
 
     from otel_replay.attribution import AttributionConfig, Strategy, attribute_stored
     from otel_replay.attribution._config import config_digest
@@ -518,3 +518,28 @@ def test_keeping_rollouts_changes_nothing_the_attribution_finds(samples: Path) -
     assert first.run.metadata["rollout_of"] == FAILED and first.run.metadata["plan"] == first.plan
     with pytest.raises(Exception, match="keep_rollouts=-1 must be 0 or more"):
         AttributionConfig(keep_rollouts=-1)
+
+
+def test_a_made_run_is_laid_out_as_made_when_it_is_sent() -> None:
+    """Held steps recorded a week ago and steps made now: one run, made now, each step keeping its
+    duration and the pause before it, but not the week between the record and the fork."""
+    from otel_replay.model import Step, StepKind
+    from otel_replay.replay._tracing import MAX_GAP, laid_out
+
+    second, week = 10**9, 7 * 24 * 3600
+    times = [(10, 12), (13, 14), (week, week + 5), (None, None), (week + 6, week + 8)]
+    steps = [
+        Step(kind=StepKind.TOOL, name=f"t{i}", inputs={}, output=i,
+             start_time_unix_nano=None if a is None else a * second,
+             end_time_unix_nano=None if b is None else b * second)
+        for i, (a, b) in enumerate(times)
+    ]  # fmt: skip
+    now = 10**19
+    placed = laid_out(steps, now)
+    spans = [(s.start_time_unix_nano, s.end_time_unix_nano) for s in placed]
+    assert placed[-1].end_time_unix_nano == now
+    durations = [(b or 0) - (a or 0) for a, b in spans]
+    assert durations == [2 * second, 1 * second, 5 * second, 0, 2 * second]
+    pauses = [spans[i + 1][0] - spans[i][1] for i in range(len(spans) - 1)]
+    assert pauses == [1 * second, 0, 0, 1 * second]  # the week is gone; the rest kept
+    assert week * second > MAX_GAP
