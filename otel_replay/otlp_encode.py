@@ -218,7 +218,8 @@ def destination(
     is. Headers: ``OTEL_EXPORTER_OTLP_HEADERS``, then ``OTEL_EXPORTER_OTLP_TRACES_HEADERS``
     (``key=value`` pairs parted by commas, values percent-encoded), then ``headers``
     (``KEY=VALUE`` each); a later one of the same name wins. ``compression`` (``gzip`` or
-    ``none``) defaults to ``OTEL_EXPORTER_OTLP_[TRACES_]COMPRESSION``, else none."""
+    ``none``) defaults to ``OTEL_EXPORTER_OTLP_TRACES_COMPRESSION``, else
+    ``OTEL_EXPORTER_OTLP_COMPRESSION``, else none."""
     env = os.environ if environ is None else environ
     parts = urllib.parse.urlsplit(endpoint)
     if parts.scheme not in ("http", "https") or not parts.netloc:
@@ -233,8 +234,8 @@ def destination(
     for pair in headers:
         name, value = _pair(pair, "--otlp-header")
         chosen[name] = value
-    for variable in _COMPRESSION_VARIABLES:
-        compression = compression or env.get(variable) or None
+    for variable in reversed(_COMPRESSION_VARIABLES):  # the traces' own first
+        compression = compression or env.get(variable, "").strip().lower() or None
     if compression not in (None, "gzip", "none"):
         raise ReplayError(f"OTLP compression {compression!r} is not gzip or none")
     return Destination(urllib.parse.urlunsplit(parts), tuple(chosen.items()), compression == "gzip")

@@ -42,8 +42,8 @@ OtlpCompressionOption = Annotated[
     typer.Option(
         "--otlp-compression",
         metavar="gzip|none",
-        help="Compress what --otlp-endpoint sends (default: OTEL_EXPORTER_OTLP_COMPRESSION, else "
-        "none).",
+        help="Compress what --otlp-endpoint sends (default: OTEL_EXPORTER_OTLP_TRACES_COMPRESSION, "
+        "else OTEL_EXPORTER_OTLP_COMPRESSION, else none).",
     ),
 ]
 

@@ -297,6 +297,8 @@ def test_the_endpoint_rule_and_the_header_variables() -> None:
         "https://h/otlp/v1/traces?x=1"
     )
     assert not destination("http://h", compression="none", environ=env).gzip
+    traces_say = {**env, "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION": "none"}
+    assert not destination("http://h", environ=traces_say).gzip  # the traces' own variable wins
 
 
 @pytest.mark.parametrize(
@@ -543,3 +545,16 @@ def test_a_made_run_is_laid_out_as_made_when_it_is_sent() -> None:
     pauses = [spans[i + 1][0] - spans[i][1] for i in range(len(spans) - 1)]
     assert pauses == [1 * second, 0, 0, 1 * second]  # the week is gone; the rest kept
     assert week * second > MAX_GAP
+
+
+def test_rollouts_of_many_runs_are_not_kept(samples: Path) -> None:
+    code = [
+        "--resamplers",
+        str(ROOT / "examples" / "incident" / "tools.py"),
+        "--success-if",
+        "v841",
+    ]
+    result = invoke(
+        CliRunner(), samples, "attribute", "--all-failing", *code, "--keep-rollouts", "1"
+    )
+    assert "--keep-rollouts keeps the rollouts of one run: name one run" in one_line_error(result)
