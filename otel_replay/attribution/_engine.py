@@ -129,6 +129,10 @@ def _with(made: Rollout, log: DrawLog) -> Rollout:
     return dataclasses.replace(made, draws=log.draws()) if log.runs or log.faults else made
 
 
+#: What a kept rollout shares with the run it rolled out, when its own metadata does not say.
+_ROLLOUT_SHARES = frozenset({"service", "agent", "input", "instrument"})
+
+
 class Engine:
     """Rolls plans out and scores them, and keeps the count of what was announced and what ran.
 
@@ -329,6 +333,7 @@ class Engine:
             return
         made = [self.factual.id, plan.identity, outcome.index, self.config.seed]
         metadata = {
+            **{k: v for k, v in self.factual.metadata.items() if k in _ROLLOUT_SHARES},
             **run.metadata,
             "source": "rollout",
             "format": "rollout",

@@ -279,7 +279,8 @@ def run_spans(
     emits, with ids derived from its id. Its root span also carries ``agent_replay.run_id``, the
     lineage in its metadata (`LINEAGE_ATTRIBUTES`: the run it came from, the step and move of a
     fork, the frontier of a resumed run) and ``also``, and links to ``source``'s root span, the run
-    it came from. The spans are laid out to end at ``now`` (`laid_out`; default: the clock's
+    it came from (its trace and span id also as ``agent_replay.source_trace_id`` and
+    ``source_span_id``). The spans are laid out to end at ``now`` (`laid_out`; default: the clock's
     time)."""
     meta = run.metadata
     now = time.time_ns() if now is None else now
@@ -292,9 +293,11 @@ def run_spans(
             plain = isinstance(value, str | int | float) and not isinstance(value, bool)
             lineage[f"agent_replay.{key}"] = value if plain else _json(value)
     links = []
-    if source is not None:
+    if source is not None:  # a link, and attributes too: some backends (Phoenix) drop links
         said = {"agent_replay.link": "source", "agent_replay.run_id": source.id}
         links.append((trace_id_of(source.id), root_span_of(source), said))
+        lineage["agent_replay.source_trace_id"] = format(trace_id_of(source.id), "032x")
+        lineage["agent_replay.source_span_id"] = format(root_span_of(source), "016x")
     agent = str(meta.get("agent") or "")
     name = str(meta.get("service") or agent.rpartition(":")[2] or "agent")
     return emit_spans(

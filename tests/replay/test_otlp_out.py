@@ -207,6 +207,8 @@ def test_the_spans_name_the_source_run_and_the_move_and_link_to_its_trace(
     assert link.trace_id.hex() == original.id  # a recorded run's id is its trace id
     (original_root,) = [n.span_id for n in original.spans if n.parent_span_id is None]
     assert link.span_id.hex() == original_root
+    assert said["agent_replay.source_trace_id"] == original.id  # for backends that drop links
+    assert said["agent_replay.source_span_id"] == original_root
     children = [s for s in _spans(request) if s.parent_span_id]
     assert [s.name for s in children] == [f"{s.kind.value} {s.name}" for s in forked.steps]
     assert all(s.trace_id == root.trace_id for s in _spans(request))
@@ -387,6 +389,7 @@ def test_each_kept_rollout_is_its_own_trace_with_the_plan_it_rolled_out(
         run = by_id[said["agent_replay.run_id"]]
         assert f"sent {run.id} to {endpoint.url}/v1/traces" in result.stdout
         assert said["agent_replay.rollout_of"] == FAILED
+        assert said["agent.name"] == factual.metadata["service"] == "incident-investigator"
         assert said["agent_replay.plan"] == run.metadata["plan"]
         assert said["agent_replay.plan_steps"] == run.metadata["plan_steps"]
         assert said["agent_replay.rollout"] in (0, 1)
