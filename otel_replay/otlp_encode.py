@@ -232,7 +232,7 @@ def destination(
             name, value = _pair(pair, variable)
             chosen[name] = urllib.parse.unquote(value)
     for pair in headers:
-        name, value = _pair(pair, "--otlp-header")
+        name, value = _pair(pair, "header")
         chosen[name] = value
     for variable in reversed(_COMPRESSION_VARIABLES):  # the traces' own first
         compression = compression or env.get(variable, "").strip().lower() or None
