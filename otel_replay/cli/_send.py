@@ -22,10 +22,10 @@ OtlpEndpointOption = Annotated[
     typer.Option(
         "--otlp-endpoint",
         metavar="URL",
-        help="Also send the run made as OTLP/HTTP protobuf (the spans record --otlp-out writes) "
+        help="Also send the runs made as OTLP/HTTP protobuf (the spans record --otlp-out writes) "
         "to URL; a URL without a path gets /v1/traces, one with a path is used as it is. Headers "
         "from OTEL_EXPORTER_OTLP_HEADERS and OTEL_EXPORTER_OTLP_TRACES_HEADERS, then "
-        "--otlp-header. The run is stored whether it is sent or not.",
+        "--otlp-header. The runs are stored whether they are sent or not.",
     ),
 ]
 OtlpHeaderOption = Annotated[
