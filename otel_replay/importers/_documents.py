@@ -22,6 +22,8 @@ import orjson
 
 from otel_replay.errors import TraceFormatError
 from otel_replay.importers._flat import decode_flat_spans, is_flat_span_list
+from otel_replay.importers._langfuse import FORMAT as LANGFUSE
+from otel_replay.importers._langfuse import decode_langfuse, is_langfuse
 from otel_replay.importers._lookalikes import decode_span_dump, is_span_dump
 from otel_replay.importers._otlp_json_decode import decode_request
 from otel_replay.importers._spans import SpanRecord
@@ -73,6 +75,7 @@ def decode_any_agent(document: Any, invalid: Invalid) -> Iterator[SpanRecord]:
 #: In order: the first row that claims a document reads it.
 DOCUMENT_FORMATS: tuple[DocumentFormat, ...] = (
     DocumentFormat("otlp-json", is_otlp_envelope, decode_request),
+    DocumentFormat(LANGFUSE, is_langfuse, decode_langfuse),
     DocumentFormat("any-agent", is_any_agent, decode_any_agent, integer_ids=True),
     DocumentFormat("span-dump", is_span_dump, decode_span_dump, integer_ids=True),
     DocumentFormat("flat-spans", is_flat_span_list, decode_flat_spans, integer_ids=True),

@@ -193,6 +193,22 @@ def _flatten(attributes: dict[str, Any], where: str, prefix: str, depth: int) ->
     return flat
 
 
+def plain_value(value: Any, where: str) -> Any:
+    """``value`` as plain JSON that can be stored; `TraceFormatError` (at ``where``) when it cannot
+    be (an integer beyond 64 bits, a lone surrogate, nesting deeper than `MAX_DEPTH`)."""
+    return _plain(value, where, 1)
+
+
+def plain_attributes(attributes: dict[str, Any], where: str) -> dict[str, Any]:
+    """Attributes whose values are plain JSON that can be stored, keys kept as they are."""
+    return {_text(k, where): _plain(v, f"{where}.{k}", 1) for k, v in attributes.items()}
+
+
+def read_time(value: Any, key: str) -> int:
+    """hrtime, ISO-8601 text or integer nanoseconds (``None``: 0, unknown) as int nanoseconds."""
+    return _time(value, key)
+
+
 def concatenated_objects(text: str) -> list[Any] | None:
     """JSON objects written back to back (the Python console exporter's output), or None.
 

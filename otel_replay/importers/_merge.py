@@ -28,6 +28,7 @@ _SPAN_FORMATS = frozenset(
         "otlp-http",
         "any-agent",
         "flat-spans",
+        "langfuse",
     }
 )
 
