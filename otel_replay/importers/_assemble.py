@@ -12,7 +12,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from otel_replay.importers._conversation import reconstruct
-from otel_replay.importers._operations import build_operation, operations
+from otel_replay.importers._operations import (
+    build_operation,
+    lone_model_calls,
+    operations,
+    tools_by_result,
+)
 from otel_replay.importers._options import ReadOptions
 from otel_replay.importers._semconv import (
     CONTAINER_ROLES,
@@ -162,7 +167,8 @@ def assemble(
     kinds: dict[int, StepKind] = {
         i: STEP_KINDS[roles[i][0]] for i in order if roles[i][0] in STEP_KINDS
     }
-    found = operations(spans, order, parent, kinds)
+    kinds = tools_by_result(spans, kinds)
+    found = operations(spans, order, parent, kinds) or lone_model_calls(spans, roots, roles)
     exchanges: dict[int, list[int]] = {}
     if found:
         # a model call that ran a whole exchange is its last turn: it comes after its tools

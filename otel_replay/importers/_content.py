@@ -65,7 +65,7 @@ def _input_messages(span: SpanRecord) -> list[dict[str, Any]]:
         attrs.get("gen_ai.prompt"),
         _event_attribute(span, "gen_ai.content.prompt", "gen_ai.prompt"),
         attrs.get("ai.prompt.messages"),
-        attrs.get("ai.prompt"),
+        _vercel_prompt(attrs.get("ai.prompt")),
         attrs.get("traceloop.entity.input"),
         attrs.get("langfuse.observation.input"),
         _io_value(attrs, "input"),
@@ -75,6 +75,24 @@ def _input_messages(span: SpanRecord) -> list[dict[str, Any]]:
             if messages:
                 return messages
     return _event_messages(span)
+
+
+def _vercel_prompt(raw: Any) -> Any:
+    """The Vercel AI SDK's call-level prompt, ``{"system", "prompt"}`` or ``{"system", "messages"}``,
+    as messages (the system text first, a bare prompt as the user's message)."""
+    prompt = maybe_json(raw)
+    if not isinstance(prompt, dict):
+        return prompt
+    messages: list[Any] = []
+    if isinstance(prompt.get("system"), str):
+        messages.append({"role": "system", "content": prompt["system"]})
+    if isinstance(prompt.get("messages"), list):
+        messages.extend(prompt["messages"])
+    elif isinstance(prompt.get("prompt"), str):
+        messages.append({"role": "user", "content": prompt["prompt"]})
+    elif isinstance(prompt.get("prompt"), list):
+        messages.extend(prompt["prompt"])
+    return messages or None
 
 
 _EVENT_ROLES = {
@@ -109,7 +127,9 @@ def _output_messages(span: SpanRecord) -> Any:
     messages = normalize_messages(attrs.get("gen_ai.output.messages"))
     if messages:
         return _one_or_many(messages)
-    if "ai.response.text" in attrs or "ai.response.toolCalls" in attrs:
+    if any(
+        key in attrs for key in ("ai.response.text", "ai.response.toolCalls", "ai.response.object")
+    ):
         return _vercel_output(attrs)
     choices = [e.attributes for e in span.events if e.name == "gen_ai.choice"]
     if choices:
@@ -144,6 +164,8 @@ def _openai_choice(value: Any) -> Any:
             if isinstance(c, dict)
         ]
         return _one_or_many(normalize_messages(choices))
+    if isinstance(value, dict) and value.get("role") == "assistant":  # one message, as it is
+        return normalize_messages([value])[0]
     if isinstance(value, list) and value and all(_is_function_call(v) for v in value):
         return normalize_messages([{"role": "assistant", "tool_calls": value}])[0]
     if isinstance(value, list):
@@ -166,6 +188,8 @@ def _vercel_output(attrs: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {"role": "assistant"}
     if attrs.get("ai.response.text"):
         out["content"] = attrs["ai.response.text"]
+    elif isinstance(attrs.get("ai.response.object"), str):  # generateObject: the object's JSON
+        out["content"] = attrs["ai.response.object"]
     calls = maybe_json(attrs.get("ai.response.toolCalls"))
     if isinstance(calls, list) and calls:
         out["tool_calls"] = normalize_messages([{"tool_calls": calls}])[0].get("tool_calls", [])
@@ -285,6 +309,19 @@ def _with_finish_reason(output: Any, attrs: dict[str, Any]) -> Any:
 # --- tools -----------------------------------------------------------------------------------------
 
 
+#: Where a span records a tool's result, whichever convention wrote it (`tool_content` reads them).
+RESULT_KEYS = (
+    "gen_ai.tool.call.result",
+    "tool_response",
+    "ai.toolCall.result",
+    "output.value",
+    "traceloop.entity.output",
+    "langfuse.observation.output",
+    "gen_ai.completion",
+    "output",
+)
+
+
 def tool_content(span: SpanRecord) -> tuple[str, dict[str, Any], Any, str | None]:
     """A tool call's name, ``{"arguments", "tool_call_id"}``, result, and the error its result
     reports (a framework that catches a tool's exception hands it back as a failed result)."""
@@ -399,12 +436,27 @@ def _task_value(attrs: dict[str, Any], which: str) -> Any:
     return raw if raw is _MISSING else maybe_json(raw)
 
 
+def _vercel_embeddings(attrs: dict[str, Any]) -> tuple[list[Any], list[Any]]:
+    """The Vercel AI SDK's embedded values and their vectors: ``ai.value``/``ai.embedding`` for one,
+    ``ai.values``/``ai.embeddings`` (lists of JSON text) for many."""
+    values = attrs.get("ai.values", [attrs["ai.value"]] if "ai.value" in attrs else [])
+    vectors = attrs.get("ai.embeddings", [attrs["ai.embedding"]] if "ai.embedding" in attrs else [])
+    values = maybe_json(values) if isinstance(values, str) else values
+    vectors = maybe_json(vectors) if isinstance(vectors, str) else vectors
+    return (
+        [maybe_json(v) for v in values] if isinstance(values, list) else [],
+        [maybe_json(v) for v in vectors] if isinstance(vectors, list) else [],
+    )
+
+
 def other_content(span: SpanRecord, kind: StepKind) -> tuple[str, dict[str, Any], Any]:
     attrs = span.attributes
     if kind is StepKind.OTHER:
         return span.name, dict(attrs), None
     inputs: dict[str, Any] = {}
-    model = _first(attrs, "embedding.model_name", "reranker.model_name", "gen_ai.request.model")
+    model = _first(
+        attrs, "embedding.model_name", "reranker.model_name", "gen_ai.request.model", "ai.model.id"
+    )
     if model is not _MISSING:
         inputs["model"] = model
     query = _first(attrs, "reranker.query", "gen_ai.retrieval.query.text")
@@ -450,6 +502,12 @@ def other_content(span: SpanRecord, kind: StepKind) -> tuple[str, dict[str, Any]
             inputs["texts"] = texts
         vectors = [e["vector"] for e in embeddings if isinstance(e, dict) and "vector" in e]
         output = vectors or None
+        if not texts and not vectors:
+            texts, vectors = _vercel_embeddings(attrs)
+            if texts:
+                inputs.pop("input", None)
+                inputs["texts"] = texts
+            output = vectors or None
     if not output:
         value = _io_value(attrs, "output")
         output = None if value is _MISSING else value

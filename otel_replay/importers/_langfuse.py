@@ -339,9 +339,9 @@ def _put_back(attributes: dict[str, Any], given: Any, answer: Any) -> list[SpanE
         _vercel(attributes, operation, given, answer)
         return []
     body = _decoded(answer)
-    if isinstance(body, dict) and body.get("event.name") == "gen_ai.choice":
-        if not any(k.startswith(("gen_ai.output.", "gen_ai.completion")) for k in attributes):
-            return [SpanEvent("gen_ai.choice", 0, plain_attributes(body, "output"))]
+    recorded = any(k.startswith(("gen_ai.output.", "gen_ai.completion")) for k in attributes)
+    if isinstance(body, dict) and body.get("event.name") == "gen_ai.choice" and not recorded:
+        return [SpanEvent("gen_ai.choice", 0, plain_attributes(body, "output"))]
     return []
 
 

@@ -108,7 +108,11 @@ def normalize_message(message: dict[str, Any]) -> dict[str, Any]:
     if isinstance(role, str):
         out["role"] = role
     parts: list[Any] = []
-    tool_calls = [_tool_call(c) for c in _as_list(message.get("tool_calls"))]
+    calls = message.get("tool_calls")
+    extra = message.get("additional_kwargs")
+    if not calls and isinstance(extra, dict):  # a LangChain message as a dict: calls kept aside
+        calls = extra.get("tool_calls")
+    tool_calls = [_tool_call(c) for c in _as_list(calls)]
     content = message.get("content")
     if isinstance(content, list):
         parts.extend(content)

@@ -30,7 +30,8 @@ import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from otel_replay.importers._semconv import build_step
+from otel_replay.importers._content import RESULT_KEYS, tool_content
+from otel_replay.importers._semconv import CONTAINER_ROLES, build_step
 from otel_replay.importers._spans import STATUS_ERROR, SpanRecord
 from otel_replay.model import Step, StepKind, StepStatus
 
@@ -122,6 +123,66 @@ def operations(
         else:
             below[up].extend(pending)
     return _without_preparations(found, spans, parent)
+
+
+def tools_by_result(spans: Sequence[SpanRecord], kinds: dict[int, StepKind]) -> dict[int, StepKind]:
+    """A span no convention claims that holds a tool's result (a tool message naming the call it
+    answers) for a call a model span in the trace asked for is that tool call: ``kinds`` with
+    such spans added as tools. Frameworks that run tools inside a plain span record them so."""
+    requested: set[str] | None = None
+    found = dict(kinds)
+    for i, span in enumerate(spans):
+        if i in kinds or not any(key in span.attributes for key in RESULT_KEYS):
+            continue
+        call_id = tool_content(span)[1].get("tool_call_id")
+        if not isinstance(call_id, str):
+            continue
+        if requested is None:
+            requested = _requested_calls(spans, kinds)
+        if call_id in requested:
+            found[i] = StepKind.TOOL
+    return found
+
+
+#: Attributes that name the model a span called.
+_MODEL_KEYS = ("ai.model.id", "gen_ai.request.model", "llm.model_name", "embedding.model_name")
+#: Attributes only an embedding call's response sets: the vectors.
+_EMBEDDING_KEYS = ("ai.embedding", "ai.embeddings", "embedding.embeddings")
+
+
+def lone_model_calls(
+    spans: Sequence[SpanRecord], roots: Sequence[int], roles: Sequence[tuple[str, str]]
+) -> list[Operation]:
+    """In a trace with no operation span, the top-level container spans that record a whole model
+    call themselves (they name the model and hold its response: vectors for an embedding) are
+    that call. A convention that wraps each call in a container around the request it sends
+    (the call's own span) is otherwise read as structure, and the call lost when only the wrapper
+    was exported."""
+    found = []
+    for i in roots:
+        attrs = spans[i].attributes
+        if roles[i][0] not in CONTAINER_ROLES or not any(key in attrs for key in _MODEL_KEYS):
+            continue
+        if any(key.startswith(_EMBEDDING_KEYS) for key in attrs):
+            found.append(Operation(StepKind.EMBEDDING, [i], []))
+        elif _answered(Operation(StepKind.LLM, [i], []), spans):
+            found.append(Operation(StepKind.LLM, [i], []))
+    return found
+
+
+def _requested_calls(spans: Sequence[SpanRecord], kinds: dict[int, StepKind]) -> set[str]:
+    """The ids of the tool calls the model spans of a trace asked for."""
+    ids: set[str] = set()
+    for i, kind in kinds.items():
+        if kind is not StepKind.LLM:
+            continue
+        output = build_step(spans[i], kind).output
+        for message in output if isinstance(output, list) else [output]:
+            calls = message.get("tool_calls") if isinstance(message, dict) else None
+            for call in calls if isinstance(calls, list) else []:
+                if isinstance(call, dict) and isinstance(call.get("id"), str):
+                    ids.add(call["id"])
+    return ids
 
 
 def _same_operation(
