@@ -157,7 +157,7 @@ def _trace_spans(
     if trace is not None:
         try:
             context = _trace_attributes(trace)
-            if not decoded and not trace["observations"]:
+            if not observations:
                 decoded.append(_trace_as_span(trace, first_order))
         except TraceFormatError as exc:
             inner = f"{where}.{exc.where}" if exc.where else where
@@ -266,8 +266,11 @@ def _observation(item: Any, trace: dict[str, Any] | None, order: int) -> SpanRec
         raise TraceFormatError(f"observation type must be text, got {preview(kind)}", where="type")
     if kind.upper() not in _SILENT_TYPES:
         attributes.setdefault("langfuse.observation.type", kind.lower())
+    given, definitions = _definitions(item.get("input"))
+    if definitions:
+        attributes.setdefault("gen_ai.tool.definitions", definitions)
     lifted = {
-        "langfuse.observation.input": item.get("input"),
+        "langfuse.observation.input": given,
         "langfuse.observation.output": item.get("output"),
         "langfuse.observation.model.name": item.get("model"),
         "langfuse.observation.model_parameters": item.get("modelParameters") or None,
@@ -366,6 +369,27 @@ def _vercel(attributes: dict[str, Any], operation: str, given: Any, answer: Any)
         _put(attributes, "ai.response.object", answer)
     else:
         _put(attributes, "ai.response.text", answer)
+
+
+def _definitions(given: Any) -> tuple[Any, list[Any]]:
+    """A model call's input without the tool definitions Langfuse's LangChain handler lists among
+    its messages (``role: tool`` messages whose content is a function definition), and those."""
+    messages = _decoded(given)
+    if not isinstance(messages, list):
+        return given, []
+    definitions = [
+        m["content"]
+        for m in messages
+        if isinstance(m, dict)
+        and m.get("role") == "tool"
+        and "tool_call_id" not in m
+        and isinstance(m.get("content"), dict)
+        and m["content"].get("type") == "function"
+    ]
+    if not definitions:
+        return given, []
+    kept = [m for m in messages if not (isinstance(m, dict) and m.get("content") in definitions)]
+    return kept, definitions
 
 
 def _put(attributes: dict[str, Any], key: str, value: Any) -> None:

@@ -13,6 +13,7 @@ DEFAULT_OUTCOME_ATTRIBUTES = (
     "outcome",
     "eval.score",
     "gen_ai.evaluation.score.value",
+    "langfuse.score.outcome",
 )
 
 #: The largest record a reader holds in memory: one JSON document, one JSON line, one protobuf
