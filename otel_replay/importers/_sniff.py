@@ -31,6 +31,7 @@ class Format(str, Enum):
     # the JSON documents `otel_replay.importers._documents` tells apart by their shape
     ANY_AGENT = "any-agent"
     FLAT_SPANS = "flat-spans"
+    LANGFUSE = "langfuse"
 
 
 _OTLP_KEYS = frozenset({"resourceSpans", "resource_spans", "resourceLogs", "batches"})
