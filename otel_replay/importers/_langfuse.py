@@ -6,8 +6,9 @@ Shapes read (the observation and trace objects are the same in all of them):
   the full one; the trace's own ``observations`` repeat them with their metadata stripped);
 * ``GET /api/public/traces/{id}``: a trace holding its observations and scores;
 * the paged lists ``{"data": [...], "meta": {"page", "limit", "totalItems", "totalPages"}}`` of
-  ``GET /api/public/traces`` and ``GET /api/public/observations``, and one observation or trace per
-  line (the batch exports' JSON Lines).
+  ``GET /api/public/traces`` and ``GET /api/public/observations`` (``meta: {"cursor"}`` in v2, whose
+  observations carry ``metadata`` as an object), and one observation or trace per line (the batch
+  exports' JSON Lines).
 
 An observation is one span: its ``id`` is the span id (an OTel span id when the trace came in as
 OpenTelemetry, else any text, hashed to one), ``parentObservationId`` the parent, ``startTime`` and
@@ -55,6 +56,8 @@ _COUNT_KEY = re.compile(r"(token|usage)", re.IGNORECASE)
 _INTEGER = re.compile(r"-?[0-9]{1,18}")
 #: Observation types that say what an operation is (a plain SPAN or EVENT says nothing).
 _SILENT_TYPES = frozenset({"SPAN", "EVENT"})
+#: The ``meta`` keys of the public API's paged lists.
+_PAGING_KEYS = ("totalItems", "totalPages", "cursor")
 
 Invalid = Callable[[TraceFormatError], None]
 
@@ -65,9 +68,11 @@ def is_langfuse(document: Any) -> bool:
         return False
     if isinstance(document.get("trace"), dict) and isinstance(document.get("observations"), list):
         return True
-    meta = document.get("meta")
-    if isinstance(document.get("data"), list) and isinstance(meta, dict):
-        return "totalItems" in meta or "totalPages" in meta
+    meta, data = document.get("meta"), document.get("data")
+    if isinstance(data, list) and isinstance(meta, dict):  # paged by number, or by cursor (v2)
+        return any(key in meta for key in _PAGING_KEYS) or any(
+            _is_observation(item) or _is_trace(item) for item in data
+        )
     return _is_trace(document) or _is_observation(document)
 
 

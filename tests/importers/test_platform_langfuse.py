@@ -218,6 +218,16 @@ def test_the_paged_observations_list_reads_as_the_exports(corpus: Path, tmp_path
     assert runs == {GOLDEN[n][0]: GOLDEN[n][1] for n in names}
 
 
+def test_the_v2_observations_page_reads_as_the_export(corpus: Path, tmp_path: Path) -> None:
+    """``GET /api/public/v2/observations``: a cursor in ``meta``, ``metadata`` an object."""
+    name = "vercel-aisdk-2025-11-17.trace.json"
+    data = [
+        dict(o, metadata=json.loads(o["metadata"])) for o in _export(corpus, name)["observations"]
+    ]
+    run = _read(_write(tmp_path, {"data": data, "meta": {"cursor": "eyJwYWdlIjoyfQ"}}))
+    assert (run.id, _steps(run)) == (GOLDEN[name][0], GOLDEN[name][1])
+
+
 def test_observations_one_per_line_and_a_compact_export(corpus: Path, tmp_path: Path) -> None:
     document = _export(corpus, "langgraph-python-2025-08-22.trace.json")
     lines = tmp_path / "observations.jsonl"
