@@ -167,7 +167,7 @@ def assemble(
     kinds: dict[int, StepKind] = {
         i: STEP_KINDS[roles[i][0]] for i in order if roles[i][0] in STEP_KINDS
     }
-    kinds = tools_by_result(spans, kinds)
+    kinds = tools_by_result(spans, roles, kinds)
     found = operations(spans, order, parent, kinds) or lone_model_calls(spans, roots, roles)
     exchanges: dict[int, list[int]] = {}
     if found:

@@ -125,14 +125,16 @@ def operations(
     return _without_preparations(found, spans, parent)
 
 
-def tools_by_result(spans: Sequence[SpanRecord], kinds: dict[int, StepKind]) -> dict[int, StepKind]:
+def tools_by_result(
+    spans: Sequence[SpanRecord], roles: Sequence[tuple[str, str]], kinds: dict[int, StepKind]
+) -> dict[int, StepKind]:
     """A span no convention claims that holds a tool's result (a tool message naming the call it
     answers) for a call a model span in the trace asked for is that tool call: ``kinds`` with
     such spans added as tools. Frameworks that run tools inside a plain span record them so."""
     requested: set[str] | None = None
     found = dict(kinds)
     for i, span in enumerate(spans):
-        if i in kinds or not any(key in span.attributes for key in RESULT_KEYS):
+        if roles[i][0] != "span" or not any(key in span.attributes for key in RESULT_KEYS):
             continue
         call_id = tool_content(span)[1].get("tool_call_id")
         if not isinstance(call_id, str):

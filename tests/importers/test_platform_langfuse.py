@@ -257,6 +257,16 @@ def test_uuid_ids_of_langfuse_sdks_keep_the_tree(corpus: Path, tmp_path: Path) -
     )
 
 
+def test_a_trace_without_observations_is_one_span(corpus: Path, tmp_path: Path) -> None:
+    document = _export(corpus, "autogen-2025-06-06.trace.json")
+    trace = dict(document["trace"], observations=[])
+    run = _read(_write(tmp_path, trace))
+    assert _steps(run) == [("other", "autogen-chat-trace", OK)]
+    (step,) = run.steps
+    assert step.inputs["langfuse.trace.output"] == document["trace"]["output"]
+    assert run.metadata["session"] == "session_abc"
+
+
 def test_a_trace_list_naming_observations_by_id_is_refused(corpus: Path, tmp_path: Path) -> None:
     document = _export(corpus, "autogen-2025-06-06.trace.json")
     listed = dict(document["trace"], observations=[o["id"] for o in document["observations"]])
