@@ -237,7 +237,8 @@ def _trace_as_span(trace: dict[str, Any], order: int) -> SpanRecord:
             attributes[f"langfuse.trace.{key}"] = trace[key]
     start = read_time(trace.get("timestamp"), "timestamp")
     latency = trace.get("latency")
-    end = start + int(latency * 1e9) if isinstance(latency, (int, float)) and latency > 0 else start
+    seconds = latency if isinstance(latency, (int, float)) and 0 < latency < 1e9 else 0
+    end = start + int(seconds * 1e9)
     return SpanRecord(
         trace_id=trace_id,
         span_id=trace_id[:16],

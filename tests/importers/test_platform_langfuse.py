@@ -362,6 +362,9 @@ traces = st.fixed_dictionaries(
         ),
         "userId": json_values,
         "sessionId": json_values,
+        "latency": st.one_of(st.floats(), json_values),
+        "input": lf_texts,
+        "name": json_values,
         "tags": json_values,
     },
 )
