@@ -43,7 +43,7 @@ PARTS_OF = {
 }
 
 #: Attribute prefixes that only a model's response sets: output messages, token counts, finish
-#: reasons, response ids.
+#: reasons, response ids (and the output and usage the Langfuse SDK records).
 _RESPONSE_KEYS = (
     "llm.output_messages.",
     "llm.token_count.",
@@ -54,6 +54,8 @@ _RESPONSE_KEYS = (
     "gen_ai.usage.",
     "gen_ai.response.",
     "ai.response.",
+    "langfuse.observation.output",
+    "langfuse.observation.usage_details",
 )
 
 #: The response keys most spans have, looked up before scanning every attribute.
