@@ -227,6 +227,10 @@ def _parameters(attrs: dict[str, Any]) -> dict[str, Any]:
             for key, v in attrs.items()
             if key.startswith("ai.settings.")
         }
+    if not found:  # the Langfuse SDK's record of them (its callback handlers keep only this)
+        given = maybe_json(attrs.get("langfuse.observation.model_parameters"))
+        if isinstance(given, dict):
+            found = {key: value for key, value in given.items() if value is not None}
     return found
 
 

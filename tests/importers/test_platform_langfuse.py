@@ -146,6 +146,7 @@ def test_a_plain_span_holding_a_tools_result_is_that_tool(corpus: Path) -> None:
     # the tool definitions the handler lists among the messages are the call's tools
     assert [t["name"] for t in ask.inputs["tools"]] == ["Web-Search"]
     assert [m["role"] for m in answer.inputs["messages"]] == ["user", "user", "assistant", "tool"]
+    assert ask.inputs["parameters"] == {"temperature": 0}  # Langfuse's modelParameters
 
 
 def test_stripped_vercel_attributes_are_put_back(corpus: Path) -> None:
