@@ -71,13 +71,63 @@ CORPUS_FILES: dict[str, tuple[Format, int, list[tuple[str, int, float | None]]]]
     "platforms/any-agent-traces/OPENAI_trace.json": (
         Format.OTLP_JSON, 6, [("4bedea77bb33b9c5f280371eae21ea97", 5, None)]
     ),
+    # Langfuse exports and Vercel AI SDK spans: their steps in test_platform_langfuse.py and
+    # test_platform_vercel.py
+    "platforms/langfuse-framework-traces/agno-2025-06-11.trace.json": (
+        Format.OTLP_JSON, 6, [("080130871f53145aecf7c29d5dfb6e4c", 3, None)]
+    ),
+    "platforms/langfuse-framework-traces/autogen-2025-06-06.trace.json": (
+        Format.OTLP_JSON, 2, [("1b72c51fabed12ae7df83bfd4a09f545", 1, None)]
+    ),
+    "platforms/langfuse-framework-traces/crewai-2025-07-11.trace.json": (
+        Format.OTLP_JSON, 6, [("a287bb31e317433610d8827617471140", 1, None)]
+    ),
+    "platforms/langfuse-framework-traces/langgraph-python-2025-08-22.trace.json": (
+        Format.OTLP_JSON, 9, [("e1fde3efec57ce8a69bafd3fb928a7eb", 3, None)]
+    ),
+    "platforms/langfuse-framework-traces/llamaindex-2025-06-05.trace.json": (
+        Format.OTLP_JSON, 2, [("12ea412956f99347b0503c1144acd0ec", 1, None)]
+    ),
+    "platforms/langfuse-framework-traces/openai-agents-2025-09-30.trace.json": (
+        Format.OTLP_JSON, 5, [("fee618f96dc31e0ca38b2f7b26eb8b29", 3, None)]
+    ),
+    "platforms/langfuse-framework-traces/pydantic-ai-2025-06-06.trace.json": (
+        Format.OTLP_JSON, 3, [("25f4bdeebaab60e6e1bee7e8469554bc", 1, None)]
+    ),
+    "platforms/langfuse-framework-traces/vercel-aisdk-2025-11-17.trace.json": (
+        Format.OTLP_JSON, 3, [("df41e597d0a85e0d7a6ae8ebfaa70aa0", 2, None)]
+    ),
+    "platforms/openinference-vercel/ai-embed.json": (
+        Format.OTLP_JSON, 1, [("91621bbaaf1920e94ae594e91b3a99fd", 1, None)]
+    ),
+    "platforms/openinference-vercel/ai-generateText.json": (
+        Format.OTLP_JSON,
+        2,
+        [("700d5f98fe2420adcf6ab0822f7a323c", 1, None), ("673a889f59126f8b4c90dce5a1f99368", 1, None)],
+    ),
+    "platforms/openinference-vercel/all-spans.json": (
+        Format.OTLP_JSON,
+        10,
+        [
+            ("b3e700af9eab81e19f72f964d62a35af", 1, None),
+            ("700d5f98fe2420adcf6ab0822f7a323c", 1, None),
+            ("edff2fc5854be6170e8cccccec0c82cf", 1, None),
+            ("673a889f59126f8b4c90dce5a1f99368", 1, None),
+            ("8f60802815d6e97da2dbc4708a8e5c7b", 1, None),
+            ("f99cc53c9bb8fe40462f7a48999e7088", 1, None),
+            ("478d4dcc697ecfabc5e7a3d6e4216291", 1, None),
+            ("8185b815e471184c6525a601a042be42", 1, None),
+            ("045d21a7f69972edf509fe0ff911f3f5", 1, None),
+            ("91621bbaaf1920e94ae594e91b3a99fd", 1, None),
+        ],
+    ),
 }  # fmt: skip
 
 NOT_TRACES = ("otlp-proto-examples/logs.json", "otlp-proto-examples/events.json")
 
 #: Exports of observability platforms and eval harnesses (Langfuse, Phoenix through Vercel's
 #: OpenInference, any-agent, flat span lists), which are not OTLP documents. Those read right have
-#: a row in `CORPUS_FILES` (their steps: tests/importers/test_platform_flat.py); until a file has
+#: a row in `CORPUS_FILES` (their steps: tests/importers/test_platform_*.py); until a file has
 #: one it is held to the rule for any input: it imports, or it is refused with one line naming the
 #: file; never a traceback.
 PLATFORMS = "platforms"

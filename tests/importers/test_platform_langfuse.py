@@ -301,7 +301,8 @@ def test_import_of_a_broken_export_stores_nothing(
     corpus: Path, tmp_path: Path, runner: CliRunner, store_path: Path
 ) -> None:
     good = corpus / FOLDER / "autogen-2025-06-06.trace.json"
-    assert runner.invoke(app, ["import", str(good), "--store", str(store_path)]).exit_code == 0
+    given = ["import", str(good), "--store", str(store_path), "--format", "langfuse"]
+    assert runner.invoke(app, given).exit_code == 0  # the format runs show, accepted by name
     with Store.open(store_path) as store:
         before = store.counts()
     path = _broken(corpus, tmp_path)
