@@ -29,7 +29,7 @@ from otel_replay import (
     read_path,
 )
 from otel_replay.cli import app
-from tests.importers.test_fuzz import FAST, _read_all, iso_times, json_values
+from tests.importers.test_fuzz import FAST, SLOW, _read_all, iso_times, json_values
 
 FOLDER = "platforms/langfuse-framework-traces"
 OK = StepStatus.OK
@@ -382,11 +382,24 @@ documents = st.one_of(
 )
 
 
+def _check(tmp_path: Path, document: Any, skip: bool, compact: bool) -> None:
+    path = tmp_path / "fuzz.langfuse.json"
+    path.write_text(json.dumps(document, indent=None if compact else 2))
+    _read_all(path, skip)
+
+
 @FAST
 @given(document=documents, skip=st.booleans(), compact=st.booleans())
 def test_langfuse_shaped_input_never_tracebacks(
     tmp_path: Path, document: Any, skip: bool, compact: bool
 ) -> None:
-    path = tmp_path / "fuzz.langfuse.json"
-    path.write_text(json.dumps(document, indent=None if compact else 2))
-    _read_all(path, skip)
+    _check(tmp_path, document, skip, compact)
+
+
+@pytest.mark.fuzz
+@SLOW
+@given(document=documents, skip=st.booleans(), compact=st.booleans())
+def test_langfuse_shaped_input_at_length(
+    tmp_path: Path, document: Any, skip: bool, compact: bool
+) -> None:
+    _check(tmp_path, document, skip, compact)
