@@ -33,9 +33,27 @@ def byte_count(text: str, option: str = "--max-record-bytes") -> int:
     return count
 
 
+def platform_addresses(paths: list[str], since: str | None) -> tuple[list[str], list[Path]]:
+    """The platform addresses among ``paths`` (each checked), and the files and folders."""
+    from otel_replay.platforms import is_phoenix_url, parse_phoenix_url
+
+    urls = [p for p in paths if is_phoenix_url(p)]
+    for url in urls:
+        if parse_phoenix_url(url).project is None:
+            raise ReplayError(f"{url} names no project: phoenix://HOST:PORT/PROJECT")
+    if since is not None and not urls:
+        raise ReplayError("--since chooses traces on a platform (phoenix://); files import whole")
+    return urls, [Path(p) for p in paths if not is_phoenix_url(p)]
+
+
 def import_command(
     paths: Annotated[
-        list[Path], typer.Argument(help="Trace files or directories.", show_default=False)
+        list[str],
+        typer.Argument(
+            metavar="PATHS...",
+            help="Trace files or directories, or a Phoenix project: phoenix://HOST:PORT/PROJECT.",
+            show_default=False,
+        ),
     ],
     format: Annotated[Format, typer.Option("--format", help="Input format.")] = Format.AUTO,
     outcome_attribute: Annotated[
@@ -56,17 +74,29 @@ def import_command(
             "decompressed; K, M, G suffixes count 1024s. A larger one is an error (or skipped).",
         ),
     ] = f"{DEFAULT_MAX_RECORD_BYTES >> 20}M",
+    since: Annotated[
+        str | None,
+        typer.Option(
+            help="phoenix:// only: the traces with a span started since: 2026-03-14T15:00, or an "
+            "age (24h, 7d); each comes back whole.",
+        ),
+    ] = None,
     json: JsonOption = False,
     store: StoreOption = None,
 ) -> None:
-    """Import OTLP JSON / JSON Lines / protobuf files or native JSONL into the store."""
-    from otel_replay.cli._import_run import expand, import_files, render
+    """Import OTLP JSON / JSON Lines / protobuf files or native JSONL into the store; or the
+    traces of a Phoenix project (phoenix://HOST:PORT/PROJECT)."""
+    from otel_replay.cli._import_run import expand, import_files, import_platforms, render
+    from otel_replay.fleet._select import parse_since
 
     with user_errors():
         limit = byte_count(max_record_bytes)
-        files = expand(paths)
+        urls, files = platform_addresses(paths, since)
+        since_ns = None if since is None else parse_since(since)
+        files = expand(files) if files or not urls else []
         with open_store(store, write=True, create=True) as db:
-            results = import_files(db, files, format, outcome_attribute, skip_invalid, limit, json)
+            results = import_platforms(db, urls, since_ns, outcome_attribute, skip_invalid, limit)
+            results += import_files(db, files, format, outcome_attribute, skip_invalid, limit, json)
     if json:
         print_json(
             [

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
@@ -22,7 +23,7 @@ from otel_replay.cli._common import (
 from otel_replay.errors import ReplayError, TraceFormatError
 from otel_replay.importers import Format, ReadOptions, read_path
 from otel_replay.ingest import IngestResult, ingest
-from otel_replay.model import is_failure
+from otel_replay.model import Trajectory, is_failure
 from otel_replay.store import Store
 
 _PROGRESS_MIN_BYTES = 4 * 1024 * 1024
@@ -32,7 +33,7 @@ _TABLE_ROWS = 40
 
 @dataclass
 class FileResult:
-    path: Path
+    path: Path | str  # a file, or a platform's address (phoenix://HOST:PORT/PROJECT)
     rows: list[dict[str, Any]] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
@@ -61,15 +62,56 @@ def expand(paths: list[Path]) -> list[Path]:
 
 def import_file(store: Store, path: Path, fmt: Format, options: ReadOptions) -> FileResult:
     """Import one file in one transaction; on error nothing of it is kept."""
-    result = FileResult(path)
-    for ingested in ingest(store, read_path(path, fmt, options)):
+    return _imported(store, path, read_path(path, fmt, options), options)
+
+
+def import_platforms(
+    db: Store,
+    urls: list[str],
+    since_ns: int | None,
+    outcome_attribute: str | None,
+    skip_invalid: bool,
+    max_record_bytes: int,
+) -> list[FileResult]:
+    """Each platform address (``phoenix://HOST:PORT/PROJECT``) in its own transaction: a server
+    that cannot be reached, refuses the key or has no such project stops the import with its error,
+    and nothing of that address is kept."""
+    from otel_replay.platforms import read_phoenix
+
+    results: list[FileResult] = []
+    for url in urls:
+        options = ReadOptions(
+            outcome_attribute=outcome_attribute,
+            skip_invalid=skip_invalid,
+            max_record_bytes=max_record_bytes,
+        )
+        try:
+            results.append(_imported(db, url, read_phoenix(url, since_ns, options), options))
+        except ReplayError as exc:
+            print_error(exc)
+            imported = sum(1 for r in results if r.rows)
+            note = (
+                f"; {plural(imported, 'earlier address', 'earlier addresses')} imported"
+                if imported
+                else ""
+            )
+            err_console.print(printable(f"nothing from {url} was imported{note}"), markup=False)
+            raise typer.Exit(1) from None
+    return results
+
+
+def _imported(
+    store: Store, source: Path | str, trajectories: Iterator[Trajectory], options: ReadOptions
+) -> FileResult:
+    result = FileResult(source)
+    for ingested in ingest(store, trajectories):
         summary = ingested.summary
         result.rows.append(
             {
                 "id": summary.id,
                 "steps": summary.n_steps,
                 "outcome": summary.outcome,
-                "source": str(path),
+                "source": str(source),
                 "format": summary.format,
                 "result": ingested.result.value,
                 "final_hash": summary.final_hash,
@@ -79,7 +121,7 @@ def import_file(store: Store, path: Path, fmt: Format, options: ReadOptions) -> 
     result.warnings = list(options.report.warnings)
     missing = options.missing_outcome()
     if missing is not None:
-        result.warnings.append(f"{path}: {missing}")
+        result.warnings.append(f"{source}: {missing}")
     return result
 
 
@@ -149,9 +191,10 @@ def _progress(total: int, quiet: bool) -> Progress:
 
 def render(results: list[FileResult]) -> None:
     rows = [row for r in results for row in r.rows]
+    sources = "file" if all(isinstance(r.path, Path) for r in results) else "source"
     table = trajectory_table(
         f"imported {plural(len(rows), 'trajectory', 'trajectories')} from "
-        f"{plural(len(results), 'file')}",
+        f"{plural(len(results), sources)}",
         ("trajectory id", "steps", "outcome", "source", "result"),
     )
     for row in rows[:_TABLE_ROWS]:

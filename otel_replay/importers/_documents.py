@@ -26,6 +26,8 @@ from otel_replay.importers._langfuse import FORMAT as LANGFUSE
 from otel_replay.importers._langfuse import decode_langfuse, is_langfuse
 from otel_replay.importers._lookalikes import decode_span_dump, is_span_dump
 from otel_replay.importers._otlp_json_decode import decode_request
+from otel_replay.importers._phoenix import FORMAT as PHOENIX_PAGE
+from otel_replay.importers._phoenix import decode_phoenix_page, is_phoenix_page
 from otel_replay.importers._spans import SpanRecord
 
 Invalid = Callable[[TraceFormatError], None]
@@ -77,6 +79,7 @@ DOCUMENT_FORMATS: tuple[DocumentFormat, ...] = (
     DocumentFormat("otlp-json", is_otlp_envelope, decode_request),
     DocumentFormat(LANGFUSE, is_langfuse, decode_langfuse),
     DocumentFormat("any-agent", is_any_agent, decode_any_agent, integer_ids=True),
+    DocumentFormat(PHOENIX_PAGE, is_phoenix_page, decode_phoenix_page),
     DocumentFormat("span-dump", is_span_dump, decode_span_dump, integer_ids=True),
     DocumentFormat("flat-spans", is_flat_span_list, decode_flat_spans, integer_ids=True),
 )

@@ -216,6 +216,8 @@ def any_value(value: Any, where: str, depth: int = 0) -> Any:
             )
         return text
     for key, item in value.items():
+        if item is None:
+            continue  # proto3 JSON: a null member is an absent one (Phoenix writes every member)
         if key in ("stringValue", "string_value"):
             if not isinstance(item, str):
                 raise TraceFormatError(f"{key} must be a string, got {preview(item)}", where=where)
