@@ -220,6 +220,15 @@ def attribute_command(
     otlp_endpoint: OtlpEndpointOption = None,
     otlp_header: OtlpHeaderOption = None,
     otlp_compression: OtlpCompressionOption = None,
+    annotate: Annotated[
+        str | None,
+        typer.Option(
+            "--annotate",
+            metavar="phoenix://HOST:PORT",
+            help="Write the verdict to this Phoenix as span annotations: the Point of "
+            "Commitment's span and the run's root span (the run's spans must be there).",
+        ),
+    ] = None,
     json: JsonOption = False,
     store: StoreOption = None,
 ) -> None:
@@ -257,7 +266,8 @@ def attribute_command(
 
     running = Running(executor, ray_address, force)
     if chosen.many:
-        run_many(store, chosen, config, code, running, (json_out, html_out, dry_run), json=json)
+        single_only = (json_out, html_out, dry_run, annotate)
+        run_many(store, chosen, config, code, running, single_only, json=json)
     else:
-        outputs = (json_out, html_out)
+        outputs = (json_out, html_out, annotate)
         run(store, chosen.ids[0], config, code, outputs, running, json=json, dry_run=dry_run, to=to)

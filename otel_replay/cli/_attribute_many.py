@@ -40,17 +40,19 @@ def run_many(
     config: AttributionConfig,
     code: UserCode,
     running: Running,
-    single_only: tuple[Path | None, Path | None, bool],
+    single_only: tuple[Path | None, Path | None, bool, str | None],
     *,
     json: bool,
 ) -> None:
-    """``single_only``: ``--out``, ``--html``, ``--dry-run``, which are for one run."""
+    """``single_only``: ``--out``, ``--html``, ``--dry-run``, ``--annotate``, which are for one
+    run."""
     rows: list[dict[str, Any]] = []
     with user_errors():
         if any(single_only):
             raise ReplayError(
-                "--out, --html and --dry-run are for one run; the reports of many runs are kept "
-                "in the store (agent-replay ui shows them, agent-replay blame adds them up)"
+                "--out, --html, --dry-run and --annotate are for one run; the reports of many "
+                "runs are kept in the store (agent-replay ui shows them, agent-replay blame adds "
+                "them up)"
             )
         with open_store(store, write=True) as db:
             runs = chosen.runs(db)

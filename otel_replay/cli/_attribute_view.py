@@ -36,6 +36,7 @@ from otel_replay.cli._common import (
     open_store,
     plural,
     print_json,
+    printable,
     short,
     shown,
     user_errors,
@@ -44,7 +45,7 @@ from otel_replay.cli._common import (
 from otel_replay.cli._executing import Running, executing
 from otel_replay.cli._send import send_runs
 from otel_replay.errors import StoreError
-from otel_replay.model import StepKind
+from otel_replay.model import StepKind, Trajectory
 from otel_replay.resamplers import UserCode
 from otel_replay.resamplers._judge import JudgeSummary
 from otel_replay.transcript import compared_output
@@ -58,21 +59,25 @@ def run(
     trajectory_id: str,
     config: AttributionConfig,
     code: UserCode,
-    outputs: tuple[Path | None, Path | None],
+    outputs: tuple[Path | None, Path | None, str | None],
     running: Running | None = None,
     *,
     json: bool,
     dry_run: bool,
     to: Destination | None = None,
 ) -> None:
-    """``outputs``: where the JSON report and the HTML page go (``None``: nowhere); ``to``: where
-    the kept rollouts are sent (`AttributionConfig.keep_rollouts`), linked to the run."""
+    """``outputs``: where the JSON report and the HTML page go (``None``: nowhere), and the Phoenix
+    (``phoenix://HOST:PORT``) the verdict is written to as span annotations (``None``: none);
+    ``to``: where the kept rollouts are sent (`AttributionConfig.keep_rollouts`), linked to the run."""
+    from otel_replay.platforms import parse_phoenix_url
     from otel_replay.report import build_report, dumps_report, html_report
     from otel_replay.report._json import read_report
 
-    json_out, html_out = outputs
+    json_out, html_out, annotate = outputs
 
     with user_errors():
+        if annotate is not None:
+            parse_phoenix_url(annotate)  # a mistyped address is told before the rollouts
         if dry_run:
             with open_store(store) as db:
                 print_cost(
@@ -89,7 +94,7 @@ def run(
             progress_bar(config) as (progress, spending),
         ):
             result = attribute_stored(db, trajectory_id, config, code, progress, spending, executor)
-            wanted = html_out is not None or to is not None
+            wanted = html_out is not None or to is not None or annotate is not None
             run_of = db.get(result.trajectory_id) if wanted else None
         report = dumps_report(build_report(result, config, code))
         if json_out is not None:
@@ -104,6 +109,8 @@ def run(
     sending = send_runs(to, "rollouts", [(kept.run, run_of, {}) for kept in result.kept])
     if sending is not None:
         sending.say(json=json or str(json_out) == "-")  # stdout holds the report then
+    if annotate is not None and run_of is not None:
+        write_annotations(annotate, report, run_of, json or str(json_out) == "-")
     if result.verdict is Verdict.NO_EVIDENCE:  # written and kept, but it concludes nothing
         raise typer.Exit(1)
     if sending is not None and sending.failed:
@@ -123,6 +130,19 @@ def keep_rollouts(store: Path | None, result: AttributionResult, *, json: bool, 
         f"kept {plural(len(result.kept), 'rollout')} of {plural(plans, 'plan')} in the store{ids}",
         highlight=False,
     )
+
+
+def write_annotations(url: str, report: bytes, trajectory: Trajectory, json: bool) -> None:
+    """The verdict as span annotations in the Phoenix at ``url``; said on the console (standard
+    error under ``--json``). A Phoenix that cannot take them is an error (the report is kept)."""
+    from otel_replay.platforms import annotate_phoenix, parse_phoenix_url
+
+    with user_errors():
+        written = annotate_phoenix(url, orjson.loads(report), trajectory)
+    where = parse_phoenix_url(url).base
+    lines = [f"annotated {plural(len(written), 'span')} in Phoenix at {where}:"]
+    lines += [f"  {a.name} = {a.label} on span {a.span_id}" for a in written]
+    (err_console if json else console).print(printable("\n".join(lines)), markup=False)
 
 
 def keep_report(store: Path | None, report: bytes, question: str) -> None:
