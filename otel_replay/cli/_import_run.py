@@ -90,12 +90,10 @@ def import_platforms(
         except ReplayError as exc:
             print_error(exc)
             imported = sum(1 for r in results if r.rows)
-            note = (
-                f"; {plural(imported, 'earlier address', 'earlier addresses')} imported"
-                if imported
-                else ""
-            )
-            err_console.print(printable(f"nothing from {url} was imported{note}"), markup=False)
+            if imported:  # the error says what failed; this, what the store keeps
+                earlier = plural(imported, "earlier address", "earlier addresses")
+                note = f"nothing from {url} was imported; {earlier} imported"
+                err_console.print(printable(note), markup=False)
             raise typer.Exit(1) from None
     return results
 

@@ -8,11 +8,13 @@ tests skip with the reason; under CI (the ``CI`` variable set) they fail instead
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -59,6 +61,24 @@ class Phoenix:
             assert exporter.export(spans) is SpanExportResult.SUCCESS
         finally:
             exporter.shutdown()
+        # Phoenix queues what it receives and inserts it a moment later: wait until it is there
+        trace_ids = sorted({format(s.context.trace_id, "032x") for s in spans if s.context})
+        query = urllib.parse.urlencode([("limit", "1000"), *(("trace_id", t) for t in trace_ids)])
+        request = urllib.request.Request(
+            f"{self.base}/v1/projects/{urllib.parse.quote(project)}/spans/otlpv1?{query}",
+            headers={"authorization": f"Bearer {self.key}"} if self.key else {},
+        )
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(request, timeout=10) as response:
+                    if len(json.loads(response.read())["data"]) >= len(spans):
+                        return
+            except urllib.error.HTTPError as exc:
+                if exc.code != 404:  # the project appears with its first span
+                    raise
+            assert time.monotonic() < deadline, f"Phoenix did not store the spans of {trace_ids}"
+            time.sleep(0.2)
 
 
 def _free_port() -> int:
