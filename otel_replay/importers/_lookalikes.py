@@ -4,7 +4,9 @@
   ``attributes`` as a plain object;
 * Python SDK ``ConsoleSpanExporter`` / ``span.to_json()`` objects, pretty-printed back to back:
   ``context.trace_id`` as ``0x``-hex, ISO-8601 times, ``status.status_code`` names, ``parent_id``;
-* Arize Phoenix span JSON: the same shape with ``span_kind`` and possibly nested attributes;
+* Arize Phoenix span JSON: the same shape with ``span_kind``, the status at the top (``status_code``,
+  ``status_message``) and possibly nested attributes; a list of spans, or an object of named span
+  lists (a page of its REST API is one: ``{"data": [...], "next_cursor": ...}``);
 * any-agent's spans: the Python shape with integer ids and ``parent`` as a context object.
 
 A value of the wrong type, a time outside 1970 to 2262, or an attribute that could not be stored
@@ -38,14 +40,32 @@ _NANOS_PER_SECOND = 1_000_000_000
 
 
 def _items(document: Any) -> list[Any]:
-    """The spans of a dump: one object, an array of them, or (objects written back to back) a
-    sequence of either."""
+    """The spans of a dump: one object, an array of them, (objects written back to back) a
+    sequence of either, or an object of named span lists (`_named_lists`)."""
+    if isinstance(document, dict):
+        named = _named_lists(document)
+        return [document] if named is None else named
     if not isinstance(document, list):
         return [document]
     items: list[Any] = []
     for part in document:
         items.extend(part if isinstance(part, list) else [part])
     return items
+
+
+def _named_lists(document: dict[str, Any]) -> list[Any] | None:
+    """The spans of an object whose members are span lists, as Phoenix keeps its span JSON: named
+    runs (``{"a run": [span, ...], ...}``) or a page of its REST API (``{"data": [...],
+    "next_cursor": ...}``); None when ``document`` is a span itself or has other members than lists
+    and text (a cursor)."""
+    if "spanContext" in document or "context" in document:
+        return None
+    members = document.values()
+    if not any(isinstance(m, list) for m in members) or not all(
+        m is None or isinstance(m, (list, str)) for m in members
+    ):
+        return None
+    return [span for m in members if isinstance(m, list) for span in m]
 
 
 def is_span_dump(document: Any) -> bool:
@@ -89,7 +109,10 @@ def _decode(item: dict[str, Any], order: int) -> SpanRecord:
         status = {}
     elif not isinstance(status, dict):
         raise TraceFormatError(f"expected an object, got {preview(status)}", where="status")
-    message = status.get("message") or status.get("description") or ""
+    code = status.get("code", status.get("status_code"))
+    if code is None:  # Phoenix span JSON keeps the status at the top: status_code, status_message
+        code = item.get("status_code")
+    message = status.get("message") or status.get("description") or item.get("status_message") or ""
     name = item.get("name")
     if name is not None and not isinstance(name, str):
         raise TraceFormatError(f"span name must be a string, got {preview(name)}", where="name")
@@ -102,11 +125,7 @@ def _decode(item: dict[str, Any], order: int) -> SpanRecord:
         start_time_unix_nano=_time(*_field(item, "startTime", "start_time")),
         end_time_unix_nano=_time(*_field(item, "endTime", "end_time")),
         attributes=attributes,
-        status_code=_enum(
-            status.get("code", status.get("status_code")),
-            {**_CONSOLE_STATUS, **STATUS_CODES},
-            "status.code",
-        ),
+        status_code=_enum(code, {**_CONSOLE_STATUS, **STATUS_CODES}, "status.code"),
         status_message=_text(message if isinstance(message, str) else str(message), "status"),
         events=_events(item.get("events")),
         resource=_resource(item.get("resource")),

@@ -27,7 +27,7 @@ from otel_replay.platforms import (
 from otel_replay.store import Store
 from tests.cli_helpers import invoke, ok, one_line_error
 from tests.conftest import ROOT, SAMPLES
-from tests.platforms.conftest import Phoenix
+from tests.platforms.phoenix_server import Phoenix
 
 PROJECT = "incident-tests"
 GENAI_PROJECT = "genai-tests"
@@ -173,9 +173,9 @@ def test_no_such_project_is_one_line_naming_the_projects_there(
 
 
 def test_a_server_that_is_down_is_one_line(runner: CliRunner, store_path: Path) -> None:
-    from tests.platforms.conftest import _free_port
+    from tests.platforms.phoenix_server import free_port
 
-    port = _free_port()  # nothing listens there
+    port = free_port()  # nothing listens there
     line = one_line_error(invoke(runner, store_path, "import", f"phoenix://127.0.0.1:{port}/p"))
     assert line.startswith(f"error: cannot reach Phoenix at http://127.0.0.1:{port}")
     _untouched(store_path)
@@ -230,7 +230,8 @@ def test_annotate_writes_the_verdict_on_the_commitment_and_root_spans(
     phoenix: Phoenix, runs: dict[str, Investigation], runner: CliRunner, store_path: Path
 ) -> None:
     ok(invoke(runner, store_path, "import", f"phoenix://{phoenix.address}/{PROJECT}"))
-    args = ("attribute", FAIL[:8], "--resamplers", str(ROOT / "examples/incident/tools.py"))
+    args: tuple[str, ...] = ("attribute", FAIL[:8])
+    args += ("--resamplers", str(ROOT / "examples/incident/tools.py"))
     args += ("--success-if", "v841", "--annotate", f"phoenix://{phoenix.address}", "--json")
     result = ok(invoke(runner, store_path, *args))
     report = json.loads(result.stdout)
