@@ -6,6 +6,7 @@ read back from Phoenix's REST API."""
 from __future__ import annotations
 
 import json
+import shlex
 import urllib.parse
 import urllib.request
 from pathlib import Path
@@ -283,3 +284,39 @@ def test_a_run_without_span_ids_cannot_be_annotated() -> None:
     inconclusive = {**report, "verdict": "inconclusive", "point_of_commitment": None}
     with pytest.raises(ReplayError, match="run hand-made has no root span"):
         phoenix_annotations(inconclusive, run)
+
+
+def _readme_commands() -> list[list[str]]:
+    """The commands of the README's "Phoenix, both ways" block, without ``agent-replay``."""
+    text = (ROOT / "README.md").read_text()
+    block = text[text.index("**Phoenix, both ways.**") :].split("```sh\n", 1)[1].split("```")[0]
+    return [shlex.split(line.split("  #")[0])[1:] for line in block.strip().splitlines()]
+
+
+def test_the_readme_commands_run_against_a_real_phoenix(
+    phoenix: Phoenix,
+    runs: dict[str, Investigation],
+    runner: CliRunner,
+    store_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.chdir(ROOT)  # the README's paths are the checkout's
+    commands = _readme_commands()
+    assert [c[0] for c in commands] == ["import", "import", "attribute"]
+    for command in commands:
+        args = [
+            a.replace("127.0.0.1:6006", phoenix.address).replace("incident-investigations", PROJECT)
+            for a in command
+        ]
+        result = ok(invoke(runner, store_path, *args, "--json"))
+        if "--since" in args:  # the failing run began before the bound: it comes back whole
+            (imported,) = json.loads(result.stdout)
+            assert [(r["id"], r["steps"]) for r in imported["trajectories"]] == [(FAIL, 7)]
+    with Store.open(store_path) as store:
+        culprit = store.get(FAIL).steps[3]
+    assert culprit.span_id is not None
+    (annotation,) = _annotations(phoenix, PROJECT, [culprit.span_id])
+    assert (annotation["name"], annotation["result"]["label"]) == (
+        "agent_replay.point_of_commitment",
+        "culprit",
+    )
