@@ -142,6 +142,28 @@ def test_since_brings_a_trace_that_straddles_it_back_whole(
     assert _read(url, since_ns=last + 1_000_000) == {}
 
 
+def test_pages_are_followed_by_their_cursor(
+    phoenix: Phoenix, runs: dict[str, Investigation], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from otel_replay.platforms import phoenix as module
+
+    url = f"phoenix://{phoenix.address}/{PROJECT}"
+    whole = _read(url)
+    monkeypatch.setattr(module, "PAGE_SIZE", 3)
+    monkeypatch.setattr(module, "_TRACES_PER_REQUEST", 1)
+    options = ReadOptions()
+    paged = {t.id: t for t in read_phoenix(url, None, options)}
+    spans = len(runs[RETRY].spans) + len(runs[FAIL].spans)
+    assert options.report.records == -(-spans // 3)  # pages of 3 spans, the last one shorter
+    assert options.report.spans == spans
+    assert {k: t.final_hash for k, t in paged.items()} == {
+        k: t.final_hash for k, t in whole.items()
+    }
+    first = min(s.start_time or 0 for s in runs[FAIL].spans)
+    since = {t.id: t for t in read_phoenix(url, first + 1, ReadOptions())}
+    assert since[FAIL].final_hash == whole[FAIL].final_hash
+
+
 def test_import_names_what_it_imported_and_imports_again_unchanged(
     phoenix: Phoenix, runs: dict[str, Investigation], runner: CliRunner, store_path: Path
 ) -> None:
