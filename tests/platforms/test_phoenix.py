@@ -216,6 +216,8 @@ def test_addresses_are_checked_before_anything_is_asked(
     assert "--since chooses traces on a platform" in one_line_error(
         invoke(runner, store_path, "import", str(SAMPLES / "incident.otlp.jsonl"), "--since", "1d")
     )
+    mistyped = ("attribute", "ef2843ff", "--success-if", "v841", "--annotate", "phoenix://h:x")
+    assert "port is not a number" in one_line_error(invoke(runner, store_path, *mistyped))
     assert parse_phoenix_url("phoenix://example.org/my%20project").url == (
         "phoenix://example.org:6006/my%20project"
     )
