@@ -69,7 +69,7 @@ def run(
     """``outputs``: where the JSON report and the HTML page go (``None``: nowhere), and the Phoenix
     (``phoenix://HOST:PORT``) the verdict is written to as span annotations (``None``: none);
     ``to``: where the kept rollouts are sent (`AttributionConfig.keep_rollouts`), linked to the run."""
-    from otel_replay.platforms import parse_phoenix_url
+    from otel_replay.platforms.phoenix import parse_phoenix_url
     from otel_replay.report import build_report, dumps_report, html_report
     from otel_replay.report._json import read_report
 
@@ -135,7 +135,7 @@ def keep_rollouts(store: Path | None, result: AttributionResult, *, json: bool, 
 def write_annotations(url: str, report: bytes, trajectory: Trajectory, json: bool) -> None:
     """The verdict as span annotations in the Phoenix at ``url``; said on the console (standard
     error under ``--json``). A Phoenix that cannot take them is an error (the report is kept)."""
-    from otel_replay.platforms import annotate_phoenix, parse_phoenix_url
+    from otel_replay.platforms.phoenix import annotate_phoenix, parse_phoenix_url
 
     with user_errors():
         written = annotate_phoenix(url, orjson.loads(report), trajectory)

@@ -35,7 +35,7 @@ def byte_count(text: str, option: str = "--max-record-bytes") -> int:
 
 def platform_addresses(paths: list[str], since: str | None) -> tuple[list[str], list[Path]]:
     """The platform addresses among ``paths`` (each checked), and the files and folders."""
-    from otel_replay.platforms import is_phoenix_url, parse_phoenix_url
+    from otel_replay.platforms.phoenix import is_phoenix_url, parse_phoenix_url
 
     urls = [p for p in paths if is_phoenix_url(p)]
     for url in urls:

@@ -76,7 +76,7 @@ def import_platforms(
     """Each platform address (``phoenix://HOST:PORT/PROJECT``) in its own transaction: a server
     that cannot be reached, refuses the key or has no such project stops the import with its error,
     and nothing of that address is kept."""
-    from otel_replay.platforms import read_phoenix
+    from otel_replay.platforms.phoenix import read_phoenix
 
     results: list[FileResult] = []
     for url in urls:

@@ -19,7 +19,7 @@ from examples.incident import Investigation, investigate
 from otel_replay import ReadOptions, StepKind, StepStatus, Trajectory
 from otel_replay.errors import ReplayError
 from otel_replay.model import Step
-from otel_replay.platforms import (
+from otel_replay.platforms.phoenix import (
     annotate_phoenix,
     parse_phoenix_url,
     phoenix_annotations,
