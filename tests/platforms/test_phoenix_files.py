@@ -109,3 +109,17 @@ def test_openinference_runs_read_from_phoenix_are_the_sample_runs() -> None:
 def test_the_fixtures_are_what_the_script_names() -> None:
     """Every file the script writes is here and tested; nothing else is."""
     assert sorted(p.name for p in FIXTURES.iterdir()) == sorted(FILES)
+
+
+def test_null_members_of_a_value_read_as_absent() -> None:
+    """Phoenix writes every member of an AnyValue, the unset ones null (proto3 JSON: absent)."""
+    from otel_replay.importers._otlp_json_decode import any_value
+
+    unset = dict.fromkeys(
+        ("array_value", "bool_value", "bytes_value", "double_value", "int_value", "kvlist_value")
+    )
+    assert any_value({**unset, "string_value": None, "double_value": 1.0}, "v") == 1.0
+    assert any_value({**unset, "string_value": "x"}, "v") == "x"
+    listed = {**unset, "string_value": None, "array_value": {"values": [{**unset, "int_value": 3}]}}
+    assert any_value(listed, "v") == [3]
+    assert any_value({**unset, "string_value": None}, "v") is None
