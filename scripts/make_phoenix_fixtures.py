@@ -2,9 +2,11 @@
 example, made by the real OpenTelemetry SDK, sent to ``phoenix serve`` (from ``.phoenix-venv``) with the
 OTLP/HTTP exporter, and read back through its REST API as Phoenix writes them.
 
-    python scripts/make_phoenix_fixtures.py
+    python scripts/make_phoenix_fixtures.py           # rewrite the files (about a minute)
+    python scripts/make_phoenix_fixtures.py --check   # exit 1 if the committed files are stale
 
-Files written (spans as the server sends them; nothing is edited):
+The server runs with ``PYTHONHASHSEED=0`` (it orders attributes by string hashes), so the files are the
+same byte for byte every run. Files written (spans as the server sends them; nothing is edited):
 
 * ``incident.spans.json`` — ``GET /v1/projects/incident/spans``: Phoenix span JSON, a page
   ``{"data": [...], "next_cursor": null}`` (``context.span_id``, ``parent_id``, ``span_kind``, the
@@ -23,6 +25,7 @@ its code or fixtures.
 from __future__ import annotations
 
 import argparse
+import filecmp
 import json
 import sys
 import tempfile
@@ -52,7 +55,7 @@ def _get(base: str, path: str) -> Any:
 
 def _write(path: Path, document: Any) -> None:
     path.write_text(json.dumps(document, indent=1, ensure_ascii=False) + "\n")
-    print(f"wrote {path.relative_to(REPO_ROOT)}")
+    print(f"wrote {path}")
 
 
 def generate(out_dir: Path) -> None:
@@ -80,10 +83,25 @@ def generate(out_dir: Path) -> None:
         _write(out_dir / "incident-by-run.spans.json", by_run)
 
 
+def check(out_dir: Path) -> int:
+    """Generate into a scratch directory and compare with ``out_dir``; 0 when identical."""
+    with tempfile.TemporaryDirectory() as scratch:
+        generate(Path(scratch))
+        fresh = sorted(p.name for p in Path(scratch).iterdir())
+        _, mismatch, errors = filecmp.cmpfiles(out_dir, scratch, fresh, shallow=False)
+    for name in mismatch + errors:
+        print(f"stale: {out_dir / name}", file=sys.stderr)
+    return 1 if mismatch or errors else 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=OUT_DIR, help="output directory")
-    generate(parser.parse_args(argv).out)
+    parser.add_argument("--check", action="store_true", help="only verify the files are current")
+    args = parser.parse_args(argv)
+    if args.check:
+        return check(args.out)
+    generate(args.out)
     return 0
 
 

@@ -110,6 +110,7 @@ def serve(
         "PHOENIX_GRPC_PORT": str(free_port()),
         "PHOENIX_WORKING_DIR": str(folder),
         "PHOENIX_TELEMETRY_ENABLED": "false",
+        "PYTHONHASHSEED": "0",  # Phoenix writes attributes in an order its string hashes decide
         **(extra or {}),
     }
     log = folder / "phoenix.log"
