@@ -32,6 +32,7 @@ class Format(str, Enum):
     ANY_AGENT = "any-agent"
     FLAT_SPANS = "flat-spans"
     LANGFUSE = "langfuse"
+    PHOENIX_OTLP = "phoenix-otlp"  # Arize Phoenix's OTLP-shaped span pages (import phoenix:// too)
 
 
 _OTLP_KEYS = frozenset({"resourceSpans", "resource_spans", "resourceLogs", "batches"})

@@ -31,6 +31,7 @@ from typing import Any
 from otel_replay.errors import ReplayError, TraceFormatError
 from otel_replay.importers._buffer import TraceBuffer
 from otel_replay.importers._options import ReadOptions
+from otel_replay.importers._phoenix import FORMAT as PHOENIX_PAGE
 from otel_replay.importers._phoenix import decode_phoenix_page
 from otel_replay.importers._spans import SpanRecord
 from otel_replay.model import Trajectory
@@ -208,7 +209,8 @@ class _Fetched:
     def runs(self) -> Iterator[Trajectory]:
         """The runs, oldest first: Phoenix sends the newest span first, so the spans are turned
         back into the order they arrived in (the last tie-breaker between steps)."""
-        buffer = TraceBuffer(self._options, {"source": self._source, "format": "phoenix"})
+        metadata = {"source": self._source, "format": PHOENIX_PAGE}  # the pages a file holds
+        buffer = TraceBuffer(self._options, metadata)
         for order, span in enumerate(reversed(self._spans)):
             span.order = order
             buffer.add(span, "untraced-phoenix")

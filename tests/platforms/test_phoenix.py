@@ -103,7 +103,7 @@ def test_a_project_imports_as_the_same_steps_its_spans_give_in_a_file(
     assert failed.inputs["arguments"] == {"service": "checkout"}
     assert failed.error == "UpstreamError: list_deploys: upstream answered 503 Service Unavailable"
     assert (read[RETRY].outcome, read[FAIL].outcome) == (1.0, 0.0)
-    assert read[FAIL].metadata["format"] == "phoenix"
+    assert read[FAIL].metadata["format"] == "phoenix-otlp"  # what --format names a saved page
     assert read[FAIL].metadata["source"] == f"phoenix://{phoenix.address}/{PROJECT}"
     files = _file_runs()
     for trace_id in (RETRY, FAIL):  # content, hashes and span ids as the sample file gives them

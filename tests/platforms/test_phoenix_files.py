@@ -77,6 +77,7 @@ def test_a_phoenix_file_gives_the_runs_steps_exactly(name: str) -> None:
     assert detect(path, 1 << 26) is Format.OTLP_JSON
     fmt, ids = FILES[name]
     runs = list(read_path(path))
+    assert [t.final_hash for t in read_path(path, fmt)] == [t.final_hash for t in runs]
     assert [t.id for t in runs] == ids
     for run in runs:
         assert run.metadata["format"] == fmt
