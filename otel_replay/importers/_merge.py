@@ -27,6 +27,7 @@ _SPAN_FORMATS = frozenset(
         "span-dump",
         "otlp-http",
         "any-agent",
+        "phoenix-otlp",
         "flat-spans",
         "langfuse",
     }
