@@ -93,7 +93,7 @@ class _Book:
 
     def open(self, output: Any) -> None:
         """A model turn happened: remember it, and wait for its calls to be answered."""
-        messages = _outputs(output)
+        messages = joined_turns(_outputs(output))
         for message in messages:
             self.waiting.extend(_calls(message))
         if messages:
@@ -101,6 +101,7 @@ class _Book:
 
     def pair(self, step: Step, results: Mapping[str, Any]) -> Step:
         """A tool step a span recorded: pair it with the call it answers, complete it from there."""
+        step = unwrapped_response(step)
         call_id = step.inputs.get("tool_call_id")
         call = next(
             (c for c in self.waiting if isinstance(call_id, str) and c.get("id") == call_id),
@@ -115,7 +116,7 @@ class _Book:
 
     def unrecorded(self, step: Step) -> list[Step]:
         """The model turns and tool calls ``step``'s input shows that no step records."""
-        messages = _messages(step)
+        messages = joined_turns(_messages(step))
         spoke = [i for i, m in enumerate(messages) if m.get("role") == "user" and not _is_result(m)]
         last_user = spoke[-1] if spoke else -1
         turns = sum(1 for m in messages[last_user + 1 :] if m.get("role") == "assistant")
@@ -193,7 +194,9 @@ def _completed(step: Step, call: dict[str, Any], results: Mapping[str, Any]) -> 
         return step
     inputs = dict(step.inputs)
     arguments = maybe_json(call.get("arguments"))
-    if isinstance(arguments, dict) and not isinstance(inputs.get("arguments"), dict):
+    if (isinstance(arguments, dict) and not isinstance(inputs.get("arguments"), dict)) or (
+        isinstance(arguments, dict) and _enveloped(inputs.get("arguments"), arguments)
+    ):
         inputs["arguments"] = arguments
     call_id = call.get("id")
     if isinstance(call_id, str):
@@ -204,6 +207,32 @@ def _completed(step: Step, call: dict[str, Any], results: Mapping[str, Any]) -> 
     if inputs == step.inputs and output is step.output:
         return step
     return dataclasses.replace(step, inputs=inputs, output=output)
+
+
+def _enveloped(recorded: Any, arguments: dict[str, Any]) -> bool:
+    """Whether a tool span recorded its call's arguments inside an envelope: an object holding the
+    arguments the model sent as one of its values (``{"input": {...}, "options": null}``), beside
+    only empty ones."""
+    if not isinstance(recorded, dict) or recorded == arguments or not arguments:
+        return False
+    held = [key for key, value in recorded.items() if value == arguments]
+    rest = [value for key, value in recorded.items() if key not in held]
+    return len(held) == 1 and all(value in (None, {}, [], "") for value in rest)
+
+
+def unwrapped_response(step: Step) -> Step:
+    """A tool step whose result was recorded as the function response sent back to the model (an
+    object naming the tool, and the call by id, around the result under ``response``) holds that
+    result."""
+    output = step.output
+    if step.kind is not StepKind.TOOL or not isinstance(output, dict):
+        return step
+    if set(output) - {"id", "name", "response"} or "response" not in output:
+        return step
+    call_id = step.inputs.get("tool_call_id")
+    if output.get("name") != step.name or ("id" in output and output["id"] != call_id):
+        return step
+    return dataclasses.replace(step, output=output["response"])
 
 
 def _exchange_turns(
@@ -243,6 +272,34 @@ def _groups(tools: list[Step], positions: list[int]) -> list[list[int]]:
         groups.append([position])
         previous_end = step.end_time_unix_nano or start
     return groups
+
+
+def joined_turns(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Messages with each model turn recorded as one message per tool call made whole again.
+
+    Parallel tool calls of one response are often recorded as consecutive model messages holding
+    one call each and no text (a response's output items, one per call). Consecutive model
+    messages that hold only tool calls are one turn: one message with all their calls (the first
+    message's other keys kept)."""
+    joined: list[dict[str, Any]] = []
+    for message in messages:
+        previous = joined[-1] if joined else None
+        if (
+            previous is not None
+            and _only_calls(previous)
+            and _only_calls(message)
+            and message.get("role") == previous.get("role")
+        ):
+            joined[-1] = {**previous, "tool_calls": [*_calls(previous), *_calls(message)]}
+        else:
+            joined.append(message)
+    return joined
+
+
+def _only_calls(message: dict[str, Any]) -> bool:
+    return (
+        message.get("role") == "assistant" and bool(_calls(message)) and not message.get("content")
+    )
 
 
 def _messages(step: Step) -> list[dict[str, Any]]:

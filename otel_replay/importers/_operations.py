@@ -106,14 +106,19 @@ def operations(
     for node in reversed(order):  # children before parents
         if node not in kinds:
             continue
-        inner = below[node]
+        inner = without_result_merges(below[node], spans)
         kind = kinds[node]
         if not inner:
             pending = [Operation(kind, [node], [])]
+        elif all(_records_event_of(spans, kind, op) for op in inner):  # its lifecycle events
+            records = [i for op in inner for i in op.records]
+            pending = [Operation(kind, [node, *records], [i for op in inner for i in op.parts])]
         elif len(inner) == 1 and _same_operation(spans, node, kind, inner[0]):  # recorded twice
             pending = [Operation(kind, [node, *inner[0].records], inner[0].parts)]
         elif kind in PARTS_OF and all(op.kind in PARTS_OF[kind] for op in inner):
             pending = [Operation(kind, [node], [i for op in inner for i in op.spans()])]
+        elif kind is StepKind.LLM and _asked_for(spans, node, inner):  # the tools it asked for
+            pending = [Operation(kind, [node], []), *inner]
         elif kind is StepKind.LLM and all(op.kind is StepKind.TOOL for op in inner):
             exchange = Operation(kind, [node], [], exchange=inner)
             pending = [*inner, exchange] if _answered(exchange, spans) else inner
@@ -124,7 +129,98 @@ def operations(
             found.extend(pending)
         else:
             below[up].extend(pending)
-    return _without_preparations(found, spans, parent)
+    return _without_preparations(without_result_merges(found, spans), spans, parent)
+
+
+def _asked_for(spans: Sequence[SpanRecord], node: int, inner: list[Operation]) -> bool:
+    """Whether the tool calls inside an llm span are the ones its own response asked for: then the
+    span is that one model call, and its tools ran after it (some frameworks end the model call's
+    span only once the tools it asked for have run), not a call that ran a whole exchange.
+
+    The response's tool calls must name every tool span inside, each as often as it ran, and the
+    span's input must hold no tool result since the user last spoke (a span whose input holds
+    results saw tools run before it)."""
+    if not inner or any(op.kind is not StepKind.TOOL for op in inner):
+        return False
+    step = build_step(spans[node], StepKind.LLM)
+    history = step.inputs.get("messages")
+    history = [m for m in history if isinstance(m, dict)] if isinstance(history, list) else []
+    spoke = [i for i, m in enumerate(history) if m.get("role") == "user"]
+    if any(m.get("role") == "tool" for m in history[(spoke[-1] if spoke else -1) + 1 :]):
+        return False  # its input already holds tool results: it came after tools, not before
+    output = step.output
+    messages = output if isinstance(output, list) else [output]
+    asked = sorted(
+        str(call.get("name"))
+        for message in messages
+        if isinstance(message, dict)
+        for call in message.get("tool_calls") or []
+        if isinstance(call, dict)
+    )
+    ran = sorted(build_step(spans[op.head], StepKind.TOOL).name for op in inner)
+    return asked == ran
+
+
+#: Names of the spans some frameworks emit for one event in an operation's life (it started, made
+#: progress, succeeded, failed, finished), inside the operation's own span.
+_LIFECYCLE_EVENTS = frozenset(
+    {"start", "started", "update", "progress", "success", "error", "failure", "finish", "end"}
+)
+
+
+def _records_event_of(spans: Sequence[SpanRecord], kind: StepKind, inner: Operation) -> bool:
+    """Whether an operation inside an operation span of the same kind is a span recording one
+    lifecycle event of it (named after the event: start, update, success, error, finish): then it
+    is the enclosing operation, its failure that operation's failure."""
+    return (
+        inner.kind is kind
+        and not inner.exchange
+        and all(spans[i].name.strip().lower() in _LIFECYCLE_EVENTS for i in inner.records)
+    )
+
+
+def without_result_merges(ops: list[Operation], spans: Sequence[SpanRecord]) -> list[Operation]:
+    """``ops`` without the tool spans that only merge the results of parallel tool calls.
+
+    When one response asks for several tools at once, some frameworks record, after the calls'
+    own spans, one more tool span that gathers their results for the next model call: it holds no
+    arguments and no result of its own, and starts as two or more tool spans beside it end. That is
+    bookkeeping, not an operation."""
+    tools = [op for op in ops if op.kind is StepKind.TOOL]
+    if len(tools) < 3:
+        return ops
+    merges = {op.head for op in tools if _merges_results(op, tools, spans)}
+    return [op for op in ops if op.head not in merges] if merges else ops
+
+
+def _merges_results(op: Operation, tools: list[Operation], spans: Sequence[SpanRecord]) -> bool:
+    """Whether a tool operation holds nothing of its own and starts as a group of two or more tool
+    spans ends (calls run back to back: each starts within `_GATHERED_NS` of the previous end)."""
+    span = spans[op.head]
+    if len(op.records) != 1 or span.status_code == STATUS_ERROR:
+        return False
+    step = build_step(span, StepKind.TOOL)
+    if step.inputs.get("arguments") not in (None, {}, "") or step.output is not None:
+        return False
+    before = sorted(
+        (
+            spans[o.head]
+            for o in tools
+            if spans[o.head].end_time_unix_nano <= span.start_time_unix_nano
+        ),
+        key=lambda other: other.end_time_unix_nano,
+    )
+    group, start = 0, span.start_time_unix_nano
+    for other in reversed(before):
+        if start - other.end_time_unix_nano > _GATHERED_NS:
+            break
+        group, start = group + 1, other.start_time_unix_nano
+    return group >= 2
+
+
+#: Tool spans of one group run back to back: each starts within this long of the previous one's end
+#: (far less than a model call between them takes), and so does the span gathering their results.
+_GATHERED_NS = 20_000_000
 
 
 def tools_by_result(

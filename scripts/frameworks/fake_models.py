@@ -12,7 +12,8 @@ request into a plain conversation and the policy's reply back into that protocol
 
 The scenario: a customer asks where order A-1001 is and whether a late delivery is refundable. The
 agent looks the order up (``lookup_order``), tracks the shipment (``track_shipment``), checks the
-refund policy (``search_policies``, a retrieval) and answers. When a tool result reports an error, it
+refund policy (``search_policies``, a retrieval) and answers; asked to do it "at once", its first
+response asks for lookup_order and search_policies together (parallel tool calls). When a tool result reports an error, it
 apologises instead. `serve` starts the server on a loopback port in a daemon thread.
 
 What the policy says is deterministic; the ids are not. Like every real server it gives each
@@ -43,6 +44,9 @@ FINAL_ANSWER = (
     "A delivery more than 3 days late qualifies for a refund of the shipping cost."
 )
 APOLOGY = "Sorry, I could not look up order A-1001 right now; please try again later."
+PARALLEL_QUESTION = (
+    "Look order A-1001 up and check the refund policy at once: will I get a refund if it is late?"
+)
 POLICY_ANSWER = "Late deliveries (more than 3 days) qualify for a full refund of the shipping cost."
 TOOL_ARGUMENTS = {
     "lookup_order": {"order_id": "A-1001"},
@@ -70,6 +74,10 @@ def policy(messages: list[dict[str, Any]], tools: list[str]) -> dict[str, Any]:
     if results and _is_error(results[-1].get("content")):
         return {"content": APOLOGY}
     only_policy = "A-1001" not in asked  # the retrieval run asks about the policy alone
+    if "at once" in asked and not called:  # the parallel run: two tool calls in one response
+        both = ("lookup_order", "search_policies")
+        if all(tool in tools for tool in both):
+            return {"tool_calls": [{"name": t, "arguments": dict(TOOL_ARGUMENTS[t])} for t in both]}
     for tool in ("lookup_order", "track_shipment", "search_policies"):
         if only_policy and tool != "search_policies":
             continue

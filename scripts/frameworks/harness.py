@@ -12,6 +12,9 @@ Runs:
 * ``pass`` — "Where is my order A-1001 ...": lookup_order, track_shipment, search_policies, answer.
 * ``tool-error`` — the same question; ``lookup_order`` raises, the agent apologises (outcome 0).
 * ``retrieval`` — "What is your refund policy ...": the refund policy retrieved, then answered.
+* ``parallel`` — "Look order A-1001 up and check the refund policy at once ...": the model's first
+  response asks for two tool calls (lookup_order and search_policies), then track_shipment, answer.
+  Only the frameworks whose ``run.py`` passes it run it (`ALL_RUNS`); the others' fixtures predate it.
 """
 
 from __future__ import annotations
@@ -34,11 +37,13 @@ from opentelemetry.sdk.trace.id_generator import IdGenerator
 
 ORDER_QUESTION = "Where is my order A-1001, and can I get a refund if it arrives late?"
 POLICY_QUESTION = "What is your refund policy for late deliveries?"
+PARALLEL_QUESTION = fake_models.PARALLEL_QUESTION
 SYSTEM_PROMPT = (
     "You are a customer-support agent. Use the tools to look orders up, track shipments and check "
     "the policies before you answer."
 )
 RUNS = ("pass", "tool-error", "retrieval")
+ALL_RUNS = (*RUNS, "parallel")
 
 _failing: set[str] = set()
 
@@ -66,6 +71,8 @@ def search_policies(query: str) -> list[str]:
 
 
 def question(run: str) -> str:
+    if run == "parallel":
+        return PARALLEL_QUESTION
     return POLICY_QUESTION if run == "retrieval" else ORDER_QUESTION
 
 
@@ -111,7 +118,7 @@ def main(
     instrument(provider)
     tracer = provider.get_tracer("agent-replay.framework-corpus")
     _, url = fake_models.serve(handler=handler)
-    for run in RUNS:
+    for run in ALL_RUNS:
         if run not in runs:
             continue
         _failing.clear()

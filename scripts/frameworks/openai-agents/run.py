@@ -101,6 +101,6 @@ if __name__ == "__main__":
     harness.main(
         "openai-agents",
         instrument,
-        {run: (lambda url, run=run: agent(run, url)) for run in harness.RUNS},
+        {run: (lambda url, run=run: agent(run, url)) for run in harness.ALL_RUNS},
         handler=EchoingHandler,
     )
