@@ -119,7 +119,7 @@ class _Book:
         messages = joined_turns(_messages(step))
         spoke = [i for i, m in enumerate(messages) if m.get("role") == "user" and not _is_result(m)]
         last_user = spoke[-1] if spoke else -1
-        turns = sum(1 for m in messages[last_user + 1 :] if m.get("role") == "assistant")
+        turns = sum(1 for m in messages[last_user + 1 :] if _by_model(m))
         if not self.waiting and turns <= len(self.outputs):
             self.history = messages
             return []  # every call answered by a step, no turn that was not met: nothing to rebuild
@@ -137,7 +137,7 @@ class _Book:
         found: list[Step] = []
         for position in range(begin, len(messages)):
             message = messages[position]
-            if message.get("role") != "assistant":
+            if not _by_model(message):
                 continue
             if _emptied(message):
                 continue  # a turn whose text and calls were not kept: evidence of nothing
@@ -160,9 +160,7 @@ class _Book:
         the user last spoke is the k-th of as many latest recorded turns."""
         spoke = [i for i, m in enumerate(messages) if m.get("role") == "user" and not _is_result(m)]
         since = [
-            i
-            for i, m in enumerate(messages)
-            if m.get("role") == "assistant" and i > (spoke[-1] if spoke else -1)
+            i for i, m in enumerate(messages) if _by_model(m) and i > (spoke[-1] if spoke else -1)
         ]
         if not any(_emptied(messages[i]) for i in since) or len(since) > len(self.outputs):
             return messages
@@ -297,9 +295,15 @@ def joined_turns(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _only_calls(message: dict[str, Any]) -> bool:
-    return (
-        message.get("role") == "assistant" and bool(_calls(message)) and not message.get("content")
-    )
+    return _by_model(message) and bool(_calls(message)) and not message.get("content")
+
+
+#: Roles of the model's own turns in a history (``model`` is Gemini's name for it).
+_MODEL_ROLES = frozenset({"assistant", "model"})
+
+
+def _by_model(message: dict[str, Any]) -> bool:
+    return message.get("role") in _MODEL_ROLES
 
 
 def _messages(step: Step) -> list[dict[str, Any]]:
@@ -358,28 +362,57 @@ def _result_key(call: dict[str, Any], position: int) -> Hashable:
 
 def _results(messages: list[dict[str, Any]], begin: int = 0) -> dict[Hashable, dict[str, Any]]:
     """Tool results (from position ``begin`` on) by the call they answer: its id, else (the calling
-    turn, the tool's name), else the calling turn's calls in order."""
+    turn, the tool's name), else the calling turn's calls in order.
+
+    A result answers a call of the model turn before it: the call its id names; a result naming no
+    call of that turn (no id, or an id the history records differently from the call's) answers
+    the first of the turn's unanswered calls of its tool's name, else the first unanswered one."""
     found: dict[Hashable, dict[str, Any]] = {}
-    pending: list[tuple[int, str]] = []  # (turn position, tool name) of calls without ids, in order
+    segment: list[dict[str, Any]] = []
+    turn: tuple[int, dict[str, Any]] | None = None
     for position in range(begin, len(messages)):
         message = messages[position]
-        if message.get("role") == "assistant":
-            pending = [
-                (position, str(c.get("name")))
-                for c in _calls(message)
-                if not isinstance(c.get("id"), str)
-            ]
+        if _by_model(message):
+            _answer(turn, segment, found)
+            turn, segment = (position, message), []
         elif _is_result(message):
-            call_id = message.get("tool_call_id")
-            if isinstance(call_id, str):
-                found[call_id] = message
-                continue
-            name = message.get("name")
-            match = next((p for p in pending if p[1] == name), pending[0] if pending else None)
-            if match is not None:
-                pending.remove(match)
-                found[match] = message
+            segment.append(message)
+    _answer(turn, segment, found)
     return found
+
+
+def _answer(
+    turn: tuple[int, dict[str, Any]] | None,
+    results: list[dict[str, Any]],
+    found: dict[Hashable, dict[str, Any]],
+) -> None:
+    """Pair the results after one model turn with its calls (see `_results`)."""
+    unmatched = []
+    for message in results:
+        call_id = message.get("tool_call_id")
+        if isinstance(call_id, str):
+            found[call_id] = message
+        unmatched.append(message)
+    if turn is None:
+        return
+    position, model = turn
+    open_calls = [
+        (_result_key(c, position), str(c.get("name")))
+        for c in _calls(model)
+        if _result_key(c, position) not in found
+    ]
+    ids = {key for key, _ in open_calls}
+    named = {c.get("id") for c in _calls(model)}
+    for message in unmatched:
+        call_id = message.get("tool_call_id")
+        if isinstance(call_id, str) and (call_id in named or call_id in ids):
+            continue  # it answers the call its id names
+        if not open_calls:
+            break
+        name = message.get("name")
+        match = next((c for c in open_calls if c[1] == name), open_calls[0])
+        open_calls.remove(match)
+        found[match[0]] = message
 
 
 class _AllResults(Mapping[str, Any]):
