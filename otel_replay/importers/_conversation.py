@@ -364,9 +364,9 @@ def _results(messages: list[dict[str, Any]], begin: int = 0) -> dict[Hashable, d
     """Tool results (from position ``begin`` on) by the call they answer: its id, else (the calling
     turn, the tool's name), else the calling turn's calls in order.
 
-    A result answers a call of the model turn before it: the call its id names; a result naming no
-    call of that turn (no id, or an id the history records differently from the call's) answers
-    the first of the turn's unanswered calls of its tool's name, else the first unanswered one."""
+    A result answers a call of the model turn before it: the call its id names; a result without
+    an id answers the first of the turn's unanswered calls of its tool's name, else the first
+    unanswered one (a call with an id may be answered by a result that repeats no id)."""
     found: dict[Hashable, dict[str, Any]] = {}
     segment: list[dict[str, Any]] = []
     turn: tuple[int, dict[str, Any]] | None = None
@@ -387,12 +387,10 @@ def _answer(
     found: dict[Hashable, dict[str, Any]],
 ) -> None:
     """Pair the results after one model turn with its calls (see `_results`)."""
-    unmatched = []
     for message in results:
         call_id = message.get("tool_call_id")
         if isinstance(call_id, str):
             found[call_id] = message
-        unmatched.append(message)
     if turn is None:
         return
     position, model = turn
@@ -401,12 +399,9 @@ def _answer(
         for c in _calls(model)
         if _result_key(c, position) not in found
     ]
-    ids = {key for key, _ in open_calls}
-    named = {c.get("id") for c in _calls(model)}
-    for message in unmatched:
-        call_id = message.get("tool_call_id")
-        if isinstance(call_id, str) and (call_id in named or call_id in ids):
-            continue  # it answers the call its id names
+    for message in results:
+        if isinstance(message.get("tool_call_id"), str):
+            continue  # it answers the call its id names (maybe one of an earlier turn)
         if not open_calls:
             break
         name = message.get("name")

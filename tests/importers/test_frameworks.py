@@ -336,7 +336,9 @@ def _without_tool_spans(name: str, tmp_path: Path) -> Path:
 
 
 # frameworks whose model calls record the conversation as structured calls and results; the others
-# keep it as text (dspy's ReAct adapter, smolagents' framework roles) or not at all (google-genai)
+# keep it as text (dspy's ReAct adapter, smolagents' framework roles), not at all (google-genai), or
+# with each call's id spelled differently in later histories than in the response and its result
+# (the Agents SDK through OpenLLMetry: the response item's id), so no result can be told to answer it
 CONVERSATIONS = (
     "anthropic",
     "beeai",
@@ -346,7 +348,6 @@ CONVERSATIONS = (
     "langgraph",
     "llamaindex",
     "openai-agents",
-    "openai-agents-openllmetry",
     "pydantic-ai",
     "traceloop",
 )
