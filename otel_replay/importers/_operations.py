@@ -138,16 +138,18 @@ def _asked_for(spans: Sequence[SpanRecord], node: int, inner: list[Operation]) -
     span only once the tools it asked for have run), not a call that ran a whole exchange.
 
     The response's tool calls must name every tool span inside, each as often as it ran, and the
-    span's input must hold no tool result since the user last spoke (a span whose input holds
-    results saw tools run before it)."""
+    span's input must hold no result of those tools since the user last spoke (a span whose input
+    holds their results saw them run before it: it ran the exchange)."""
     if not inner or any(op.kind is not StepKind.TOOL for op in inner):
         return False
     step = build_step(spans[node], StepKind.LLM)
+    ran = sorted(build_step(spans[op.head], StepKind.TOOL).name for op in inner)
     history = step.inputs.get("messages")
     history = [m for m in history if isinstance(m, dict)] if isinstance(history, list) else []
     spoke = [i for i, m in enumerate(history) if m.get("role") == "user"]
-    if any(m.get("role") == "tool" for m in history[(spoke[-1] if spoke else -1) + 1 :]):
-        return False  # its input already holds tool results: it came after tools, not before
+    since = history[(spoke[-1] if spoke else -1) + 1 :]
+    if any(m.get("role") == "tool" and m.get("name") in ran for m in since):
+        return False  # its input already holds those tools' results: it came after them
     output = step.output
     messages = output if isinstance(output, list) else [output]
     asked = sorted(
@@ -157,7 +159,6 @@ def _asked_for(spans: Sequence[SpanRecord], node: int, inner: list[Operation]) -
         for call in message.get("tool_calls") or []
         if isinstance(call, dict)
     )
-    ran = sorted(build_step(spans[op.head], StepKind.TOOL).name for op in inner)
     return asked == ran
 
 
