@@ -44,6 +44,7 @@ from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
+from otel_replay._web import FAILURES, checked_url, moved, open_request, shown_url
 from otel_replay.errors import ExportError, ReplayError
 
 if TYPE_CHECKING:
@@ -185,14 +186,19 @@ _HEADER_VARIABLES = ("OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HE
 _COMPRESSION_VARIABLES = ("OTEL_EXPORTER_OTLP_COMPRESSION", "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class Destination:
     """Where requests go: the full URL POSTed to, the headers sent with each (lower-case names),
-    and whether bodies are gzipped."""
+    and whether bodies are gzipped. Its repr shows the URL without its query and the headers'
+    names only, which may hold keys."""
 
     url: str
     headers: tuple[tuple[str, str], ...] = ()
     gzip: bool = False
+
+    def __repr__(self) -> str:
+        names = tuple(name for name, _ in self.headers)
+        return f"Destination(url={shown_url(self.url)!r}, headers={names!r}, gzip={self.gzip!r})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,18 +227,17 @@ def destination(
     ``none``) defaults to ``OTEL_EXPORTER_OTLP_TRACES_COMPRESSION``, else
     ``OTEL_EXPORTER_OTLP_COMPRESSION``, else none."""
     env = os.environ if environ is None else environ
-    parts = urllib.parse.urlsplit(endpoint)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ReplayError(f"OTLP endpoint {endpoint!r} is not an http:// or https:// URL")
+    parts = checked_url(endpoint, "OTLP endpoint")
     if parts.path in ("", "/"):
         parts = parts._replace(path="/v1/traces")
     chosen: dict[str, str] = {}
     for variable in _HEADER_VARIABLES:
-        for pair in filter(None, (item.strip() for item in env.get(variable, "").split(","))):
-            name, value = _pair(pair, variable)
+        items = filter(None, (item.strip() for item in env.get(variable, "").split(",")))
+        for position, pair in enumerate(items, 1):
+            name, value = _pair(pair, f"entry {position} of {variable}")
             chosen[name] = urllib.parse.unquote(value)
-    for pair in headers:
-        name, value = _pair(pair, "header")
+    for position, pair in enumerate(headers, 1):
+        name, value = _pair(pair, f"header {position}")
         chosen[name] = value
     for variable in reversed(_COMPRESSION_VARIABLES):  # the traces' own first
         compression = compression or env.get(variable, "").strip().lower() or None
@@ -242,9 +247,11 @@ def destination(
 
 
 def _pair(text: str, where: str) -> tuple[str, str]:
+    """``KEY=VALUE`` split; an entry that is not is told by ``where`` (its position), never by
+    its text: with no ``=`` there is no telling a name from a value, and a value may be a key."""
     name, equals, value = text.partition("=")
     if not equals or not name.strip():
-        raise ReplayError(f"{where} {text!r} is not KEY=VALUE")
+        raise ReplayError(f"{where} is not KEY=VALUE (a name, '=', then the value)")
     return name.strip().lower(), value.strip()
 
 
@@ -265,20 +272,22 @@ def send_otlp(
         body = gzip.compress(body)
         headers["content-encoding"] = "gzip"
     spans = sum(len(ss.spans) for rs in request.resource_spans for ss in rs.scope_spans)
+    shown = shown_url(to.url)
     for attempt in range(len(backoff) + 1):
-        post = urllib.request.Request(to.url, data=body, headers=headers, method="POST")
         try:
-            with urllib.request.urlopen(post, timeout=timeout) as answer:
+            post = urllib.request.Request(to.url, data=body, headers=headers, method="POST")
+            with open_request(post, timeout) as answer:
                 return _sent(to.url, answer.status, spans, answer.headers, answer.read())
         except urllib.error.HTTPError as refused:
-            wait = _retry_wait(refused, backoff, attempt)
-            if wait is None:
-                raise _refused(to.url, refused, attempt) from None
+            with refused:  # its answer's connection closed, whatever was read of it
+                wait = _retry_wait(refused, backoff, attempt)
+                if wait is None:
+                    raise _refused(to.url, refused, attempt) from None
             sleep(wait)
-        except (urllib.error.URLError, OSError) as exc:
+        except FAILURES as exc:
             reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
             raise ExportError(
-                f"could not reach the OTLP endpoint {to.url}: {_reason(reason)}", url=to.url
+                f"could not reach the OTLP endpoint {shown}: {_reason(reason)}", url=to.url
             ) from None
     raise AssertionError("unreachable: the last attempt returns or raises")
 
@@ -297,10 +306,17 @@ def _retry_wait(
 
 
 def _refused(url: str, refused: urllib.error.HTTPError, attempt: int) -> ExportError:
-    said = _said(refused.headers, refused.read())
+    redirect = moved(refused, url)
+    if redirect is not None:
+        message = f"the OTLP endpoint {shown_url(url)} {redirect}"
+        return ExportError(message, url=url, status=refused.code)
+    try:
+        said = _said(refused.headers, refused.read())
+    except FAILURES:
+        said = ""
     tries = f" after {attempt + 1} tries" if attempt else ""
     return ExportError(
-        f"the OTLP endpoint {url} answered {refused.code} {refused.reason}{tries}"
+        f"the OTLP endpoint {shown_url(url)} answered {refused.code} {refused.reason}{tries}"
         + (f": {said}" if said else ""),
         url=url,
         status=refused.code,

@@ -43,7 +43,7 @@ from otel_replay.cli._common import (
     write_output,
 )
 from otel_replay.cli._executing import Running, executing
-from otel_replay.cli._send import send_runs
+from otel_replay.cli._send import said_sent, send_runs
 from otel_replay.errors import StoreError
 from otel_replay.model import StepKind, Trajectory
 from otel_replay.resamplers import UserCode
@@ -107,14 +107,11 @@ def run(
         (err_console if json else console).print(f"HTML report written to {shown(str(html_out))}")
     keep_rollouts(store, result, json=json or str(json_out) == "-", told=to is None)
     sending = send_runs(to, "rollouts", [(kept.run, run_of, {}) for kept in result.kept])
-    if sending is not None:
-        sending.say(json=json or str(json_out) == "-")  # stdout holds the report then
-    if annotate is not None and run_of is not None:
-        write_annotations(annotate, report, run_of, json or str(json_out) == "-")
-    if result.verdict is Verdict.NO_EVIDENCE:  # written and kept, but it concludes nothing
-        raise typer.Exit(1)
-    if sending is not None and sending.failed:
-        raise typer.Exit(1)
+    with said_sent(sending, json=json or str(json_out) == "-"):  # stdout holds the report then
+        if annotate is not None and run_of is not None:
+            write_annotations(annotate, report, run_of, json or str(json_out) == "-")
+        if result.verdict is Verdict.NO_EVIDENCE:  # written and kept, but it concludes nothing
+            raise typer.Exit(1)
 
 
 def keep_rollouts(store: Path | None, result: AttributionResult, *, json: bool, told: bool) -> None:

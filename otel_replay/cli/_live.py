@@ -53,6 +53,7 @@ from otel_replay.cli._send import (
     OtlpHeaderOption,
     Sending,
     otlp_destination,
+    said_sent,
     send_runs,
 )
 from otel_replay.errors import ReplayError
@@ -403,14 +404,11 @@ def _said_fork(
         print_json(fork_record(forked, result, kept))
     else:
         _print_fork(kept, result, remembered=remembered)
-    if sending is not None:
-        sending.say(json=json)
-    raised = AgentRaised.of(forked)
-    if raised is not None:  # stored (a crash is evidence), but the fork did not finish
-        say_raised(raised, f"the fork is stored as {forked.id}, up to there")
-        raise typer.Exit(1)
-    if sending is not None and sending.failed:
-        raise typer.Exit(1)
+    with said_sent(sending, json=json):
+        raised = AgentRaised.of(forked)
+        if raised is not None:  # stored (a crash is evidence), but the fork did not finish
+            say_raised(raised, f"the fork is stored as {forked.id}, up to there")
+            raise typer.Exit(1)
 
 
 def _move(

@@ -29,6 +29,7 @@ from otel_replay.cli._send import (
     OtlpEndpointOption,
     OtlpHeaderOption,
     otlp_destination,
+    said_sent,
     send_runs,
 )
 from otel_replay.resamplers import load_registry
@@ -99,14 +100,11 @@ def resume_command(
             ledger.finish(done.trajectory)
     sending = send_runs(to, "the resumed run", [(done.trajectory, original, {})])
     _print_resumed(original, done, json)
-    if sending is not None:
-        sending.say(json=json)
-    if done.raised:  # stored (a crash is evidence), but the run did not finish
-        again = " again" if "agent_error" in original.metadata else ""
-        say_raised(done.raised, f"{done.trajectory.id} is stored up to there", again)
-        raise typer.Exit(1)
-    if sending is not None and sending.failed:
-        raise typer.Exit(1)
+    with said_sent(sending, json=json):
+        if done.raised:  # stored (a crash is evidence), but the run did not finish
+            again = " again" if "agent_error" in original.metadata else ""
+            say_raised(done.raised, f"{done.trajectory.id} is stored up to there", again)
+            raise typer.Exit(1)
 
 
 def _print_resumed(original: Trajectory, done: Resumed, json: bool) -> None:

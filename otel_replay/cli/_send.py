@@ -3,12 +3,14 @@ as OTLP/HTTP, so a counterfactual run opens beside the original in Phoenix or an
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from otel_replay._web import shown_url
 from otel_replay.cli._common import console, err_console, print_error, shown
 from otel_replay.errors import ReplayError
 
@@ -93,13 +95,13 @@ class Sending:
         for run_id, sent in self.sent:
             if sent.rejected:
                 print_error(
-                    f"the OTLP endpoint {sent.url} took {shown(run_id)} ({sent.status}) but rejected "
+                    f"the OTLP endpoint {shown_url(sent.url)} took {shown(run_id)} ({sent.status}) but rejected "
                     f"{sent.rejected} of its {sent.spans} spans"
                     + (f": {sent.message}" if sent.message else "")
                 )
             else:
                 out.print(
-                    f"sent {shown(run_id)} to {shown(sent.url)} ({sent.spans} spans)",
+                    f"sent {shown(run_id)} to {shown(shown_url(sent.url))} ({sent.spans} spans)",
                     highlight=False,
                 )
         if self.error is not None:
@@ -132,10 +134,13 @@ def send_runs(
     return sending
 
 
-def said_sent(sending: Sending | None, *, json: bool = False) -> None:
-    """`Sending.say`, then exit 1 when something was not sent (the runs are stored all the same)."""
-    if sending is None:
-        return
-    sending.say(json=json)
-    if sending.failed:
+@contextmanager
+def said_sent(sending: Sending | None, *, json: bool = False) -> Iterator[None]:
+    """`Sending.say` on entry; the block then says and does the rest of the command (it may exit
+    on its own account); after it, exit 1 when something was not sent (the runs are stored all
+    the same)."""
+    if sending is not None:
+        sending.say(json=json)
+    yield
+    if sending is not None and sending.failed:
         raise typer.Exit(1)

@@ -10,6 +10,7 @@ import urllib.request
 from collections.abc import Sequence
 from typing import Any
 
+from otel_replay._web import FAILURES, moved, open_request, shown_url
 from otel_replay.errors import ReplayError
 
 #: Seconds a request may wait for the server before it is given up.
@@ -27,11 +28,13 @@ class NotFound(ReplayError):
 class JsonClient:
     """Requests to ``base`` (``http://host:port``) on behalf of ``platform`` (its name, for
     messages), with ``Authorization: Bearer key`` when a key is given and ``key_variable`` the
-    environment variable a user sets it in."""
+    environment variable a user sets it in. A redirect is not followed: it is an error saying
+    where it points. Messages show ``base`` without its query (`shown_url`)."""
 
     def __init__(self, platform: str, base: str, key: str | None, key_variable: str) -> None:
         self.platform = platform
-        self.base = base
+        self.base = shown_url(base)
+        self._url = base
         self._key = key
         self._key_variable = key_variable
 
@@ -44,30 +47,34 @@ class JsonClient:
     def _call(
         self, method: str, path: str, params: Sequence[tuple[str, str]], body: bytes | None
     ) -> Any:
-        url = self.base + path + ("?" + urllib.parse.urlencode(params) if params else "")
+        url = self._url + path + ("?" + urllib.parse.urlencode(params) if params else "")
         headers = {"Accept": "application/json"}
         if body is not None:
             headers["Content-Type"] = "application/json"
         if self._key:
             headers["Authorization"] = f"Bearer {self._key}"
-        request = urllib.request.Request(url, data=body, headers=headers, method=method)
         try:
-            with urllib.request.urlopen(request, timeout=TIMEOUT_SECONDS) as response:
+            request = urllib.request.Request(url, data=body, headers=headers, method=method)
+            with open_request(request, TIMEOUT_SECONDS) as response:
                 data = response.read()
         except urllib.error.HTTPError as exc:
-            raise self._refused(exc) from None
-        except (urllib.error.URLError, OSError) as exc:
-            reason = getattr(exc, "reason", exc)
+            with exc:  # its answer's connection closed, whatever was read of it
+                raise self._refused(exc, url) from None
+        except FAILURES as exc:
+            reason = getattr(exc, "reason", None) or exc
             raise ReplayError(f"cannot reach {self.platform} at {self.base}: {reason}") from None
         try:
             return json.loads(data)
-        except ValueError:
+        except (ValueError, RecursionError):
             raise ReplayError(
                 f"{self.platform} at {self.base} answered {method} {path} with something that is "
                 "not JSON (is it the right address?)"
             ) from None
 
-    def _refused(self, exc: urllib.error.HTTPError) -> ReplayError:
+    def _refused(self, exc: urllib.error.HTTPError, url: str) -> ReplayError:
+        redirect = moved(exc, url)
+        if redirect is not None:
+            return ReplayError(f"{self.platform} at {self.base} {redirect}")
         detail = _detail(exc)
         if exc.code in (401, 403):
             if not self._key:
@@ -91,11 +98,11 @@ def _detail(exc: urllib.error.HTTPError) -> str:
     """The server's own words: FastAPI's ``{"detail": ...}``, else the body's first line."""
     try:
         body = exc.read().decode("utf-8", errors="replace")
-    except OSError:
+    except FAILURES:
         return ""
     try:
         detail = json.loads(body).get("detail")
-    except (ValueError, AttributeError):
+    except (ValueError, AttributeError, RecursionError):
         detail = None
     text = str(detail) if detail is not None else body
     line = text.strip().splitlines()[0] if text.strip() else ""

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
+from otel_replay._web import checked_url, shown_url
 from otel_replay.errors import ReplayError, TraceFormatError
 from otel_replay.importers._buffer import TraceBuffer
 from otel_replay.importers._options import ReadOptions
@@ -88,21 +89,25 @@ def is_phoenix_url(text: str) -> bool:
 
 
 def parse_phoenix_url(url: str) -> PhoenixAddress:
-    """``phoenix://HOST[:PORT][/PROJECT]``; anything else is a `ReplayError` saying the form."""
+    """``phoenix://HOST[:PORT][/PROJECT]``; anything else is a `ReplayError` saying the form, which
+    shows the address without its query (`otel_replay._web.shown_url`). A port that is no number,
+    or 0, and an address with a user name or password are refused."""
     form = "phoenix://HOST:PORT/PROJECT (the port is 6006 when left out)"
+    shown = shown_url(url)
     if not is_phoenix_url(url):
-        raise ReplayError(f"{url!r} is not a Phoenix address: expected {form}")
-    parts = urllib.parse.urlsplit("http://" + url[len(SCHEME) :])
+        raise ReplayError(f"{shown!r} is not a Phoenix address: expected {form}")
+    http = "http://" + url[len(SCHEME) :]
     try:
-        port = parts.port or DEFAULT_PORT
-    except ValueError:
-        raise ReplayError(f"{url!r}: the port is not a number; expected {form}") from None
-    if not parts.hostname or parts.query or parts.fragment:
-        raise ReplayError(f"{url!r} is not a Phoenix address: expected {form}")
+        parts = checked_url(http, "Phoenix address", shown=shown)
+    except ReplayError as exc:
+        raise ReplayError(f"{exc}; expected {form}") from None
+    if parts.query or parts.fragment:
+        raise ReplayError(f"{shown!r} is not a Phoenix address: expected {form}")
     project = urllib.parse.unquote(parts.path.strip("/")) or None
     if project is not None and ("/" in project or "?" in project or "#" in project):
-        raise ReplayError(f"{url!r}: a Phoenix project name has no '/', '?' or '#'")
-    return PhoenixAddress(parts.hostname, port, project)
+        raise ReplayError(f"{shown!r}: a Phoenix project name has no '/', '?' or '#'")
+    assert parts.hostname is not None  # checked_url saw a host
+    return PhoenixAddress(parts.hostname, parts.port or DEFAULT_PORT, project)
 
 
 def _client(address: PhoenixAddress, key: str | None) -> JsonClient:
@@ -128,15 +133,38 @@ def _check_project(client: JsonClient, address: PhoenixAddress) -> None:
 
 
 def _project_names(client: JsonClient) -> list[str]:
+    """The first hundred or so project names, page by page; an answer that is no page of
+    projects, or a cursor given twice, raises `ReplayError`."""
     names: list[str] = []
+    seen: set[str] = set()
     cursor: str | None = None
     while True:
         params = [("limit", "100")] + ([("cursor", cursor)] if cursor else [])
         page = client.get("/v1/projects", params)
+        if not isinstance(page, dict) or not isinstance(page.get("data") or [], list):
+            raise ReplayError(
+                f"Phoenix at {client.base} answered /v1/projects with no project page"
+            )
         names.extend(str(p.get("name")) for p in page.get("data") or [] if isinstance(p, dict))
-        cursor = page.get("next_cursor")
+        cursor = _next_cursor(client, "/v1/projects", page, seen)
         if not cursor or len(names) >= 100:
             return names
+
+
+def _next_cursor(client: JsonClient, path: str, page: dict[str, Any], seen: set[str]) -> str | None:
+    """The page's ``next_cursor`` (None: the last page), added to ``seen``; one already seen
+    raises `ReplayError` (the server would hand the same pages over forever)."""
+    cursor = page.get("next_cursor")
+    if not cursor:
+        return None
+    cursor = str(cursor)
+    if cursor in seen:
+        raise ReplayError(
+            f"Phoenix at {client.base} answered {path} with a cursor it gave before: its pages "
+            "go round in a circle"
+        )
+    seen.add(cursor)
+    return cursor
 
 
 def _iso(nanos: int) -> str:
@@ -186,6 +214,7 @@ class _Fetched:
 
     def pages(self, client: JsonClient, path: str, params: Sequence[tuple[str, str]]) -> None:
         cursor: str | None = None
+        seen: set[str] = set()
         while True:
             page = client.get(path, [*params, *([("cursor", cursor)] if cursor else [])])
             if not isinstance(page, dict) or not isinstance(page.get("data"), list):
@@ -195,7 +224,7 @@ class _Fetched:
             for span in decode_phoenix_page(page, self._invalid(self._pages)):
                 self._spans.append(span)
                 self.trace_ids.add(span.trace_id)
-            cursor = page.get("next_cursor")
+            cursor = _next_cursor(client, path, page, seen)
             if not cursor:
                 return
 

@@ -21,14 +21,16 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from typer.testing import CliRunner, Result
 
 from otel_replay import Store, Trajectory
-from otel_replay.errors import ExportError
+from otel_replay.errors import ExportError, ReplayError
 from otel_replay.otlp_encode import Destination, destination, send_otlp
 from otel_replay.receiver._http import Receiver
 from otel_replay.replay._tracing import run_spans
 from tests.cli_helpers import invoke, ok, one_line_error
 from tests.conftest import ROOT
+from tests.http_stub import answer, stub
 
 AGENT_FILE = ROOT / "examples" / "incident" / "agent.py"
+SECRET = "sk-do-not-print-0123456789"
 LIVE = ("--agent", f"{AGENT_FILE}:investigate", "--outcome", f"{AGENT_FILE}:outcome")
 
 
@@ -561,3 +563,102 @@ def test_rollouts_of_many_runs_are_not_kept(samples: Path) -> None:
         CliRunner(), samples, "attribute", "--all-failing", *code, "--keep-rollouts", "1"
     )
     assert "--keep-rollouts keeps the rollouts of one run: name one run" in one_line_error(result)
+
+
+# --- redirects, answers that are no HTTP, and keys kept off the terminal -----------------------
+
+
+def test_a_redirect_is_an_error_naming_where_and_nothing_follows_it(
+    recorded: Recorded, endpoint: Endpoint
+) -> None:
+    moved_to = f"{endpoint.url}/v1/traces?token={SECRET}"
+    with stub(lambda asked: answer("302 Found", Location=moved_to)) as old:
+        result = _fork(recorded, "--otlp-endpoint", old.url, "--otlp-header", f"x-key={SECRET}")
+    line = one_line_error(result)
+    assert line == (
+        f"error: the OTLP endpoint {old.url}/v1/traces answered 302, moved to "
+        f"{endpoint.url}/v1/traces: give that URL; the fork {_forked_id(result)} stored, not sent"
+    )
+    assert endpoint.got == []  # no GET in its place, and the header did not go there
+    assert [(a.method, a.headers["x-key"]) for a in old.asked] == [("POST", SECRET)]
+    assert SECRET not in result.stdout + result.stderr and "sent " not in result.stdout
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"no http here\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\nConnection: close\r\n\r\nshort",
+    ],
+    ids=["bad-status-line", "incomplete-read"],
+)
+def test_an_answer_that_is_no_http_is_an_export_error(raw: bytes) -> None:
+    with stub(lambda asked: raw) as server:
+        to = Destination(f"{server.url}/v1/traces?key={SECRET}")
+        with pytest.raises(ExportError) as raised:
+            send_otlp(ExportTraceServiceRequest(), to)
+    assert str(raised.value).startswith(
+        f"could not reach the OTLP endpoint {server.url}/v1/traces: "
+    )
+    assert SECRET not in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["--otlp-endpoint", "http://127.0.0.1:abc"], "the port is not a number from 1 to 65535"),
+        (["--otlp-endpoint", "http://h:0"], "the port is not a number from 1 to 65535"),
+        (["--otlp-endpoint", "http://[::1"], "is not a URL"),
+        (["--otlp-endpoint", "http://a b:4318"], "has no host name a request can go to"),
+        (["--otlp-endpoint", f"http://me:{SECRET}@h:4318"], "has a user name or password"),
+        (["--otlp-endpoint", f"http://{SECRET}@h:4318"], "has a user name or password"),
+        (
+            ["--otlp-endpoint", f"h:4318?key={SECRET}"],
+            "OTLP endpoint 'h:4318' is not an http:// or https:// URL",
+        ),
+        (
+            [
+                "--otlp-endpoint",
+                "http://h",
+                "--otlp-header",
+                "x=1",
+                "--otlp-header",
+                f"auth {SECRET}",
+            ],
+            "header 2 is not KEY=VALUE",
+        ),
+    ],
+)
+def test_a_mistyped_endpoint_is_one_line_that_keeps_its_secrets(
+    recorded: Recorded, options: list[str], message: str
+) -> None:
+    before = _count(recorded.store)
+    result = _fork(recorded, "--seed", "11", *options)
+    assert message in one_line_error(result)
+    assert SECRET not in result.stdout + result.stderr
+    assert _count(recorded.store) == before
+
+
+def test_a_header_variables_entry_is_named_by_its_place_not_its_text() -> None:
+    environ = {"OTEL_EXPORTER_OTLP_HEADERS": f"x-a=1,authorization Bearer {SECRET}"}
+    with pytest.raises(ReplayError) as raised:
+        destination("http://h", environ=environ)
+    assert str(raised.value).startswith("entry 2 of OTEL_EXPORTER_OTLP_HEADERS is not KEY=VALUE")
+    assert SECRET not in str(raised.value)
+
+
+def test_an_endpoints_query_and_headers_are_not_shown(
+    recorded: Recorded, endpoint: Endpoint
+) -> None:
+    url = f"{endpoint.url}/v1/traces?key={SECRET}"
+    to = destination(url, [f"authorization=Bearer {SECRET}"], environ={})
+    assert SECRET not in repr(to) and "authorization" in repr(to)
+    result = ok(_fork(recorded, "--otlp-endpoint", url))
+    assert f"sent {_forked_id(result)} to {endpoint.url}/v1/traces (" in result.stdout
+    assert endpoint.got[0][0] == f"/v1/traces?key={SECRET}"  # sent as given
+    endpoint.statuses = [400]
+    refused = _fork(recorded, "--otlp-endpoint", url)
+    assert one_line_error(refused).startswith(
+        f"error: the OTLP endpoint {endpoint.url}/v1/traces answered 400"
+    )
+    assert SECRET not in result.stdout + result.stderr + refused.stdout + refused.stderr
