@@ -18,8 +18,9 @@ The contract:
   does: to the `destination` made from a URL (``/v1/traces`` appended when it has no path), the
   ``OTEL_EXPORTER_OTLP_HEADERS`` / ``OTEL_EXPORTER_OTLP_TRACES_HEADERS`` headers and the caller's,
   gzip when asked; 429, 502, 503 and 504 are tried again after a short backoff (``Retry-After``
-  followed up to a few seconds). Any other refusal, or no answer, raises
-  `otel_replay.errors.ExportError` naming the URL and the status.
+  followed up to a few seconds). A redirect is not followed (`otel_replay._web`). Any other
+  refusal, a redirect, or no answer raises `otel_replay.errors.ExportError` naming the URL (without
+  its query string) and the status.
 
 Output is a pure function of the input messages, so fixtures generated with it are byte-stable.
 """
