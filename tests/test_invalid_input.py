@@ -7,6 +7,7 @@ thing broken, so each row differs from a valid input in exactly the way its id s
 from __future__ import annotations
 
 import gzip
+import json
 import re
 import struct
 from collections.abc import Callable
@@ -17,7 +18,7 @@ import orjson
 import pytest
 from typer.testing import CliRunner, Result
 
-from otel_replay import Store
+from otel_replay import ReadOptions, Store, TraceFormatError, read_path
 from otel_replay.cli import app
 from tests.conftest import SAMPLES, proto_frames
 
@@ -175,7 +176,7 @@ CASES = {
         (_INT64_OVERFLOW,),
     ),
     "otlp-json-pretty-syntax-error": Case(".json", _pretty_with_error_on_line_5(), ":5", ("JSON",)),
-    "json-not-a-trace": Case(".json", b'{"hello": 1}\n', None, ("resourceSpans", "hello")),
+    "json-not-a-trace": Case(".json", b'{"hello": 1}\n', None, ("not a trace document", "hello")),
     "otlp-logs-not-traces": Case(".json", b'{"resourceLogs": []}\n', None, ("logs",)),
     "protobuf-body-garbage": Case(
         ".pb", b"\x0a\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff", "byte 0", ("protobuf",)
@@ -430,3 +431,22 @@ def test_cut_off_line_in_the_middle_is_still_an_error(
 
     assert result.exit_code == 1
     assert f"{path}:2" in _error_line(result)
+
+
+def test_a_one_line_document_with_nan_and_no_newline_is_read_not_dropped(tmp_path: Path) -> None:
+    span = {"trace_id": "ab" * 16, "span_id": "cd" * 8, "name": "agent", "start_time": 1}
+    path = tmp_path / "one-line.json"
+    # Python's json.dumps writes NaN, which orjson refuses; a file of one line is not being written
+    path.write_text(json.dumps({**span, "attributes": {"score": float("nan")}}))
+    options = ReadOptions()
+    (run,) = read_path(path, options=options)
+    assert [s.name for s in run.spans] == ["agent"] and not options.report.warnings
+
+
+def test_a_one_line_file_that_is_no_json_is_an_error_not_a_warning(tmp_path: Path) -> None:
+    path = tmp_path / "one-line.json"
+    path.write_text('{"resourceSpans": [}')
+    options = ReadOptions()
+    with pytest.raises(TraceFormatError, match="malformed JSON"):
+        list(read_path(path, options=options))
+    assert not options.report.warnings

@@ -4,7 +4,10 @@ Sniffing (`otel_replay.importers._sniff`) tells JSON from protobuf and native JS
 every JSON document (a whole file, or one line of JSON Lines) is then given to the first row of
 `DOCUMENT_FORMATS` that claims it by its top-level shape. A row's decoder yields the same
 `SpanRecord`s the OTLP decoder does, so every rule from spans to steps applies to all of them. A
-document no row claims is read as OTLP JSON, whose decoder says what is missing.
+document no row claims is refused: one that looks like OTLP (an object with an OTLP envelope key of
+logs or metrics, or no object at all) by the OTLP decoder, which says what is missing; log records
+as logs; any other by naming the formats tried and its top-level keys. A format given by name
+(``--format langfuse``) picks its row, and a document that row does not claim is refused.
 
 `parse_document` parses the bytes with orjson; a document of a format whose ids may be JSON integers
 and whose text holds an integer of 20 digits or more (which orjson turns into a float: a 128-bit id
@@ -20,8 +23,8 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from otel_replay.errors import TraceFormatError
-from otel_replay.importers._flat import decode_flat_spans, is_flat_span_list
+from otel_replay.errors import TraceFormatError, preview
+from otel_replay.importers._flat import decode_flat_spans, is_flat_span_list, log_record_key
 from otel_replay.importers._langfuse import FORMAT as LANGFUSE
 from otel_replay.importers._langfuse import decode_langfuse, is_langfuse
 from otel_replay.importers._lookalikes import decode_span_dump, is_span_dump
@@ -86,17 +89,62 @@ DOCUMENT_FORMATS: tuple[DocumentFormat, ...] = (
 
 #: What a document no row claims is read as (its decoder names what is missing).
 FALLBACK = DOCUMENT_FORMATS[0]
+#: The formats a document can be given as by name, each read by its own row only.
+FORMAT_NAMES = frozenset(row.name for row in DOCUMENT_FORMATS[1:])
+#: Keys of OTLP documents that hold no traces: the OTLP decoder names what they are.
+_OTLP_OTHER_SIGNALS = ("resourceLogs", "resource_logs", "resourceMetrics", "resource_metrics")
 
 
-def reader_for(document: Any) -> tuple[str, Decode]:
-    """The format name and decoder of a parsed JSON document."""
-    row = claiming_row(document) or FALLBACK
-    return row.name, row.decode
+def reader_for(document: Any, only: str | None = None) -> tuple[str, Decode]:
+    """The format name and decoder of a parsed JSON document: of the row named ``only`` (one of
+    `FORMAT_NAMES`) when given, else of the first row that claims it. A document no row claims (or
+    that the named row does not) gets a decoder that refuses it, saying why."""
+    row = claiming_row(document, only)
+    if row is not None:
+        return row.name, row.decode
+    if only is not None:
+        return only, _refuse_for(only)
+    logs = log_record_key(document)
+    if logs is not None:
+        return FALLBACK.name, _refuse(f"this is log records ({logs!r}), not traces")
+    if not isinstance(document, dict) or any(key in document for key in _OTLP_OTHER_SIGNALS):
+        return FALLBACK.name, FALLBACK.decode
+    tried = ", ".join(row.name for row in DOCUMENT_FORMATS)
+    return FALLBACK.name, _refuse(
+        f"not a trace document (tried {tried}); its top-level keys: {_keys(document)}"
+    )
 
 
-def claiming_row(document: Any) -> DocumentFormat | None:
-    """The row that claims ``document``, or None when none does."""
-    return next((row for row in DOCUMENT_FORMATS if row.claims(document)), None)
+def claiming_row(document: Any, only: str | None = None) -> DocumentFormat | None:
+    """The row that claims ``document`` (only the row named ``only``, when given), or None when
+    none does."""
+    rows = DOCUMENT_FORMATS if only is None else [r for r in DOCUMENT_FORMATS if r.name == only]
+    return next((row for row in rows if row.claims(document)), None)
+
+
+def _keys(document: Any) -> str:
+    if not isinstance(document, dict):
+        return f"none: {preview(document)}"
+    keys = list(document)
+    shown = ", ".join(preview(key, 40) for key in keys[:6]) or "none"
+    return shown + (f" and {len(keys) - 6} more" if len(keys) > 6 else "")
+
+
+def _refuse_for(only: str) -> Decode:
+    def decode(document: Any, invalid: Invalid) -> Iterator[SpanRecord]:
+        raise TraceFormatError(
+            f"not a {only} document, the format it was given as; its top-level keys: "
+            f"{_keys(document)}"
+        )
+
+    return decode
+
+
+def _refuse(reason: str) -> Decode:
+    def decode(document: Any, invalid: Invalid) -> Iterator[SpanRecord]:
+        raise TraceFormatError(reason)
+
+    return decode
 
 
 #: A JSON number of 20 digits or more, which orjson cannot hold exactly (2**64 has 20 digits);
@@ -104,7 +152,7 @@ def claiming_row(document: Any) -> DocumentFormat | None:
 _LONG_INTEGER = re.compile(rb"[:\[,]\s*-?[0-9]{20}")
 
 
-def parse_document(data: bytes) -> Any:
+def parse_document(data: bytes, only: str | None = None) -> Any:
     """``data`` parsed as JSON, the integers of a format whose ids may be integers exact; raises
     `orjson.JSONDecodeError` when it is not JSON.
 
@@ -112,7 +160,7 @@ def parse_document(data: bytes) -> Any:
     integers beyond 64 bits are refused either way).
     """
     document = orjson.loads(data)
-    row = claiming_row(document)
+    row = claiming_row(document, only)
     if row is None or not row.integer_ids or _LONG_INTEGER.search(data) is None:
         return document
     del document

@@ -42,15 +42,45 @@ _STATUS = {"UNSET": 0, "OK": 1, "ERROR": 2, **STATUS_CODES}
 _KINDS = {"INTERNAL": 1, "SERVER": 2, "CLIENT": 3, "PRODUCER": 4, "CONSUMER": 5, **SPAN_KINDS}
 
 
+_SPAN_SHAPE_KEYS = (
+    "name",
+    "start_time_unix_nano",
+    "startTimeUnixNano",
+    "start_time",
+    "startTime",
+    "end_time_unix_nano",
+    "endTimeUnixNano",
+    "end_time",
+    "endTime",
+)
+_LOG_RECORD_KEYS = ("body", "severity_text", "severity_number", "severityText", "severityNumber")
+
+
 def is_flat_span(item: Any) -> bool:
-    """An object holding a span's own ids at its top level (not an OTLP request, not a dump with a
-    span context object)."""
+    """An object holding a span's own ids at its top level and something only a span has (a name,
+    a start or end time): not an OTLP request, not a dump with a span context object, not a log
+    record (which carries the ids of the span it was written in)."""
     return (
         isinstance(item, dict)
         and any(key in item for key in _SPAN_ID_KEYS)
         and any(key in item for key in _TRACE_ID_KEYS)
+        and any(key in item for key in _SPAN_SHAPE_KEYS)
         and not any(key in item for key in _OTLP_KEYS)
     )
+
+
+def log_record_key(document: Any) -> str | None:
+    """The key that shows ``document`` is log records (an SDK console log exporter's objects: a
+    ``body`` or ``severity_*`` beside the ids of the span they were written in, no span's name or
+    times), or None when it is not."""
+    items = _items(document)
+    for item in items:
+        if not isinstance(item, dict) or any(key in item for key in _SPAN_SHAPE_KEYS):
+            return None
+    first = items[0] if items else None
+    if not isinstance(first, dict):
+        return None
+    return next((key for key in _LOG_RECORD_KEYS if key in first), None)
 
 
 def is_flat_span_list(document: Any) -> bool:
@@ -60,16 +90,20 @@ def is_flat_span_list(document: Any) -> bool:
 
 
 def decode_flat_spans(
-    document: Any, invalid: Callable[[TraceFormatError], None]
+    document: Any,
+    invalid: Callable[[TraceFormatError], None],
+    where: str = "",
+    first_order: int = 0,
 ) -> Iterator[SpanRecord]:
-    """Yield the spans of a flat list (or one flat span); a span that cannot be decoded goes to
-    ``invalid`` (which raises, or records and skips it) with its position (``[3].start_time``)."""
-    for order, item in enumerate(_items(document)):
+    """Yield the spans of a flat list (or one flat span), numbered from ``first_order``; a span that
+    cannot be decoded goes to ``invalid`` (which raises, or records and skips it) with its position
+    (``[3].start_time``, after ``where``: the key that holds the list in an envelope)."""
+    for i, item in enumerate(_items(document)):
         try:
-            yield decode_flat_span(item, order)
+            yield decode_flat_span(item, first_order + i)
         except TraceFormatError as exc:
-            where = f"[{order}].{exc.where}" if exc.where else f"[{order}]"
-            invalid(TraceFormatError(exc.reason, where=where))
+            at = f"{where}[{i}]"
+            invalid(TraceFormatError(exc.reason, where=f"{at}.{exc.where}" if exc.where else at))
 
 
 def decode_flat_span(item: Any, order: int) -> SpanRecord:
@@ -77,9 +111,7 @@ def decode_flat_span(item: Any, order: int) -> SpanRecord:
         raise TraceFormatError(f"a span must be an object, got {preview(item)}")
     trace_key, trace_id = _first(item, _TRACE_ID_KEYS)
     span_key, span_id = _first(item, _SPAN_ID_KEYS)
-    parent_key, parent = _first(item, ("parent_span_id", "parentSpanId", "parentId"))
-    if parent is None:
-        parent = parent_of(item)
+    parent_key, parent = _parent(item)
     name = item.get("name")
     if name is not None and not isinstance(name, str):
         raise TraceFormatError(f"span name must be a string, got {preview(name)}", where="name")
@@ -104,6 +136,23 @@ def decode_flat_span(item: Any, order: int) -> SpanRecord:
         scope_name=_scope_name(item),
         order=order,
     )
+
+
+def _parent(item: dict[str, Any]) -> tuple[str, Any]:
+    """The parent span id and the key it was read from (``parent.span_id`` for a context)."""
+    key, parent = _first(item, ("parent_span_id", "parentSpanId", "parentId", "parent_id"))
+    if parent is not None:
+        return key, parent
+    context = item.get("parentSpanContext")
+    if isinstance(context, dict):
+        key = "parentSpanContext." + ("span_id" if "span_id" in context else "spanId")
+    elif context is not None:
+        key = "parentSpanContext"
+    elif isinstance(item.get("parent"), dict):
+        key = "parent.span_id" if "span_id" in item["parent"] else "parent.spanId"
+    elif item.get("parent") is not None:
+        key = "parent"
+    return key, parent_of(item)
 
 
 def _first(item: dict[str, Any], keys: tuple[str, ...]) -> tuple[str, Any]:

@@ -167,6 +167,7 @@ def _trace_spans(
         except TraceFormatError as exc:
             inner = f"{where}.{exc.where}" if exc.where else where
             invalid(TraceFormatError(exc.reason, where=inner or None))
+            yield from decoded  # the observations stand without the trace's attributes
             return
         _give(decoded, context)
     yield from decoded

@@ -15,43 +15,32 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from otel_replay.errors import TraceFormatError
-from otel_replay.importers._otlp_json_decode import decode_span
+from otel_replay.importers._flat import decode_flat_spans, is_flat_span
 from otel_replay.importers._spans import SpanRecord
 
 FORMAT = "phoenix-otlp"
 
 
 def is_phoenix_page(document: Any) -> bool:
-    """A page: an object whose ``data`` is a list of flat spans (``trace_id`` and ``span_id`` at the
-    top, attributes as a list of key/value objects) and whose other members are a cursor at most."""
+    """A page: an object whose ``data`` is a list holding a flat span (``trace_id`` and ``span_id``
+    at the top, attributes as a list of key/value objects) and whose other members are a cursor at
+    most. The other items of the list are the page's too: one that is no span is refused by
+    `decode_phoenix_page`, not read as another format."""
     if not isinstance(document, dict) or not isinstance(document.get("data"), list):
         return False
     if not set(document) <= {"data", "next_cursor"}:
         return False
-    spans = document["data"]
-    return bool(spans) and all(
-        isinstance(s, dict)
-        and "trace_id" in s
-        and "span_id" in s
-        and isinstance(s.get("attributes") or [], list)
-        for s in spans
+    return any(
+        is_flat_span(s) and isinstance(s.get("attributes") or [], list) for s in document["data"]
     )
 
 
 def decode_phoenix_page(
     document: Any, invalid: Callable[[TraceFormatError], None], first_order: int = 0
 ) -> Iterator[SpanRecord]:
-    """Yield the spans of one page, numbering them from ``first_order``; a span that cannot be
-    decoded goes to ``invalid`` (which raises, or records and skips it) with its position."""
+    """Yield the spans of one page (flat spans: `otel_replay.importers._flat`), numbering them from
+    ``first_order``; a span that cannot be decoded goes to ``invalid`` (which raises, or records and
+    skips it) with its position (``data[3].start_time_unix_nano``)."""
     if not isinstance(document, dict) or not isinstance(document.get("data"), list):
         raise TraceFormatError("expected a Phoenix span page: an object with a 'data' list")
-    order = first_order
-    for i, span in enumerate(document["data"]):
-        try:
-            record = decode_span(span, f"data[{i}]")
-        except TraceFormatError as exc:
-            invalid(exc)
-            continue
-        record.order = order
-        order += 1
-        yield record
+    return decode_flat_spans(document["data"], invalid, where="data", first_order=first_order)

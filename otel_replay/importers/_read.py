@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 
 from otel_replay.importers._options import ReadOptions
@@ -41,6 +42,9 @@ def _reader(fmt: Format) -> Reader:
         from otel_replay.importers.otlp_proto import read_otlp_proto
 
         return read_otlp_proto
+    from otel_replay.importers._documents import FORMAT_NAMES
     from otel_replay.importers.otlp_json import read_otlp_json  # every JSON document format
 
+    if fmt.value in FORMAT_NAMES:  # a document format given by name: only its row reads
+        return partial(read_otlp_json, only=fmt.value)
     return read_otlp_json

@@ -24,6 +24,7 @@ import orjson
 from otel_replay.errors import TraceFormatError
 from otel_replay.importers._buffer import TraceBuffer
 from otel_replay.importers._documents import claiming_row, parse_document, reader_for
+from otel_replay.importers._flat import log_record_key
 from otel_replay.importers._lookalikes import concatenated_objects
 from otel_replay.importers._options import ReadOptions
 from otel_replay.importers._source import (
@@ -42,8 +43,12 @@ TWO_PASS_THRESHOLD_BYTES = 32 * 1024 * 1024
 _TRACE_ID = re.compile(rb'"trace_?[iI]d"\s*:\s*"([^"]*)"')
 
 
-def read_otlp_json(path: str | Path, options: ReadOptions | None = None) -> Iterator[Trajectory]:
-    """Yield the trajectories of an OTLP JSON or OTLP JSON Lines file (gzip accepted)."""
+def read_otlp_json(
+    path: str | Path, options: ReadOptions | None = None, only: str | None = None
+) -> Iterator[Trajectory]:
+    """Yield the trajectories of an OTLP JSON or OTLP JSON Lines file (gzip accepted), or of any
+    JSON document format of `otel_replay.importers._documents`: only the one named ``only`` (one of
+    its ``FORMAT_NAMES``) when given."""
     path = Path(path)
     options = options or ReadOptions()
     first = first_line(path, options.max_record_bytes)
@@ -54,16 +59,16 @@ def read_otlp_json(path: str | Path, options: ReadOptions | None = None) -> Iter
     else:
         lines = first.startswith(b"{") and first.endswith(b"}")
     if lines:
-        yield from _read_lines(path, options)
+        yield from _read_lines(path, options, only)
     else:
-        yield from _read_document(path, options)
+        yield from _read_document(path, options, only)
 
 
 def _metadata(path: Path, fmt: str) -> dict[str, Any]:
     return {"source": str(path), "format": fmt}
 
 
-def _read_document(path: Path, options: ReadOptions) -> Iterator[Trajectory]:
+def _read_document(path: Path, options: ReadOptions, only: str | None) -> Iterator[Trajectory]:
     with open_trace_file(path) as (stream, raw):
         data = stream.read(options.max_record_bytes + 1)
         if options.progress:
@@ -71,14 +76,14 @@ def _read_document(path: Path, options: ReadOptions) -> Iterator[Trajectory]:
     if len(data) > options.max_record_bytes:
         raise options.too_large("a JSON document").located(path=path)
     try:
-        document = parse_document(data)
+        document = parse_document(data, only)
     except orjson.JSONDecodeError as exc:
         try:
             objects = concatenated_objects(data.decode("utf-8", errors="replace"))
         except TraceFormatError as deep:
             raise deep.located(path=path) from None
         # objects back to back (a console exporter's output) are read when they are spans
-        if not objects or claiming_row(objects) is None:
+        if not objects or (claiming_row(objects, only) is None and log_record_key(objects) is None):
             raise TraceFormatError(
                 f"malformed JSON: {exc.msg}", path=path, line=exc.lineno
             ) from None
@@ -87,7 +92,7 @@ def _read_document(path: Path, options: ReadOptions) -> Iterator[Trajectory]:
         raise exc.located(path=path) from None
     untraced = "untraced-" + hashlib.sha256(data).hexdigest()[:16]
     options.report.records += 1
-    fmt, decode = reader_for(document)
+    fmt, decode = reader_for(document, only)
     buffer = TraceBuffer(options, _metadata(path, fmt))
     try:
         for span in decode(document, lambda e: options.invalid(e.located(path=path))):
@@ -95,6 +100,12 @@ def _read_document(path: Path, options: ReadOptions) -> Iterator[Trajectory]:
     except TraceFormatError as exc:
         raise exc.located(path=path) from None
     yield from buffer.drain()
+
+
+def _one_object(line: bytes) -> Any:
+    """The one JSON object of ``line`` by Python's decoder (NaN and Infinity accepted), or None."""
+    objects = concatenated_objects(line.decode("utf-8", errors="replace"))
+    return objects[0] if objects and len(objects) == 1 else None
 
 
 def _last_lines(path: Path, limit: int) -> dict[bytes, int]:
@@ -109,7 +120,7 @@ def _last_lines(path: Path, limit: int) -> dict[bytes, int]:
     return last
 
 
-def _read_lines(path: Path, options: ReadOptions) -> Iterator[Trajectory]:
+def _read_lines(path: Path, options: ReadOptions, only: str | None) -> Iterator[Trajectory]:
     limit = options.max_record_bytes
     two_pass = is_compressed(path) or path.stat().st_size > TWO_PASS_THRESHOLD_BYTES
     last_line = _last_lines(path, limit) if two_pass else {}
@@ -117,6 +128,7 @@ def _read_lines(path: Path, options: ReadOptions) -> Iterator[Trajectory]:
     buffer = TraceBuffer(options, metadata)
     order = 0
     records_before = options.report.records
+    first_number = 0  # the first line that is not blank
     with open_trace_file(path) as (stream, raw):
         for number, line in enumerate(bounded_lines(stream, limit), start=1):
             if options.progress and number % 64 == 0:
@@ -126,23 +138,38 @@ def _read_lines(path: Path, options: ReadOptions) -> Iterator[Trajectory]:
                 continue
             if not line.strip():
                 continue
+            first_number = first_number or number
             try:
-                document = parse_document(line)
+                document = parse_document(line, only)
             except TraceFormatError as exc:
                 options.invalid(exc.located(path=path, line=number))
                 continue
             except orjson.JSONDecodeError as exc:
-                if not line.endswith(b"\n"):
+                if not line.endswith(b"\n") and number == first_number:
+                    # A file of one line is not being written: its line is the whole document, read
+                    # as a pretty document is (Python's decoder, which accepts NaN), or refused.
+                    try:
+                        document = _one_object(line)
+                    except TraceFormatError as error:
+                        options.invalid(error.located(path=path, line=number))
+                        continue
+                    if document is None:
+                        options.invalid(
+                            TraceFormatError(f"malformed JSON: {exc.msg}", path=path, line=number)
+                        )
+                        continue
+                elif not line.endswith(b"\n"):
                     # The Collector may still be writing: a cut-off last line is normal, not an error.
                     options.report.warnings.append(
                         f"{path}:{number}: incomplete last line ignored ({len(line)} bytes)"
                     )
                     continue
-                options.invalid(
-                    TraceFormatError(f"malformed JSON: {exc.msg}", path=path, line=number)
-                )
-                continue
-            fmt, decode = reader_for(document)
+                else:
+                    options.invalid(
+                        TraceFormatError(f"malformed JSON: {exc.msg}", path=path, line=number)
+                    )
+                    continue
+            fmt, decode = reader_for(document, only)
             if options.report.records == records_before:
                 metadata["format"] = "otlp-jsonl" if fmt == "otlp-json" else fmt
             options.report.records += 1

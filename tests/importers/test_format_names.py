@@ -15,7 +15,8 @@ import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from typer.testing import CliRunner
 
-from otel_replay import read_path
+from otel_replay import TraceFormatError, read_path
+from otel_replay.cli import app
 from otel_replay.importers import Format
 from otel_replay.importers._sniff import detect
 from tests.cli_helpers import invoke, ok
@@ -69,3 +70,38 @@ def test_json_with_leading_blank_lines_is_still_json(tmp_path: Path) -> None:
     path = tmp_path / "doc.json"
     path.write_bytes(b"\n\n" + (SAMPLES / "incident.otlp.jsonl").read_bytes().splitlines()[0])
     assert detect(path) is Format.OTLP_JSON
+
+
+FLAT_SPAN = {"trace_id": "ab" * 16, "span_id": "cd" * 8, "name": "agent", "start_time": 1}
+
+
+@pytest.mark.parametrize("fmt", ["langfuse", "any-agent", "phoenix-otlp", "span-dump"])
+def test_a_document_format_given_by_name_refuses_another_format(tmp_path: Path, fmt: str) -> None:
+    path = tmp_path / "flat.json"
+    path.write_bytes(orjson.dumps([FLAT_SPAN], option=orjson.OPT_INDENT_2))
+    assert [r.metadata["format"] for r in read_path(path)] == ["flat-spans"]  # its own shape
+    with pytest.raises(TraceFormatError) as caught:
+        list(read_path(path, fmt))
+    assert f"not a {fmt} document, the format it was given as" in str(caught.value)
+
+
+def test_a_document_format_given_by_name_reads_what_it_claims(tmp_path: Path) -> None:
+    path = tmp_path / "flat.jsonl"
+    path.write_bytes(orjson.dumps(FLAT_SPAN) + b"\n")  # one span per line
+    (run,) = read_path(path, "flat-spans")
+    assert run.metadata["format"] == "flat-spans" and len(run.spans) == 1
+    with pytest.raises(TraceFormatError, match="not a langfuse document"):
+        list(read_path(path, "langfuse"))
+
+
+def test_the_cli_refuses_a_file_of_another_format_than_given(
+    runner: CliRunner, tmp_path: Path
+) -> None:
+    path = tmp_path / "flat.json"
+    path.write_bytes(orjson.dumps([FLAT_SPAN]))
+    store = tmp_path / "store.db"
+    result = runner.invoke(
+        app, ["import", str(path), "--store", str(store), "--format", "any-agent"]
+    )
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert "not a any-agent document" in result.stderr

@@ -26,6 +26,7 @@ from otel_replay.importers._merge import built_from_spans
 from otel_replay.importers._spans import SpanRecord
 from otel_replay.model import StepKind, Trajectory
 from tests.cli_helpers import invoke, ok
+from tests.conftest import ROOT
 
 STRANDS = "platforms/strands-evals-spans"
 ANY_AGENT = "platforms/any-agent-traces"
@@ -315,7 +316,7 @@ def test_every_document_format_is_a_format_name_and_built_from_spans() -> None:
     assert reader_for({"trace": {"batches": []}})[0] == "otlp-json"  # Tempo
     assert reader_for({"spans": [], "final_output": None})[0] == "any-agent"
     assert reader_for([{"context": {}}])[0] == "span-dump"
-    assert reader_for([{"trace_id": "a", "span_id": "b"}])[0] == "flat-spans"
+    assert reader_for([{"trace_id": "a", "span_id": "b", "name": "n"}])[0] == "flat-spans"
     assert reader_for({"what": 1})[0] == "otlp-json"  # no row claims it: OTLP says what is missing
 
 
@@ -368,10 +369,26 @@ def test_a_broken_span_in_a_flat_list_is_a_located_error_and_nothing_is_stored(
 @pytest.mark.parametrize(
     ("document", "where", "says"),
     [
-        ([{"trace_id": 1.5e38, "span_id": 1}], "[0].trace_id", "floating-point number"),
-        ([{"trace_id": 2**128, "span_id": 1}], "[0].trace_id", "does not fit in 128 bits"),
-        ([{"trace_id": "ab" * 16, "span_id": 1}, 7], "[1]", "a span must be an object"),
-        ([{"traceId": "ab" * 16, "spanId": "cd" * 8, "attributes": 3}], "[0].attributes", "object"),
+        (
+            [{"trace_id": 1.5e38, "span_id": 1, "name": "n"}],
+            "[0].trace_id",
+            "floating-point number",
+        ),
+        (
+            [{"trace_id": 2**128, "span_id": 1, "name": "n"}],
+            "[0].trace_id",
+            "does not fit in 128 bits",
+        ),
+        (
+            [{"trace_id": "ab" * 16, "span_id": 1, "name": "n"}, 7],
+            "[1]",
+            "a span must be an object",
+        ),
+        (
+            [{"traceId": "ab" * 16, "spanId": "cd" * 8, "name": "n", "attributes": 3}],
+            "[0].attributes",
+            "object",
+        ),
         ({"spans": [{"context": {"trace_id": -1}}], "final_output": 1}, "spans[0]", "traceId"),
     ],
 )
@@ -442,3 +459,111 @@ def test_a_container_whose_parent_is_not_above_the_tool_stays() -> None:
     ]
     tree = _tree_of(spans)
     assert tree["inner agent"] == "tool a" and tree["inner chain"] == "inner agent"
+
+
+# --- what is not a flat span list (review of the JSON readers) ------------------------------------
+
+TRACE, SPAN = "ab" * 16, "cd" * 8
+
+
+def _log_record(n: int) -> dict[str, Any]:
+    """A log record as the Python SDK's ConsoleLogExporter writes it (``LogRecord.to_json``)."""
+    return {
+        "body": f"message {n}",
+        "severity_number": 9,
+        "severity_text": "INFO",
+        "attributes": {"code.lineno": n},
+        "dropped_attributes": 0,
+        "timestamp": "2025-01-01T00:00:00.000000Z",
+        "observed_timestamp": "2025-01-01T00:00:00.000000Z",
+        "trace_id": f"0x{TRACE}",
+        "span_id": f"0x{SPAN}",
+        "trace_flags": 1,
+        "resource": {"attributes": {"service.name": "agent"}, "schema_url": ""},
+        "event_name": None,
+    }
+
+
+@pytest.mark.parametrize("layout", ["pretty back to back", "a list", "one object"])
+def test_console_log_records_are_logs_not_a_flat_span_run(tmp_path: Path, layout: str) -> None:
+    records = [_log_record(1), _log_record(2)]
+    path = tmp_path / "logs.json"
+    if layout == "pretty back to back":  # what the exporter writes: indent=4, one after another
+        path.write_text("".join(json.dumps(r, indent=4) + "\n" for r in records))
+    elif layout == "a list":
+        path.write_text(json.dumps(records, indent=2))
+    else:
+        path.write_text(json.dumps(records[0], indent=2))
+    with pytest.raises(TraceFormatError) as caught:
+        list(read_path(path))
+    assert "log records" in str(caught.value) and "not traces" in str(caught.value)
+    assert reader_for(records)[0] == "otlp-json"  # no row claims them
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        {"spans": {"a": 1}, "final_output": "done"},  # any-agent's keys, spans not a list
+        {"data": [{"foo": 1}], "meta": {"page": 1}},  # a paged API answer of something else
+        {"hello\n'": 1, **{f"k{i}": i for i in range(8)}},
+    ],
+)
+def test_a_document_no_format_claims_names_what_was_tried(tmp_path: Path, document: Any) -> None:
+    path = tmp_path / "other.json"
+    path.write_text(json.dumps(document, indent=1))
+    with pytest.raises(TraceFormatError) as caught:
+        list(read_path(path))
+    message = str(caught.value)
+    tried = "otlp-json, langfuse, any-agent, phoenix-otlp, span-dump, flat-spans"
+    assert f"not a trace document (tried {tried}); its top-level keys: " in message, message
+    assert "resourceSpans" not in message and "\n" not in message
+    assert repr(next(iter(document))) in message
+
+
+def test_an_otlp_looking_document_keeps_the_otlp_message(tmp_path: Path) -> None:
+    path = tmp_path / "logs.json"
+    path.write_text(json.dumps({"resourceLogs": []}, indent=1))
+    with pytest.raises(TraceFormatError, match=r"OTLP logs file \('resourceLogs'\), not traces"):
+        list(read_path(path))
+
+
+def _phoenix_page(tmp_path: Path) -> tuple[dict[str, Any], Path]:
+    fixture = ROOT / "tests" / "fixtures" / "platforms" / "phoenix" / "genai.otlpv1.json"
+    page = orjson.loads(fixture.read_bytes())
+    page["data"][1]["start_time_unix_nano"] = "yesterday"
+    path = tmp_path / "page.json"
+    path.write_bytes(orjson.dumps(page))
+    return page, path
+
+
+def test_a_phoenix_page_with_one_bad_span_is_still_a_phoenix_page(tmp_path: Path) -> None:
+    page, path = _phoenix_page(tmp_path)
+    assert reader_for(page)[0] == "phoenix-otlp"
+    with pytest.raises(TraceFormatError) as caught:
+        list(read_path(path))
+    assert str(caught.value).endswith(" at data[1].start_time_unix_nano"), str(caught.value)
+    options = ReadOptions(skip_invalid=True)
+    runs = list(read_path(path, options=options))
+    assert {r.metadata["format"] for r in runs} == {"phoenix-otlp"}
+    assert len(options.report.skipped) == 1
+    assert sum(len(r.spans) for r in runs) == len(page["data"]) - 1
+
+
+@pytest.mark.parametrize(
+    ("parent", "where"),
+    [
+        ({"parent_id": 1.5}, "[0].parent_id"),
+        ({"parentId": "xyz"}, "[0].parentId"),
+        ({"parent": {"span_id": 1.5}}, "[0].parent.span_id"),
+        ({"parent": "xyz"}, "[0].parent"),
+        ({"parent_span_id": "xyz"}, "[0].parent_span_id"),
+    ],
+)
+def test_a_bad_parent_names_the_key_it_was_read_from(
+    tmp_path: Path, parent: dict[str, Any], where: str
+) -> None:
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps([{"trace_id": TRACE, "span_id": SPAN, "name": "n", **parent}]))
+    with pytest.raises(TraceFormatError) as caught:
+        list(read_path(path))
+    assert str(caught.value).endswith(f" at {where}"), str(caught.value)

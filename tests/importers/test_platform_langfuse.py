@@ -403,3 +403,15 @@ def test_langfuse_shaped_input_at_length(
     tmp_path: Path, document: Any, skip: bool, compact: bool
 ) -> None:
     _check(tmp_path, document, skip, compact)
+
+
+def test_bad_trace_scores_keep_the_trace_s_observations(corpus: Path, tmp_path: Path) -> None:
+    document = _export(corpus, "openai-agents-2025-09-30.trace.json")
+    document["trace"]["scores"] = "high"
+    path = _write(tmp_path, document)
+    with pytest.raises(TraceFormatError, match="scores"):
+        list(read_path(path))
+    options = ReadOptions(skip_invalid=True)
+    (run,) = read_path(path, options=options)
+    assert len(options.report.skipped) == 1 and "scores" in str(options.report.skipped[0])
+    assert len(run.spans) == len(document["observations"])
