@@ -18,28 +18,24 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from otel_replay.errors import TraceFormatError, preview
-from otel_replay.importers._lookalikes import (
-    _attributes,
-    _enum,
-    _items,
-    _text,
-    _time,
+from otel_replay.importers._spans import SpanRecord, normalize_id
+from otel_replay.importers._values import (
+    KINDS,
+    any_attributes,
+    enum_value,
+    events,
+    first,
+    items,
     parent_of,
-)
-from otel_replay.importers._otlp_json_decode import _attributes as _key_values
-from otel_replay.importers._spans import (
-    SPAN_KINDS,
-    STATUS_CODES,
-    SpanEvent,
-    SpanRecord,
-    normalize_id,
+    read_time,
+    resource,
+    status,
+    text,
 )
 
 _SPAN_ID_KEYS = ("span_id", "spanId")
 _TRACE_ID_KEYS = ("trace_id", "traceId")
 _OTLP_KEYS = ("resourceSpans", "resource_spans", "scopeSpans", "scope_spans")
-_STATUS = {"UNSET": 0, "OK": 1, "ERROR": 2, **STATUS_CODES}
-_KINDS = {"INTERNAL": 1, "SERVER": 2, "CLIENT": 3, "PRODUCER": 4, "CONSUMER": 5, **SPAN_KINDS}
 
 
 _SPAN_SHAPE_KEYS = (
@@ -73,20 +69,20 @@ def log_record_key(document: Any) -> str | None:
     """The key that shows ``document`` is log records (an SDK console log exporter's objects: a
     ``body`` or ``severity_*`` beside the ids of the span they were written in, no span's name or
     times), or None when it is not."""
-    items = _items(document)
-    for item in items:
+    spans = items(document)
+    for item in spans:
         if not isinstance(item, dict) or any(key in item for key in _SPAN_SHAPE_KEYS):
             return None
-    first = items[0] if items else None
-    if not isinstance(first, dict):
+    head = spans[0] if spans else None
+    if not isinstance(head, dict):
         return None
-    return next((key for key in _LOG_RECORD_KEYS if key in first), None)
+    return next((key for key in _LOG_RECORD_KEYS if key in head), None)
 
 
 def is_flat_span_list(document: Any) -> bool:
     """One flat span, or a list (or lists back to back) in which some item is one: the others are
     refused span by span."""
-    return any(is_flat_span(item) for item in _items(document))
+    return any(is_flat_span(item) for item in items(document))
 
 
 def decode_flat_spans(
@@ -98,7 +94,7 @@ def decode_flat_spans(
     """Yield the spans of a flat list (or one flat span), numbered from ``first_order``; a span that
     cannot be decoded goes to ``invalid`` (which raises, or records and skips it) with its position
     (``[3].start_time``, after ``where``: the key that holds the list in an envelope)."""
-    for i, item in enumerate(_items(document)):
+    for i, item in enumerate(items(document)):
         try:
             yield decode_flat_span(item, first_order + i)
         except TraceFormatError as exc:
@@ -109,30 +105,30 @@ def decode_flat_spans(
 def decode_flat_span(item: Any, order: int) -> SpanRecord:
     if not isinstance(item, dict):
         raise TraceFormatError(f"a span must be an object, got {preview(item)}")
-    trace_key, trace_id = _first(item, _TRACE_ID_KEYS)
-    span_key, span_id = _first(item, _SPAN_ID_KEYS)
+    trace_key, trace_id = first(item, _TRACE_ID_KEYS)
+    span_key, span_id = first(item, _SPAN_ID_KEYS)
     parent_key, parent = _parent(item)
     name = item.get("name")
     if name is not None and not isinstance(name, str):
         raise TraceFormatError(f"span name must be a string, got {preview(name)}", where="name")
-    code, message = _status(item)
+    code, message = status(item)
     return SpanRecord(
         trace_id=_id(trace_id, 16, trace_key),
         span_id=_id(span_id, 8, span_key),
         parent_span_id=_id(parent, 8, parent_key),
-        name=_text(name or "", "name"),
-        kind=_enum(item.get("kind"), _KINDS, "kind"),
+        name=text(name or "", "name"),
+        kind=enum_value(item.get("kind"), KINDS, "kind"),
         start_time_unix_nano=_nanos(
             item, ("start_time_unix_nano", "startTimeUnixNano", "start_time", "startTime")
         ),
         end_time_unix_nano=_nanos(
             item, ("end_time_unix_nano", "endTimeUnixNano", "end_time", "endTime")
         ),
-        attributes=_any_attributes(item.get("attributes"), "attributes"),
+        attributes=any_attributes(item.get("attributes"), "attributes"),
         status_code=code,
         status_message=message,
-        events=_events(item),
-        resource=_resource(item.get("resource")),
+        events=events(item),
+        resource=resource(item.get("resource")),
         scope_name=_scope_name(item),
         order=order,
     )
@@ -140,7 +136,7 @@ def decode_flat_span(item: Any, order: int) -> SpanRecord:
 
 def _parent(item: dict[str, Any]) -> tuple[str, Any]:
     """The parent span id and the key it was read from (``parent.span_id`` for a context)."""
-    key, parent = _first(item, ("parent_span_id", "parentSpanId", "parentId", "parent_id"))
+    key, parent = first(item, ("parent_span_id", "parentSpanId", "parentId", "parent_id"))
     if parent is not None:
         return key, parent
     context = item.get("parentSpanContext")
@@ -155,14 +151,6 @@ def _parent(item: dict[str, Any]) -> tuple[str, Any]:
     return key, parent_of(item)
 
 
-def _first(item: dict[str, Any], keys: tuple[str, ...]) -> tuple[str, Any]:
-    """The first of ``keys`` that ``item`` holds (not null), and its value; else the first key."""
-    for key in keys:
-        if item.get(key) is not None:
-            return key, item[key]
-    return keys[0], None
-
-
 def _id(raw: Any, n_bytes: int, key: str) -> str:
     try:
         return normalize_id(raw, n_bytes, key, integers=True)
@@ -171,87 +159,25 @@ def _id(raw: Any, n_bytes: int, key: str) -> str:
 
 
 def _nanos(item: dict[str, Any], keys: tuple[str, ...]) -> int:
-    key, value = _first(item, keys)
+    key, value = first(item, keys)
     if isinstance(value, str) and value.isascii() and value.isdecimal():
         if len(value) > 19:
             raise TraceFormatError(
                 f"timestamp {preview(value)} is out of range (0 to 2**63 - 1 ns)", where=key
             )
         value = int(value)  # int64 written as text, as OTLP JSON does
-    return _time(value, key)
-
-
-def _any_attributes(value: Any, where: str) -> dict[str, Any]:
-    """An object (flat or nested) or an OTLP key/value list."""
-    if isinstance(value, list):
-        return _key_values(value, where)
-    return _attributes(value, where)
-
-
-def _status(item: dict[str, Any]) -> tuple[int, str]:
-    status = item.get("status")
-    code: Any = None
-    message: Any = None
-    if isinstance(status, dict):
-        code = status.get("code", status.get("status_code"))
-        message = status.get("message") or status.get("description")
-    elif isinstance(status, str | int) and not isinstance(status, bool):
-        code = status
-    elif status is not None:
-        raise TraceFormatError(f"expected an object, got {preview(status)}", where="status")
-    if code is None:
-        code = item.get("status_code", item.get("statusCode"))
-    if not message:
-        message = item.get("status_message", item.get("statusMessage"))
-    if message is not None and not isinstance(message, str):
-        message = str(message)
-    return _enum(code, _STATUS, "status.code"), _text(message or "", "status.message")
-
-
-def _events(item: dict[str, Any]) -> list[SpanEvent]:
-    key, events = _first(item, ("events", "span_events"))
-    if events is None:
-        return []
-    if not isinstance(events, list):
-        raise TraceFormatError(f"expected a list, got {preview(events)}", where=key)
-    decoded: list[SpanEvent] = []
-    for j, event in enumerate(events):
-        where = f"{key}[{j}]"
-        if not isinstance(event, dict):
-            raise TraceFormatError(f"expected an object, got {preview(event)}", where=where)
-        name = event.get("name")
-        time_key, time = _first(event, ("time_unix_nano", "timeUnixNano", "timestamp", "time"))
-        if isinstance(time, str) and time.isascii() and time.isdecimal() and len(time) <= 19:
-            time = int(time)
-        decoded.append(
-            SpanEvent(
-                _text(name if isinstance(name, str) else str(name or ""), f"{where}.name"),
-                _time(time, time_key, where=where),
-                _any_attributes(event.get("attributes"), f"{where}.attributes"),
-            )
-        )
-    return decoded
-
-
-def _resource(resource: Any) -> dict[str, Any]:
-    if resource is None:
-        return {}
-    if not isinstance(resource, dict):
-        raise TraceFormatError(f"expected an object, got {preview(resource)}", where="resource")
-    if "attributes" in resource:
-        return _any_attributes(resource["attributes"], "resource.attributes")
-    return _attributes(resource, "resource")
+    return read_time(value, key)
 
 
 def _scope_name(item: dict[str, Any]) -> str:
-    key, scope = _first(
+    key, scope = first(
         item, ("scope", "instrumentation_scope", "instrumentationScope", "instrumentationLibrary")
     )
     if scope is None:
         return ""
     if isinstance(scope, str):
-        return _text(scope, key)
+        return text(scope, key)
     if not isinstance(scope, dict):
         raise TraceFormatError(f"expected an object, got {preview(scope)}", where=key)
     name = scope.get("name")
-    return _text(name, f"{key}.name") if isinstance(name, str) else ""
+    return text(name, f"{key}.name") if isinstance(name, str) else ""

@@ -39,7 +39,6 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from otel_replay.errors import TraceFormatError, preview
-from otel_replay.importers._lookalikes import plain_attributes, plain_value, read_time
 from otel_replay.importers._spans import (
     STATUS_ERROR,
     SpanEvent,
@@ -47,6 +46,7 @@ from otel_replay.importers._spans import (
     normalize_id,
     parse_json_text,
 )
+from otel_replay.importers._values import plain_attributes, plain_value, read_time
 
 FORMAT = "langfuse"
 
