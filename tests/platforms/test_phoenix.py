@@ -28,36 +28,11 @@ from otel_replay.platforms.phoenix import (
 from otel_replay.store import Store
 from tests.cli_helpers import invoke, ok, one_line_error
 from tests.conftest import ROOT, SAMPLES
+from tests.platforms.incident_runs import FAIL, FAIL_STEPS, GENAI_FAIL, RETRY, RETRY_STEPS
 from tests.platforms.phoenix_server import Phoenix
 
 PROJECT = "incident-tests"
 GENAI_PROJECT = "genai-tests"
-RETRY, FAIL, GENAI_FAIL = (
-    "5bb584929dafe6bead21914625ee8c4c",
-    "ef2843ff74cff6a6b6dc0914faa30751",
-    "780c4b16a51059fa62b2bbd1c38dbe31",
-)
-LLM = ("llm", "rule-based-investigator", "ok")
-
-# the pass-retry run: a model turn, a tool, a model turn, the tool that failed, ... (exact steps)
-RETRY_STEPS = [
-    LLM,
-    ("tool", "query_metrics", "ok"),
-    LLM,
-    ("tool", "list_deploys", "error"),
-    LLM,
-    ("tool", "list_deploys", "ok"),
-    LLM,
-]
-FAIL_STEPS = [
-    LLM,
-    ("tool", "query_metrics", "ok"),
-    LLM,
-    ("tool", "list_deploys", "ok"),
-    LLM,
-    ("tool", "search_logs", "ok"),
-    LLM,
-]
 
 
 @pytest.fixture(scope="module")

@@ -10,35 +10,10 @@ from otel_replay import StepStatus, Trajectory, read_path
 from otel_replay.importers import Format
 from otel_replay.importers._sniff import detect
 from tests.conftest import ROOT, SAMPLES
+from tests.platforms.incident_runs import FAIL, FAIL_STEPS, GENAI_FAIL, RETRY, RETRY_STEPS
 
 FIXTURES = ROOT / "tests" / "fixtures" / "platforms" / "phoenix"
-RETRY, FAIL, GENAI_FAIL = (
-    "5bb584929dafe6bead21914625ee8c4c",
-    "ef2843ff74cff6a6b6dc0914faa30751",
-    "780c4b16a51059fa62b2bbd1c38dbe31",
-)
-LLM = ("llm", "rule-based-investigator", "ok")
-STEPS = {
-    RETRY: [
-        LLM,
-        ("tool", "query_metrics", "ok"),
-        LLM,
-        ("tool", "list_deploys", "error"),
-        LLM,
-        ("tool", "list_deploys", "ok"),
-        LLM,
-    ],
-    FAIL: [
-        LLM,
-        ("tool", "query_metrics", "ok"),
-        LLM,
-        ("tool", "list_deploys", "ok"),
-        LLM,
-        ("tool", "search_logs", "ok"),
-        LLM,
-    ],
-}
-STEPS[GENAI_FAIL] = STEPS[FAIL]
+STEPS = {RETRY: RETRY_STEPS, FAIL: FAIL_STEPS, GENAI_FAIL: FAIL_STEPS}
 ARGUMENTS = {
     RETRY: [
         {"service": "checkout", "metric": "error_rate"},
