@@ -279,20 +279,31 @@ def _root_span(trajectory: Trajectory) -> str | None:
 
 def phoenix_annotations(report: Mapping[str, Any], trajectory: Trajectory) -> list[Annotation]:
     """The annotations of an attribution report (the JSON `otel_replay.report` writes) on the spans
-    of its run: the Point of Commitment's step span (when the verdict names one), and the root span.
-    A run whose spans are not known (not read from spans) raises `ReplayError`."""
+    of its run: the Point of Commitment's step span (when the verdict names one and the step has a
+    span: a step rebuilt from the conversation has none, and the root span's explanation names it),
+    and the root span. A run whose spans are not known (not read from spans) raises `ReplayError`."""
     verdict = str(report.get("verdict"))
     explanation = str(report.get("explanation") or "")
     commitment = report.get("point_of_commitment")
     run = {"trajectory_id": trajectory.id, "mode": report.get("mode"), "verdict": verdict}
     annotations: list[Annotation] = []
+    root = _root_span(trajectory)
+    if root is None:
+        raise ReplayError(
+            f"run {trajectory.id} has no root span with a span id (it was not read from spans), "
+            "so there is no span in Phoenix to annotate"
+        )
+    step = None
     if isinstance(commitment, int) and 0 <= commitment < len(trajectory.steps):
         step = trajectory.steps[commitment]
-        if step.span_id is None or not _SPAN_ID.fullmatch(step.span_id):
-            raise ReplayError(
-                f"step {commitment} ({step.name}) of run {trajectory.id} has no span id (the run "
-                "was not read from spans), so there is no span in Phoenix to annotate"
-            )
+    if step is not None and (step.span_id is None or not _SPAN_ID.fullmatch(step.span_id)):
+        # a step rebuilt from the conversation has no span of its own: the root span names it
+        explanation = (
+            f"{explanation} (step {commitment}, {step.name}, was rebuilt from the conversation: "
+            "it has no span of its own)"
+        ).lstrip()
+        step = None
+    if step is not None and step.span_id is not None:
         rows = [s for s in report.get("steps") or [] if s.get("index") == commitment]
         row = rows[0] if rows else {}
         attribution = row.get("attribution")
@@ -312,12 +323,6 @@ def phoenix_annotations(report: Mapping[str, Any], trajectory: Trajectory) -> li
                     "ci_high": row.get("ci_high"),
                 },
             )
-        )
-    root = _root_span(trajectory)
-    if root is None:
-        raise ReplayError(
-            f"run {trajectory.id} has no root span with a span id (it was not read from spans), "
-            "so there is no span in Phoenix to annotate"
         )
     outcome = report.get("outcome")
     annotations.append(

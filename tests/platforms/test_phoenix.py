@@ -16,7 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 from examples.incident import Investigation, investigate
-from otel_replay import ReadOptions, StepKind, StepStatus, Trajectory
+from otel_replay import ReadOptions, StepKind, StepStatus, Trajectory, read_path
 from otel_replay.errors import ReplayError
 from otel_replay.model import Step
 from otel_replay.platforms.phoenix import (
@@ -278,11 +278,35 @@ def test_a_run_without_span_ids_cannot_be_annotated() -> None:
         "hand-made", [Step(StepKind.TOOL, "t", {}, None, StepStatus.ERROR)], outcome=0.0
     )
     report = {"verdict": "culprit", "point_of_commitment": 0, "explanation": "x", "steps": []}
-    with pytest.raises(ReplayError, match="step 0 \\(t\\) of run hand-made has no span id"):
+    with pytest.raises(ReplayError, match="run hand-made has no root span"):
         phoenix_annotations(report, run)
     inconclusive = {**report, "verdict": "inconclusive", "point_of_commitment": None}
     with pytest.raises(ReplayError, match="run hand-made has no root span"):
         phoenix_annotations(inconclusive, run)
+
+
+def test_a_rebuilt_point_of_commitment_is_named_on_the_root_span() -> None:
+    """A tool loop that runs its tools itself leaves them no span: the steps rebuilt from the
+    conversation have no span to annotate, so the run's root span carries the verdict and says
+    which step it is."""
+    path = ROOT / "tests" / "fixtures" / "frameworks" / "anthropic.otlp.jsonl"
+    run = next(r for r in read_path(path) if r.metadata.get("reconstructed_steps"))
+    rebuilt = run.metadata["reconstructed_steps"][0]
+    report = {
+        "verdict": "culprit",
+        "point_of_commitment": rebuilt,
+        "explanation": "the lookup decided it",
+        "steps": [{"index": rebuilt, "attribution": 0.8}],
+    }
+    (verdict,) = phoenix_annotations(report, run)
+    assert verdict.name == "agent_replay.verdict"
+    assert verdict.span_id == next(s.span_id for s in run.spans if not s.parent_span_id)
+    name = run.steps[rebuilt].name
+    assert verdict.explanation == (
+        f"the lookup decided it (step {rebuilt}, {name}, was rebuilt from the conversation: it "
+        "has no span of its own)"
+    )
+    assert verdict.metadata["point_of_commitment"] == rebuilt
 
 
 def _readme_commands() -> list[list[str]]:
