@@ -25,7 +25,7 @@ import dataclasses
 import filecmp
 import sys
 import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -134,10 +134,11 @@ def generate(out_dir: Path) -> list[Finished]:
     return openinference + genai
 
 
-def check(out_dir: Path) -> int:
-    """Regenerate into a scratch directory and compare with ``out_dir``; 0 when identical."""
+def check(out_dir: Path, make: Callable[[Path], object] | None = None) -> int:
+    """Regenerate into a scratch directory with ``make`` (default: this script's `generate`) and
+    compare with ``out_dir``; 0 when identical. The other fixture scripts check with it too."""
     with tempfile.TemporaryDirectory() as scratch:
-        generate(Path(scratch))
+        (make or generate)(Path(scratch))
         fresh = sorted(p.name for p in Path(scratch).iterdir())
         _, mismatch, errors = filecmp.cmpfiles(out_dir, scratch, fresh, shallow=False)
     for name in mismatch + errors:

@@ -686,6 +686,17 @@ class _Handler(BaseHTTPRequestHandler):
 Handler = _Handler  # subclass it to add a route a framework needs (see `serve`)
 
 
+class EchoingHandler(_Handler):
+    """The fake server, with Responses answers that echo ``instructions`` like the real API's (the
+    OpenAI Agents SDK reads its agent's instructions back from the response)."""
+
+    def do_POST(self) -> None:
+        if not self.path.split("?")[0].endswith("/responses"):
+            return super().do_POST()
+        body = json.loads(self.rfile.read(int(self.headers.get("content-length") or 0)) or b"{}")
+        self._json({**openai_responses(body), "instructions": body.get("instructions")})
+
+
 def serve(
     port: int = 0, handler: type[BaseHTTPRequestHandler] = Handler
 ) -> tuple[ThreadingHTTPServer, str]:

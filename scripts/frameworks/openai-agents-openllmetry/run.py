@@ -34,7 +34,6 @@ def _loopback_only(self: socket.socket, address: object) -> object:
 
 socket.socket.connect = _loopback_only  # type: ignore[method-assign]
 
-import json  # noqa: E402
 from typing import Any  # noqa: E402
 
 import fake_models  # noqa: E402
@@ -44,17 +43,6 @@ from openai import AsyncOpenAI  # noqa: E402
 from opentelemetry.instrumentation.openai import OpenAIInstrumentor  # noqa: E402
 from opentelemetry.instrumentation.openai_agents import OpenAIAgentsInstrumentor  # noqa: E402
 from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
-
-
-class EchoingHandler(fake_models.Handler):
-    """The fake server, with Responses answers that echo ``instructions`` like the real API's."""
-
-    def do_POST(self) -> None:
-        if not self.path.split("?")[0].endswith("/responses"):
-            return super().do_POST()
-        body = json.loads(self.rfile.read(int(self.headers.get("content-length") or 0)) or b"{}")
-        self._json({**fake_models.openai_responses(body), "instructions": body.get("instructions")})
-
 
 TOOLS = [
     function_tool(harness.lookup_order),
@@ -90,5 +78,5 @@ if __name__ == "__main__":
         "openai-agents-openllmetry",
         instrument,
         {run: (lambda url, run=run: agent(run, url)) for run in harness.ALL_RUNS},
-        handler=EchoingHandler,
+        handler=fake_models.EchoingHandler,
     )

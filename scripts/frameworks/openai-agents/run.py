@@ -5,7 +5,7 @@ spans into OpenTelemetry spans).
 The model is the SDK's default, ``OpenAIResponsesModel`` (the Responses API), on an ``AsyncOpenAI``
 client pointed at the fake server. The fake server's Responses answer does not echo the request's
 ``instructions`` as the real API does (the instrumentor reads the system message from there), so
-`EchoingHandler` adds them back.
+`fake_models.EchoingHandler` adds them back.
 The SDK's own trace upload is never reached: the instrumentor is registered as the *exclusive*
 trace processor (its default), which replaces the SDK's batch processor that would upload to the
 vendor's trace backend; ``set_tracing_disabled`` cannot be used, as it silences the SDK's tracing
@@ -38,7 +38,6 @@ def _loopback_only(self: socket.socket, address: object) -> object:
 
 socket.socket.connect = _loopback_only  # type: ignore[method-assign]
 
-import json  # noqa: E402
 from typing import Any  # noqa: E402
 
 import fake_models  # noqa: E402
@@ -47,16 +46,6 @@ from agents import Agent, OpenAIResponsesModel, RunConfig, Runner, function_tool
 from openai import AsyncOpenAI  # noqa: E402
 from openinference.instrumentation.openai_agents import OpenAIAgentsInstrumentor  # noqa: E402
 from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
-
-
-class EchoingHandler(fake_models.Handler):
-    """The fake server, with Responses answers that echo ``instructions`` like the real API's."""
-
-    def do_POST(self) -> None:
-        if not self.path.split("?")[0].endswith("/responses"):
-            return super().do_POST()
-        body = json.loads(self.rfile.read(int(self.headers.get("content-length") or 0)) or b"{}")
-        self._json({**fake_models.openai_responses(body), "instructions": body.get("instructions")})
 
 
 def search_policies(query: str) -> list[dict[str, str]]:
@@ -102,5 +91,5 @@ if __name__ == "__main__":
         "openai-agents",
         instrument,
         {run: (lambda url, run=run: agent(run, url)) for run in harness.ALL_RUNS},
-        handler=EchoingHandler,
+        handler=fake_models.EchoingHandler,
     )
