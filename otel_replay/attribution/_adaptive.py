@@ -22,23 +22,21 @@ on every plan it runs (README, "How sure is the answer").
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 
+from otel_replay.attribution._causation import read_off
 from otel_replay.attribution._config import AttributionConfig, Strategy
 from otel_replay.attribution._contrastive import (
     Localisation,
     all_steps,
-    compare,
-    estimate_step,
     kept_plan,
 )
-from otel_replay.attribution._engine import Engine, Outcome
-from otel_replay.attribution._results import Comparison, Mode, StepAttribution
+from otel_replay.attribution._engine import Engine
+from otel_replay.attribution._results import Comparison, Mode, RootCause, StepAttribution
+from otel_replay.attribution._root import estimate, seek
 from otel_replay.attribution._search import Searched, Stop, questions, search
 from otel_replay.attribution._sequential import Rollouts, Schedule, schedule
 from otel_replay.attribution._stats import decisive_rollouts, rollouts_needed
-from otel_replay.model import Step
 from otel_replay.replay import Plan
 
 #: The fewest resamplable steps worth a search: below it, the extra questions cost more than they
@@ -52,11 +50,16 @@ def adaptive(
     """The Point of Commitment by the search and the scan; and notes on what they left out."""
     m = len(resamplable)
     searching = config.strategy is Strategy.ADAPTIVE and m >= SEARCH_FROM
-    plan = schedule(config, m, questions(m) if searching else 0)
+    # the search from the start, when the root cause is asked for, asks as many questions more
+    asked = (2 if config.root_cause else 1) * questions(m) if searching else 0
+    plan = schedule(config, m, asked)
     rollouts = Rollouts(engine, config, resamplable, {})
     searched = search(rollouts, mode, plan) if searching else Searched(-1, m, Stop.SKIPPED)
     start, cleared = m - 1, None
-    if searched.stop not in (Stop.FALLS, Stop.SKIPPED):
+    if searched.stop is Stop.FALLS:
+        cleared = _still_cleared(searched, resamplable)
+        start = m - 1 if cleared is None else cleared - 1
+    elif searched.stop is not Stop.SKIPPED:
         cleared = searched.hi if searched.hi < m else None
         # where the search stayed open, the verdict is its bracket; else the scan goes on from lo
         start = searched.lo if searched.stop is Stop.DONE else -1
@@ -64,48 +67,57 @@ def adaptive(
     cleared_from = resamplable[cleared] if cleared is not None else None
     steps = all_steps(engine.factual, estimates, resamplable, cleared_from)
     poc, bracket, needed, calls = _verdict(steps, searched, rollouts)
+    notes: list[str] = []
+    root = read_off(steps, resamplable, mode)
+    if root is not None and root.bracket is not None and not rollouts.out_of_budget:
+        if config.root_cause:
+            spent = engine.step_executions
+            latest = resamplable.index(root.bracket[1])  # the earliest step shown to matter yet
+            prefix, more = seek(rollouts, plan, mode, estimates, latest, searching=searching)
+            steps = all_steps(engine.factual, estimates, resamplable, cleared_from)
+            before = resamplable[prefix] if prefix is not None else None
+            root = read_off(
+                steps, resamplable, mode, cleared_to=before, calls=engine.step_executions - spent
+            )
+            notes += more
+        else:
+            root = RootCause(None, False, why="not sought: --root-cause looks for it")
     found = Localisation(
-        steps, poc, bracket, needed, rollouts.outcomes, tuple(searched.tests), calls
+        steps, poc, bracket, needed, rollouts.outcomes, tuple(searched.tests), calls, root
     )
-    return found, _notes(steps, resamplable, searched, rollouts, mode)
+    return found, _notes(steps, resamplable, searched, rollouts, mode) + notes
+
+
+def _still_cleared(searched: Searched, resamplable: Sequence[int]) -> int | None:
+    """Where the failure rate fell between two plans the search ran, its assumption fails
+    somewhere between them, and no joint "no effect" that spans them stands. One that lies wholly
+    after them still does (it needs the assumption only over its own steps, which no plan the
+    search ran contradicts): the earliest such position, from which the scan takes over, going
+    back over the bracket the fall left open; None when there is none (the scan starts at the
+    end)."""
+    assert searched.falling is not None
+    after = searched.falling[1]
+    positions = [
+        resamplable.index(t.start)
+        for t in searched.tests
+        if t.decision == "no effect" and t.start >= after
+    ]
+    return min(positions) if positions else None
 
 
 def _scan(rollouts: Rollouts, start: int, mode: Mode, plan: Schedule) -> dict[int, StepAttribution]:
     """Steps estimated one by one from position ``start`` back, until one is shown to matter, or
     one stays undecided at the most rollouts per plan: while it is open no earlier step can be
     named, so estimating them would buy nothing but a narrower bracket, at the highest prices."""
-    engine, config, resamplable = rollouts.engine, rollouts.config, rollouts.resamplable
-    n_steps = len(engine.factual.steps)
+    resamplable = rollouts.resamplable
     estimates: dict[int, StepAttribution] = {}
     for position in reversed(range(start + 1)):
-        step = engine.factual.steps[resamplable[position]]
-        judge = functools.partial(_judge, step, mode=mode, config=config, tail=plan.tail)
-        estimate = rollouts.decide(
-            plan.looks,
-            kept_plan(n_steps, resamplable, position),
-            Plan.ablate_from(n_steps, step.index),
-            judge,
-            lambda e: bool(e.significant or e.no_effect),
-        )
-        if estimate is not None:
-            estimates[step.index] = estimate
-        if rollouts.out_of_budget or estimate is None or not estimate.no_effect:
+        found = estimate(rollouts, plan, mode, position)
+        if found is not None:
+            estimates[resamplable[position]] = found
+        if rollouts.out_of_budget or found is None or not found.no_effect:
             break
     return estimates
-
-
-def _judge(
-    step: Step,
-    kept: list[Outcome],
-    ablated: list[Outcome],
-    exact: bool,
-    *,
-    mode: Mode,
-    config: AttributionConfig,
-    tail: float,
-) -> StepAttribution:
-    tests = compare(kept, ablated, kept_exact=exact, mode=mode, config=config, tail=tail)
-    return estimate_step(step, tests)
 
 
 #: (Point of Commitment, bracket, rollouts per plan and calls that might settle the bracket).
@@ -141,19 +153,19 @@ def _needed(
     undecided = [i for i in open_steps if steps[i].attribution is not None]
     if undecided:
         step = steps[undecided[-1]]
-        if not (step.no_effect_interval and step.ablated and step.test_tail):
+        if not (step.no_effect_interval and step.ablated and step.no_effect_tail):
             return None, None
         position = rollouts.resamplable.index(step.index)
         plans = [kept_plan(n_steps, rollouts.resamplable, position)]
         plans.append(Plan.ablate_from(n_steps, step.index))
-        compared = (step.no_effect_interval, step.attribution or 0.0, step.test_tail)
+        compared = (step.no_effect_interval, step.attribution or 0.0, step.no_effect_tail)
     elif searched.stop in (Stop.UNDECIDED, Stop.BUDGET) and searched.tests:
         c: Comparison = searched.tests[-1].comparison
         plans = [
             Plan.ablate_from(n_steps, n_steps),
             Plan.ablate_from(n_steps, searched.tests[-1].start),
         ]
-        compared = (c.no_effect_interval, c.effect, c.test_tail)
+        compared = (c.no_effect_interval, c.effect, c.no_effect_tail)
     else:
         return None, None
     (low, high), effect, tail = compared
@@ -183,11 +195,17 @@ def _notes(
     notes = []
     if searched.stop is Stop.FALLS and searched.falling is not None:
         a, b = searched.falling
+        still = [i for i in resamplable if steps[i].cleared_by is not None]
+        kept = (
+            f"only the steps from step {still[0]} on, after both, stay cleared together; the "
+            "steps before them were estimated one by one from there back"
+            if still
+            else "so no steps were cleared together: each was estimated from the end"
+        )
         notes.append(
             f"adaptive: the failure rate {'fell' if mode is Mode.FAILURE else 'rose'} as more of "
-            f"the record was kept (resampling from step "
-            f"{a} against from step {b}), so no steps were cleared together: each was estimated "
-            "from the end"
+            f"the record was kept (resampling from step {a} against from step {b}), which the "
+            f"search assumes never happens: {kept}"
         )
     cleared = [i for i in resamplable if steps[i].cleared_by is not None]
     if cleared:

@@ -178,6 +178,7 @@ def attribute(
         judge=None if judge is None else judge.summary(judge_calls_before),
         evidence=evidence,
         kept=engine.kept,
+        root_cause=found.root_cause if found and not evidence.missing else None,
     )
 
 
@@ -279,9 +280,24 @@ def _verdict(mode: Mode, found: Localisation | None, config: AttributionConfig) 
     if mode is Mode.CREDIT:
         return Verdict.NO_FAILURE  # the located step, if any, is the save point
     located = found is not None and found.point_of_commitment is not None
+    if found is not None and not located and config.swap_model is None and settled(found):
+        return Verdict.SETTLED
     if not located:
         return Verdict.INCONCLUSIVE
     return Verdict.CULPRIT if config.swap_model is None else Verdict.SAVED
+
+
+def settled(found: Localisation) -> bool:
+    """Whether the rollouts showed that no resamplable step changes the failure rate: every one
+    shown to have no effect (alone, or together with the later ones) and no group of them shown
+    to matter together (a failure that built up stays inconclusive: no step is its culprit)."""
+    resamplable = [s for s in found.steps if s.resamplable]
+    return (
+        bool(resamplable)
+        and found.bracket is None
+        and all(s.no_effect or s.cleared_by is not None for s in resamplable)
+        and not any(t.comparison.significant for t in found.search)
+    )
 
 
 def _explain(
@@ -343,20 +359,34 @@ def _explain(
                 f"together does (by {joint.comparison.effect:+.2f}): the {failure} built up over "
                 "several steps, none of them decisive alone."
             )
-        cleared = [s.index for s in found.steps if s.cleared_by is not None]
-        together = (
-            f" (shown together for the steps from step {cleared[0]} on, as long as keeping more "
-            f"of the record never {'lowers' if mode is Mode.FAILURE else 'raises'} the failure "
-            "rate; --strategy scan shows it one step at a time)"
-            if cleared
-            else ""
-        )
-        return (
-            f"No resampled step changes the {failure} rate by more than ±{config.margin:g}"
-            f"{together}: the {failure} does not depend on them (it was settled before the first "
-            "resamplable step, or by an observed-only step)."
-        )
+        return _settled(found, mode, config.margin, name)
     return f"Inconclusive {spent}{budget}."
+
+
+def _settled(found: Localisation, mode: Mode, margin: float, name: Callable[[int], str]) -> str:
+    """The words of a `Verdict.SETTLED`: what was shown, alone or together, and no more."""
+    failure = "failure" if mode is Mode.FAILURE else "success"
+    settled = (
+        f"the {failure} was settled before the first resamplable step, or by an observed-only step"
+    )
+    cleared = [s for s in found.steps if s.cleared_by is not None]
+    if not cleared:
+        return (
+            f"No resamplable step changes the {failure} rate: each one, resampled with every "
+            f"later one, changes it by no more than ±{margin:g} against keeping it ({settled})."
+        )
+    joint = next(t for t in found.search if t.start == cleared[0].cleared_by)
+    low, high = joint.comparison.no_effect_interval
+    alone = [s.index for s in found.steps if s.resamplable and s.cleared_by is None]
+    also = "; the steps before it were each shown to have no effect alone" if alone else ""
+    return (
+        f"Resampling every resamplable step from {name(joint.start)} on, all at once, changes the "
+        f"{failure} rate by [{low:+.2f}, {high:+.2f}] against the record, inside ±{margin:g}"
+        f"{also}: {settled}. No step from {name(joint.start)} on was tested alone: one could "
+        f"still matter alone if another undid its effect (an earlier step's recorded output a "
+        f"rare piece of luck that a later step lost), which the search assumes never happens; "
+        f"--strategy scan tests each step alone."
+    )
 
 
 def _saved_from(

@@ -87,6 +87,10 @@ class AttributionConfig:
         keep_rollouts: keep the first this many rollouts of each plan, their runs and the plan
             they rolled out (`AttributionResult.kept`), to be sent out or looked at; it changes
             nothing the attribution finds.
+        root_cause: the sequential strategies also look for the root cause, the earliest step
+            that matters (`AttributionResult.root_cause`), by a search from the start of the run;
+            it costs calls on top of the Point of Commitment's, shown apart. The sweep estimates
+            every step, so it always reports one.
     """
 
     rollouts: int = 100
@@ -110,6 +114,7 @@ class AttributionConfig:
     swap_model: str | None = None
     swap_from: int = 0
     keep_rollouts: int = 0
+    root_cause: bool = False
 
     def __post_init__(self) -> None:
         if self.swap_model is not None and not self.swap_model.strip():
@@ -218,6 +223,8 @@ class AttributionConfig:
             flags += ["--swap-model", self.swap_model]
         if self.swap_from:
             flags += ["--from", str(self.swap_from)]
+        if self.root_cause and self.strategy.sequential:
+            flags += ["--root-cause"]
         return [*flags, "--repair"] if self.repair else flags
 
 

@@ -26,21 +26,23 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from otel_replay.attribution._causation import probabilities_of_causation, read_off
 from otel_replay.attribution._config import AttributionConfig
 from otel_replay.attribution._engine import Engine, Outcome
 from otel_replay.attribution._results import (
     Comparison,
     Mode,
     Proportion,
+    RootCause,
     StepAttribution,
     SuffixTest,
 )
 from otel_replay.attribution._stats import (
-    DifferenceDistribution,
     clopper_pearson,
     decisive_rollouts,
+    difference_bounds,
+    proportion_interval,
     rollouts_needed,
-    wilson,
 )
 from otel_replay.model import Step, Trajectory
 from otel_replay.replay import Plan
@@ -54,6 +56,23 @@ def test_tail(m: int, questions: int = 0) -> float:
     families of tests and split over the m steps of each (and over the adaptive search's
     ``questions``, when it asks them: each is one more test in each family)."""
     return ERROR_BOUND / (2 * max(1, m + questions))
+
+
+@dataclass(frozen=True, slots=True)
+class Tails:
+    """Each test's one-sided error, and the looks a sequential strategy may stop at (the reported
+    95 % intervals split their error over them). The two families spend their halves of the bound
+    apart: a "no effect" test cannot pass below `decisive_rollouts`, so the looks before it spend
+    none of its error (`_sequential.schedule`)."""
+
+    matters: float
+    no_effect: float
+    looks: int = 1
+
+    @classmethod
+    def fixed(cls, m: int) -> Tails:
+        """The sweep's: one look, each test at `test_tail`."""
+        return cls(test_tail(m), test_tail(m))
 
 
 def matters_confidence(m: int) -> float:
@@ -76,6 +95,7 @@ class Localisation:
     outcomes: dict[Plan, list[Outcome]]
     search: tuple[SuffixTest, ...] = ()  # the adaptive search's questions
     calls_needed: int | None = None  # with rollouts_needed, the calls it would add (sequential)
+    root_cause: RootCause | None = None  # the earliest step that matters (`_root`)
 
     def resampled_from(self, index: int) -> list[Outcome]:
         """The rollouts that held the steps before ``index`` and resampled the rest."""
@@ -102,16 +122,17 @@ def contrastive_plans(
     ]
 
 
-def _proportion(outcomes: list[Outcome], exact: bool = False) -> Proportion:
+def _proportion(outcomes: list[Outcome], exact: bool = False, looks: int = 1) -> Proportion:
     """The failure rate of the rollouts that are evidence (`Outcome.counts`); the others are
-    counted as left out."""
+    counted as left out. Its 95 % interval is exact and split over the ``looks`` a sequential
+    strategy may have stopped at (`proportion_interval`)."""
     counted = [o for o in outcomes if o.counts]
     n, left_out = len(counted), len(outcomes) - len(counted)
     failures = sum(o.failed for o in counted)
     if exact and n:  # a known rate: its interval is itself
         value = failures / n
         return Proportion(failures, n, value, value, exact=True, left_out=left_out)
-    low, high = wilson(failures, n)
+    low, high = proportion_interval(failures, n, looks)
     return Proportion(failures, n, low, high, left_out=left_out)
 
 
@@ -125,7 +146,7 @@ def localise(
     outcomes = engine.run(
         contrastive_plans(n_steps, resamplable, config.rollouts, walks_record=walks)
     )
-    tail = test_tail(len(resamplable))
+    tails = Tails.fixed(len(resamplable))
     estimates: dict[int, StepAttribution] = {}
     for position, index in enumerate(resamplable):
         kept = kept_plan(n_steps, resamplable, position)
@@ -135,12 +156,13 @@ def localise(
             kept_exact=walks and kept.resamples_nothing,
             mode=mode,
             config=config,
-            tail=tail,
+            tails=tails,
         )
         estimates[index] = estimate_step(factual.steps[index], tests)
     steps = all_steps(factual, estimates, resamplable)
     poc, bracket, needed = _commitment(steps, resamplable, config)
-    return Localisation(steps, poc, bracket, needed, outcomes)
+    root = read_off(steps, resamplable, mode)
+    return Localisation(steps, poc, bracket, needed, outcomes, root_cause=root)
 
 
 def all_steps(
@@ -183,6 +205,9 @@ def estimate_step(step: Step, c: Comparison) -> StepAttribution:
         matters_bound=c.matters_bound,
         no_effect_interval=c.no_effect_interval,
         test_tail=c.test_tail,
+        no_effect_tail=c.no_effect_tail,
+        necessity=c.necessity,
+        sufficiency=c.sufficiency,
     )
 
 
@@ -193,38 +218,42 @@ def compare(
     kept_exact: bool,
     mode: Mode,
     config: AttributionConfig,
-    tail: float,
+    tails: Tails,
 ) -> Comparison:
     """Two plans' difference and its two tests (module docstring), signed like the estimate:
-    "matters" needs the one-sided bound above zero, "no effect" the interval at ``1 − 2·tail``
-    inside ±margin. Against a known rate (``kept_exact``) the bounds are exact binomial ones;
-    between two estimates they are read off the bootstrap distribution (`DifferenceDistribution`)."""
+    "matters" needs the one-sided bound at ``tails.matters`` above zero, "no effect" both
+    one-sided bounds at ``tails.no_effect`` inside ±margin. Every bound is exact or conservative
+    whatever the rates: against a known rate (``kept_exact``) the estimate's Clopper–Pearson
+    bounds, mirrored; between two estimates the difference of exact bounds (`difference_bounds`)."""
     sign = 1.0 if mode is Mode.FAILURE else -1.0
-    kept = _proportion(list(kept_outcomes), exact=kept_exact)
-    ablated = _proportion(list(ablated_outcomes))
-    if kept.exact:
-        # the difference is the known rate less a binomial one: its bounds are the rate's, mirrored
-        def bounds(t: float) -> tuple[float, float]:
-            low, high = clopper_pearson(ablated.failures, ablated.n, t)
-            ends = sorted((sign * (kept.value - high), sign * (kept.value - low)))
-            return ends[0], ends[1]
+    kept = _proportion(list(kept_outcomes), exact=kept_exact, looks=tails.looks)
+    ablated = _proportion(list(ablated_outcomes), looks=tails.looks)
 
-        ci, interval = bounds(0.025), bounds(tail)
-    else:
-        dist = DifferenceDistribution(kept.failures, kept.n, ablated.failures, ablated.n)
-        ci = _signed(sign, dist.interval(0.95))
-        interval = _signed(sign, (dist.quantile(tail), dist.quantile(1 - tail)))
+    def bounds(tail: float) -> tuple[float, float]:
+        if kept.exact:
+            low, high = clopper_pearson(ablated.failures, ablated.n, tail)
+            return _signed(sign, (kept.value - high, kept.value - low))
+        ends = difference_bounds(kept.failures, kept.n, ablated.failures, ablated.n, tail)
+        return _signed(sign, ends)
+
+    ci = bounds(0.025 / tails.looks)
+    interval = bounds(tails.no_effect)
+    matters_bound = bounds(tails.matters)[0]
+    necessity, sufficiency = probabilities_of_causation(kept, ablated, mode, tails.looks)
     return Comparison(
         kept=kept,
         ablated=ablated,
         effect=sign * (kept.value - ablated.value),
         ci_low=ci[0],
         ci_high=ci[1],
-        matters_bound=interval[0],
+        matters_bound=matters_bound,
         no_effect_interval=interval,
-        test_tail=tail,
-        significant=interval[0] > 0.0,
+        test_tail=tails.matters,
+        no_effect_tail=tails.no_effect,
+        significant=matters_bound > 0.0,
         no_effect=interval[0] >= -config.margin and interval[1] <= config.margin,
+        necessity=necessity,
+        sufficiency=sufficiency,
     )
 
 

@@ -103,8 +103,8 @@ def typical(m: int, config: AttributionConfig, *, exact: bool) -> int:
         return 0
     searching = config.strategy is Strategy.ADAPTIVE and m >= SEARCH_FROM
     plan = schedule(config, m, questions(m) if searching else 0)
-    against_record = decisive_rollouts(config.margin, plan.tail, known=exact)
-    between_plans = decisive_rollouts(config.margin, plan.tail)
+    against_record = decisive_rollouts(config.margin, plan.tails.no_effect, known=exact)
+    between_plans = decisive_rollouts(config.margin, plan.tails.no_effect)
     culprit = m // 2
     runs: dict[int, int] = {}  # rollouts of the plan that resamples from each position on
 
@@ -131,6 +131,14 @@ def _search_path(m: int, culprit: int) -> list[int]:
             low = position
             break
         high, stride = position, 2 * stride
+    stride = 1
+    while low + stride < high:  # the gallop up
+        position = low + stride
+        asked.append(position)
+        if position > culprit:
+            high = position
+            break
+        low, stride = position, 2 * stride
     while high - low > 1:
         position = (low + high) // 2
         asked.append(position)

@@ -29,6 +29,9 @@ class Verdict(str, Enum):
     CULPRIT = "culprit"
     SAVED = "saved"  # the swap question: the step from which the swapped-in model saves the run
     INCONCLUSIVE = "inconclusive"
+    # conclusive: no resamplable step changes the failure rate (settled before them, or by an
+    # observed-only step); not an open bracket, which is inconclusive
+    SETTLED = "settled"
     NO_FAILURE = "no-failure"
     # too many rollouts could not be served or crashed for the estimates to say anything
     NO_EVIDENCE = "no-evidence"
@@ -52,6 +55,20 @@ class Proportion:
 
 
 @dataclass(frozen=True, slots=True)
+class Share:
+    """A probability of causation (`otel_replay.attribution._causation`): its value where the
+    rollouts identify it (no rollout is made to fail by resampling a step that keeping it would
+    have saved: monotonicity), its 95 % interval, and the bounds the rollouts give without that
+    assumption (Tian and Pearl's), at the estimated rates."""
+
+    value: float
+    low: float
+    high: float
+    lower: float  # without monotonicity: the value is at least ``lower`` ...
+    upper: float  # ... and at most ``upper``
+
+
+@dataclass(frozen=True, slots=True)
 class StepAttribution:
     """One step's estimates; everything but the identity is None for observed-only steps."""
 
@@ -72,10 +89,16 @@ class StepAttribution:
     # zero, and the 1 - 2·alpha interval that "no effect" needs inside +-margin.
     matters_bound: float | None = None
     no_effect_interval: tuple[float, float] | None = None
-    test_tail: float | None = None  # each test's one-sided error (the bound split over tests)
+    test_tail: float | None = None  # the matters test's one-sided error (the bound's split)
+    no_effect_tail: float | None = None  # each of the no-effect test's two one-sided errors
     # Not estimated alone: the adaptive search showed that resampling every resamplable step from
     # step ``cleared_by`` on (this one among them) has no effect beyond ±margin (`SuffixTest`).
     cleared_by: int | None = None
+    # Pearl's probabilities of causation, as far as the rollouts identify them (`Share`):
+    # necessity, that resampling the step would have changed the recorded outcome (saved a failed
+    # run); sufficiency, that keeping it brings the outcome about where resampling it avoided it
+    necessity: Share | None = None
+    sufficiency: Share | None = None
 
     @property
     def matters_confidence(self) -> float | None:
@@ -85,7 +108,8 @@ class StepAttribution:
     @property
     def no_effect_confidence(self) -> float | None:
         """The confidence of the "no effect" interval (two one-sided tests)."""
-        return None if self.test_tail is None else 1 - 2 * self.test_tail
+        tail = self.no_effect_tail if self.no_effect_tail is not None else self.test_tail
+        return None if tail is None else 1 - 2 * tail
 
     @property
     def shapley_disagrees(self) -> bool:
@@ -114,9 +138,12 @@ class Comparison:
     ci_high: float
     matters_bound: float
     no_effect_interval: tuple[float, float]
-    test_tail: float
+    test_tail: float  # the matters test's
     significant: bool
     no_effect: bool
+    no_effect_tail: float = 0.0  # each of the no-effect test's two one-sided errors
+    necessity: Share | None = None  # of the kept plan's step (`StepAttribution.necessity`)
+    sufficiency: Share | None = None
 
     @property
     def falls(self) -> bool:
@@ -145,6 +172,24 @@ class SuffixTest:
         if c.no_effect:
             return "no effect"
         return "falls" if c.falls else "undecided"
+
+
+@dataclass(frozen=True, slots=True)
+class RootCause:
+    """The earliest step whose resampling changes the outcome, beside the Point of Commitment (the
+    latest): the earliest resamplable step shown to matter with every earlier one shown not to,
+    alone or together. ``index`` is None when it was not found (``sought`` False: not asked for;
+    else the tests left it open, ``bracket`` says where); ``saves`` is the rate at which
+    resampling from it on turns the outcome around (a failed run's successes), ``calls`` what
+    looking for it cost beyond the Point of Commitment."""
+
+    index: int | None
+    sought: bool
+    saves: Proportion | None = None
+    bracket: tuple[int, int] | None = None
+    calls: int = 0
+    cleared_to: int | None = None  # steps before this one cleared together (the prefix search)
+    why: str = ""  # when not found: why, in words
 
 
 @dataclass(frozen=True, slots=True)
@@ -259,6 +304,9 @@ class AttributionResult:
     judge: JudgeSummary | None = None
     evidence: Evidence = Evidence()  # rollouts left out, and the draws from the store
     kept: tuple[KeptRollout, ...] = ()  # AttributionConfig.keep_rollouts' rollouts (not reported)
+    root_cause: RootCause | None = (
+        None  # the earliest step that matters (None: nothing to look for)
+    )
 
     @property
     def question(self) -> str:

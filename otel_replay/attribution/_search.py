@@ -12,10 +12,13 @@ step (or several, jointly) committed to; it fails when resampling a later step r
 than the record's own later steps did.
 
 The search gallops from the end (positions m−1, m−2, m−4, … down to 0) until a suffix is shown to
-matter, then bisects between that position and the last one shown to have no effect: the latest
-suffix that matters and the earliest that does not are then neighbours, at ``lo`` and ``lo + 1``.
-Questions near the end resample few steps, so they are cheap; the expensive questions, far from
-the end, are the ones whose suffix holds the culprit, and those are settled in the first batches.
+matter, then gallops back up from there (lo + 1, lo + 2, lo + 4, …) until one is shown to have no
+effect, then bisects: the latest suffix that matters and the earliest that does not are then
+neighbours, at ``lo`` and ``lo + 1``. The two gallops follow what questions cost. Questions near the
+end resample few steps, so they are cheap. Far from the end, a suffix that holds the culprit is
+shown to matter in the first batches, while one that does not needs every rollout that "no effect"
+takes; galloping up from the suffix that matters asks the cheap kind until the first expensive one,
+where a bisection of a wide bracket would ask the expensive kind about half the time.
 
 The assumption is checked on every plan the search runs: a suffix shown to lower the failure rate,
 or two of the plans with failure rates falling from one to the next beyond their intervals, stop
@@ -35,16 +38,17 @@ from statistics import NormalDist
 
 from otel_replay.attribution._contrastive import compare
 from otel_replay.attribution._engine import Outcome
-from otel_replay.attribution._results import Comparison, Mode, SuffixTest
+from otel_replay.attribution._results import Comparison, Mode, Proportion, SuffixTest
 from otel_replay.attribution._sequential import Rollouts, Schedule
 from otel_replay.attribution._stats import wilson
 from otel_replay.replay import Plan
 
 
 def questions(m: int) -> int:
-    """The most questions the search asks over ``m`` resamplable steps: the gallop at most
-    ⌈log2 m⌉ + 1, the bisection inside the last doubling at most ⌈log2 m⌉ − 1."""
-    return 2 * math.ceil(math.log2(max(1, m))) + 1
+    """The most questions the search asks over ``m`` resamplable steps: the gallop down at most
+    ⌈log2 m⌉ + 1, the gallop up inside the bracket it leaves at most ⌈log2 m⌉, and the
+    bisection inside the gallop up's last doubling at most ⌈log2 m⌉."""
+    return 3 * math.ceil(math.log2(max(1, m))) + 1
 
 
 class Stop(str, Enum):
@@ -85,6 +89,15 @@ def search(rollouts: Rollouts, mode: Mode, plan: Schedule) -> Searched:
         elif decision == "matters":
             found.lo = position
             break
+    stride = 1
+    while found.stop is Stop.DONE and found.lo + stride < found.hi:  # the gallop up
+        decision = _ask(rollouts, mode, plan, found.lo + stride, found)
+        if decision == "matters":
+            found.lo += stride
+            stride *= 2
+        elif decision == "no effect":
+            found.hi = found.lo + stride
+            break
     while found.stop is Stop.DONE and found.hi - found.lo > 1:  # the bisection
         position = (found.lo + found.hi) // 2
         decision = _ask(rollouts, mode, plan, position, found)
@@ -104,7 +117,7 @@ def _ask(rollouts: Rollouts, mode: Mode, plan: Schedule, position: int, found: S
     start = rollouts.resamplable[position]
 
     def judge(kept: list[Outcome], ablated: list[Outcome], exact: bool) -> Comparison:
-        return compare(kept, ablated, kept_exact=exact, mode=mode, config=config, tail=plan.tail)
+        return compare(kept, ablated, kept_exact=exact, mode=mode, config=config, tails=plan.tails)
 
     answer = rollouts.decide(
         plan.looks,
@@ -118,7 +131,7 @@ def _ask(rollouts: Rollouts, mode: Mode, plan: Schedule, position: int, found: S
         return "budget"
     test = SuffixTest(start, answer)
     found.tests.append(test)
-    falling = _falling(found.tests, mode, plan.tail)
+    falling = _falling(found.tests, mode, plan.tails.matters)
     if test.decision == "falls" or falling is not None:
         found.stop = Stop.FALLS
         found.falling = falling or (start, n_steps)
@@ -128,10 +141,20 @@ def _ask(rollouts: Rollouts, mode: Mode, plan: Schedule, position: int, found: S
 
 
 def _falling(tests: Sequence[SuffixTest], mode: Mode, tail: float) -> tuple[int, int] | None:
-    """Two of the plans run, neighbours by position, whose failure rates fall from the earlier to
-    the later (rise, in credit mode) beyond their Wilson intervals at one-sided ``tail`` each."""
+    """Two of the suffix plans run, neighbours by position, whose failure rates fall from the
+    earlier to the later (`falling`)."""
+    return falling([(t.start, t.comparison.ablated) for t in tests], mode, tail)
+
+
+def falling(
+    points: Sequence[tuple[int, Proportion]], mode: Mode, tail: float
+) -> tuple[int, int] | None:
+    """Two plans, each resampling from the step it is paired with on, neighbours by that step,
+    whose failure rates fall from the earlier to the later (rise, in credit mode) beyond their
+    Wilson intervals at one-sided ``tail`` each: keeping more of the record lowered the failure
+    rate, which the search assumes never happens. The first such pair of steps, or None."""
     z = NormalDist().inv_cdf(1 - tail)
-    rates = sorted((t.start, t.comparison.ablated) for t in tests)
+    rates = sorted(points, key=lambda point: point[0])
     for (a, early), (b, late) in itertools.pairwise(rates):
         early_low, early_high = wilson(early.failures, early.n, z)
         late_low, late_high = wilson(late.failures, late.n, z)

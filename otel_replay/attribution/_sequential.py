@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from otel_replay.attribution._config import AttributionConfig
-from otel_replay.attribution._contrastive import test_tail
+from otel_replay.attribution._contrastive import Tails, test_tail
 from otel_replay.attribution._engine import Engine, Outcome
 from otel_replay.attribution._stats import decisive_rollouts
 from otel_replay.replay import Plan
@@ -31,10 +31,10 @@ T = TypeVar("T")
 
 @dataclass(frozen=True, slots=True)
 class Schedule:
-    """The rollouts per plan at each look, and each look's one-sided error per test."""
+    """The rollouts per plan at each look, and each test's one-sided error at a look."""
 
     looks: tuple[int, ...]
-    tail: float
+    tails: Tails
 
 
 #: The first look's rollouts per plan, and how much each look grows on the last: a question that
@@ -47,18 +47,26 @@ GROWTH = 1.5
 def schedule(config: AttributionConfig, m: int, questions: int = 0) -> Schedule:
     """Looks from `FIRST_LOOK` rollouts per plan, growing by `GROWTH`, up to ``max_rollouts``, and
     two more at the fewest rollouts that can show "no effect" at all (`decisive_rollouts`: one for
-    a plan against the record, one for two estimated plans), since most questions end there; the
-    error of each test (``m`` steps and ``questions`` more, `test_tail`) split over the looks."""
+    a plan against the record, one for two estimated plans), since most questions end there. Each
+    test's share of the bound (``m`` steps and ``questions`` more, `test_tail`) is split: the
+    "matters" test's over every look, the "no effect" test's over the looks from the first at
+    which it can pass, the fewest such that the split and the floor it implies agree."""
     top = config.max_rollouts
-    looks = {min(FIRST_LOOK, top)}
-    while max(looks) < top:
-        looks.add(min(top, math.ceil(max(looks) * GROWTH)))
-    tail = test_tail(m, questions) / (len(looks) + 2)
-    floors = {
-        decisive_rollouts(config.margin, tail, known=True),
-        decisive_rollouts(config.margin, tail),
-    }
-    return Schedule(tuple(sorted(looks | {f for f in floors if f < top})), tail)
+    grown = {min(FIRST_LOOK, top)}
+    while max(grown) < top:
+        grown.add(min(top, math.ceil(max(grown) * GROWTH)))
+    share = test_tail(m, questions)
+    for spent in range(1, len(grown) + 3):
+        tail = share / spent
+        floors = {
+            decisive_rollouts(config.margin, tail, known=True),
+            decisive_rollouts(config.margin, tail),
+        }
+        looks = tuple(sorted(grown | {f for f in floors if f < top}))
+        possible = [n for n in looks if n >= min(floors)]
+        if len(possible) <= spent:
+            break
+    return Schedule(looks, Tails(share / len(looks), tail, len(looks)))
 
 
 @dataclass

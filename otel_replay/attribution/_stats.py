@@ -1,12 +1,17 @@
 """Interval estimators. Every estimate in a report names the method that made it.
 
-* `wilson` — the Wilson score interval for a binomial proportion (good coverage at small n and at 0/n).
-* `clopper_pearson` — exact one-sided bounds for a proportion, for a difference against a known
-  rate (the record itself, in the trace walk): a one-sample test needs no approximation.
-* `difference_interval` — the parametric bootstrap of the difference of two proportions from
-  Agresti–Caffo adjusted proportions ((k+1)/(n+2)), its distribution computed exactly (no draws):
-  the plain bootstrap of 0/n vs 0/n is the single point 0, which would "prove" no effect from any
-  budget, however small.
+* `clopper_pearson` — exact one-sided bounds for a proportion: every decision of an attribution
+  reads exact bounds, so its error is at most what it states whatever the rates (no approximation
+  that is lenient near 0 and 1). Against a known rate (the record itself, in the trace walk) the
+  difference's bounds are the estimate's, mirrored.
+* `difference_bounds` — bounds for the difference of two estimated proportions: the difference of
+  exact bounds at half the error each (a union bound), conservative at every rate.
+* `proportion_interval` — the reported 95 % interval of a plan's failure rate, exact and split over
+  a sequential strategy's looks, so that it keeps its level wherever the strategy stopped.
+* `wilson` — the Wilson score interval, for estimates no decision reads (Shapley's coalitions, the
+  fleet's shares).
+* `DifferenceDistribution` — the parametric bootstrap of a difference from Agresti–Caffo adjusted
+  proportions, computed exactly; the repair search's test reads it.
 * `t_quantile` — Student's t quantiles (small-sample standard errors, see `_shapley`).
 * `similarity` — normalised edit similarity of two JSON values (1.0 = identical).
 """
@@ -23,6 +28,9 @@ from otel_replay.hashing import canonical_json
 Z_95 = 1.959963984540054
 WILSON = "wilson-score-95"
 BOOTSTRAP = "agresti-caffo-parametric-bootstrap-exact-95"
+#: the methods of the intervals an attribution reports and decides by
+EXACT_PROPORTION = "clopper-pearson-exact-95-over-looks"
+EXACT_DIFFERENCE = "difference-of-exact-bounds-bonferroni"
 
 
 def wilson(successes: int, n: int, z: float = Z_95) -> tuple[float, float]:
@@ -100,59 +108,106 @@ class DifferenceDistribution:
 
 def clopper_pearson(k: int, n: int, tail: float) -> tuple[float, float]:
     """Exact one-sided bounds for a binomial rate from ``k`` of ``n``, each wrong at most ``tail``
-    of the time (Clopper–Pearson): the lowest and the highest rate under which ``k`` or more,
-    respectively ``k`` or fewer, would be seen at least ``tail`` of the time. ``(0, 1)`` when
-    ``n == 0``."""
+    of the time whatever the rate (Clopper–Pearson): the lowest and the highest rate under which
+    ``k`` or more, respectively ``k`` or fewer, would be seen at least ``tail`` of the time.
+    ``(0, 1)`` when ``n == 0``. Each end is the edge of its bisection bracket on the safe side, so
+    rounding never makes a bound narrower than the exact one."""
+    return _clopper_pearson(k, n, tail)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _clopper_pearson(k: int, n: int, tail: float) -> tuple[float, float]:
     if n == 0:
         return 0.0, 1.0
-    low = 0.0 if k == 0 else _solve(lambda p: 1.0 - _binomial_cdf(n, p)[k - 1], tail)
-    high = 1.0 if k == n else _solve(lambda p: _binomial_cdf(n, p)[k], tail, falling=True)
+    # P(X >= k | p) = I_p(k, n - k + 1) rises with p; P(X <= k | p) = 1 - I_p(k + 1, n - k) falls
+    low = 0.0 if k == 0 else _crossing(lambda p: _betainc(k, n - k + 1, p), tail, safe="low")
+    high = (
+        1.0 if k == n else _crossing(lambda p: 1.0 - _betainc(k + 1, n - k, p), tail, safe="high")
+    )
     return low, high
 
 
-def _solve(f: Callable[[float], float], target: float, *, falling: bool = False) -> float:
-    """The rate in (0, 1) where the monotone ``f`` crosses ``target``, by bisection."""
+def _crossing(f: Callable[[float], float], target: float, *, safe: str) -> float:
+    """Where ``f``, rising on (0, 1) when ``safe == "low"`` and falling when ``"high"``, crosses
+    ``target``, by bisection; the end of the final bracket on the ``safe`` side, so the bound is
+    never narrower than the exact one."""
+    rising = safe == "low"
     low, high = 0.0, 1.0
-    for _ in range(60):
+    for _ in range(64):
         middle = (low + high) / 2
-        if (f(middle) > target) == falling:
+        if (f(middle) < target) == rising:
             low = middle
         else:
             high = middle
-    return (low + high) / 2
+    return low if rising else high
+
+
+def _betainc(a: int, b: int, x: float) -> float:
+    """The regularised incomplete beta function ``I_x(a, b)`` for whole ``a, b >= 1``: the
+    binomial tail ``P(X >= a)`` of ``Binomial(a + b - 1, x)``. Its continued fraction (modified
+    Lentz), on the side of ``x`` where it converges fast."""
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    if x > (a + 1) / (a + b + 2):
+        return 1.0 - _betainc(b, a, 1.0 - x)
+    log_front = (
+        math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
+    )
+    tiny = 1e-300
+    c, d = 1.0, 1.0 - (a + b) * x / (a + 1)
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    fraction = d
+    for m in range(1, 400):
+        m2 = 2 * m
+        for numerator in (
+            m * (b - m) * x / ((a + m2 - 1) * (a + m2)),
+            -(a + m) * (a + b + m) * x / ((a + m2) * (a + m2 + 1)),
+        ):
+            d = 1.0 + numerator * d
+            d = 1.0 / (d if abs(d) > tiny else tiny)
+            c = 1.0 + numerator / c
+            c = c if abs(c) > tiny else tiny
+            fraction *= c * d
+        if abs(c * d - 1.0) < 1e-15:
+            break
+    return min(1.0, math.exp(log_front) * fraction / a)
+
+
+def proportion_interval(k: int, n: int, looks: int = 1) -> tuple[float, float]:
+    """The 95 % interval reported for a plan's failure rate: exact (Clopper–Pearson), and valid
+    however a sequential strategy stopped: with ``looks`` possible stopping points, each end's
+    2.5 % is split over them, so the interval at whichever look the strategy stopped misses the
+    rate at most 5 % of the time (a union bound over the looks)."""
+    return clopper_pearson(k, n, 0.025 / max(1, looks))
+
+
+def difference_bounds(k1: int, n1: int, k2: int, n2: int, tail: float) -> tuple[float, float]:
+    """One-sided bounds for ``p1 − p2`` from two independent binomial samples, each end wrong at
+    most ``tail`` of the time whatever the two rates: the difference of exact bounds, each at
+    ``tail / 2`` (``p1 − p2 <= U1 − L2`` fails only if ``p1 > U1`` or ``p2 < L2``; a union bound).
+    Conservative by construction, and never collapsing at ``0/n`` or ``n/n`` as plug-in and
+    bootstrap intervals do."""
+    low1, high1 = clopper_pearson(k1, n1, tail / 2)
+    low2, high2 = clopper_pearson(k2, n2, tail / 2)
+    return max(-1.0, low1 - high2), min(1.0, high1 - low2)
 
 
 def decisive_rollouts(margin: float, tail: float, *, known: bool = False) -> int:
-    """The fewest rollouts per plan at which "no effect" can be shown at all: even two plans that
-    fail every time (n/n against n/n, the tightest case) need their difference to stay within
-    ±``margin`` but for ``tail`` in each direction, as the bootstrap draws it (binomials at the
-    Agresti–Caffo adjusted rate, computed exactly here). Below it every later step stays undecided,
-    so no Point of Commitment can be named. Against a ``known`` rate (the record), the exact bound
-    on n/n must reach within the margin: ``(1 − margin)^n <= tail``."""
-    if known:
-        return max(1, math.ceil(math.log(tail) / math.log1p(-margin) - 1e-9))
-    n = 1
-    while n < 100_000:
-        pmf = _binomial_pmf(n, (n + 1) / (n + 2))
-        survival = [0.0] * (n + 2)  # survival[k] = P(X >= k)
-        for k in range(n, -1, -1):
-            survival[k] = survival[k + 1] + pmf[k]
-        steps = math.floor(margin * n + 1e-9)  # D > margin  <=>  X1 - X2 > steps
-        beyond = sum(pmf[x] * survival[min(n + 1, x + steps + 1)] for x in range(n + 1))
-        if beyond <= tail:
-            return n
-        n += 1
-    return n
+    """The fewest rollouts per plan at which "no effect" can be shown at all. Exact bounds are
+    narrowest at ``n/n`` (and ``0/n``), where the one-sided bound at ``tail`` is ``tail^(1/n)``
+    from the end: against a ``known`` rate (the record) that bound must come within the margin,
+    ``(1 − margin)^n <= tail``; between two estimated plans each side gets ``tail / 2``
+    (`difference_bounds`), ``(1 − margin)^n <= tail / 2``. Below it every later step stays
+    undecided, so no Point of Commitment can be named."""
+    share = tail if known else tail / 2
+    return max(1, math.ceil(math.log(share) / math.log1p(-margin) - 1e-9))
 
 
 def _binomial_pmf(n: int, p: float) -> list[float]:
     cdf = _binomial_cdf(n, p)
     return [cdf[0], *(cdf[k] - cdf[k - 1] for k in range(1, n + 1))]
-
-
-def difference_interval(k1: int, n1: int, k2: int, n2: int) -> tuple[float, float]:
-    """95 % interval for ``k1/n1 − k2/n2`` (see the module docstring for the method)."""
-    return DifferenceDistribution(k1, n1, k2, n2).interval(0.95)
 
 
 def rollouts_needed(effect: float, half_width: float, n: int, floor: int = 1) -> int | None:

@@ -273,6 +273,10 @@ def _render(result: AttributionResult, config: AttributionConfig) -> None:
     swap = result.swap_model
     tails = [s.test_tail for s in result.steps if s.test_tail is not None]
     tail = min(tails) if tails else 0.0
+    no_effect_tail = min(
+        (s.no_effect_tail or s.test_tail or 0.0 for s in result.steps if s.test_tail is not None),
+        default=0.0,
+    )
     title = "rescue credit" if credit else "failure attribution"
     rates = "P(fail) with the step kept / resampled"
     located = "save point" if credit else "point of commitment"
@@ -291,7 +295,7 @@ def _render(result: AttributionResult, config: AttributionConfig) -> None:
             + (
                 f"test: 'matters' when the one-sided "
                 f"{percent(1 - tail)} bound is above 0, 'no effect' when the "
-                f"{percent(1 - 2 * tail)} interval is inside ±{config.margin:g}"
+                f"{percent(1 - 2 * no_effect_tail)} interval is inside ±{config.margin:g}"
                 f"{_joint_caption(result, wide)}; "
                 if tails
                 else ""

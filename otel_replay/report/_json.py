@@ -13,8 +13,18 @@ import orjson
 from otel_replay.attribution import AttributionConfig, AttributionResult, Mode
 from otel_replay.attribution._config import rerun_command
 from otel_replay.attribution._contrastive import ERROR_BOUND
-from otel_replay.attribution._results import Proportion, StepAttribution, SuffixTest
-from otel_replay.attribution._stats import BOOTSTRAP, WILSON
+from otel_replay.attribution._results import (
+    Proportion,
+    RootCause,
+    Share,
+    StepAttribution,
+    SuffixTest,
+)
+from otel_replay.attribution._stats import (
+    BOOTSTRAP,
+    EXACT_DIFFERENCE,
+    EXACT_PROPORTION,
+)
 from otel_replay.errors import ReplayError, preview
 from otel_replay.replay import Plan
 from otel_replay.resamplers import UserCode
@@ -28,7 +38,11 @@ from otel_replay.resamplers._draws import Call
 #: 5: the judge (``judge``: its question and verdicts; ``cost.judge_calls``); ``evidence``
 #: (rollouts left out as unservable or crashed, the draws of ``--tools recorded`` per stored run,
 #: the faults fallback's calls), verdict ``no-evidence``, each proportion's ``left_out``.
-REPORT_VERSION = 5
+#: 6: exact bounds for every decision (``config.interval_methods``; each step's ``tests`` give
+#: the matters and no-effect confidences apart), the reported 95 % intervals valid wherever a
+#: sequential strategy stopped; verdict ``settled``; ``root_cause``; each step's ``necessity`` and
+#: ``sufficiency``.
+REPORT_VERSION = 6
 #: How Shapley standard errors are made (see `otel_replay.attribution._shapley`).
 SHAPLEY_SE = "monte-carlo-antithetic-pairs-pooled-t-se"
 
@@ -107,6 +121,41 @@ def _step(step: StepAttribution, margin: float) -> dict[str, Any]:
             },
         },
         "shapley_disagrees": step.shapley_disagrees if step.shapley is not None else None,
+        "necessity": _share(step.necessity),
+        "sufficiency": _share(step.sufficiency),
+    }
+
+
+def _share(share: Share | None) -> dict[str, Any] | None:
+    if share is None:
+        return None
+    return {
+        "value": _r(share.value),
+        "ci_low": _r(share.low),
+        "ci_high": _r(share.high),
+        "without_monotonicity": [_r(share.lower), _r(share.upper)],
+    }
+
+
+def _root_cause(root: RootCause | None) -> dict[str, Any] | None:
+    if root is None:
+        return None
+    saves = root.saves
+    return {
+        "step": root.index,
+        "sought": root.sought,
+        "saves": None
+        if saves is None
+        else {
+            "value": _r(saves.value),
+            "ci_low": _r(saves.low),
+            "ci_high": _r(saves.high),
+            "n": saves.n,
+        },
+        "bracket": list(root.bracket) if root.bracket else None,
+        "cleared_before": root.cleared_to,
+        "calls": root.calls,
+        "why": root.why or None,
     }
 
 
@@ -120,7 +169,7 @@ def _question(test: SuffixTest, margin: float, result: AttributionResult) -> dic
         "p_fail_resampled": _proportion(c.ablated),
         "matters_bound": _r(c.matters_bound),
         "no_effect_interval": [_r(v) for v in c.no_effect_interval],
-        "confidence": _r(1 - 2 * c.test_tail),
+        "confidence": _r(1 - 2 * (c.no_effect_tail or c.test_tail)),
         "margin": margin,
         "decision": test.decision,
     }
@@ -179,15 +228,19 @@ def build_report(
             "resamplers": list(result.resamplers),
             "verifier": result.verifier,
             "decisions": (
-                f"a wrong step is named at most {ERROR_BOUND:g} of the time: half of that is "
-                "spent on the matters tests, half on the no-effect tests, each split over the m "
-                "resamplable steps. matters: the one-sided lower bound of the difference at "
-                f"1 - {ERROR_BOUND:g}/2m is above 0; no effect: the interval at "
-                f"1 - {ERROR_BOUND:g}/m lies inside +-margin (two one-sided tests at "
-                f"{ERROR_BOUND:g}/2m); each step's bounds are in steps[].tests"
+                f"a wrong step is named at most {ERROR_BOUND:g} of the time, whatever the "
+                "failure rates: half of that is spent on the matters tests, half on the "
+                "no-effect tests, each split over the m resamplable steps. matters: the "
+                f"one-sided lower bound of the difference at 1 - {ERROR_BOUND:g}/2m is above 0; "
+                f"no effect: the interval at 1 - {ERROR_BOUND:g}/m lies inside +-margin (two "
+                f"one-sided tests at {ERROR_BOUND:g}/2m); every bound is exact or conservative "
+                "(Clopper-Pearson against the record, the difference of exact bounds at half the "
+                "error each between two estimates); each step's bounds are in steps[].tests"
                 + (
                     "; the adaptive and scan strategies count the search's questions (search[]) "
-                    "among the m tests, and split each test's error over its looks"
+                    "among the m tests, and split each test's error over the looks at which it "
+                    "can pass; the 95 % intervals reported split theirs over every look, so they "
+                    "hold wherever a question stopped"
                     if config.strategy.sequential
                     else ""
                 )
@@ -197,8 +250,9 @@ def build_report(
             "max_rollouts": config.max_rollouts,
             "budget": config.budget,
             "interval_methods": {
-                "proportion": WILSON,
-                "difference": BOOTSTRAP,
+                "proportion": EXACT_PROPORTION,
+                "difference": EXACT_DIFFERENCE,
+                "repair": BOOTSTRAP,
                 "shapley": SHAPLEY_SE,
             },
             "driver": result.driver,
@@ -216,6 +270,7 @@ def build_report(
         "bracket": list(result.bracket) if result.bracket else None,
         "rollouts_needed": result.rollouts_needed,
         "calls_needed": result.calls_needed,
+        "root_cause": _root_cause(result.root_cause),
         "repair": None
         if repair is None
         else {

@@ -120,6 +120,25 @@ _EVIDENCE: dict[str, Any] = {
     },
 }
 
+
+_SHARE: dict[str, Any] = {
+    "type": ["object", "null"],
+    "required": ["value", "ci_low", "ci_high", "without_monotonicity"],
+    "additionalProperties": False,
+    "properties": {
+        "value": {"type": "number", "minimum": 0, "maximum": 1},
+        "ci_low": {"type": "number", "minimum": 0, "maximum": 1},
+        "ci_high": {"type": "number", "minimum": 0, "maximum": 1},
+        "without_monotonicity": {
+            **_PAIR,
+            "description": (
+                "Tian and Pearl's bounds at the estimated rates, for a reader who doubts that "
+                "resampling the step never brings about the outcome keeping it would have spared"
+            ),
+        },
+    },
+}
+
 _STEP: dict[str, Any] = {
     "type": "object",
     "required": [
@@ -141,6 +160,8 @@ _STEP: dict[str, Any] = {
         "no_effect",
         "tests",
         "shapley_disagrees",
+        "necessity",
+        "sufficiency",
     ],
     "additionalProperties": False,
     "properties": {
@@ -227,6 +248,21 @@ _STEP: dict[str, Any] = {
                 "prefix (null without Shapley values)"
             ),
         },
+        "necessity": {
+            **_SHARE,
+            "description": (
+                "Pearl's probability of necessity: given the run went as recorded, the chance "
+                "that resampling this step would have turned its outcome around (null: not "
+                "estimated, or undefined)"
+            ),
+        },
+        "sufficiency": {
+            **_SHARE,
+            "description": (
+                "Pearl's probability of sufficiency: given a rollout that resampled this step "
+                "and escaped the outcome, the chance that keeping it would have brought it about"
+            ),
+        },
     },
 }
 
@@ -285,6 +321,7 @@ REPORT_SCHEMA: dict[str, Any] = {
         "bracket",
         "rollouts_needed",
         "calls_needed",
+        "root_cause",
         "repair",
         "repair_note",
         "shapley",
@@ -408,9 +445,43 @@ REPORT_SCHEMA: dict[str, Any] = {
         },
         "point_of_commitment": {**_INT_OR_NULL, "description": "failure mode: the culprit step"},
         "save_point": {**_INT_OR_NULL, "description": "credit mode: the step that saved the run"},
+        "root_cause": {
+            "type": ["object", "null"],
+            "required": ["step", "sought", "saves", "bracket", "cleared_before", "calls", "why"],
+            "additionalProperties": False,
+            "description": (
+                "the earliest resamplable step shown to matter, every earlier one shown not to "
+                "(alone, or together: cleared_before); null when there was nothing to look for"
+            ),
+            "properties": {
+                "step": _INT_OR_NULL,
+                "sought": {"type": "boolean"},
+                "saves": {
+                    "type": ["object", "null"],
+                    "required": ["value", "ci_low", "ci_high", "n"],
+                    "additionalProperties": False,
+                    "description": "how often resampling from the step on turns the outcome",
+                    "properties": {
+                        "value": {"type": "number"},
+                        "ci_low": {"type": "number"},
+                        "ci_high": {"type": "number"},
+                        "n": {"type": "integer"},
+                    },
+                },
+                "bracket": {"type": ["array", "null"], "items": {"type": "integer"}},
+                "cleared_before": _INT_OR_NULL,
+                "calls": {"type": "integer", "minimum": 0},
+                "why": {"type": ["string", "null"]},
+            },
+        },
         "verdict": {
-            "enum": ["culprit", "saved", "inconclusive", "no-failure", "no-evidence"],
-            "description": "no-evidence: too many rollouts were left out to conclude (evidence)",
+            "enum": ["culprit", "saved", "inconclusive", "settled", "no-failure", "no-evidence"],
+            "description": (
+                "settled: shown that no resamplable step changes the failure rate (it was "
+                "settled before them, or by an observed-only step); inconclusive: the tests "
+                "left the commitment open (bracket); no-evidence: too many rollouts were left "
+                "out to conclude (evidence)"
+            ),
         },
         "swap": {
             "type": ["object", "null"],

@@ -35,7 +35,9 @@ def test_it_names_what_theory_names_for_a_fraction_of_the_calls(model: Model) ->
     )
     assert adaptive.point_of_commitment == model.point_of_commitment
     assert adaptive.verdict is Verdict.CULPRIT
-    assert adaptive.step_executions <= 0.5 * sweep.step_executions
+    # on runs of a few steps every later step is tested alone between two estimated plans, whose
+    # exact bounds need more rollouts than a test against the record (the search's, on long runs)
+    assert adaptive.step_executions <= 0.6 * sweep.step_executions
     # the steps before the culprit were never estimated, and the report says so
     before = [s for s in adaptive.steps if s.resamplable and s.index < model.point_of_commitment]
     assert all(s.attribution is None for s in before)
@@ -48,10 +50,19 @@ def test_batches_grow_from_a_few_rollouts_and_stop_at_the_decisive_budgets() -> 
     assert plan.looks[0] == 8 and plan.looks[-1] == ADAPTIVE.max_rollouts
     assert all(a < b <= max(a + 1, 1.5 * a) + 1 for a, b in itertools.pairwise(plan.looks))
     # a look at each budget where "no effect" first becomes possible, since most questions end there
-    for known in (False, True):
-        assert decisive_rollouts(ADAPTIVE.margin, plan.tail, known=known) in plan.looks
-    # each look's tests run at the sweep's error split over the looks: the bound still holds
-    assert plan.tail * len(plan.looks) <= 0.05 / (2 * 5) + 1e-12
+    floors = [
+        decisive_rollouts(ADAPTIVE.margin, plan.tails.no_effect, known=known)
+        for known in (False, True)
+    ]
+    assert all(floor in plan.looks for floor in floors)
+    # each family's share of the bound is split over the looks at which its test can pass: every
+    # look for "matters", the looks from the first floor on for "no effect"; the bound still holds
+    share = 0.05 / (2 * 5)
+    assert plan.tails.matters * len(plan.looks) <= share + 1e-12
+    possible = [n for n in plan.looks if n >= min(floors)]
+    assert plan.tails.no_effect * len(possible) <= share + 1e-12
+    assert plan.tails.no_effect > plan.tails.matters  # the looks below the floor spend none of it
+    assert plan.tails.looks == len(plan.looks)
 
 
 def _report_bytes(workers: int) -> bytes:

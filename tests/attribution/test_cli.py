@@ -235,7 +235,7 @@ def test_success_if_scores_runs_by_their_final_answer(
     ok(
         invoke(
             runner, store_path, "attribute", "ef2843ff", "--resamplers", resamplers,
-            "--success-if", "v8[0-9]1", "--rollouts", "60", "--json-out", str(out),
+            "--success-if", "v8[0-9]1", "--rollouts", "80", "--json-out", str(out),
         )
     )  # fmt: skip
     report = _report(out)

@@ -607,7 +607,7 @@ def test_the_report_validates_against_its_schema(case: str) -> None:
     assert report["config"]["method"] == config.method.value
     assert report["config"]["rollouts"] == config.rollouts
     assert report["config"]["seed"] == config.seed
-    assert report["config"]["interval_methods"]["proportion"].startswith("wilson")
+    assert report["config"]["interval_methods"]["proportion"].startswith("clopper-pearson")
     assert report["config"]["resamplers"] == list(result.resamplers)
     assert [s["index"] for s in report["steps"]] == list(range(len(trajectory.steps)))
     assert (report["shapley"] is None) is (config.method is Method.CONTRASTIVE)

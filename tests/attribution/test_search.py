@@ -20,7 +20,7 @@ from otel_replay.attribution import (
     Verdict,
     attribute,
 )
-from otel_replay.attribution._contrastive import ERROR_BOUND, compare
+from otel_replay.attribution._contrastive import ERROR_BOUND, Tails, compare
 from otel_replay.attribution._cost import planned_cost
 from otel_replay.attribution._engine import Outcome, Spent
 from otel_replay.attribution._results import SuffixTest
@@ -113,7 +113,10 @@ def test_the_scan_makes_no_assumption_where_the_search_does() -> None:
     assert model.effects()[23] == pytest.approx(1.0) and model.effects()[20] < -0.9
     searched = _attributed(model)
     assert searched.point_of_commitment is None
-    assert "as long as keeping more of the record never lowers" in searched.explanation
+    # what the search showed is said as shown: all resampled together, never one by one
+    assert "all at once" in searched.explanation
+    assert "No step from step 0 (tool s00_noise) on was tested alone" in searched.explanation
+    assert "No resamplable step changes" not in searched.explanation
     scanned = _attributed(model, dataclasses.replace(ADAPTIVE, strategy=Strategy.SCAN))
     assert scanned.point_of_commitment == 23 and not scanned.search
 
@@ -123,7 +126,7 @@ def _suffix(start: int, failures: int, n: int) -> SuffixTest:
     plan = Plan.ablate_from(48, start)
     ablated = [Outcome(plan, r, float(r >= failures), r < failures, 1, None) for r in range(n)]
     record = [Outcome(Plan.ablate_from(48, 48), 0, 0.0, True, 0, None)]
-    tests = compare(record, ablated, kept_exact=True, mode=Mode.FAILURE, config=ADAPTIVE, tail=1e-4)
+    tests = compare(record, ablated, kept_exact=True, mode=Mode.FAILURE, config=ADAPTIVE, tails=Tails(1e-4, 1e-4))
     return SuffixTest(start, tests)
 
 

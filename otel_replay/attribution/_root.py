@@ -1,0 +1,152 @@
+"""The root cause: the earliest step that matters, beside the Point of Commitment (the latest).
+
+The Point of Commitment is where the failure became inevitable, the latest step shown to matter.
+The question a person asks next ("and why not the error before it?") has its answer at the other
+end: the **root cause** is the earliest resamplable step shown to matter, every earlier one shown
+to have no effect. Who&When's label, the earliest step whose correction turns the failure into a
+success, is this one. Its tests are the Point of Commitment's, read from the other end; the report
+gives how often resampling from it on turns the outcome around (`RootCause.saves`).
+
+The sweep estimates every step, so the root cause is read off its estimates. The sequential
+strategies have not estimated the steps before the Point of Commitment (that is what made them
+cheap), so with ``AttributionConfig.root_cause`` they look for it, and say what it cost:
+
+* on long runs, the same search as the Point of Commitment's from the other end (`_search`):
+  questions about whole **prefixes**, keeping the resamplable steps before position p as recorded
+  against resampling them all, galloping from the start (1, 2, 4, … steps kept) until a prefix is
+  shown to matter, then bisecting; a prefix shown to have no effect clears its steps together under
+  the search's assumption (the failure rate never falls as more of the record is kept), checked
+  on the plans it ran, as for suffixes;
+* then a scan forward, step by step, from where the prefixes stopped mattering, to the first step
+  shown to matter alone.
+
+Its tests are counted in the error's split from the start (`_adaptive`), so the stated bound
+covers the Point of Commitment and the root cause together.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from otel_replay.attribution._contrastive import compare, estimate_step, kept_plan
+from otel_replay.attribution._engine import Outcome
+from otel_replay.attribution._results import Comparison, Mode, StepAttribution
+from otel_replay.attribution._search import falling
+from otel_replay.attribution._sequential import Rollouts, Schedule
+from otel_replay.replay import Plan
+
+
+def estimate(
+    rollouts: Rollouts, plan: Schedule, mode: Mode, position: int
+) -> StepAttribution | None:
+    """The resamplable step at ``position`` estimated alone, as a sequential question (its kept
+    plan against resampling from it on); None when the budget allowed no look."""
+    engine, config, resamplable = rollouts.engine, rollouts.config, rollouts.resamplable
+    n_steps = len(engine.factual.steps)
+    step = engine.factual.steps[resamplable[position]]
+
+    def judge(kept: list[Outcome], ablated: list[Outcome], exact: bool) -> StepAttribution:
+        tests = compare(kept, ablated, kept_exact=exact, mode=mode, config=config, tails=plan.tails)
+        return estimate_step(step, tests)
+
+    return rollouts.decide(
+        plan.looks,
+        kept_plan(n_steps, resamplable, position),
+        Plan.ablate_from(n_steps, step.index),
+        judge,
+        lambda e: bool(e.significant or e.no_effect),
+    )
+
+
+def seek(
+    rollouts: Rollouts,
+    plan: Schedule,
+    mode: Mode,
+    estimates: dict[int, StepAttribution],
+    latest: int,
+    *,
+    searching: bool,
+) -> tuple[int | None, list[str]]:
+    """Estimate what the root cause needs, into ``estimates``: the prefix search (when
+    ``searching``), then the scan forward from where it stopped up to position ``latest`` (the
+    Point of Commitment's, or the latest step shown to matter). The position before which the
+    prefix search cleared every step (None: none), and notes."""
+    notes: list[str] = []
+    start, cleared = 0, None
+    if searching:
+        start, note = _prefixes(rollouts, plan, mode, latest)
+        cleared = start if start > 0 else None
+        if note:
+            notes.append(note)
+    resamplable = rollouts.resamplable
+    for position in range(start, latest + 1):
+        index = resamplable[position]
+        found = estimates.get(index)
+        if found is None:
+            found = estimate(rollouts, plan, mode, position)
+            if found is None:
+                break
+            estimates[index] = found
+        if rollouts.out_of_budget or found.significant or not found.no_effect:
+            break
+    return cleared, notes
+
+
+def _prefixes(rollouts: Rollouts, plan: Schedule, mode: Mode, latest: int) -> tuple[int, str]:
+    """Gallop from the start, then bisect, over prefixes (module docstring): the position ``lo``
+    such that the steps before it together have no effect and those up to it matter, and a note
+    when the search stopped short (0: the scan starts from the first step)."""
+    n_steps = len(rollouts.engine.factual.steps)
+    resamplable = rollouts.resamplable
+    nothing_kept = Plan.ablate_from(n_steps, resamplable[0])
+    asked: dict[int, Comparison] = {}
+
+    def ask(position: int) -> str:
+        def judge(kept: list[Outcome], ablated: list[Outcome], exact: bool) -> Comparison:
+            return compare(
+                kept, ablated, kept_exact=False, mode=mode, config=rollouts.config, tails=plan.tails
+            )
+
+        kept = Plan.ablate_from(n_steps, resamplable[position])
+        answer = rollouts.decide(
+            plan.looks, kept, nothing_kept, judge, lambda c: c.significant or c.no_effect
+        )
+        if answer is None:
+            return "budget"
+        asked[position] = answer
+        points = [(resamplable[p], c.kept) for p, c in asked.items()]
+        if falling(points, mode, plan.tails.matters) is not None:
+            return "falls"
+        return "matters" if answer.significant else "no effect" if answer.no_effect else "open"
+
+    lo, hi, stride = 0, latest + 1, 1
+    while lo + stride < hi:  # the gallop
+        decision = ask(lo + stride)
+        if decision == "no effect":
+            lo, stride = lo + stride, 2 * stride
+        elif decision == "matters":
+            hi = lo + stride
+            break
+        else:
+            return _stopped(decision, lo, resamplable)
+    while hi - lo > 1:  # the bisection
+        middle = (lo + hi) // 2
+        decision = ask(middle)
+        if decision == "no effect":
+            lo = middle
+        elif decision == "matters":
+            hi = middle
+        else:
+            return _stopped(decision, lo, resamplable)
+    return lo, ""
+
+
+def _stopped(decision: str, lo: int, resamplable: Sequence[int]) -> tuple[int, str]:
+    if decision == "falls":
+        return 0, (
+            "root cause: the failure rate fell as more of the start of the record was kept, "
+            "which the search assumes never happens: the steps were estimated one by one from "
+            "the first"
+        )
+    reason = "the budget was reached" if decision == "budget" else "a question stayed open"
+    return lo, f"root cause: the search from the start stopped at step {resamplable[lo]} ({reason})"
