@@ -316,7 +316,7 @@ def _explain(
         turns = f" from step {config.swap_from} on" if config.swap_from > poc else ""
         return _saved_from(found, poc, swap, config.margin, name(poc), turns)
     if poc is not None:
-        return _located(found, poc, mode, config.margin, name(poc))
+        return _located(found, poc, mode, config.margin, name(poc)) + _root_words(found, poc, name)
     calls = f" (some {found.calls_needed:,} more calls)" if found.calls_needed else ""
     budget = f"; about {needed} rollouts per plan{calls} might decide it" if needed else ""
     what = "commitment" if mode is Mode.FAILURE else "save point"
@@ -361,6 +361,29 @@ def _explain(
             )
         return _settled(found, mode, config.margin, name)
     return f"Inconclusive {spent}{budget}."
+
+
+def _root_words(found: Localisation, poc: int, name: Callable[[int], str]) -> str:
+    """The root cause beside the Point of Commitment, in a sentence (empty when not sought)."""
+    root = found.root_cause
+    if root is None or not root.sought:
+        return ""
+    if root.index is None:
+        low, high = root.bracket or (None, None)
+        where = (
+            f" between {name(low)} and {name(high)}" if low is not None and high is not None else ""
+        )
+        return f" Its root cause lies{where}, undecided: {root.why}."
+    if root.index == poc:
+        return " It is also the root cause: no earlier step matters."
+    saves = root.saves
+    rate = (
+        f": resampling it saves the run {saves.value:.0%} [{saves.low:.0%}, {saves.high:.0%}] of "
+        "the time"
+        if saves is not None
+        else ""
+    )
+    return f" Its root cause is {name(root.index)}, the earliest step that matters{rate}."
 
 
 def _settled(found: Localisation, mode: Mode, margin: float, name: Callable[[int], str]) -> str:

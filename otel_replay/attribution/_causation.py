@@ -100,11 +100,11 @@ def read_off(
     ]
     open_steps = [i for i in resamplable if i < first and i not in shown_none]
     if open_steps:
-        unseen = [i for i in open_steps if steps[i].attribution is None]
+        undecided = [i for i in open_steps if steps[i].attribution is not None]
         why = (
-            f"steps before step {first} were not estimated"
-            if len(unseen) == len(open_steps)
-            else f"step {open_steps[-1]} is neither shown to matter nor shown not to"
+            f"step {undecided[0]} is neither shown to matter nor shown not to"
+            if undecided
+            else f"the steps before step {first} were not estimated"
         )
         return RootCause(
             None, True, bracket=(open_steps[0], first), calls=calls, cleared_to=cleared_to, why=why

@@ -225,9 +225,17 @@ def compare(
     one-sided bounds at ``tails.no_effect`` inside ±margin. Every bound is exact or conservative
     whatever the rates: against a known rate (``kept_exact``) the estimate's Clopper–Pearson
     bounds, mirrored; between two estimates the difference of exact bounds (`difference_bounds`)."""
-    sign = 1.0 if mode is Mode.FAILURE else -1.0
     kept = _proportion(list(kept_outcomes), exact=kept_exact, looks=tails.looks)
     ablated = _proportion(list(ablated_outcomes), looks=tails.looks)
+    return judged(kept, ablated, mode=mode, margin=config.margin, tails=tails)
+
+
+def judged(
+    kept: Proportion, ablated: Proportion, *, mode: Mode, margin: float, tails: Tails
+) -> Comparison:
+    """The tests of `compare` on two plans' counts (what `tests/attribution/test_exact_error.py`
+    sums exactly over every count a boundary model can give)."""
+    sign = 1.0 if mode is Mode.FAILURE else -1.0
 
     def bounds(tail: float) -> tuple[float, float]:
         if kept.exact:
@@ -251,7 +259,7 @@ def compare(
         test_tail=tails.matters,
         no_effect_tail=tails.no_effect,
         significant=matters_bound > 0.0,
-        no_effect=interval[0] >= -config.margin and interval[1] <= config.margin,
+        no_effect=interval[0] >= -margin and interval[1] <= margin,
         necessity=necessity,
         sufficiency=sufficiency,
     )

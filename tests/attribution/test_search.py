@@ -126,7 +126,14 @@ def _suffix(start: int, failures: int, n: int) -> SuffixTest:
     plan = Plan.ablate_from(48, start)
     ablated = [Outcome(plan, r, float(r >= failures), r < failures, 1, None) for r in range(n)]
     record = [Outcome(Plan.ablate_from(48, 48), 0, 0.0, True, 0, None)]
-    tests = compare(record, ablated, kept_exact=True, mode=Mode.FAILURE, config=ADAPTIVE, tails=Tails(1e-4, 1e-4))
+    tests = compare(
+        record,
+        ablated,
+        kept_exact=True,
+        mode=Mode.FAILURE,
+        config=ADAPTIVE,
+        tails=Tails(1e-4, 1e-4),
+    )
     return SuffixTest(start, tests)
 
 

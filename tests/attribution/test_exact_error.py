@@ -1,0 +1,118 @@
+"""The stated error bound, computed exactly (no sampling) over each decision rule's own schedule.
+
+A wrong step is named only when a test passes that should not: "no effect" for a step whose effect
+lies beyond the margin, or "matters" for a step with none. Each test's share of `ERROR_BOUND` is
+split over the looks at which it can pass (`_sequential.schedule`), so whatever the stopping rule,
+the chance that a test passes wrongly at some look is at most the sum, over the looks, of the
+chance that it passes at that look, and each of those is a finite sum over the counts the two plans
+can show. This file computes those sums with the rule the attribution runs (`judged`) on boundary
+models, effects of margin + 0.01 with failure rates near 0 and 1 where plug-in and bootstrap
+intervals collapse, and asserts the stated bound.
+
+Before (issue 25): the bootstrap's equivalence test between two estimated plans passed 50 of 50
+against 50 of 50 at exactly [−0.1, +0.1]; over the adaptive schedule its error was 3.8e-3 against a
+claimed 2.2e-4 at 8 steps.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import cache
+
+import pytest
+
+from otel_replay.attribution import AttributionConfig
+from otel_replay.attribution._contrastive import Tails, judged
+from otel_replay.attribution._contrastive import test_tail as share_of
+from otel_replay.attribution._results import Mode, Proportion
+from otel_replay.attribution._search import questions
+from otel_replay.attribution._sequential import schedule
+
+CONFIG = AttributionConfig()
+MARGIN = CONFIG.margin
+#: counts whose binomial probability is below this are left out of a sum, their mass added whole
+NEGLIGIBLE = 1e-13
+
+
+@cache
+def _pmf(n: int, p: float) -> tuple[tuple[int, float], ...]:
+    """Binomial(n, p) as (count, probability), without the counts of negligible probability."""
+    if p <= 0.0 or p >= 1.0:
+        return ((0 if p <= 0.0 else n, 1.0),)
+    log_p, log_q = math.log(p), math.log1p(-p)
+    out = []
+    for k in range(n + 1):
+        log = math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1)
+        probability = math.exp(log + k * log_p + (n - k) * log_q)
+        if probability >= NEGLIGIBLE:
+            out.append((k, probability))
+    return tuple(out)
+
+
+def _passes(n: int, p_kept: float, p_ablated: float, tails: Tails, test: str, exact: bool) -> float:
+    """An upper bound, exact but for the negligible counts (whose mass is added whole), on the
+    chance that ``test`` passes at a look of ``n`` rollouts per plan."""
+    kept = _pmf(1, p_kept) if exact else _pmf(n, p_kept)
+    ablated = _pmf(n, p_ablated)
+    total = 1.0 - sum(p for _, p in kept) * sum(p for _, p in ablated)  # what was left out
+    for x1, q1 in kept:
+        k = Proportion(x1, 1 if exact else n, 0.0, 0.0, exact=exact)
+        for x2, q2 in ablated:
+            c = judged(
+                k, Proportion(x2, n, 0.0, 0.0), mode=Mode.FAILURE, margin=MARGIN, tails=tails
+            )
+            if c.no_effect if test == "no effect" else c.significant:
+                total += q1 * q2
+    return total
+
+
+def _error(m: int, searched: bool, p_kept: float, p_ablated: float, test: str, exact: bool):
+    plan = schedule(CONFIG, m, questions(m) if searched else 0)
+    share = share_of(m, questions(m) if searched else 0)
+    error = sum(_passes(n, p_kept, p_ablated, plan.tails, test, exact) for n in plan.looks)
+    return error, share
+
+
+#: (steps, searched, P(fail | kept), P(fail | resampled)): effects of margin + 0.01, either way
+BEYOND_THE_MARGIN = [
+    (8, False, 1.0, 0.89),  # the issue's case: a kept plan that always fails, estimated
+    (8, False, 0.99, 0.88),
+    (8, False, 0.11, 0.0),
+    (8, False, 0.0, 0.11),
+    (16, False, 0.995, 0.885),
+]
+
+
+@pytest.mark.parametrize(("m", "searched", "p_kept", "p_ablated"), BEYOND_THE_MARGIN)
+def test_no_effect_between_two_estimates_keeps_its_share_of_the_bound(
+    m: int, searched: bool, p_kept: float, p_ablated: float
+) -> None:
+    error, share = _error(m, searched, p_kept, p_ablated, "no effect", exact=False)
+    assert error <= share, (error, share)
+
+
+@pytest.mark.parametrize("m", [16, 64])
+def test_no_effect_against_the_record_keeps_its_share_of_the_bound(m: int) -> None:
+    """The search's questions: the record fails every time (known), the suffix resampled fails
+    0.89 of the time."""
+    error, share = _error(m, True, 1.0, 1.0 - MARGIN - 0.01, "no effect", exact=True)
+    assert error <= share, (error, share)
+
+
+@pytest.mark.parametrize("rate", [0.0, 0.02, 0.98, 1.0])
+def test_matters_keeps_its_share_of_the_bound_when_nothing_changes(rate: float) -> None:
+    error, share = _error(8, False, rate, rate, "matters", exact=False)
+    assert error <= share, (error, share)
+
+
+def test_the_old_bootstrap_case_no_longer_passes() -> None:
+    """50 of 50 against 50 of 50: exact bounds at 8 steps do not put that inside ±0.1."""
+    plan = schedule(CONFIG, 8)
+    c = judged(
+        Proportion(50, 50, 0.0, 0.0),
+        Proportion(50, 50, 0.0, 0.0),
+        mode=Mode.FAILURE,
+        margin=MARGIN,
+        tails=plan.tails,
+    )
+    assert not c.no_effect and c.no_effect_interval[1] > MARGIN
