@@ -41,6 +41,7 @@ from otel_replay.attribution._stats import (
     clopper_pearson,
     decisive_rollouts,
     difference_bounds,
+    paired_difference_bounds,
     proportion_interval,
     rollouts_needed,
 )
@@ -224,23 +225,51 @@ def compare(
     "matters" needs the one-sided bound at ``tails.matters`` above zero, "no effect" both
     one-sided bounds at ``tails.no_effect`` inside ±margin. Every bound is exact or conservative
     whatever the rates: against a known rate (``kept_exact``) the estimate's Clopper–Pearson
-    bounds, mirrored; between two estimates the difference of exact bounds (`difference_bounds`)."""
+    bounds, mirrored; between two estimates the difference of exact bounds (`difference_bounds`),
+    over the pairs that disagree when the two plans' rollouts share random streams
+    (`paired_difference_bounds`)."""
     kept = _proportion(list(kept_outcomes), exact=kept_exact, looks=tails.looks)
     ablated = _proportion(list(ablated_outcomes), looks=tails.looks)
-    return judged(kept, ablated, mode=mode, margin=config.margin, tails=tails)
+    pairs = None if kept.exact else discordant(kept_outcomes, ablated_outcomes)
+    return judged(kept, ablated, mode=mode, margin=config.margin, tails=tails, pairs=pairs)
+
+
+def discordant(kept: Sequence[Outcome], ablated: Sequence[Outcome]) -> tuple[int, int, int] | None:
+    """Two plans' rollouts paired by number, when every one of them is: (pairs where only the
+    kept plan failed, where only the resampled one did, pairs), over the pairs that are both
+    evidence. None when the plans draw from different random streams (they are not pairs) or a
+    rollout has no partner."""
+    if not kept or not ablated or kept[0].plan.randomness != ablated[0].plan.randomness:
+        return None
+    by_number = {o.index: o for o in ablated if o.counts}
+    pairs = [(o, by_number[o.index]) for o in kept if o.counts and o.index in by_number]
+    if not pairs:
+        return None
+    b = sum(1 for k, a in pairs if k.failed and not a.failed)
+    c = sum(1 for k, a in pairs if a.failed and not k.failed)
+    return b, c, len(pairs)
 
 
 def judged(
-    kept: Proportion, ablated: Proportion, *, mode: Mode, margin: float, tails: Tails
+    kept: Proportion,
+    ablated: Proportion,
+    *,
+    mode: Mode,
+    margin: float,
+    tails: Tails,
+    pairs: tuple[int, int, int] | None = None,
 ) -> Comparison:
-    """The tests of `compare` on two plans' counts (what `tests/attribution/test_exact_error.py`
-    sums exactly over every count a boundary model can give)."""
+    """The tests of `compare` on two plans' counts, and on their ``pairs`` (`discordant`) when
+    their rollouts are paired (what `tests/attribution/test_exact_error.py` sums exactly over
+    every count a boundary model can give)."""
     sign = 1.0 if mode is Mode.FAILURE else -1.0
 
     def bounds(tail: float) -> tuple[float, float]:
         if kept.exact:
             low, high = clopper_pearson(ablated.failures, ablated.n, tail)
             return _signed(sign, (kept.value - high, kept.value - low))
+        if pairs is not None:
+            return _signed(sign, paired_difference_bounds(*pairs, tail))
         ends = difference_bounds(kept.failures, kept.n, ablated.failures, ablated.n, tail)
         return _signed(sign, ends)
 
@@ -299,7 +328,10 @@ def _commitment(
     strongest = max(undecided, key=lambda i: steps[i].attribution or 0.0)
     effect = steps[strongest].attribution or 0.0
     reach = effect - (steps[strongest].matters_bound or 0.0)  # estimate to its one-sided bound
-    needed = rollouts_needed(effect, reach, config.rollouts, floor)
+    # no effect worth chasing: what it takes is the rollouts at which "no effect" can be shown
+    needed = rollouts_needed(effect, reach, config.rollouts, floor) or max(
+        floor, 2 * config.rollouts
+    )
     return None, (undecided[0], undecided[-1]), needed
 
 

@@ -132,17 +132,13 @@ def _search_path(m: int, culprit: int) -> list[int]:
             break
         high, stride = position, 2 * stride
     stride = 1
-    while low + stride < high:  # the gallop up
+    while high - low > 1:  # the gallops up (`_search.search`)
         position = low + stride
         asked.append(position)
-        if position > culprit:
-            high = position
-            break
-        low, stride = position, 2 * stride
-    while high - low > 1:
-        position = (low + high) // 2
-        asked.append(position)
-        low, high = (position, high) if position <= culprit else (low, position)
+        if position <= culprit:
+            low, stride = position, min(2 * stride, max(1, (high - position) // 2))
+        else:
+            high, stride = position, 1
     return asked
 
 

@@ -163,6 +163,8 @@ class SuffixTest:
 
     start: int
     comparison: Comparison
+    # asked at the first look only, to find where to look: what it did not show is no answer
+    screen: bool = False
 
     @property
     def decision(self) -> str:
@@ -171,7 +173,9 @@ class SuffixTest:
             return "matters"
         if c.no_effect:
             return "no effect"
-        return "falls" if c.falls else "undecided"
+        if c.falls:
+            return "falls"
+        return "passed over" if self.screen else "undecided"
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,14 +11,18 @@ to at most the margin. That proviso is the search's assumption. It holds for a f
 step (or several, jointly) committed to; it fails when resampling a later step rescues more often
 than the record's own later steps did.
 
-The search gallops from the end (positions m−1, m−2, m−4, … down to 0) until a suffix is shown to
-matter, then gallops back up from there (lo + 1, lo + 2, lo + 4, …) until one is shown to have no
-effect, then bisects: the latest suffix that matters and the earliest that does not are then
-neighbours, at ``lo`` and ``lo + 1``. The two gallops follow what questions cost. Questions near the
-end resample few steps, so they are cheap. Far from the end, a suffix that holds the culprit is
-shown to matter in the first batches, while one that does not needs every rollout that "no effect"
-takes; galloping up from the suffix that matters asks the cheap kind until the first expensive one,
-where a bisection of a wide bracket would ask the expensive kind about half the time.
+The search first *screens*, galloping from the end (positions m−1, m−2, m−4, … down to 0) with one
+batch per question, until a suffix is shown to matter; against the record, which fails every time,
+one rollout that passes shows it. What a screen does not show is no answer: it is only where to
+look. Then it gallops back up from the suffix that matters (lo + 1, lo + 2, lo + 4, …, never past
+the middle of what is left, nor past the suffixes the screen passed over) with full questions until
+one is shown to have no effect, and again from the latest that matters, until the latest suffix
+that matters and the earliest that does not are neighbours, at ``lo`` and ``lo + 1``. One "no
+effect" from ``lo + 1`` on clears every later step at once. The order follows what questions cost:
+a suffix that holds the culprit is shown to matter in the first batches, while one that does not
+needs every rollout "no effect" takes (and, far from the end, resamples nearly the whole run), so
+the search asks the expensive kind as rarely as it can: once, just after the culprit, when the
+culprit is a few steps from where the screen found it.
 
 The assumption is checked on every plan the search runs: a suffix shown to lower the failure rate,
 or two of the plans with failure rates falling from one to the next beyond their intervals, stop
@@ -45,10 +49,14 @@ from otel_replay.replay import Plan
 
 
 def questions(m: int) -> int:
-    """The most questions the search asks over ``m`` resamplable steps: the gallop down at most
-    ⌈log2 m⌉ + 1, the gallop up inside the bracket it leaves at most ⌈log2 m⌉, and the
-    bisection inside the gallop up's last doubling at most ⌈log2 m⌉."""
-    return 3 * math.ceil(math.log2(max(1, m))) + 1
+    """The most questions the search asks over ``m`` resamplable steps, ``L = ⌈log2 m⌉``: the
+    screen at most L + 1 and one more about the whole run; then gallops up, each starting again
+    after a suffix shown to have no effect with at most half of what was left, each at most 2L + 1
+    questions long; ``L² + 2L + 2`` in all. The search stops there whatever it has shown (the
+    error's split counts this many), which the gallops never reach on a run whose suffixes do not
+    flip between mattering and not."""
+    bits = math.ceil(math.log2(max(2, m)))
+    return bits * bits + 2 * bits + 2
 
 
 class Stop(str, Enum):
@@ -74,44 +82,55 @@ class Searched:
 
 
 def search(rollouts: Rollouts, mode: Mode, plan: Schedule) -> Searched:
-    """Gallop from the end, then bisect (module docstring)."""
+    """Screen galloping from the end, then gallop up (module docstring)."""
     m = len(rollouts.resamplable)
     found = Searched(-1, m)
-    stride = 1
-    while found.stop is Stop.DONE:  # the gallop
+    screened, stride = m, 1
+    while found.stop is Stop.DONE:  # the screen
         position = max(0, m - stride)
-        decision = _ask(rollouts, mode, plan, position, found)
-        if decision == "no effect":
-            found.hi = position
-            if position == 0:
-                return found  # every suffix has no effect: nothing to bisect
-            stride *= 2
-        elif decision == "matters":
-            found.lo = position
-            break
-    stride = 1
-    while found.stop is Stop.DONE and found.lo + stride < found.hi:  # the gallop up
-        decision = _ask(rollouts, mode, plan, found.lo + stride, found)
+        decision = _ask(rollouts, mode, plan, position, found, screen=True)
         if decision == "matters":
-            found.lo += stride
-            stride *= 2
-        elif decision == "no effect":
-            found.hi = found.lo + stride
-            break
-    while found.stop is Stop.DONE and found.hi - found.lo > 1:  # the bisection
-        position = (found.lo + found.hi) // 2
-        decision = _ask(rollouts, mode, plan, position, found)
-        if decision == "no effect":
-            found.hi = position
-        elif decision == "matters":
             found.lo = position
-    assert len(found.tests) <= questions(m), (len(found.tests), m)
+            break
+        if found.stop is not Stop.DONE:
+            return found
+        screened = position
+        if position == 0:  # nothing passed: ask about the whole run in full
+            decision = _ask(rollouts, mode, plan, 0, found)
+            if decision == "no effect":
+                found.hi = 0
+            elif decision == "matters":
+                found.lo, screened = 0, m
+            break
+        stride *= 2
+    stride = 1
+    while found.stop is Stop.DONE and found.hi - found.lo > 1:  # the gallops up
+        if len(found.tests) >= questions(m):
+            found.stop = Stop.UNDECIDED
+            break
+        # up to the earliest suffix the screen passed over, then on to the earliest shown not to
+        limit = min(found.hi, screened) if found.lo < screened else found.hi
+        stride = max(1, min(stride, (limit - found.lo) // 2))
+        position = found.lo + stride
+        decision = _ask(rollouts, mode, plan, position, found)
+        if decision == "matters":
+            found.lo, stride = position, 2 * stride
+        elif decision == "no effect":
+            found.hi, stride = position, 1  # start again from the suffix that matters
     return found
 
 
-def _ask(rollouts: Rollouts, mode: Mode, plan: Schedule, position: int, found: Searched) -> str:
-    """One question, asked sequentially; its decision, with ``found.stop`` set when it ends the
-    search (open, over budget, or the rates fall)."""
+def _ask(
+    rollouts: Rollouts,
+    mode: Mode,
+    plan: Schedule,
+    position: int,
+    found: Searched,
+    *,
+    screen: bool = False,
+) -> str:
+    """One question, asked sequentially (a ``screen`` at the first look only); its decision, with
+    ``found.stop`` set when it ends the search (open, over budget, or the rates fall)."""
     engine, config = rollouts.engine, rollouts.config
     n_steps = len(engine.factual.steps)
     start = rollouts.resamplable[position]
@@ -120,7 +139,7 @@ def _ask(rollouts: Rollouts, mode: Mode, plan: Schedule, position: int, found: S
         return compare(kept, ablated, kept_exact=exact, mode=mode, config=config, tails=plan.tails)
 
     answer = rollouts.decide(
-        plan.looks,
+        plan.looks[:1] if screen else plan.looks,
         Plan.ablate_from(n_steps, n_steps),
         Plan.ablate_from(n_steps, start),
         judge,
@@ -129,7 +148,7 @@ def _ask(rollouts: Rollouts, mode: Mode, plan: Schedule, position: int, found: S
     if answer is None:
         found.stop = Stop.BUDGET
         return "budget"
-    test = SuffixTest(start, answer)
+    test = SuffixTest(start, answer, screen=screen)
     found.tests.append(test)
     falling = _falling(found.tests, mode, plan.tails.matters)
     if test.decision == "falls" or falling is not None:
@@ -137,6 +156,8 @@ def _ask(rollouts: Rollouts, mode: Mode, plan: Schedule, position: int, found: S
         found.falling = falling or (start, n_steps)
     elif test.decision == "undecided":
         found.stop = Stop.BUDGET if rollouts.out_of_budget else Stop.UNDECIDED
+    elif test.decision == "passed over" and rollouts.out_of_budget:
+        found.stop = Stop.BUDGET
     return test.decision
 
 

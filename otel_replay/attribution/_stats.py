@@ -5,7 +5,9 @@
   that is lenient near 0 and 1). Against a known rate (the record itself, in the trace walk) the
   difference's bounds are the estimate's, mirrored.
 * `difference_bounds` — bounds for the difference of two estimated proportions: the difference of
-  exact bounds at half the error each (a union bound), conservative at every rate.
+  exact bounds at half the error each (a union bound), conservative at every rate and under any
+  dependence between the two samples; `paired_difference_bounds` the same over rollouts paired by
+  their random streams, counting only the pairs that disagree.
 * `proportion_interval` — the reported 95 % interval of a plan's failure rate, exact and split over
   a sequential strategy's looks, so that it keeps its level wherever the strategy stopped.
 * `wilson` — the Wilson score interval, for estimates no decision reads (Shapley's coalitions, the
@@ -30,7 +32,7 @@ WILSON = "wilson-score-95"
 BOOTSTRAP = "agresti-caffo-parametric-bootstrap-exact-95"
 #: the methods of the intervals an attribution reports and decides by
 EXACT_PROPORTION = "clopper-pearson-exact-95-over-looks"
-EXACT_DIFFERENCE = "difference-of-exact-bounds-bonferroni"
+EXACT_DIFFERENCE = "difference-of-exact-bounds-bonferroni-paired"
 
 
 def wilson(successes: int, n: int, z: float = Z_95) -> tuple[float, float]:
@@ -173,6 +175,19 @@ def _betainc(a: int, b: int, x: float) -> float:
         if abs(c * d - 1.0) < 1e-15:
             break
     return min(1.0, math.exp(log_front) * fraction / a)
+
+
+def paired_difference_bounds(b: int, c: int, n: int, tail: float) -> tuple[float, float]:
+    """One-sided bounds for ``p1 − p2`` from ``n`` pairs of rollouts (rollout ``r`` of each plan,
+    drawn from the same random streams), ``b`` of them failing under the first plan only and ``c``
+    under the second only: ``p1 − p2 = π_b − π_c``, and each of ``b``, ``c`` is a binomial count
+    of its own, so the difference of their exact bounds at ``tail / 2`` each holds as
+    `difference_bounds` does, whatever the dependence. Pairs that agree cost nothing: two plans
+    that differ in no rollout are shown within ±margin at the rollouts `decisive_rollouts` gives,
+    whatever their failure rate."""
+    low_b, high_b = clopper_pearson(b, n, tail / 2)
+    low_c, high_c = clopper_pearson(c, n, tail / 2)
+    return max(-1.0, low_b - high_c), min(1.0, high_b - low_c)
 
 
 def proportion_interval(k: int, n: int, looks: int = 1) -> tuple[float, float]:

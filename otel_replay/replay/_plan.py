@@ -1,9 +1,14 @@
 """Plans: one intervention per recorded step, and the plan families attribution is built from.
 
 A plan's ``identity`` names it completely (``ablate_from:3``, ``coalition:p7a:2``, ...); rollout ``r``
-of a plan draws its randomness from ``(seed, identity, r)``, so results never depend on the order in
-which rollouts run. Identities are made here and nowhere else: a plan compares and hashes by its
-identity, so the plan itself is the key of its outcomes.
+of a plan draws its randomness from ``(seed, stream, r)``, so results never depend on the order in
+which rollouts run. A plan's ``stream`` is its identity, except in the family of plans that resample
+from a step on (`Plan.ablate_from`), which share one: rollout ``r`` of ``ablate_from:3`` and of
+``ablate_from:5`` draw the same numbers at the same step, so two of them differ only where their
+interventions do (common random numbers). The tests that compare two such plans read their
+rollouts in pairs (`otel_replay.attribution._stats.paired_difference_bounds`), and need far fewer
+of them to show that a step changes nothing. Identities are made here and nowhere else: a plan
+compares and hashes by its identity, so the plan itself is the key of its outcomes.
 """
 
 from __future__ import annotations
@@ -109,6 +114,13 @@ class Plan:
     #: (resampled, edited, or new where the run diverged) is asked of this model, through the
     #: model's resample function; held and forced turns are not.
     model_from: tuple[int, str] | None = field(default=None, compare=False)
+    #: the random streams its rollouts draw from, when not its own (module docstring)
+    stream: str = field(default="", compare=False)
+
+    @property
+    def randomness(self) -> str:
+        """What rollout ``r``'s random streams are derived from, with the seed and ``r``."""
+        return self.stream or self.identity
 
     def resampled(self, indices: Collection[int]) -> list[int]:
         """Which of ``indices`` this plan resamples (each is one resample-function call a rollout)."""
@@ -128,7 +140,8 @@ class Plan:
         Held and forced steps are untouched, so a plan that holds everything still reproduces the
         record."""
         at = f"@{start}" if start else ""
-        return Plan(f"{self.identity}@{model}{at}", self.interventions, (start, model))
+        stream = f"{self.stream}@{model}{at}" if self.stream else ""
+        return Plan(f"{self.identity}@{model}{at}", self.interventions, (start, model), stream)
 
     def describe(self) -> str:
         """One line for a person: the plan's interventions, runs of one move run together."""
@@ -159,6 +172,7 @@ class Plan:
         return cls(
             f"ablate_from:{start}",
             tuple(HOLD if i < start else RESAMPLE for i in range(n_steps)),
+            stream="ablate_from",
         )
 
     @classmethod

@@ -295,7 +295,13 @@ _QUESTION: dict[str, Any] = {
         "no_effect_interval": _PAIR,
         "confidence": {"type": "number", "minimum": 0, "maximum": 1},
         "margin": {"type": "number"},
-        "decision": {"enum": ["matters", "no effect", "falls", "undecided"]},
+        "decision": {
+            "enum": ["matters", "no effect", "falls", "undecided", "passed over"],
+            "description": (
+                "passed over: a question of the search's first pass, asked at the first look "
+                "only to find where to look; what it did not show is no answer"
+            ),
+        },
     },
 }
 

@@ -15,7 +15,8 @@ from otel_replay.model import Step, StepKind, Trajectory
 
 def step_seed(seed: int, identity: str, rollout: int, index: int) -> int:
     """The 64-bit seed of one step of one rollout of one plan: rollout ``r`` of a plan draws from
-    ``(seed, plan identity, r)`` and each step has its own stream, so holding one step never shifts
+    ``(seed, the plan's stream, r)`` (`otel_replay.replay.Plan.randomness`) and each step has its
+    own stream, so holding one step never shifts
     the numbers another sees, and no result depends on execution order."""
     key = f"{seed}\x1f{identity}\x1f{rollout}\x1f{index}".encode()
     return int.from_bytes(hashlib.sha256(key).digest()[:8], "big")
@@ -40,7 +41,7 @@ class RolloutSeed:
     @classmethod
     def of(cls, seed: int, plan: object, rollout: int = 0) -> RolloutSeed:
         """The rollout of ``plan`` (a `otel_replay.replay.Plan`, or None outside a plan)."""
-        return cls(seed, str(getattr(plan, "identity", "")), rollout)
+        return cls(seed, str(getattr(plan, "randomness", "")), rollout)
 
     def of_step(self, index: int) -> int:
         """The stream of recorded step ``index`` (its index in the recorded run)."""

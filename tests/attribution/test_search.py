@@ -150,8 +150,10 @@ def test_a_budget_stops_the_search_with_what_it_had_cleared() -> None:
     assert result.step_executions <= 2_000
     assert result.verdict is Verdict.INCONCLUSIVE and result.bracket is not None
     low, high = result.bracket
-    assert low <= 17 <= high < 47
+    assert low <= 17 <= high
+    # only what a full question showed is cleared: a screen's batch clears nothing
     assert all(s.cleared_by == high + 1 for s in result.steps[high + 1 :])
+    assert all(s.cleared_by is None for s in result.steps[: high + 1])
     assert any("budget of 2,000 calls" in n for n in result.notes)
     # what it would take, in the cost users pay
     assert result.calls_needed is not None and result.calls_needed > 0
@@ -180,7 +182,9 @@ def test_the_report_says_what_was_cleared_and_is_the_same_for_any_workers() -> N
     assert [s["estimated"] for s in steps].count(True) == 1  # the culprit alone
     assert steps[30]["cleared_by"] == 18 and steps[5]["cleared_by"] is None
     questions_asked = [(q["from_step"], q["decision"]) for q in report["search"]]
-    assert questions_asked[0] == (47, "no effect") and (17, "matters") in questions_asked
+    # the screen's first question: one batch, to find where to look, so no answer yet
+    assert questions_asked[0] == (47, "passed over") and (17, "matters") in questions_asked
+    assert report["search"][0]["p_fail_resampled"]["n"] == 8
     assert report["config"]["strategy"] == "adaptive"
 
 
