@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from otel_replay.report._cost_schema import COST_SCHEMA
 from otel_replay.report._json import REPORT_VERSION
 
 _NUMBER_OR_NULL = {"type": ["number", "null"]}
@@ -364,6 +365,7 @@ REPORT_SCHEMA: dict[str, Any] = {
                 "strategy",
                 "max_rollouts",
                 "budget",
+                "budget_unit",
                 "interval_methods",
                 "driver",
                 "swap_model",
@@ -416,7 +418,14 @@ REPORT_SCHEMA: dict[str, Any] = {
                 "max_rollouts": {"type": "integer", "minimum": 1},
                 "budget": {
                     "type": ["integer", "null"],
-                    "description": "the adaptive strategy's most resample-function calls",
+                    "description": "the most the adaptive strategy spends, in budget_unit",
+                },
+                "budget_unit": {
+                    "enum": ["calls", "model-calls", "tokens"],
+                    "description": (
+                        "what budget counts: resample-function calls of every kind (calls), "
+                        "model calls, or the model calls' tokens as the record's usage prices them"
+                    ),
                 },
                 "error_bound": {
                     "type": "number",
@@ -617,29 +626,6 @@ REPORT_SCHEMA: dict[str, Any] = {
             },
         },
         "evidence": _EVIDENCE,
-        "cost": {
-            "type": "object",
-            "required": [
-                "rollouts",
-                "step_executions",
-                "resampler_errors",
-                "judge_calls",
-                "wall_seconds",
-            ],
-            "additionalProperties": False,
-            "properties": {
-                "rollouts": {"type": "integer"},
-                "step_executions": {
-                    "type": "integer",
-                    "description": "resample-function calls, the unit --budget caps",
-                },
-                "resampler_errors": {"type": "integer"},
-                "judge_calls": {
-                    "type": "integer",
-                    "description": "model calls the --judge verifier made: one per distinct final answer",
-                },
-                "wall_seconds": {"type": "number"},
-            },
-        },
+        "cost": COST_SCHEMA,
     },
 }
