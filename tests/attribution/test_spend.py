@@ -10,7 +10,9 @@ LlamaIndex's streaming calls record none, which is the run for "unknown"."""
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import orjson
@@ -18,7 +20,7 @@ import pytest
 from jsonschema import Draft202012Validator
 from typer.testing import CliRunner
 
-from otel_replay import Store, UserCode
+from otel_replay import Step, Store, UserCode
 from otel_replay.attribution import AttributionConfig, Driver, Strategy, attribute_stored
 from otel_replay.attribution._config import BudgetUnit, parse_budget
 from otel_replay.attribution._engine import Spent
@@ -28,6 +30,7 @@ from otel_replay.errors import AttributionError
 from otel_replay.importers import read_path
 from otel_replay.model import StepKind, Trajectory
 from otel_replay.report import REPORT_SCHEMA
+from otel_replay.resamplers._openai import ChatModelOptions
 from tests.cli_helpers import invoke, ok, one_line_error
 from tests.conftest import ROOT
 
@@ -227,3 +230,53 @@ def test_the_python_configuration_checks_its_budget() -> None:
         AttributionConfig(budget=10, budget_unit=BudgetUnit.TOKENS).canonical()["budget_unit"]
         == "tokens"
     )
+
+
+def _fake_models() -> ModuleType:
+    path = ROOT / "scripts" / "frameworks" / "fake_models.py"
+    spec = importlib.util.spec_from_file_location("fake_models_for_spend", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_built_in_model_counts_the_tokens_its_server_reports(store_path: Path) -> None:
+    fake = _fake_models()
+    server, base = fake.serve()
+    try:
+        run = _store(store_path)
+        code = UserCode(
+            success_if=SUCCESS, tools="recorded", llm=ChatModelOptions(base_url=f"{base}/v1")
+        )
+        config = _config(strategy=Strategy.SWEEP, rollouts=4)
+        with Store.open(store_path, create=False, read_only=True) as store:
+            planned, _ = planned_cost_stored(store, run.id, config, code)
+            result = attribute_stored(store, run.id, config, code)
+    finally:
+        server.shutdown()
+        server.server_close()
+    spend = result.spend
+    assert spend.model == planned.spend.model == 16 and spend.free == 8
+    # the fake server counts 20 tokens a message and 12 for the answer: not the record's figures
+    assert spend.measured == spend.model and spend.estimated == spend.unpriced == 0
+    assert spend.tokens != planned.spend.tokens and spend.tokens % 4 == 0
+    assert (
+        "16 model calls (" in spend.words()
+        and "tokens, as the model counted them)" in spend.words()
+    )
+
+
+@pytest.mark.parametrize(
+    ("output", "tokens"),
+    [
+        ({"choices": [], "usage": {"prompt_tokens": 30, "completion_tokens": 5}}, 35),  # OpenAI
+        ({"content": [], "usage": {"input_tokens": 30, "output_tokens": 5}}, 35),  # Anthropic
+        ({"usage": {"total_tokens": 35}}, 35),
+        ({"usage": {"prompt_tokens": 30}}, None),  # half a figure is no figure
+        ({"role": "assistant", "content": "hi"}, None),
+    ],
+)
+def test_a_recorded_response_gives_its_usage(output: dict[str, Any], tokens: int | None) -> None:
+    step = Step(StepKind.LLM, "gpt", {"messages": []}, output)
+    assert recorded_tokens(step, Trajectory.build("r", [step])) == tokens
