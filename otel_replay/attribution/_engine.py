@@ -12,9 +12,9 @@ successes nor failures, left out of every estimate and counted. Once half the ro
 (or of all) are such, the engine stops (`EvidenceMissing`): more batches could decide nothing.
 What ``--tools recorded`` drew for each rollout is noted with it (`noting_draws`), on whichever
 worker it ran, and added up here in task order, as everything else is; so is what each rollout
-spent (`otel_replay.attribution._spend`: model calls and their tokens, tool calls, free draws). The first
-``keep_rollouts`` rollouts of each plan are kept (`kept`), each a run of its own naming the run and
-the plan it rolled out.
+spent (`otel_replay.attribution._spend`: model calls and their tokens, tool calls, free draws).
+The first ``keep_rollouts`` rollouts of each plan are kept (`kept`), each a run of its own naming
+the run and the plan it rolled out.
 """
 
 from __future__ import annotations
