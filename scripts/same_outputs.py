@@ -26,6 +26,7 @@ VOLATILE = [
     (re.compile(rb'"wall_seconds": ?[0-9.e-]+'), b'"wall_seconds": 0'),
     (re.compile(rb'_unix_nano": ?[0-9]+'), b'_unix_nano": 0'),
     (re.compile(rb"step executions, [0-9.]+ s"), b"step executions, 0 s"),
+    (re.compile(rb"(resample-function calls\)|judge calls), [0-9.]+ s"), rb"\1, 0 s"),
 ]
 FRESH_IDS = re.compile(rb"\b[0-9a-f]{32}\b|\b[0-9a-f]{24}\b|\b[0-9a-f]{16}\b")
 

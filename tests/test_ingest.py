@@ -77,3 +77,5 @@ def test_steps_rebuilt_from_the_conversation_survive_a_split_trace(tmp_path: Pat
     assert results == [IngestResult.ADDED, IngestResult.MERGED]
     assert [(s.kind, s.name) for s in merged.steps] == [(s.kind, s.name) for s in whole.steps]
     assert merged.metadata["reconstructed_steps"] == whole.metadata["reconstructed_steps"]
+    # and the tokens its model calls' spans recorded, whichever part brought them
+    assert merged.metadata["token_usage"] == whole.metadata["token_usage"] != {}

@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from otel_replay.attribution._causation import read_off
-from otel_replay.attribution._config import AttributionConfig, Strategy
+from otel_replay.attribution._config import AttributionConfig, Strategy, budget_words
 from otel_replay.attribution._contrastive import (
     Localisation,
     all_steps,
@@ -221,7 +221,7 @@ def _notes(
     ]
     if unseen:
         if rollouts.out_of_budget:
-            why = f"the budget of {rollouts.config.budget:,} calls was reached"
+            why = f"the budget of {_budget(rollouts.config)} was reached"
         elif searched.stop is Stop.UNDECIDED:
             why = "the search stopped at a question it could not settle"
         elif undecided:
@@ -234,7 +234,7 @@ def _notes(
             why = "they come before the step shown to matter"
         notes.append(f"adaptive: {_which(unseen)} not estimated ({why})")
     elif rollouts.out_of_budget:
-        notes.append(f"adaptive: the budget of {rollouts.config.budget:,} calls was reached")
+        notes.append(f"adaptive: the budget of {_budget(rollouts.config)} was reached")
     return notes
 
 
@@ -248,3 +248,7 @@ def _which(indices: Sequence[int]) -> str:
             runs.append([i])
     text = ", ".join(f"{r[0]}–{r[-1]}" if len(r) > 2 else ", ".join(map(str, r)) for r in runs)
     return f"step {text} was" if len(indices) == 1 else f"steps {text} were"
+
+
+def _budget(config: AttributionConfig) -> str:
+    return budget_words(config.budget or 0, config.budget_unit)

@@ -11,7 +11,13 @@ import time
 from collections.abc import Callable, Sequence
 
 from otel_replay.attribution._adaptive import adaptive
-from otel_replay.attribution._config import AttributionConfig, Method, OnSuccess, Strategy
+from otel_replay.attribution._config import (
+    AttributionConfig,
+    Method,
+    OnSuccess,
+    Strategy,
+    budget_words,
+)
 from otel_replay.attribution._contrastive import (
     ERROR_BOUND,
     Localisation,
@@ -25,6 +31,7 @@ from otel_replay.attribution._engine import (
     Progress,
     Shipper,
     Spending,
+    resamplable_steps,
 )
 from otel_replay.attribution._evidence import evidence_of, told
 from otel_replay.attribution._repair import search
@@ -38,6 +45,7 @@ from otel_replay.attribution._results import (
     percent,
 )
 from otel_replay.attribution._shapley import shapley, shapley_plans
+from otel_replay.attribution._spend import NOTHING
 from otel_replay.errors import AttributionError, VerifierError, setting
 from otel_replay.model import StepKind, Trajectory
 from otel_replay.replay import Plan
@@ -45,14 +53,6 @@ from otel_replay.replay._rollout import Rollout, score
 from otel_replay.resamplers import Registry
 from otel_replay.resamplers._judge import Judge
 from otel_replay.resamplers._registry import VerifierFunction, describe, ways_to_resample
-
-
-def resamplable_steps(trajectory: Trajectory, registry: Registry, agent_driven: bool) -> list[int]:
-    """Steps that can be resampled: those with a resample function, or with live agent code every
-    step the recording did not mark ``resamplable: false``."""
-    if agent_driven:
-        return [s.index for s in trajectory.steps if s.resamplable]
-    return [s.index for s in trajectory.steps if registry.lookup(s) is not None]
 
 
 def method_plans(
@@ -114,11 +114,18 @@ def attribute(
     judge_calls_before = judge.calls if judge is not None else 0
     factual_score = score(verifier, trajectory)
     mode = _mode(trajectory, verifier, factual_score, config)
-    engine = Engine(trajectory, registry, verifier, config, progress, driver, spending, shipper)
+    engine = Engine(
+        trajectory, registry, verifier, config, progress, driver, spending, shipper, resamplable
+    )
+    if config.budget is not None:
+        engine.pricing.check_budget(config.budget_unit, trajectory.id)
     plans = method_plans(len(trajectory.steps), resamplable, config, engine.walks_record)
     engine.announce(
         sum(count for _, count in plans),
-        sum(count * len(plan.resampled(resamplable)) for plan, count in plans),
+        sum(
+            (engine.pricing.rollout(plan.resampled(resamplable), count) for plan, count in plans),
+            NOTHING,
+        ),
     )
     found, notes, credit, stopped = None, list[str](), None, None
     try:
@@ -168,6 +175,7 @@ def attribute(
         verifier=describe(verifier),
         rollouts=engine.rollouts,
         step_executions=engine.step_executions,
+        spend=engine.spend,
         resampler_errors=engine.resampler_errors,
         wall_seconds=time.perf_counter() - started,
         notes=tuple(notes),
@@ -323,7 +331,7 @@ def _explain(
     if swap is not None:
         what = f"step from which {swap} saves the run"
     limits = f"at most {config.max_rollouts} rollouts per plan" + (
-        f", {config.budget:,} calls" if config.budget is not None else ""
+        f", {budget_words(config.budget, config.budget_unit)}" if config.budget is not None else ""
     )
     spent = {
         Strategy.SWEEP: f"at {config.rollouts} rollouts",

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import math
+import re
 import shlex
 from dataclasses import dataclass
 from enum import Enum
@@ -50,6 +52,76 @@ class OnResamplerError(str, Enum):
     FAIL_ROLLOUT = "fail-rollout"  # count that rollout as a failure, and report how many
 
 
+class BudgetUnit(str, Enum):
+    """What a ``budget`` counts."""
+
+    CALLS = "calls"  # resample-function calls of every kind (free draws too): the default
+    MODEL_CALLS = "model-calls"  # calls of llm steps' resample functions
+    TOKENS = "tokens"  # the model calls' tokens (input and output)
+
+    @property
+    def words(self) -> str:
+        """The unit as a sentence names it."""
+        return {
+            BudgetUnit.CALLS: "calls",
+            BudgetUnit.MODEL_CALLS: "model calls",
+            BudgetUnit.TOKENS: "tokens",
+        }[self]
+
+
+#: ``N`` or ``N:UNIT``: N digits (``_`` between them allowed), or a decimal or ``e`` notation.
+_BUDGET = re.compile(r"(?P<amount>[0-9][0-9_]*(?:\.[0-9]+)?(?:e[0-9]+)?)(?::(?P<unit>.*))?", re.I)
+
+
+def parse_budget(text: str) -> tuple[int, BudgetUnit]:
+    """A budget as the command line gives it: ``N`` (resample-function calls), ``N:calls``,
+    ``N:model-calls`` or ``N:tokens``; N a whole number, 1 or more (``1e6`` and ``1_000_000``
+    too)."""
+    given = text.strip()
+    found = _BUDGET.fullmatch(given)
+    units = ", ".join(u.value for u in BudgetUnit)
+    if found is None:
+        raise AttributionError(
+            f"{setting('budget', text, quoted=True)} is not a budget: give N (resample-function "
+            f"calls) or N:UNIT, UNIT one of {units} (e.g. 500:model-calls, 1e6:tokens)"
+        )
+    given_unit = found.group("unit")
+    unit_text = BudgetUnit.CALLS.value if given_unit is None else given_unit.strip().lower()
+    try:
+        unit = BudgetUnit(unit_text)
+    except ValueError:
+        raise AttributionError(
+            f"{setting('budget', text, quoted=True)}: {unit_text!r} is not a unit of budget; "
+            f"known units: {units}"
+        ) from None
+    digits = found.group("amount").replace("_", "")
+    amount = int(digits) if digits.isdigit() else float(digits)
+    if not math.isfinite(amount) or amount != int(amount) or amount < 1:
+        raise AttributionError(
+            f"{setting('budget', text, quoted=True)} must be a whole number of {unit.words}, 1 or more"
+        )
+    return int(amount), unit
+
+
+def budget_settings(text: str | None) -> dict[str, Any]:
+    """``budget`` and ``budget_unit`` of `AttributionConfig` from ``--budget`` (`parse_budget`;
+    None: no budget)."""
+    if text is None:
+        return {"budget": None}
+    budget, unit = parse_budget(text)
+    return {"budget": budget, "budget_unit": unit}
+
+
+def budget_words(budget: int, unit: BudgetUnit) -> str:
+    """The budget as a sentence says it: ``5,000 calls``, ``500 model calls``."""
+    return f"{budget:,} {unit.words}"
+
+
+def budget_text(budget: int, unit: BudgetUnit) -> str:
+    """The budget as ``--budget`` takes it back (`parse_budget`)."""
+    return str(budget) if unit is BudgetUnit.CALLS else f"{budget}:{unit.value}"
+
+
 @dataclass(frozen=True, slots=True)
 class AttributionConfig:
     """
@@ -60,7 +132,11 @@ class AttributionConfig:
             error bound needs no assumption), or sweep every step at ``rollouts``
             (`otel_replay.attribution._adaptive`).
         max_rollouts: the sequential strategies' most rollouts per plan.
-        budget: the sequential strategies' most resample-function calls (None: no limit).
+        budget: the most the sequential strategies spend, in ``budget_unit`` (None: no limit);
+            a question stops before a batch that would pass it.
+        budget_unit: what ``budget`` counts: resample-function calls (``calls``, every kind),
+            model calls (``model-calls``), or the model calls' tokens (``tokens``: the usage the
+            record holds for each model step, `otel_replay.attribution._spend`).
         permutations: Shapley permutations (rounded up to an even number: antithetic pairs); with
             ``shapley_se``, the first batch.
         shapley_se: add antithetic pairs until every Shapley standard error is below this
@@ -111,6 +187,7 @@ class AttributionConfig:
     strategy: Strategy = Strategy.ADAPTIVE
     max_rollouts: int = 640
     budget: int | None = None
+    budget_unit: BudgetUnit = BudgetUnit.CALLS
     swap_model: str | None = None
     swap_from: int = 0
     keep_rollouts: int = 0
@@ -148,9 +225,20 @@ class AttributionConfig:
             raise AttributionError(
                 f"{setting('max_rollouts', self.max_rollouts)} must be at least 1"
             )
-        if self.budget is not None and self.budget < 1:
+        if not isinstance(self.budget_unit, BudgetUnit):
+            try:  # the unit's name as text is the unit (a Python caller's "tokens")
+                object.__setattr__(self, "budget_unit", BudgetUnit(self.budget_unit))
+            except ValueError:
+                raise AttributionError(
+                    f"{setting('budget_unit', self.budget_unit, quoted=True)} is not a unit of "
+                    f"budget; known units: {', '.join(u.value for u in BudgetUnit)}"
+                ) from None
+        if self.budget is not None and (
+            isinstance(self.budget, bool) or not isinstance(self.budget, int) or self.budget < 1
+        ):
             raise AttributionError(
-                f"{setting('budget', self.budget)} must be at least 1 (resample-function calls)"
+                f"{setting('budget', self.budget)} must be a whole number, at least 1 "
+                f"({self.budget_unit.words})"
             )
         if self.budget is not None and not self.strategy.sequential:
             raise AttributionError(
@@ -181,11 +269,14 @@ class AttributionConfig:
     def canonical(self) -> dict[str, Any]:
         """Every setting that can change a result, as plain JSON (``workers`` and
         ``concurrency`` never do, so they are left out): what identifies the question asked."""
-        return {
+        canonical = {
             item.name: _plain(getattr(self, item.name))
             for item in dataclasses.fields(self)
             if item.name not in _SPEED_ONLY
         }
+        if self.budget_unit is BudgetUnit.CALLS:  # the unit every budget had before it was asked
+            del canonical["budget_unit"]  # for: the questions asked before keep their digests
+        return canonical
 
     def flags(self) -> list[str]:
         """The command-line options that set this configuration (``--workers`` never changes
@@ -218,7 +309,7 @@ class AttributionConfig:
         if self.strategy.sequential:
             flags += ["--max-rollouts", str(self.max_rollouts)]
             if self.budget is not None:
-                flags += ["--budget", str(self.budget)]
+                flags += ["--budget", budget_text(self.budget, self.budget_unit)]
         if self.swap_model is not None:
             flags += ["--swap-model", self.swap_model]
         if self.swap_from:

@@ -1,10 +1,14 @@
-"""What an attribution will cost, before it runs: rollouts and resample-function calls.
+"""What an attribution will cost, before it runs: rollouts and resample-function calls, split by
+what users pay (`otel_replay.attribution._spend`): model calls and their tokens, tool calls, and the
+draws from the store that cost nothing.
 
-Calls are what users pay for (each is a model or a tool call), so `planned_cost` counts them the way
-the engine will: every resamplable step a plan resamples is one call per rollout. In the trace walk
-that count is exact; under a driver that re-runs the agent's loop (``--agent``, the chat loop) a
-rollout may take more or fewer turns than the record, so it is an estimate from the record. The
-worst case adds what a repair search and a Shapley standard-error target may run at most.
+`planned_cost` counts the calls the way the engine will: every resamplable step a plan resamples
+is one call per rollout, priced by what the record says the step cost (a model step's recorded
+tokens; a tool step ``--tools recorded`` answers is free). In the trace walk the calls are exact
+(the tokens an estimate from the recorded usage); under a driver that re-runs the agent's loop
+(``--agent``, the chat loop) a rollout may take more or fewer turns than the record, so the calls
+are an estimate too. The worst case adds what a repair search and a Shapley standard-error target
+may run at most; a budget caps it in its unit.
 """
 
 from __future__ import annotations
@@ -14,12 +18,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from otel_replay.attribution._adaptive import SEARCH_FROM
-from otel_replay.attribution._api import method_plans, resamplable_steps
+from otel_replay.attribution._api import method_plans
 from otel_replay.attribution._config import MAX_PERMUTATIONS, AttributionConfig, Method, Strategy
 from otel_replay.attribution._contrastive import contrastive_plans
+from otel_replay.attribution._engine import resamplable_steps
 from otel_replay.attribution._repair import repair_bound
 from otel_replay.attribution._search import questions
 from otel_replay.attribution._sequential import schedule
+from otel_replay.attribution._spend import NOTHING, Pricing, Spend
 from otel_replay.attribution._stats import decisive_rollouts
 from otel_replay.model import Trajectory
 from otel_replay.replay import Plan
@@ -29,7 +35,9 @@ from otel_replay.resamplers import Registry
 @dataclass(frozen=True, slots=True)
 class PlannedCost:
     """Rollouts and resample-function calls an attribution makes (``calls_by_kind``: per step
-    kind), and the most it may add (a repair search; pairs a Shapley target may add)."""
+    kind; ``spend``: by what they cost), and the most it may add (a repair search; pairs a
+    Shapley target may add; ``worst_spend``: the most in all, split). A sequential strategy's
+    typical run is ``typical_calls`` calls (``typical_spend`` split)."""
 
     rollouts: int
     calls: int
@@ -39,6 +47,9 @@ class PlannedCost:
     exact: bool  # the trace walk: the calls are exact; a driver re-running a loop: an estimate
     adaptive: bool = False  # a sequential strategy decides its rollouts as it goes
     typical_calls: int | None = None  # a sequential strategy's calls on a typical run (`typical`)
+    spend: Spend = NOTHING
+    worst_spend: Spend = NOTHING
+    typical_spend: Spend | None = None
 
     @property
     def worst_rollouts(self) -> int:
@@ -57,6 +68,9 @@ def planned_cost(
 ) -> PlannedCost:
     """The cost of ``attribute(trajectory, registry, config)`` (with a driver: ``agent_driven``)."""
     resamplable = resamplable_steps(trajectory, registry, agent_driven)
+    pricing = Pricing.of(trajectory, registry, resamplable)
+    if config.budget is not None:
+        pricing.check_budget(config.budget_unit, trajectory.id)
     n_steps = len(trajectory.steps)
     plans = method_plans(n_steps, resamplable, config, not agent_driven)
     kinds = {s.index: s.kind.value for s in trajectory.steps}
@@ -64,33 +78,37 @@ def planned_cost(
     for plan, count in plans:
         for index in plan.resampled(resamplable):
             by_kind[kinds[index]] = by_kind.get(kinds[index], 0) + count
-    extra_rollouts = extra_calls = 0
-    typical_calls = None
+    spend = _priced(plans, resamplable, pricing)
+    extra_rollouts, extra = 0, NOTHING
+    typical_spend = None
     if config.strategy.sequential and config.method is not Method.SHAPLEY:
         # every plan the search and the scan may run, at the most rollouts each (or the budget)
         sweep = contrastive_plans(
             n_steps, resamplable, config.max_rollouts, walks_record=not agent_driven
         )
         extra_rollouts += _rollouts(sweep)
-        extra_calls += min(_calls(sweep, resamplable), config.budget or _calls(sweep, resamplable))
-        typical_calls = typical(len(resamplable), config, exact=not agent_driven)
+        extra += _priced(sweep, resamplable, pricing).at_most(config.budget_unit, config.budget)
+        typical_spend = typical_cost(resamplable, config, pricing, exact=not agent_driven)
     if config.repair:  # a baseline and each candidate, every later step resampled at most
         extra_rollouts += repair_bound(config)
-        extra_calls += repair_bound(config) * len(resamplable)
+        extra += pricing.rollout(resamplable, repair_bound(config))
     if config.shapley_se is not None and config.method is not Method.CONTRASTIVE:
         most = dataclasses.replace(config, permutations=max(config.permutations, MAX_PERMUTATIONS))
         widest = method_plans(n_steps, resamplable, most, not agent_driven)
         extra_rollouts += _rollouts(widest) - _rollouts(plans)
-        extra_calls += _calls(widest, resamplable) - _calls(plans, resamplable)
+        extra += _priced(widest, resamplable, pricing) - spend
     return PlannedCost(
         rollouts=_rollouts(plans),
         calls=sum(by_kind.values()),
         calls_by_kind=dict(sorted(by_kind.items())),
         extra_rollouts=extra_rollouts,
-        extra_calls=extra_calls,
+        extra_calls=extra.calls,
         exact=not agent_driven,
         adaptive=config.strategy.sequential,
-        typical_calls=typical_calls,
+        typical_calls=None if typical_spend is None else typical_spend.calls,
+        spend=spend,
+        worst_spend=spend + extra,
+        typical_spend=typical_spend,
     )
 
 
@@ -99,8 +117,24 @@ def typical(m: int, config: AttributionConfig, *, exact: bool) -> int:
     decides it, every question about the steps after it settles at the fewest rollouts that can
     show no effect, and every question about it at the first look. A guide, not a bound: small
     effects and failures that build up take more (`PlannedCost.worst_calls` bounds them)."""
+    return sum(n * (m - position) for position, n in _typical_runs(m, config, exact=exact).items())
+
+
+def typical_cost(
+    resamplable: Sequence[int], config: AttributionConfig, pricing: Pricing, *, exact: bool
+) -> Spend:
+    """`typical`, split by what the calls cost: the plan resampling from each position on (the
+    ``position``-th resamplable step and every later one), priced from the record."""
+    runs = _typical_runs(len(resamplable), config, exact=exact)
+    return sum(
+        (pricing.rollout(resamplable[position:], n) for position, n in runs.items()), NOTHING
+    )
+
+
+def _typical_runs(m: int, config: AttributionConfig, *, exact: bool) -> dict[int, int]:
+    """The rollouts `typical` runs of the plan resampling from each position on."""
     if m == 0:
-        return 0
+        return {}
     searching = config.strategy is Strategy.ADAPTIVE and m >= SEARCH_FROM
     plan = schedule(config, m, questions(m) if searching else 0)
     against_record = decisive_rollouts(config.margin, plan.tails.no_effect, known=exact)
@@ -118,7 +152,7 @@ def typical(m: int, config: AttributionConfig, *, exact: bool) -> int:
         for position in range(m - 1, culprit, -1):
             ask(position, between_plans)
     ask(culprit, plan.looks[0])
-    return sum(n * (m - position) for position, n in runs.items())
+    return runs
 
 
 def _search_path(m: int, culprit: int) -> list[int]:
@@ -146,5 +180,5 @@ def _rollouts(plans: list[tuple[Plan, int]]) -> int:
     return sum(count for _, count in plans)
 
 
-def _calls(plans: list[tuple[Plan, int]], resamplable: Sequence[int]) -> int:
-    return sum(count * len(plan.resampled(resamplable)) for plan, count in plans)
+def _priced(plans: list[tuple[Plan, int]], resamplable: Sequence[int], pricing: Pricing) -> Spend:
+    return sum((pricing.rollout(plan.resampled(resamplable), n) for plan, n in plans), NOTHING)

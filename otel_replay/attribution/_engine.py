@@ -11,9 +11,10 @@ one that could not be served (a call nothing can answer) and one whose agent cra
 successes nor failures, left out of every estimate and counted. Once half the rollouts of a plan
 (or of all) are such, the engine stops (`EvidenceMissing`): more batches could decide nothing.
 What ``--tools recorded`` drew for each rollout is noted with it (`noting_draws`), on whichever
-worker it ran, and added up here in task order, as everything else is. The first
-``keep_rollouts`` rollouts of each plan are kept (`kept`), each a run of its own naming the run and
-the plan it rolled out.
+worker it ran, and added up here in task order, as everything else is; so is what each rollout
+spent (`otel_replay.attribution._spend`: model calls and their tokens, tool calls, free draws).
+The first ``keep_rollouts`` rollouts of each plan are kept (`kept`), each a run of its own naming
+the run and the plan it rolled out.
 """
 
 from __future__ import annotations
@@ -25,8 +26,9 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from otel_replay.attribution._config import AttributionConfig, OnResamplerError
+from otel_replay.attribution._config import AttributionConfig, BudgetUnit, OnResamplerError
 from otel_replay.attribution._results import KeptRollout
+from otel_replay.attribution._spend import NOTHING, Pricing, Spend
 from otel_replay.errors import RolloutError, UnservableError
 from otel_replay.hashing import canonical_json, digest
 from otel_replay.model import Trajectory
@@ -59,6 +61,7 @@ class Outcome:
     unservable: Call | None = None
     crash: str | None = None  # "Type: message", as the agent raised it
     draws: Draws = NO_DRAWS
+    spend: Spend = NOTHING  # the ``step_executions`` split by what they cost
 
     @property
     def counts(self) -> bool:
@@ -76,20 +79,23 @@ Progress = Callable[[int, int], None]
 
 @dataclass(frozen=True, slots=True)
 class Spent:
-    """What an attribution has spent so far in resample-function calls (the cost users pay), what
-    its batches announced so far will have spent when they end, and the budget, if any."""
+    """What an attribution has spent so far in the budget's ``unit`` (resample-function calls,
+    model calls or tokens: `BudgetUnit`; calls when there is no budget), what its batches
+    announced so far will have spent when they end, and the budget, if any."""
 
-    calls: int
-    calls_announced: int
+    amount: int
+    announced: int
     budget: int | None
+    unit: BudgetUnit = BudgetUnit.CALLS
 
     @property
     def batch(self) -> int:
-        """Calls still to come in the batches announced: what remains before the next decision."""
-        return max(0, self.calls_announced - self.calls)
+        """What is still to come in the batches announced: what remains before the next
+        decision."""
+        return max(0, self.announced - self.amount)
 
 
-#: ``spending(spent)``: called as `Progress` is, with the calls.
+#: ``spending(spent)``: called as `Progress` is, with what was spent.
 Spending = Callable[[Spent], None]
 
 
@@ -126,7 +132,7 @@ def noting_draws(drive: Callable[[Plan, int], Rollout], plan: Plan, index: int) 
 
 
 def _with(made: Rollout, log: DrawLog) -> Rollout:
-    return dataclasses.replace(made, draws=log.draws()) if log.runs or log.faults else made
+    return dataclasses.replace(made, draws=log.draws()) if log.noted else made
 
 
 #: What a kept rollout shares with the run it rolled out, when its own metadata does not say.
@@ -150,6 +156,7 @@ class Engine:
         driver: Callable[[Plan, int], Rollout] | None = None,
         spending: Spending | None = None,
         shipper: Shipper | None = None,
+        resamplable: Sequence[int] | None = None,
     ) -> None:
         self.factual = factual
         self.shipper = shipper
@@ -158,10 +165,11 @@ class Engine:
         self.config = config
         self.progress = progress
         self.spending = spending
-        self.calls_announced = 0
+        self.announced = 0  # in the budget's unit
         self.rollouts = 0
         self.planned = 0
         self.step_executions = 0
+        self.spend = NOTHING  # the same calls, split by what they cost
         self.resampler_errors = 0
         self.resampling = 0  # rollouts that called a resample function (or tried to)
         # what the rollouts could not tell, and where ``--tools recorded`` drew from, in task order
@@ -177,11 +185,25 @@ class Engine:
         self._drive = driver or TraceDriver(factual, registry, config.seed)
         # the trace walk: a plan that resamples nothing reproduces the record, so it runs once
         self.walks_record = bool(getattr(self._drive, "walks_record", False))
+        if resamplable is None:
+            resamplable = resamplable_steps(factual, registry, driver is not None)
+        #: what a rollout resampling each step costs, read from the record
+        self.pricing = Pricing.of(factual, registry, resamplable)
 
-    def announce(self, rollouts: int, calls: int = 0) -> None:
-        """``rollouts`` more will run (making ``calls`` resample-function calls, when known)."""
+    @property
+    def unit(self) -> BudgetUnit:
+        """What the budget counts (calls without a budget)."""
+        return self.config.budget_unit if self.config.budget is not None else BudgetUnit.CALLS
+
+    @property
+    def charged(self) -> int:
+        """What has been spent, in the budget's `unit`."""
+        return self.pricing.charge(self.spend, self.unit)
+
+    def announce(self, rollouts: int, spend: Spend = NOTHING) -> None:
+        """``rollouts`` more will run (spending ``spend``, when known)."""
         self.planned += rollouts
-        self.calls_announced = max(self.calls_announced, self.step_executions) + calls
+        self.announced = max(self.announced, self.charged) + self.pricing.charge(spend, self.unit)
         self._report()
 
     def withdraw(self, rollouts: int) -> None:
@@ -223,14 +245,20 @@ class Engine:
         if crash is not None and not str(crash).startswith(_WORLD_FAILED):
             return Outcome(
                 plan, result.index, 0.0, False, result.step_executions, result.trajectory,
-                crash=str(crash), draws=result.draws,
+                crash=str(crash), draws=result.draws, spend=self._spent(result),
             )  # fmt: skip
         value = score(self.verifier, result.trajectory)
         failed = value < self.config.fail_threshold
         return Outcome(
             plan, result.index, value, failed, result.step_executions, result.trajectory,
-            draws=result.draws,
+            draws=result.draws, spend=self._spent(result),
         )  # fmt: skip
+
+    def _spent(self, result: Rollout) -> Spend:
+        draws = result.draws
+        return self.pricing.spent(
+            result.step_executions, result.model_steps, draws.free, draws.tokens
+        )
 
     def run(self, plans: Sequence[tuple[Plan, int]]) -> dict[Plan, list[Outcome]]:
         """Roll each plan out the given number of times; outcomes per plan, in rollout order."""
@@ -309,6 +337,7 @@ class Engine:
             grouped[outcome.plan].append(outcome)
             self.rollouts += 1
             self.step_executions += outcome.step_executions
+            self.spend += outcome.spend
             self.resampler_errors += outcome.resampler_error is not None
             self.resampling += outcome.step_executions > 0 or outcome.resampler_error is not None
             self.draws.update(outcome.draws.runs)
@@ -364,5 +393,12 @@ class Engine:
         if self.progress is not None:
             self.progress(self.rollouts, self.planned)
         if self.spending is not None:
-            spent = Spent(self.step_executions, self.calls_announced, self.config.budget)
-            self.spending(spent)
+            self.spending(Spent(self.charged, self.announced, self.config.budget, self.unit))
+
+
+def resamplable_steps(trajectory: Trajectory, registry: Registry, agent_driven: bool) -> list[int]:
+    """Steps that can be resampled: those with a resample function, or with live agent code every
+    step the recording did not mark ``resamplable: false``."""
+    if agent_driven:
+        return [s.index for s in trajectory.steps if s.resamplable]
+    return [s.index for s in trajectory.steps if registry.lookup(s) is not None]

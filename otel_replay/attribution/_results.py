@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
+from otel_replay.attribution._spend import NOTHING, Spend
 from otel_replay.attribution._stats import Z_95
 from otel_replay.model import Trajectory
 from otel_replay.resamplers._draws import Call
@@ -311,6 +312,7 @@ class AttributionResult:
     root_cause: RootCause | None = (
         None  # the earliest step that matters (None: nothing to look for)
     )
+    spend: Spend = NOTHING  # step_executions by what they cost: model calls, tokens, tool calls
 
     @property
     def question(self) -> str:

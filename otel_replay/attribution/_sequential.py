@@ -10,7 +10,8 @@ conservative, and exact under any dependence between looks, which always-valid i
 back only for one-sample tests). Batch sizes are fixed by the schedule, never by timing, so the same
 seed gives the same report for any number of workers.
 
-A ``budget`` of resample-function calls stops a question before a batch that would exceed it.
+A ``budget`` (in resample-function calls, model calls or tokens) stops a question before a batch
+that would exceed it.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import TypeVar
 from otel_replay.attribution._config import AttributionConfig
 from otel_replay.attribution._contrastive import Tails, test_tail
 from otel_replay.attribution._engine import Engine, Outcome
+from otel_replay.attribution._spend import NOTHING, Spend
 from otel_replay.attribution._stats import decisive_rollouts
 from otel_replay.replay import Plan
 
@@ -80,15 +82,26 @@ class Rollouts:
     out_of_budget: bool = False
 
     def affordable(self, wants: Sequence[tuple[Plan, int]]) -> bool:
-        """Whether topping the plans up to ``wants`` keeps the calls within the budget (each
-        rollout calls one resample function per resamplable step the plan resamples)."""
+        """Whether topping the plans up to ``wants`` keeps what is spent within the budget, in
+        its unit: each rollout calls one resample function per resamplable step the plan
+        resamples, and costs what the record says those calls cost (`Engine.pricing`)."""
         if self.config.budget is None:
             return True
-        more = sum(
-            max(0, want - len(self.outcomes.get(plan, []))) * len(plan.resampled(self.resamplable))
-            for plan, want in wants
+        more = self.engine.pricing.charge(self.topping_up(wants), self.config.budget_unit)
+        return self.engine.charged + more <= self.config.budget
+
+    def topping_up(self, wants: Sequence[tuple[Plan, int]]) -> Spend:
+        """What the rollouts that bring the plans up to ``wants`` will spend."""
+        return sum(
+            (
+                self.engine.pricing.rollout(
+                    plan.resampled(self.resamplable),
+                    max(0, want - len(self.outcomes.get(plan, []))),
+                )
+                for plan, want in wants
+            ),
+            NOTHING,
         )
-        return self.engine.step_executions + more <= self.config.budget
 
     def decide(
         self,
@@ -110,10 +123,7 @@ class Rollouts:
                 self.out_of_budget = True
                 return answer
             more = [(p, max(0, w - len(self.outcomes.get(p, [])))) for p, w in wants]
-            self.engine.announce(
-                sum(n for _, n in more),
-                sum(n * len(p.resampled(self.resamplable)) for p, n in more),
-            )
+            self.engine.announce(sum(n for _, n in more), self.topping_up(wants))
             self.engine.top_up(self.outcomes, wants)
             answer = judge(self.outcomes[kept][: wants[0][1]], self.outcomes[ablated][:n], exact)
             if settled(answer):

@@ -16,7 +16,7 @@ from otel_replay.attribution import (
     OnSuccess,
     Strategy,
 )
-from otel_replay.attribution._config import MAX_PERMUTATIONS
+from otel_replay.attribution._config import MAX_PERMUTATIONS, budget_settings
 from otel_replay.cli._code import (
     FailIfOption,
     JudgeBaseUrlOption,
@@ -135,11 +135,13 @@ def attribute_command(
     ] = None,
     max_rollouts: Annotated[int, typer.Option(help="Adaptive: the most rollouts per plan.")] = 640,
     budget: Annotated[
-        int | None,
+        str | None,
         typer.Option(
-            metavar="CALLS",
-            help="Adaptive: stop before this many resample-function calls, with the best verdict "
-            "the steps seen allow.",
+            metavar="N[:UNIT]",
+            help="Adaptive: stop before a batch that would spend more than N, with the best "
+            "verdict the steps seen allow; UNIT: calls (resample-function calls, the default), "
+            "model-calls, or tokens (from the usage recorded on the model steps), e.g. "
+            "500:model-calls, 1e6:tokens.",
         ),
     ] = None,
     permutations: Annotated[
@@ -236,8 +238,8 @@ def attribute_command(
     with user_errors():
         to = rollouts_destination(keep_rollouts, otlp_endpoint, otlp_header, otlp_compression)
         config = AttributionConfig(
-            rollouts=rollouts or DEFAULT_ROLLOUTS, permutations=permutations,
-            shapley_se=shapley_se, max_rollouts=max_rollouts, budget=budget, seed=seed,
+            rollouts=rollouts or DEFAULT_ROLLOUTS, permutations=permutations, seed=seed,
+            shapley_se=shapley_se, max_rollouts=max_rollouts, **budget_settings(budget),
             strategy=strategy or (Strategy.ADAPTIVE if rollouts is None else Strategy.SWEEP),
             method=method, fail_threshold=fail_threshold, margin=margin, repair=repair,
             on_success=on_success, on_resampler_error=on_resampler_error, workers=workers,

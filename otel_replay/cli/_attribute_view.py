@@ -183,8 +183,9 @@ def print_outcome(
 @contextmanager
 def progress_bar(config: AttributionConfig) -> Iterator[tuple[Progress, Spending]]:
     """A bar on stderr: the sweep's rollouts against the total it planned; a sequential strategy's
-    resample-function calls against the budget (or, without one, a count), with the calls left in
-    the batch under way, which is what remains before its next decision."""
+    spending against the budget, in the budget's unit (resample-function calls, model calls or
+    tokens; without a budget, a count of calls), with what is left of the batch under way, which
+    is what remains before its next decision."""
     if config.strategy is Strategy.SWEEP:
         columns = (TextColumn("rollouts"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
         with RichProgress(*columns, console=err_console, transient=True) as bar:
@@ -194,20 +195,21 @@ def progress_bar(config: AttributionConfig) -> Iterator[tuple[Progress, Spending
                 lambda spent: None,
             )
         return
+    unit = config.budget_unit.words if config.budget is not None else "calls"
     calls = (
-        TextColumn("calls"),
+        TextColumn(unit),
         BarColumn(),
         TextColumn("{task.completed:,.0f}{task.fields[of]}"),
         TextColumn("{task.fields[batch]}"),
         TimeElapsedColumn(),
     )
     with RichProgress(*calls, console=err_console, transient=True) as bar:
-        task = bar.add_task("calls", total=config.budget, of="", batch="")
+        task = bar.add_task(unit, total=config.budget, of="", batch="")
 
         def spending(spent: Spent) -> None:
             bar.update(
                 task,
-                completed=spent.calls,
+                completed=spent.amount,
                 of=f" of {spent.budget:,} (budget)" if spent.budget else "",
                 batch=f"{spent.batch:,} more in this batch" if spent.batch else "",
             )
@@ -350,6 +352,7 @@ def _render(result: AttributionResult, config: AttributionConfig) -> None:
         table.add_row(*cells, marker, style=style)
     console.print(table)
     console.print(f"[bold]{result.verdict.value}[/]: {shown(result.explanation)}")
+    console.print(cost_line(result), highlight=False)
     if result.judge is not None:
         _print_judge(result.judge)
     if result.shapley is not None:
@@ -389,6 +392,14 @@ def _render(result: AttributionResult, config: AttributionConfig) -> None:
         )
     for line in evidence_lines(result):
         console.print(shown(line), style="yellow" if "left out" in line else None)
+
+
+def cost_line(result: AttributionResult) -> str:
+    """What the attribution spent, in what users pay (the judge's calls are on its own line)."""
+    return (
+        f"cost: {plural(result.rollouts, 'rollout')}; {result.spend.words()} "
+        f"({result.step_executions:,} resample-function calls)"
+    )
 
 
 def evidence_lines(result: AttributionResult) -> list[str]:
@@ -448,6 +459,7 @@ def print_cost(
     distinct final answer, so never more than the recorded run and every rollout."""
     judge_calls = cost.worst_rollouts + 1 if judged else None
     if json:
+        typical = cost.typical_spend
         print_json(
             {
                 "trajectory_id": trajectory_id,
@@ -460,16 +472,25 @@ def print_cost(
                 "worst_calls": cost.worst_calls,
                 "typical_calls": cost.typical_calls,
                 "adaptive": cost.adaptive,
+                "spend": cost.spend.to_record(),
+                "typical_spend": None if typical is None else typical.to_record(),
+                "worst_spend": cost.worst_spend.to_record(),
                 **({} if judge_calls is None else {"worst_judge_calls": judge_calls}),
             }
         )
         return
     if cost.adaptive and not cost.calls:
+        typical = cost.typical_spend or cost.spend
         console.print(
             f"dry run of {shown(trajectory_id)} ({shown(how)}): the {shown(config_name)} strategy "
             f"stops as soon as its tests decide: typically about {cost.typical_calls or 0:,} "
-            "resample-function calls (one decisive step halfway through the run); at most "
-            f"{cost.worst_rollouts:,} rollouts and {cost.worst_calls:,} calls",
+            "resample-function calls (one decisive step halfway through the run): "
+            f"{typical.words(about=True)}",
+            highlight=False,
+        )
+        console.print(
+            f"at most {cost.worst_rollouts:,} rollouts and {cost.worst_calls:,} calls: "
+            f"{cost.worst_spend.words()}",
             highlight=False,
         )
     else:
@@ -478,13 +499,14 @@ def print_cost(
         console.print(
             f"dry run of {shown(trajectory_id)} ({shown(how)}): "
             f"{plural(cost.rollouts, 'rollout')}, {about}{cost.calls:,} resample-function calls "
-            f"({kinds})",
+            f"({kinds}): {cost.spend.words(about=not cost.exact)}",
             highlight=False,
         )
         if cost.extra_calls:
             console.print(
                 f"at most {cost.worst_rollouts:,} rollouts and {cost.worst_calls:,} calls, with "
-                "what a repair search or a Shapley standard-error target may add",
+                "what a repair search or a Shapley standard-error target may add: "
+                f"{cost.worst_spend.words(about=not cost.exact)}",
                 highlight=False,
             )
     if judge_calls is not None:

@@ -51,7 +51,7 @@ InstrumentOption = Annotated[
 
 #: The settings the library names (`otel_replay.errors.setting`) whose option here is not the
 #: setting's name with dashes.
-OPTIONS_NAMED_OTHERWISE = {"swap_from": "--from", "json_out": "--out"}
+OPTIONS_NAMED_OTHERWISE = {"swap_from": "--from", "json_out": "--out", "budget_unit": "--budget"}
 
 # no emoji codes: a path like ``line100.jsonl:100:`` is text, not an emoji
 console = Console(highlight=False, soft_wrap=False, emoji=False)

@@ -13,6 +13,7 @@ from typing import Any
 
 from otel_replay.importers._conversation import reconstruct
 from otel_replay.importers._operations import (
+    Operation,
     build_operation,
     lone_model_calls,
     operations,
@@ -27,7 +28,8 @@ from otel_replay.importers._semconv import (
     recognise,
 )
 from otel_replay.importers._spans import STATUS_ERROR, SpanRecord, maybe_json
-from otel_replay.model import SpanNode, StepKind, StepStatus, Trajectory
+from otel_replay.importers._usage import span_usage
+from otel_replay.model import SpanNode, Step, StepKind, StepStatus, Trajectory
 
 _SESSION_KEYS = (
     "session.id",
@@ -170,6 +172,7 @@ def assemble(
     kinds = tools_by_result(spans, roles, kinds)
     found = operations(spans, order, parent, kinds) or lone_model_calls(spans, roots, roles)
     exchanges: dict[int, list[int]] = {}
+    usage: dict[str, dict[str, int]] = {}
     if found:
         # a model call that ran a whole exchange is its last turn: it comes after its tools
         found.sort(key=lambda op: (_when(spans[op.head], op.exchange != []), position[op.head]))
@@ -178,6 +181,7 @@ def assemble(
         exchanges = {
             at[op.head]: sorted(at[t.head] for t in op.exchange) for op in found if op.exchange
         }
+        usage = _token_usage(spans, found, built)
     else:  # plain service trace: its leaves are the operations
         has_child = {p for p in parent if p is not None}
         leaves = sorted(
@@ -195,6 +199,8 @@ def assemble(
     meta.update(_describe(spans, roots, root, roles))
     if rebuilt:
         meta["reconstructed_steps"] = rebuilt
+    if usage:
+        meta["token_usage"] = usage
     return Trajectory.build(
         trajectory_id,
         steps,
@@ -214,6 +220,23 @@ def assemble(
             for i in order
         ],
     )
+
+
+def _token_usage(
+    spans: Sequence[SpanRecord], found: Sequence[Operation], built: Sequence[tuple[Step, int]]
+) -> dict[str, dict[str, int]]:
+    """The tokens each model call's spans record (the span the step was read from first, then
+    the operation's other recordings), by the step's span id (`otel_replay.importers._usage`)."""
+    usage: dict[str, dict[str, int]] = {}
+    for op, (step, source) in zip(found, built, strict=True):
+        if step.kind is not StepKind.LLM or step.span_id is None:
+            continue
+        for i in [source, *(r for r in op.records if r != source)]:
+            counts = span_usage(spans[i].attributes)
+            if counts:
+                usage[step.span_id] = counts
+                break
+    return usage
 
 
 def _when(span: SpanRecord, ends: bool) -> int:

@@ -81,6 +81,12 @@ def merge_partial(existing: Trajectory, new: Trajectory) -> Trajectory:
     sources = [existing.metadata.get("sources") or [existing.metadata.get("source")]]
     metadata["sources"] = sorted({*sources[0], new.metadata.get("source")} - {None})
     metadata["spans"] = len(nodes)
+    usage = {**_usage(new), **_usage(existing)}  # by span id: each part's model calls
+    usage = {span: counts for span, counts in usage.items() if any(s.span_id == span for s in kept)}
+    if usage:
+        metadata["token_usage"] = usage
+    else:
+        metadata.pop("token_usage", None)
     rebuilt = [i for i, step in enumerate(kept) if step.span_id is None]
     if rebuilt:
         metadata["reconstructed_steps"] = rebuilt
@@ -94,6 +100,11 @@ def merge_partial(existing: Trajectory, new: Trajectory) -> Trajectory:
         metadata=metadata,
         spans=nodes,
     )
+
+
+def _usage(part: Trajectory) -> dict[str, Any]:
+    found = part.metadata.get("token_usage")
+    return found if isinstance(found, dict) else {}
 
 
 def _contained(steps: dict[str, Step], parent: dict[str, str | None]) -> set[str]:

@@ -486,14 +486,15 @@ class AgentDriver:
     def _rollout(
         self, plan: Plan, index: int, ctx: ReplayContext, answer: Any, error: str | None
     ) -> Rollout:
-        live = sum(  # what ran: calls the record does not hold, and resampled recorded steps
-            1
-            for matched in ctx.ledger.matched
+        ran = [  # what ran: calls the record does not hold, and resampled recorded steps
+            (step, matched)
+            for step, matched in zip(ctx.ledger.steps, ctx.ledger.matched, strict=True)
             if matched is None
             or (plan.at(matched).action is Action.RESAMPLE and matched not in self.observed_only)
-        )
+        ]
+        model_steps = tuple(matched for step, matched in ran if step.kind is StepKind.LLM)
         meta = {"plan": plan.identity, "rollout": index, "answer": json_or_repr(answer)}
         if error is not None:
             meta["agent_error"] = error
         trajectory = Trajectory(self.factual.id, tuple(ctx.ledger.steps), metadata=meta)
-        return Rollout(plan, index, trajectory, live)
+        return Rollout(plan, index, trajectory, len(ran), model_steps=model_steps)

@@ -35,14 +35,17 @@ from otel_replay.resamplers._registry import Registration, describe, ways_to_res
 
 @dataclass(frozen=True, slots=True)
 class Rollout:
-    """One counterfactual run: its trajectory, how many resample functions it called, and what the
-    built-in tool functions drew for it (noted by whoever ran it: `otel_replay.resamplers.drawing`)."""
+    """One counterfactual run: its trajectory, how many resample functions it called, what the
+    built-in tool functions drew for it (noted by whoever ran it: `otel_replay.resamplers.drawing`),
+    and which of those calls were model calls: for each, the recorded step it stood in for (None:
+    a call the record does not hold), so what it cost can be read from what the record used."""
 
     plan: Plan
     index: int
     trajectory: Trajectory
     step_executions: int
     draws: Draws = NO_DRAWS
+    model_steps: tuple[int | None, ...] = ()
 
 
 def registrations(factual: Trajectory, registry: Registry) -> list[Registration | None]:
@@ -65,6 +68,7 @@ def rollout(
     streams = RolloutSeed.of(seed, plan, index)
     history: list[Step] = []
     executions = 0
+    model_steps: list[int | None] = []
     for step in factual.steps:
         intervention = plan.at(step.index)
         if intervention.action is Action.REMOVE:
@@ -102,6 +106,8 @@ def rollout(
             streams, recorded, step.index, History(history, len(history)), factual, plan, live=False
         )
         executions += 1
+        if step.kind is StepKind.LLM:
+            model_steps.append(step.index)
         try:
             output = registration.function(step, ctx)
         except StepFailed as failure:
@@ -125,7 +131,7 @@ def rollout(
         steps=tuple(history),
         metadata={"plan": plan.identity, "rollout": index},
     )
-    return Rollout(plan, index, trajectory, executions)
+    return Rollout(plan, index, trajectory, executions, model_steps=tuple(model_steps))
 
 
 class TraceDriver:

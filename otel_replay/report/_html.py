@@ -17,6 +17,8 @@ from typing import Any
 
 import orjson
 
+from otel_replay.attribution._config import BudgetUnit, budget_words
+from otel_replay.attribution._spend import Spend
 from otel_replay.model import StepKind, Trajectory
 from otel_replay.report._page import esc, page
 from otel_replay.report._timeline import Mark, run_section
@@ -142,6 +144,34 @@ def _draws(evidence: Any) -> str | None:
     )
     shown = f"{draws.get('total', 0)} ({runs})" if runs else str(draws.get("total", 0))
     return shown + (f"; failed as injected faults: {faults}" if faults else "")
+
+
+def _cost(cost: dict[str, Any]) -> str:
+    """The report's cost: rollouts, then what users pay (model calls and their tokens, tool calls,
+    free draws), the judge's calls, the time; a report from before the split says calls alone."""
+    split = Spend.from_record(cost)
+    paid = (
+        f"{split.words()} ({cost.get('step_executions')} resample-function calls)"
+        if split is not None
+        else f"{cost.get('step_executions')} step executions"
+    )
+    return (
+        f"{cost.get('rollouts')} rollouts; {paid}, "
+        + (f"{cost['judge_calls']} judge calls, " if cost.get("judge_calls") else "")
+        + f"{cost.get('wall_seconds')} s"
+    )
+
+
+def _budget(config: dict[str, Any]) -> str | None:
+    """The budget in its unit (calls in a report from before units)."""
+    budget = config.get("budget")
+    if not isinstance(budget, int):
+        return None
+    try:
+        unit = BudgetUnit(config.get("budget_unit") or BudgetUnit.CALLS.value)
+    except ValueError:
+        return f"{budget:,} {config.get('budget_unit')}"
+    return budget_words(budget, unit)
 
 
 def _json(value: Any) -> str:
@@ -380,7 +410,7 @@ def _config(report: dict[str, Any]) -> str:
         ("strategy", config.get("strategy")),
         ("rollouts", config.get("rollouts")),
         ("max rollouts per plan", config.get("max_rollouts")),
-        ("budget (calls)", config.get("budget")),
+        ("budget", _budget(config)),
         ("method", config.get("method")),
         ("driver", config.get("driver")),
         ("resamplers", ", ".join(map(str, config.get("resamplers") or [])) or "—"),
@@ -393,12 +423,7 @@ def _config(report: dict[str, Any]) -> str:
             ", ".join(f"{k}: {v}" for k, v in (config.get("interval_methods") or {}).items()),
         ),
         ("decisions", config.get("decisions")),
-        (
-            "cost",
-            f"{cost.get('rollouts')} rollouts, {cost.get('step_executions')} step executions, "
-            + (f"{cost['judge_calls']} judge calls, " if cost.get("judge_calls") else "")
-            + f"{cost.get('wall_seconds')} s",
-        ),
+        ("cost", _cost(cost)),
         ("evidence", _evidence(report.get("evidence"))),
         ("draws from the store", _draws(report.get("evidence"))),
         ("report version", report.get("version")),

@@ -249,6 +249,7 @@ def build_report(
             "strategy": config.strategy.value,
             "max_rollouts": config.max_rollouts,
             "budget": config.budget,
+            "budget_unit": config.budget_unit.value,
             "interval_methods": {
                 "proportion": EXACT_PROPORTION,
                 "difference": EXACT_DIFFERENCE,
@@ -306,6 +307,7 @@ def build_report(
         "cost": {
             "rollouts": result.rollouts,
             "step_executions": result.step_executions,
+            **result.spend.to_record(),
             "resampler_errors": result.resampler_errors,
             "judge_calls": 0 if result.judge is None else result.judge.calls,
             "wall_seconds": round(result.wall_seconds, 3),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from otel_replay.report._cost_schema import COST_SCHEMA, EVIDENCE_SCHEMA
 from otel_replay.report._json import REPORT_VERSION
 
 _NUMBER_OR_NULL = {"type": ["number", "null"]}
@@ -24,98 +25,6 @@ _PROPORTION: dict[str, Any] = {
             "type": "integer",
             "minimum": 0,
             "description": "more rollouts of the plan that are no evidence (unservable, crashed)",
-        },
-    },
-}
-
-
-def _calls(counted: str, what: str) -> dict[str, Any]:
-    return {
-        "type": "array",
-        "items": {
-            "type": "object",
-            "required": ["tool", "arguments", counted],
-            "additionalProperties": False,
-            "properties": {
-                "tool": {"type": "string"},
-                "arguments": {"description": "the call's arguments, as the rollout made them"},
-                counted: {"type": "integer", "minimum": 1, "description": what},
-            },
-        },
-    }
-
-
-_EVIDENCE: dict[str, Any] = {
-    "type": "object",
-    "description": (
-        "what the rollouts could not tell: a rollout that could not be served (a call no stored "
-        "run recorded) or whose agent raised is neither a success nor a failure, and every "
-        "estimate leaves it out; and where --tools recorded drew from"
-    ),
-    "required": ["rollouts", "left_out", "missing", "unservable", "crashed", "draws"],
-    "additionalProperties": False,
-    "properties": {
-        "rollouts": {"type": "integer", "minimum": 0, "description": "every rollout run"},
-        "left_out": {"type": "integer", "minimum": 0, "description": "unservable and crashed"},
-        "missing": {
-            "type": "boolean",
-            "description": (
-                "half the rollouts or more, or half of a plan an estimate reads, were left out: "
-                "verdict no-evidence"
-            ),
-        },
-        "unservable": {
-            "type": "object",
-            "required": ["rollouts", "calls"],
-            "additionalProperties": False,
-            "properties": {
-                "rollouts": {"type": "integer", "minimum": 0},
-                "calls": _calls("rollouts", "the rollouts the call ended"),
-            },
-        },
-        "crashed": {
-            "type": "object",
-            "required": ["rollouts", "first"],
-            "additionalProperties": False,
-            "description": (
-                "rollouts whose agent raised (an agent that raised the StepError of a failing "
-                "step it did not handle was failed by the world: scored, not counted here)"
-            ),
-            "properties": {
-                "rollouts": {"type": "integer", "minimum": 0},
-                "first": {
-                    "type": ["string", "null"],
-                    "description": "the first crash's exception: Type: message",
-                },
-            },
-        },
-        "draws": {
-            "type": "object",
-            "required": ["total", "runs", "faults"],
-            "additionalProperties": False,
-            "properties": {
-                "total": {
-                    "type": "integer",
-                    "minimum": 0,
-                    "description": "recorded tool results served (held steps are not draws)",
-                },
-                "runs": {
-                    "type": "array",
-                    "description": "the stored run each drawn result came from, most first",
-                    "items": {
-                        "type": "object",
-                        "required": ["run", "draws"],
-                        "additionalProperties": False,
-                        "properties": {
-                            "run": {"type": "string"},
-                            "draws": {"type": "integer", "minimum": 1},
-                        },
-                    },
-                },
-                "faults": _calls(
-                    "draws", "times the faults fallback failed the call (--tools recorded,faults)"
-                ),
-            },
         },
     },
 }
@@ -370,6 +279,7 @@ REPORT_SCHEMA: dict[str, Any] = {
                 "strategy",
                 "max_rollouts",
                 "budget",
+                "budget_unit",
                 "interval_methods",
                 "driver",
                 "swap_model",
@@ -422,7 +332,14 @@ REPORT_SCHEMA: dict[str, Any] = {
                 "max_rollouts": {"type": "integer", "minimum": 1},
                 "budget": {
                     "type": ["integer", "null"],
-                    "description": "the adaptive strategy's most resample-function calls",
+                    "description": "the most the adaptive strategy spends, in budget_unit",
+                },
+                "budget_unit": {
+                    "enum": ["calls", "model-calls", "tokens"],
+                    "description": (
+                        "what budget counts: resample-function calls of every kind (calls), "
+                        "model calls, or the model calls' tokens as the record's usage prices them"
+                    ),
                 },
                 "error_bound": {
                     "type": "number",
@@ -622,30 +539,7 @@ REPORT_SCHEMA: dict[str, Any] = {
                 },
             },
         },
-        "evidence": _EVIDENCE,
-        "cost": {
-            "type": "object",
-            "required": [
-                "rollouts",
-                "step_executions",
-                "resampler_errors",
-                "judge_calls",
-                "wall_seconds",
-            ],
-            "additionalProperties": False,
-            "properties": {
-                "rollouts": {"type": "integer"},
-                "step_executions": {
-                    "type": "integer",
-                    "description": "resample-function calls, the unit --budget caps",
-                },
-                "resampler_errors": {"type": "integer"},
-                "judge_calls": {
-                    "type": "integer",
-                    "description": "model calls the --judge verifier made: one per distinct final answer",
-                },
-                "wall_seconds": {"type": "number"},
-            },
-        },
+        "evidence": EVIDENCE_SCHEMA,
+        "cost": COST_SCHEMA,
     },
 }

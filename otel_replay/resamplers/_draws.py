@@ -2,7 +2,9 @@
 
 Whoever runs a rollout (the engine, a worker of another process) opens a log around it with
 `drawing`; ``--tools recorded`` notes there which stored run each result it served came from, and
-which calls its faults fallback answered. The log follows the rollout the way the agent's context
+which calls its faults fallback answered, and every call it answered (`noted_free`: nothing was
+called, so nothing was paid); the built-in model notes the tokens each of its calls used, as the
+server reported them (`noted_tokens`). The log follows the rollout the way the agent's context
 does (a ContextVar: per thread of execution and asyncio task), so rollouts on threads or on one
 event loop each note their own; outside a log nothing is noted.
 """
@@ -25,11 +27,16 @@ class Call(NamedTuple):
 
 @dataclass(frozen=True, slots=True)
 class Draws:
-    """What the built-in tool functions drew in one rollout: the run each recorded result came
-    from, in draw order, and the calls nothing recorded that the faults fallback answered."""
+    """What the built-in resample functions drew in one rollout: the run each recorded result
+    came from, in draw order, the calls nothing recorded that the faults fallback answered, how
+    many calls ``--tools recorded`` answered in all (``free``: drawn, held as recorded, or failed
+    as faults), and the tokens of each model call the built-in model made that its server
+    counted (``tokens``, in call order)."""
 
     runs: tuple[str, ...] = ()
     faults: tuple[Call, ...] = ()
+    free: int = 0
+    tokens: tuple[int, ...] = ()
 
 
 #: A rollout's draws when nothing was drawn (or nothing noted them).
@@ -42,9 +49,16 @@ class DrawLog:
 
     runs: list[str] = field(default_factory=list)
     faults: list[Call] = field(default_factory=list)
+    free: int = 0
+    tokens: list[int] = field(default_factory=list)
+
+    @property
+    def noted(self) -> bool:
+        """Whether anything was noted (a rollout that noted nothing keeps `NO_DRAWS`)."""
+        return bool(self.runs or self.faults or self.free or self.tokens)
 
     def draws(self) -> Draws:
-        return Draws(tuple(self.runs), tuple(self.faults))
+        return Draws(tuple(self.runs), tuple(self.faults), self.free, tuple(self.tokens))
 
 
 # The log of the rollout under way, per thread of execution and asyncio task (as the agent's
@@ -75,3 +89,17 @@ def noted_fault(call: Call) -> None:
     log = _LOG.get()
     if log is not None:
         log.faults.append(call)
+
+
+def noted_free() -> None:
+    """The call under way was answered without calling anything (``--tools recorded``)."""
+    log = _LOG.get()
+    if log is not None:
+        log.free += 1
+
+
+def noted_tokens(tokens: int) -> None:
+    """The model call just made used ``tokens`` (input and output), as its server counted them."""
+    log = _LOG.get()
+    if log is not None:
+        log.tokens.append(tokens)

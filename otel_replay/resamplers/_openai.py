@@ -23,6 +23,7 @@ from otel_replay.errors import PluginLoadError, RegistrationError, setting
 from otel_replay.messages import conversation, message_text
 from otel_replay.model import Step, StepKind, Trajectory
 from otel_replay.resamplers._context import RolloutContext
+from otel_replay.resamplers._draws import noted_tokens
 from otel_replay.transcript import rebuilt
 
 #: Recorded request parameters passed on to the model (the temperature is the resampler's own).
@@ -92,6 +93,10 @@ class OpenAIChatModel:
             response = self._client.chat.completions.create(**request)
         except self._errors as exc:
             raise RuntimeError(failed_request(self.base_url, exc)) from None
+        usage = getattr(response, "usage", None)
+        spent = [getattr(usage, name, None) for name in ("prompt_tokens", "completion_tokens")]
+        if all(isinstance(n, int) for n in spent):  # a server that counts them (most do)
+            noted_tokens(sum(n for n in spent if isinstance(n, int)))
         choice = response.choices[0]
         return {**_message(choice.message, choice.finish_reason), "model": request["model"]}
 

@@ -36,7 +36,7 @@ from otel_replay.errors import UnservableError, setting
 from otel_replay.hashing import canonical_json, op_key
 from otel_replay.model import Step, StepKind, StepStatus, Trajectory
 from otel_replay.resamplers._context import RolloutContext, StepFailed
-from otel_replay.resamplers._draws import Call, noted_draw, noted_fault
+from otel_replay.resamplers._draws import Call, noted_draw, noted_fault, noted_free
 from otel_replay.resamplers._faults import injected_fault
 from otel_replay.store import Store
 from otel_replay.store._trajectories import RecordedResult
@@ -124,9 +124,11 @@ class RecordedOutcomes:
             noted_draw(run)
         elif self._fallback:
             noted_fault(call_of(step))
+            noted_free()
             injected_fault(step, ctx)
         else:
             raise _unservable(step, self.__qualname__)
+        noted_free()  # answered from the store (or as a fault): no tool was called
         if status == StepStatus.ERROR.value:
             raise StepFailed(error or "failed")
         return output

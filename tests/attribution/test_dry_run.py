@@ -23,6 +23,7 @@ def test_the_planned_calls_are_the_calls_made(model: Model, method: Method) -> N
     result = attribute(model.trajectory(), model.registry(), config)
     assert cost.exact
     assert (cost.rollouts, cost.calls) == (result.rollouts, result.step_executions)
+    assert cost.spend == result.spend and cost.spend.calls == cost.calls  # split the same way
     assert cost.worst_calls == cost.calls  # nothing can be added without repair or a target
     kinds = {s.kind.value for s in model.trajectory().steps if s.index in _resamplable(model)}
     assert set(cost.calls_by_kind) == kinds

@@ -224,12 +224,12 @@ def test_progress_follows_the_calls_against_the_budget() -> None:
     seen: list[Spent] = []
     config = dataclasses.replace(ADAPTIVE, budget=5_000)
     result = attribute(SINGLE.trajectory(), SINGLE.registry(), config, spending=seen.append)
-    calls = [s.calls for s in seen]
+    calls = [s.amount for s in seen]
     assert calls == sorted(calls) and calls[-1] == result.step_executions <= 5_000
     assert all(s.budget == 5_000 for s in seen)
     # each batch is announced before it runs, so what remains of it is known while it runs
     assert any(s.batch > 0 for s in seen)
-    assert all(s.calls + s.batch <= 5_000 for s in seen)
+    assert all(s.amount + s.batch <= 5_000 for s in seen)
 
 
 @pytest.mark.parametrize("strategy", [Strategy.ADAPTIVE, Strategy.SCAN])
