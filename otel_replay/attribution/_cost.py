@@ -146,8 +146,8 @@ def _typical_runs(m: int, config: AttributionConfig, *, exact: bool) -> dict[int
         runs[position] = max(runs.get(position, 0), min(rollouts, config.max_rollouts))
 
     if searching:
-        for position in _search_path(m, culprit):
-            ask(position, against_record if position > culprit else plan.looks[0])
+        for position, screen in _search_path(m, culprit):
+            ask(position, against_record if position > culprit and not screen else plan.looks[0])
     else:
         for position in range(m - 1, culprit, -1):
             ask(position, between_plans)
@@ -155,22 +155,26 @@ def _typical_runs(m: int, config: AttributionConfig, *, exact: bool) -> dict[int
     return runs
 
 
-def _search_path(m: int, culprit: int) -> list[int]:
-    """The positions `_search.search` asks about when the suffixes from ``culprit`` back matter."""
-    asked, low, high, stride = [], -1, m, 1
-    while True:
+def _search_path(m: int, culprit: int) -> list[tuple[int, bool]]:
+    """The positions `_search.search` asks about when the suffixes from ``culprit`` back matter,
+    each with whether it is a screen's (one batch) or a full question."""
+    asked: list[tuple[int, bool]] = []
+    low, high, screened, stride = -1, m, m, 1
+    while True:  # the screen
         position = max(0, m - stride)
-        asked.append(position)
+        asked.append((position, True))
         if position <= culprit:
             low = position
             break
-        high, stride = position, 2 * stride
+        screened, stride = position, 2 * stride
     stride = 1
-    while high - low > 1:  # the gallops up (`_search.search`)
+    while high - low > 1:  # the gallops up
+        limit = min(high, screened) if low < screened else high
+        stride = max(1, min(stride, (limit - low) // 2))
         position = low + stride
-        asked.append(position)
+        asked.append((position, False))
         if position <= culprit:
-            low, stride = position, min(2 * stride, max(1, (high - position) // 2))
+            low, stride = position, 2 * stride
         else:
             high, stride = position, 1
     return asked
