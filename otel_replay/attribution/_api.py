@@ -186,7 +186,10 @@ def attribute(
         judge=None if judge is None else judge.summary(judge_calls_before),
         evidence=evidence,
         kept=engine.kept,
-        root_cause=found.root_cause if found and not evidence.missing else None,
+        # the swap question locates where a model saves the run: it has no root cause to name
+        root_cause=None
+        if found is None or evidence.missing or config.swap_model is not None
+        else found.root_cause,
     )
 
 

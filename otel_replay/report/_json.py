@@ -235,7 +235,8 @@ def build_report(
                 f"no effect: the interval at 1 - {ERROR_BOUND:g}/m lies inside +-margin (two "
                 f"one-sided tests at {ERROR_BOUND:g}/2m); every bound is exact or conservative "
                 "(Clopper-Pearson against the record, the difference of exact bounds at half the "
-                "error each between two estimates); each step's bounds are in steps[].tests"
+                "error each between two estimates, over the rollout pairs that disagree when the "
+                "two plans share random streams); each step's bounds are in steps[].tests"
                 + (
                     "; the adaptive and scan strategies count the search's questions (search[]) "
                     "among the m tests, and split each test's error over the looks at which it "
