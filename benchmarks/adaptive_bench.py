@@ -1,29 +1,50 @@
 """Adaptive attribution against the fixed sweep: right, inconclusive and wrong answers, and the
-resample-function calls each spends (the cost users pay), in one run.
+resample-function calls each spends (the cost users pay: model calls and tool calls), with the
+culprit early, in the middle and late, in one run.
 
-Planted-culprit models of 8, 16, 32 and 64 steps, built with the synthetic-model machinery of
+Planted-culprit models of 8, 16, 32, 64 and 128 steps, built with the synthetic-model machinery of
 ``attribution_bench.py`` (exact true attributions, so every answer is judged against theory):
 
 * ``single``: one decisive step (true effect 0.5-0.95) among noisy steps that spoil a run 0-3 % of
   the time;
 * ``small``: the same with a small decisive effect (0.15-0.25);
 * ``two``: two culprits that fail the run together (AND), the later one the Point of Commitment;
-* ``history``: drift steps throughout whose count raises the risk of a pivot step: the pivot's
+* ``history``: drift steps before a pivot step, whose count raises the pivot's risk: the pivot's
   resample function reads how far the run drifted before it;
+* ``lucky``: a lucky step (1 in 1,000 or 1 in 50) shortly before a crash it had made impossible:
+  the crash is the commitment (an effect near 1), the luck's effect is near −1, and the failure
+  rate falls as more of the record is kept, which the search assumes never happens;
+* ``near-margin``: a real culprit, then a missed chance to mend whose effect is exactly the margin
+  plus 0.01 (only quiet steps after it): naming the culprit is wrong, the later step is the answer;
 * ``gradual``: every step wears the run a little and the run fails when worn past a threshold, so
   no step is decisive alone; the answer theory allows is the latest step whose effect passes the
-  margin, if any.
+  margin, if any. It has no planted step, and so no position.
 
-Each instance is attributed with ``--strategy sweep --rollouts 100`` and with the adaptive default
-(``--max-rollouts 640``). An answer is wrong in the error bound's sense (a named step with no
-effect, or one before a step whose effect exceeds the margin), inconclusive, or right (any other
-named step: the planted one, in every family but ``gradual``). The verdicts: the ratio of calls,
-adaptive over sweep, per size over the families with a planted culprit (the ``planted`` rows); and
-on ``gradual``, that the adaptive default is never wrong more often than the sweep.
+The planted step (the one theory names) sits in a window of the run: ``early`` (the first tenth),
+``middle`` (the tenth around the half) or ``late`` (the last tenth); a family that plants a step
+before it (``two``, ``lucky``, ``near-margin``) starts the early window at step 1.
+
+Each instance is attributed with the adaptive default (``--max-rollouts 640``) and set against
+``--strategy sweep --rollouts 100``. The sweep's calls are those of the dry run
+(`otel_replay.attribution._cost.planned_cost`), exact in the trace walk; the sweep itself runs on
+``gradual`` (whose verdict compares the two strategies' wrong answers), on the first instance of
+every family and position up to 16 steps (where the run's calls are checked against the dry run's),
+and everywhere with ``--run-sweep``. Calls are counted by step kind as the resample functions
+run: ``llm`` steps' are model calls, the rest tool calls. An answer is wrong in the error bound's
+sense (a named step with no effect, or one before a step whose effect exceeds the margin),
+inconclusive, or right (any other named step: the planted one, in every family but ``gradual``).
+
+The verdicts: the ratio of calls, adaptive over sweep, per size and position over issue 10's four
+families with a planted culprit (``single``, ``small``, ``two``, ``history``: the ``planted``
+rows), against the targets at 32 steps (issue 10: 0.15 ×) and at 64 steps (issue 25: 0.10 × at
+every position); ``lucky`` and ``near-margin`` are shown in rows of their own; and on ``gradual``,
+that the adaptive default is never wrong more often than the sweep.
 
 Usage::
 
-    python benchmarks/adaptive_bench.py [--instances 6] [--sizes 8,16,32,64] [--json]
+    python benchmarks/adaptive_bench.py [--instances 6] [--large-instances 2] \\
+        [--sizes 8,16,32,64,128] [--positions early,middle,late] [--run-sweep] [--jobs 1] \\
+        [--per-family] [--json]
 """
 
 from __future__ import annotations
@@ -33,6 +54,8 @@ import json
 import math
 import random
 import sys
+from collections import Counter
+from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -46,21 +69,35 @@ from synthetic import (
     StepKind,
     StepSpec,
     flip,
+    identity,
     registry_of,
     trajectory_of,
     true_attributions,
 )
 
 from otel_replay.attribution import AttributionConfig, Strategy, attribute
+from otel_replay.attribution._cost import planned_cost
 
-FAMILIES = ("single", "small", "two", "history", "gradual")
+FAMILIES = ("single", "small", "two", "history", "lucky", "near-margin", "gradual")
+#: Issue 10's families with a planted culprit: the ones the cost targets are about.
+TARGET_FAMILIES = ("single", "small", "two", "history")
+#: Families shown in rows of their own (the search's assumption fails on ``lucky``; ``near-margin``
+#: needs an effect just past the margin shown, which takes the most rollouts there are).
+OWN_ROWS = ("lucky", "near-margin")
+POSITIONS = ("early", "middle", "late")
+#: Where the planted step sits, as fractions of the run.
+WINDOWS = {"early": (0.0, 0.1), "middle": (0.45, 0.55), "late": (0.9, 1.0)}
 SWEEP_ROLLOUTS = 100
 MARGIN = 0.1  # the default --margin
-#: Targets from issue 10: the adaptive default at <= 0.15x the sweep's calls at 32 steps, 0.10x at 64.
+#: Targets on the planted rows, at every position: issue 10's at 32 steps, issue 25's at 64.
 TARGETS = {32: 0.15, 64: 0.10}
-#: The families with a planted culprit, whose calls the targets are about (``gradual`` has no culprit
-#: to find; its target is to be wrong no more often than the sweep).
+#: The row of issue 10's planted families.
 PLANTED = "planted"
+#: Sizes from which ``--large-instances`` instances are run instead of ``--instances``.
+LARGE = 128
+#: Sizes up to which the first instance of every family and position also runs the sweep, to check
+#: its calls against the dry run's.
+CHECK_SWEEP_UP_TO = 16
 
 
 def _noise(b: Builder, state_bits: int) -> None:
@@ -73,11 +110,29 @@ def _noise(b: Builder, state_bits: int) -> None:
         )
 
 
-def make(family: str, n: int, rng: random.Random) -> Model:
+def _quiet(b: Builder) -> None:
+    """A step that changes nothing: resamplable (a model or a tool call), or observed-only."""
+    kind, name = b.rng.choice([(StepKind.LLM, "think"), (StepKind.TOOL, "search")])
+    if b.rng.random() < 0.15:
+        b.steps.append(StepSpec(StepKind.TOOL, "audit_log", None, None))
+    else:
+        b.steps.append(StepSpec(kind, name, identity, b.state))
+
+
+def window(position: str, n: int, room: int = 0) -> range:
+    """The steps of an ``n``-step run in ``position``'s window, from step ``room`` at the earliest
+    (at least one step, however short the run)."""
+    low, high = WINDOWS[position]
+    start = max(room, math.floor(low * n))
+    return range(start, min(n, max(start + 1, math.ceil(high * n))))
+
+
+def make(family: str, n: int, rng: random.Random, position: str = "middle") -> Model:
     if family == "two":
-        # state (a, b); the run fails when both are set; culprits at ~1/3 and ~2/3 of the run
+        # state (a, b); the run fails when both are set; the later culprit in the window
         b = Builder(rng, (0, 0))
-        first, second = rng.randrange(n // 4, n // 2), rng.randrange(n // 2, 3 * n // 4)
+        second = rng.choice(window(position, n, room=1))
+        first = rng.randrange(second // 2, second)
         planted = -1
         for i in range(n):
             if i == first:
@@ -88,11 +143,15 @@ def make(family: str, n: int, rng: random.Random) -> Model:
                 _noise(b, 1)
         return b.model("two", lambda s: s == (1, 1), planted)
     if family == "history":
-        return _history(n, rng)
+        return _history(n, rng, position)
     if family == "gradual":
         return _gradual(n, rng)
+    if family == "lucky":
+        return _lucky(n, rng, position)
+    if family == "near-margin":
+        return _near_margin(n, rng, position)
     b = Builder(rng, (0,))
-    decisive = rng.randrange(n // 4, 3 * n // 4)
+    decisive = rng.choice(window(position, n))
     planted = -1
     for i in range(n):
         if i == decisive:
@@ -103,10 +162,10 @@ def make(family: str, n: int, rng: random.Random) -> Model:
     return b.model(family, lambda s: s[0] == 1, planted)
 
 
-def _history(n: int, rng: random.Random) -> Model:
+def _history(n: int, rng: random.Random, position: str) -> Model:
     # state (drift, bad): drift steps before the pivot raise its risk; noise after it
     b = Builder(rng, (0, 0))
-    pivot_at = rng.randrange(n // 4, 3 * n // 4)
+    pivot_at = rng.choice(window(position, n))
     h, base, slope = rng.uniform(0.2, 0.5), rng.uniform(0.05, 0.15), rng.uniform(0.02, 0.06)
 
     def drift(state: State) -> list[tuple[float, State]]:
@@ -127,6 +186,54 @@ def _history(n: int, rng: random.Random) -> Model:
         else:
             _noise(b, 2)
     return b.model("history", lambda s: s[1] == 1, planted)
+
+
+def _lucky(n: int, rng: random.Random, position: str) -> Model:
+    # state (lucky, bad): the record was lucky, then crashed, which luck had made impossible
+    b = Builder(rng, (0, 0))
+    crash_at = rng.choice(window(position, n, room=1))
+    luck_at = rng.randrange(max(0, crash_at - 4), crash_at)
+    p = rng.choice([0.001, 0.02])
+
+    def luck(state: State) -> list[tuple[float, State]]:
+        return [(p, (1, state[1])), (1.0 - p, (0, state[1]))]
+
+    def crash(state: State) -> list[tuple[float, State]]:
+        return [(1.0, state if state[0] else (state[0], 1))]
+
+    planted = -1
+    for i in range(n):
+        if i == luck_at:
+            b.key("luck", luck, (1, b.state[1]))
+        elif i == crash_at:
+            planted = b.key("crash", crash, (b.state[0], 1))
+        else:
+            _noise(b, 2)
+    return b.model("lucky", lambda s: s[1] == 1, planted)
+
+
+def _near_margin(n: int, rng: random.Random, position: str) -> Model:
+    # state (bad,): a real culprit, then a chance to mend (margin + 0.01) that the record missed;
+    # only quiet steps after it, so its effect is exactly that
+    b = Builder(rng, (0,))
+    near_at = rng.choice(window(position, n, room=1))
+    culprit_at = rng.randrange(near_at // 2, near_at)
+    mend = MARGIN + 0.01
+
+    def missed(state: State) -> list[tuple[float, State]]:
+        return [(mend, (0,)), (1.0 - mend, state)] if state[0] else [(1.0, state)]
+
+    planted = -1
+    for i in range(n):
+        if i == culprit_at:
+            b.key("decide", flip(0, rng.uniform(0.05, 0.5)), (1,))
+        elif i == near_at:
+            planted = b.key("mend", missed, (1,))
+        elif i > near_at:
+            _quiet(b)
+        else:
+            _noise(b, 1)
+    return b.model("near-margin", lambda s: s[0] == 1, planted)
 
 
 def _gradual(n: int, rng: random.Random) -> Model:
@@ -156,88 +263,216 @@ def judge(named: int | None, effects: dict[int, float]) -> str:
 class Row:
     family: str
     steps: int
+    position: str  # early, middle, late; "" for gradual
     instance: int
     strategy: str
-    verdict: str
+    verdict: str  # "" for a sweep not run (its calls are the dry run's)
     calls: int
+    model_calls: int
+    tool_calls: int
 
 
-def run(task: tuple[str, int, int]) -> list[Row]:
-    family, n, instance = task
-    rng = random.Random(f"adaptive-bench:{family}:{n}:{instance}")
+#: (family, steps, position, instance, run the sweep).
+Task = tuple[str, int, str, int, bool]
+
+
+def run(task: Task) -> list[Row]:
+    family, n, position, instance, run_sweep = task
+    rng = random.Random(f"adaptive-bench:{family}:{n}:{position}:{instance}")
     for _ in range(1000):  # noise may outdo the planted step: draw again until theory agrees
-        model = make(family, n, rng)
+        model = make(family, n, rng, position or "middle")
         effects = true_attributions(model)
         if model.planted < 0 or max(i for i, a in effects.items() if a > 1e-9) == model.planted:
             break
     else:
         raise RuntimeError(f"no {family} model of {n} steps with its planted step the PoC")
-    trajectory, registry = trajectory_of(model, f"{family}-{n}-{instance}"), registry_of(model)
-    rows = []
+    calls: Counter[str] = Counter()
+    trajectory, registry = (
+        trajectory_of(model, f"{family}-{n}-{instance}"),
+        registry_of(model, calls),
+    )
     seed = rng.getrandbits(32)
+    rows = []
     for strategy in (Strategy.SWEEP, Strategy.ADAPTIVE):
         config = AttributionConfig(rollouts=SWEEP_ROLLOUTS, strategy=strategy, seed=seed)
+        if strategy is Strategy.SWEEP and not run_sweep:
+            by_kind = planned_cost(trajectory, registry, config).calls_by_kind
+            model_calls = by_kind.get("llm", 0)
+            tool_calls = sum(by_kind.values()) - model_calls
+            rows.append(
+                Row(family, n, position, instance, "sweep", "", model_calls + tool_calls,
+                    model_calls, tool_calls)
+            )  # fmt: skip
+            continue
+        calls.clear()
         result = attribute(trajectory, registry, config)
+        if sum(calls.values()) != result.step_executions:
+            raise RuntimeError(f"{family}-{n}: counted {calls} for {result.step_executions} calls")
+        if strategy is Strategy.SWEEP:
+            planned = planned_cost(trajectory, registry, config)
+            if planned.calls_by_kind != {k: v for k, v in sorted(calls.items()) if v}:
+                raise RuntimeError(f"{family}-{n}: the sweep made {calls}, planned {planned}")
         verdict = judge(result.point_of_commitment, effects)
-        rows.append(Row(family, n, instance, strategy.value, verdict, result.step_executions))
+        model_calls = calls["llm"]
+        rows.append(
+            Row(family, n, position, instance, strategy.value, verdict, result.step_executions,
+                model_calls, result.step_executions - model_calls)
+        )  # fmt: skip
     return rows
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument("--instances", type=int, default=6)
-    parser.add_argument("--sizes", default="8,16,32,64")
-    parser.add_argument("--json", action="store_true")
-    args = parser.parse_args()
-    sizes = [int(s) for s in args.sizes.split(",")]
-    rows = measure(args.instances, sizes)
-    if args.json:
-        print(json.dumps([asdict(r) for r in rows], indent=2))
-        return
-    print_table(rows, sizes)
+def tasks_for(
+    instances: int,
+    sizes: Sequence[int],
+    positions: Sequence[str] = POSITIONS,
+    large_instances: int | None = None,
+    run_sweep: bool = False,
+    families: Sequence[str] = FAMILIES,
+) -> list[Task]:
+    """Every family, size and position, the costliest first (so a pool ends together)."""
+    tasks = []
+    for n in sorted(sizes, reverse=True):
+        count = instances if n < LARGE or large_instances is None else large_instances
+        for family in families:
+            for position in ("",) if family == "gradual" else positions:
+                for i in range(count):
+                    sweep = run_sweep or family == "gradual" or (i == 0 and n <= CHECK_SWEEP_UP_TO)
+                    tasks.append((family, n, position, i, sweep))
+    return tasks
 
 
-def measure(instances: int, sizes: list[int], jobs: int = 2) -> list[Row]:
-    """Every family and size, ``instances`` each, with the sweep and the adaptive default."""
-    tasks = [(f, n, i) for n in sizes for f in FAMILIES for i in range(instances)]
+def measure(
+    instances: int,
+    sizes: Sequence[int],
+    jobs: int = 2,
+    positions: Sequence[str] = POSITIONS,
+    large_instances: int | None = None,
+    run_sweep: bool = False,
+) -> list[Row]:
+    """Every family, size and position, ``instances`` each (``large_instances`` from `LARGE`
+    steps), with the adaptive default, and the sweep's calls."""
+    tasks = tasks_for(instances, sizes, positions, large_instances, run_sweep)
+    if jobs <= 1:
+        return [row for task in tasks for row in run(task)]
     with ProcessPoolExecutor(jobs) as pool:
         return [row for batch in pool.map(run, tasks) for row in batch]
 
 
-def print_table(rows: list[Row], sizes: list[int]) -> None:
-    """Right / inconclusive / wrong and calls per run, per size and family, and the verdicts."""
-    print(
-        f"{'steps':>5} {'family':>8} {'strategy':>9} {'right':>6} {'inconcl.':>9} "
-        f"{'wrong':>6} {'calls/run':>10} {'ratio':>7}"
+def _members(family: str) -> tuple[str, ...]:
+    return TARGET_FAMILIES if family == PLANTED else (family,)
+
+
+@dataclass(frozen=True, slots=True)
+class Group:
+    """One row of the table: the runs of some families at one size and position."""
+
+    steps: int
+    position: str
+    families: str
+    runs: int
+    right: int
+    wrong: int
+    inconclusive: int
+    model_calls: float  # adaptive, per run
+    tool_calls: float
+    sweep_model_calls: float  # the sweep, per run
+    sweep_tool_calls: float
+    sweep_verdicts: tuple[int, int, int] | None  # right, wrong, inconclusive, when it ran on all
+
+    @property
+    def ratio(self) -> float:
+        return (self.model_calls + self.tool_calls) / (
+            self.sweep_model_calls + self.sweep_tool_calls
+        )
+
+
+def group(rows: Sequence[Row], n: int, position: str, family: str) -> Group | None:
+    members = _members(family)
+    mine = [r for r in rows if r.steps == n and r.position == position and r.family in members]
+    adaptive = [r for r in mine if r.strategy == "adaptive"]
+    sweep = [r for r in mine if r.strategy == "sweep"]
+    if not adaptive:
+        return None
+    right, wrong, inconclusive = _verdicts(adaptive)
+    ran = all(r.verdict for r in sweep)
+    return Group(
+        n,
+        position,
+        family,
+        len(adaptive),
+        right,
+        wrong,
+        inconclusive,
+        sum(r.model_calls for r in adaptive) / len(adaptive),
+        sum(r.tool_calls for r in adaptive) / len(adaptive),
+        sum(r.model_calls for r in sweep) / len(sweep),
+        sum(r.tool_calls for r in sweep) / len(sweep),
+        _verdicts(sweep) if ran else None,
     )
+
+
+def _verdicts(rows: Sequence[Row]) -> tuple[int, int, int]:
+    """Right, wrong and inconclusive answers."""
+    return (
+        sum(r.verdict == "right" for r in rows),
+        sum(r.verdict == "wrong" for r in rows),
+        sum(r.verdict == "inconclusive" for r in rows),
+    )
+
+
+def _label(family: str) -> str:
+    return f"planted ({len(TARGET_FAMILIES)} families)" if family == PLANTED else family
+
+
+def _target(g: Group) -> str:
+    target = TARGETS.get(g.steps)
+    if target is None or g.families != PLANTED:
+        return ""
+    return f"≤ {target:.2f} ×: {'met' if g.ratio <= target else 'missed'}"
+
+
+def print_table(
+    rows: Sequence[Row],
+    sizes: Sequence[int],
+    positions: Sequence[str] = POSITIONS,
+    per_family: bool = False,
+) -> None:
+    """The README's table (markdown): per size and position, the planted families' answers and
+    calls against the sweep, with ``lucky`` and ``near-margin`` apart, and ``gradual`` per size;
+    then the targets' verdicts."""
+    print(
+        "| steps | culprit | models | runs | adaptive right / wrong / inconclusive "
+        "| adaptive model + tool calls per run | sweep model + tool calls per run "
+        "| adaptive ÷ sweep | target |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
+    shown = [PLANTED, *OWN_ROWS]
+    if per_family:
+        shown += [f for f in FAMILIES if f not in OWN_ROWS and f != "gradual"]
+    groups: list[Group] = []
     for n in sizes:
-        for family in (*FAMILIES, PLANTED):
-            calls = {}
-            for strategy in ("sweep", "adaptive"):
-                mine = [
-                    r
-                    for r in rows
-                    if r.steps == n
-                    and r.strategy == strategy
-                    and (r.family == family or (family == PLANTED and r.family != "gradual"))
-                ]
-                share = {
-                    v: sum(r.verdict == v for r in mine) / len(mine)
-                    for v in ("right", "inconclusive", "wrong")
-                }
-                calls[strategy] = sum(r.calls for r in mine) / len(mine)
-                ratio = "" if strategy == "sweep" else f"{calls['adaptive'] / calls['sweep']:.3f}x"
-                print(
-                    f"{n:>5} {family:>8} {strategy:>9} {share['right']:>6.0%} "
-                    f"{share['inconclusive']:>9.0%} {share['wrong']:>6.0%} "
-                    f"{calls[strategy]:>10,.0f} {ratio:>7}"
+        for position in (*positions, ""):
+            for family in ["gradual"] if position == "" else shown:
+                g = group(rows, n, position, family)
+                if g is None:
+                    continue
+                groups.append(g)
+                sweep_verdicts = (
+                    f" (sweep {' / '.join(map(str, g.sweep_verdicts))})" if g.sweep_verdicts else ""
                 )
-        ratio = calls["adaptive"] / calls["sweep"]  # the planted families' row
-        target = TARGETS.get(n)
-        if target is not None:
+                print(
+                    f"| {n} | {position or 'none'} | {_label(family)} | {g.runs} "
+                    f"| {g.right} / {g.wrong} / {g.inconclusive}{sweep_verdicts} "
+                    f"| {g.model_calls:,.0f} + {g.tool_calls:,.0f} "
+                    f"| {g.sweep_model_calls:,.0f} + {g.sweep_tool_calls:,.0f} "
+                    f"| {g.ratio:.3f} × | {_target(g)} |"
+                )
+    print()
+    for g in groups:
+        if _target(g):
             print(
-                f"{n:>5} planted families: adaptive/sweep calls {ratio:.3f}x, target <= {target}: "
-                f"{'met' if ratio <= target else 'missed'}"
+                f"{g.steps} steps, culprit {g.position}: {_label(g.families)} at {g.ratio:.3f} × "
+                f"the sweep's calls, target {_target(g)}"
             )
     wrong = {
         strategy: sum(
@@ -245,10 +480,49 @@ def print_table(rows: list[Row], sizes: list[int]) -> None:
         )
         for strategy in ("sweep", "adaptive")
     }
-    print(
-        f"gradual: wrong answers, sweep {wrong['sweep']}, adaptive {wrong['adaptive']}: "
-        f"{'met' if wrong['adaptive'] <= wrong['sweep'] else 'missed'} (never worse than the sweep)"
+    if any(r.family == "gradual" for r in rows):
+        print(
+            f"gradual: wrong answers, sweep {wrong['sweep']}, adaptive {wrong['adaptive']}: "
+            f"{'met' if wrong['adaptive'] <= wrong['sweep'] else 'missed'} "
+            "(never worse than the sweep)"
+        )
+    wrong_all = sum(r.verdict == "wrong" for r in rows if r.strategy == "adaptive")
+    runs = sum(r.strategy == "adaptive" for r in rows)
+    print(f"adaptive: {wrong_all} wrong of {runs} runs")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--instances", type=int, default=6, help="per family, size and position")
+    parser.add_argument(
+        "--large-instances",
+        type=int,
+        default=2,
+        help=f"instances at {LARGE} steps and more (default 2)",
     )
+    parser.add_argument("--sizes", default="8,16,32,64,128")
+    parser.add_argument("--positions", default=",".join(POSITIONS))
+    parser.add_argument(
+        "--run-sweep",
+        action="store_true",
+        help="run the sweep on every instance (else its calls are the dry run's)",
+    )
+    parser.add_argument("--jobs", type=int, default=1, help="processes (default 1)")
+    parser.add_argument("--per-family", action="store_true", help="a row for every family")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    positions = [p for p in args.positions.split(",") if p]
+    unknown = [p for p in positions if p not in WINDOWS]
+    if unknown:
+        parser.error(f"--positions: {', '.join(unknown)} (known: {', '.join(POSITIONS)})")
+    rows = measure(
+        args.instances, sizes, args.jobs, positions, args.large_instances, args.run_sweep
+    )
+    if args.json:
+        print(json.dumps([asdict(r) for r in rows], indent=2))
+        return
+    print_table(rows, sizes, positions, args.per_family)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ families from these parts.
 from __future__ import annotations
 
 import random
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -115,8 +115,13 @@ def trajectory_of(model: Model, name: str) -> Trajectory:
     return Trajectory.build(name, steps)
 
 
-def registry_of(model: Model) -> Registry:
+def registry_of(model: Model, calls: Counter[str] | None = None) -> Registry:
+    """The model's resample functions and verifier; each call counted in ``calls`` by step kind
+    (``llm``: a model call, the rest tool calls), when given."""
+
     def resample(step: Step, ctx: RolloutContext) -> dict[str, Any]:
+        if calls is not None:
+            calls[step.kind.value] += 1
         transition = model.steps[step.index].transition
         assert transition is not None, "observed-only steps are never resampled"
         state = draw(transition(current_state(ctx.history, model.initial)), ctx.rng.random())
