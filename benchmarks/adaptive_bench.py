@@ -31,8 +31,9 @@ Each instance is attributed with the adaptive default (``--max-rollouts 640``) a
 every family and position up to 16 steps (where the run's calls are checked against the dry run's),
 and everywhere with ``--run-sweep``. Calls are counted by step kind as the resample functions
 run: ``llm`` steps' are model calls, the rest tool calls. An answer is wrong in the error bound's
-sense (a named step with no effect, or one before a step whose effect exceeds the margin),
-inconclusive, or right (any other named step: the planted one, in every family but ``gradual``).
+sense (a named step with no effect, or one before a step whose effect exceeds the margin; or the
+verdict ``settled``, no resamplable step matters, where one's effect exceeds it), inconclusive, or
+right (any other named step: the planted one, in every family but ``gradual``).
 
 The verdicts: the ratio of calls, adaptive over sweep, per size and position over issue 10's four
 families with a planted culprit (``single``, ``small``, ``two``, ``history``: the ``planted``
@@ -89,6 +90,8 @@ POSITIONS = ("early", "middle", "late")
 WINDOWS = {"early": (0.0, 0.1), "middle": (0.45, 0.55), "late": (0.9, 1.0)}
 SWEEP_ROLLOUTS = 100
 MARGIN = 0.1  # the default --margin
+#: The verdict that says no resamplable step matters (issue 25's item 4).
+SETTLED = "settled"
 #: Targets on the planted rows, at every position: issue 10's at 32 steps, issue 25's at 64.
 TARGETS = {32: 0.15, 64: 0.10}
 #: The row of issue 10's planted families.
@@ -250,9 +253,13 @@ def _gradual(n: int, rng: random.Random) -> Model:
     return b.model("gradual", lambda s: s[0] >= threshold, -1)
 
 
-def judge(named: int | None, effects: dict[int, float]) -> str:
-    """Wrong in the error bound's sense, inconclusive, or right."""
+def judge(named: int | None, effects: dict[int, float], verdict: str = "") -> str:
+    """Wrong in the error bound's sense, inconclusive, or right. No step named is inconclusive,
+    unless the verdict is ``settled`` (no resamplable step matters): wrong where a step's effect
+    passes the margin, else right."""
     if named is None:
+        if verdict == SETTLED:
+            return "wrong" if any(abs(a) > MARGIN for a in effects.values()) else "right"
         return "inconclusive"
     later = [abs(a) for i, a in effects.items() if i > named]
     wrong = effects[named] <= 1e-9 or any(a > MARGIN for a in later)
@@ -312,7 +319,7 @@ def run(task: Task) -> list[Row]:
             planned = planned_cost(trajectory, registry, config)
             if planned.calls_by_kind != {k: v for k, v in sorted(calls.items()) if v}:
                 raise RuntimeError(f"{family}-{n}: the sweep made {calls}, planned {planned}")
-        verdict = judge(result.point_of_commitment, effects)
+        verdict = judge(result.point_of_commitment, effects, result.verdict.value)
         model_calls = calls["llm"]
         rows.append(
             Row(family, n, position, instance, strategy.value, verdict, result.step_executions,
