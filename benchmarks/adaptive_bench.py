@@ -43,7 +43,7 @@ that the adaptive default is never wrong more often than the sweep.
 
 Usage::
 
-    python benchmarks/adaptive_bench.py [--instances 6] [--large-instances 2] \\
+    python benchmarks/adaptive_bench.py [--instances 6] [--large-instances 4] \\
         [--sizes 8,16,32,64,128] [--positions early,middle,late] [--run-sweep] [--jobs 1] \\
         [--per-family] [--json]
 """
@@ -438,6 +438,15 @@ def _target(g: Group) -> str:
     return f"≤ {target:.2f} ×: {'met' if g.ratio <= target else 'missed'}"
 
 
+def _answers(g: Group) -> str:
+    return f"{g.right} / {g.wrong} / {g.inconclusive}"
+
+
+def _ratio(g: Group) -> str:
+    target = _target(g)
+    return f"{g.ratio:.3f} ×" + (f" ({target})" if target else "")
+
+
 def print_table(
     rows: Sequence[Row],
     sizes: Sequence[int],
@@ -445,35 +454,35 @@ def print_table(
     per_family: bool = False,
 ) -> None:
     """The README's table (markdown): per size and position, the planted families' answers and
-    calls against the sweep, with ``lucky`` and ``near-margin`` apart, and ``gradual`` per size;
-    then the targets' verdicts."""
+    calls against the sweep, ``lucky``'s and ``near-margin``'s beside them, and ``gradual`` per
+    size; with ``per_family``, a row for each family as well; then the targets' verdicts."""
     print(
-        "| steps | culprit | models | runs | adaptive right / wrong / inconclusive "
-        "| adaptive model + tool calls per run | sweep model + tool calls per run "
-        "| adaptive ÷ sweep | target |"
+        "| steps | culprit | runs | right / wrong / inconclusive "
+        "| adaptive calls per run: model + tool | sweep calls per run: model + tool "
+        "| adaptive ÷ sweep | lucky: right / wrong / inconcl., ÷ sweep "
+        "| near-margin: right / wrong / inconcl., ÷ sweep |"
     )
     print("|---|---|---|---|---|---|---|---|---|")
-    shown = [PLANTED, *OWN_ROWS]
-    if per_family:
-        shown += [f for f in FAMILIES if f not in OWN_ROWS and f != "gradual"]
     groups: list[Group] = []
     for n in sizes:
         for position in (*positions, ""):
-            for family in ["gradual"] if position == "" else shown:
-                g = group(rows, n, position, family)
-                if g is None:
-                    continue
-                groups.append(g)
-                sweep_verdicts = (
-                    f" (sweep {' / '.join(map(str, g.sweep_verdicts))})" if g.sweep_verdicts else ""
-                )
-                print(
-                    f"| {n} | {position or 'none'} | {_label(family)} | {g.runs} "
-                    f"| {g.right} / {g.wrong} / {g.inconclusive}{sweep_verdicts} "
-                    f"| {g.model_calls:,.0f} + {g.tool_calls:,.0f} "
-                    f"| {g.sweep_model_calls:,.0f} + {g.sweep_tool_calls:,.0f} "
-                    f"| {g.ratio:.3f} × | {_target(g)} |"
-                )
+            family = "gradual" if position == "" else PLANTED
+            g = group(rows, n, position, family)
+            if g is None:
+                continue
+            groups.append(g)
+            own = [group(rows, n, position, f) for f in OWN_ROWS] if position else []
+            beside = [f"{_answers(o)}, {o.ratio:.3f} ×" if o else "" for o in own]
+            sweep = f" (sweep {' / '.join(map(str, g.sweep_verdicts))})" if g.sweep_verdicts else ""
+            print(
+                f"| {n} | {position or 'none: gradual'} | {g.runs} | {_answers(g)}{sweep} "
+                f"| {g.model_calls:,.0f} + {g.tool_calls:,.0f} "
+                f"| {g.sweep_model_calls:,.0f} + {g.sweep_tool_calls:,.0f} "
+                f"| {_ratio(g)} | {' | '.join(beside or ['', ''])} |"
+            )
+    if per_family:
+        print()
+        print_families(rows, sizes, positions)
     print()
     for g in groups:
         if _target(g):
@@ -498,14 +507,35 @@ def print_table(
     print(f"adaptive: {wrong_all} wrong of {runs} runs")
 
 
+def print_families(rows: Sequence[Row], sizes: Sequence[int], positions: Sequence[str]) -> None:
+    """A row for each family, size and position (markdown)."""
+    print(
+        "| steps | culprit | family | runs | right / wrong / inconclusive "
+        "| adaptive calls per run: model + tool | sweep calls per run: model + tool "
+        "| adaptive ÷ sweep |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    for n in sizes:
+        for position in (*positions, ""):
+            for family in ["gradual"] if position == "" else FAMILIES[:-1]:
+                g = group(rows, n, position, family)
+                if g is not None:
+                    print(
+                        f"| {n} | {position or 'none'} | {family} | {g.runs} | {_answers(g)} "
+                        f"| {g.model_calls:,.0f} + {g.tool_calls:,.0f} "
+                        f"| {g.sweep_model_calls:,.0f} + {g.sweep_tool_calls:,.0f} "
+                        f"| {g.ratio:.3f} × |"
+                    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--instances", type=int, default=6, help="per family, size and position")
     parser.add_argument(
         "--large-instances",
         type=int,
-        default=2,
-        help=f"instances at {LARGE} steps and more (default 2)",
+        default=4,
+        help=f"instances at {LARGE} steps and more (default 4)",
     )
     parser.add_argument("--sizes", default="8,16,32,64,128")
     parser.add_argument("--positions", default=",".join(POSITIONS))
