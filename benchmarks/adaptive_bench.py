@@ -277,6 +277,7 @@ class Row:
     calls: int
     model_calls: int
     tool_calls: int
+    settled: bool = False  # the verdict: no resamplable step matters
 
 
 #: (family, steps, position, instance, run the sweep).
@@ -323,7 +324,8 @@ def run(task: Task) -> list[Row]:
         model_calls = calls["llm"]
         rows.append(
             Row(family, n, position, instance, strategy.value, verdict, result.step_executions,
-                model_calls, result.step_executions - model_calls)
+                model_calls, result.step_executions - model_calls,
+                result.verdict.value == SETTLED)
         )  # fmt: skip
     return rows
 
@@ -502,9 +504,15 @@ def print_table(
             f"{'met' if wrong['adaptive'] <= wrong['sweep'] else 'missed'} "
             "(never worse than the sweep)"
         )
-    wrong_all = sum(r.verdict == "wrong" for r in rows if r.strategy == "adaptive")
-    runs = sum(r.strategy == "adaptive" for r in rows)
-    print(f"adaptive: {wrong_all} wrong of {runs} runs")
+    adaptive = [r for r in rows if r.strategy == "adaptive"]
+    wrong_all = [r for r in adaptive if r.verdict == "wrong"]
+    settled = [r for r in wrong_all if r.settled]
+    by_family = Counter(r.family for r in settled)
+    print(
+        f"adaptive: {len(wrong_all)} wrong of {len(adaptive)} runs; {len(settled)} of them the "
+        "verdict settled (no resamplable step matters) where a step's effect passes the margin"
+        + (f" ({', '.join(f'{f} {c}' for f, c in by_family.most_common())})" if settled else "")
+    )
 
 
 def print_families(rows: Sequence[Row], sizes: Sequence[int], positions: Sequence[str]) -> None:
