@@ -30,7 +30,8 @@ Each instance is attributed with the adaptive default (``--max-rollouts 640``) a
 ``gradual`` (whose verdict compares the two strategies' wrong answers), on the first instance of
 every family and position up to 16 steps (where the run's calls are checked against the dry run's),
 and everywhere with ``--run-sweep``. Calls are counted by step kind as the resample functions
-run: ``llm`` steps' are model calls, the rest tool calls. An answer is wrong in the error bound's
+run (and checked against the result's own count, ``AttributionResult.spend``): ``llm`` steps' are
+model calls, the rest tool calls. An answer is wrong in the error bound's
 sense (a named step with no effect, or one before a step whose effect exceeds the margin; or the
 verdict ``settled``, no resamplable step matters, where one's effect exceeds it), inconclusive, or
 right (any other named step: the planted one, in every family but ``gradual``).
@@ -314,14 +315,18 @@ def run(task: Task) -> list[Row]:
             continue
         calls.clear()
         result = attribute(trajectory, registry, config)
-        if sum(calls.values()) != result.step_executions:
-            raise RuntimeError(f"{family}-{n}: counted {calls} for {result.step_executions} calls")
+        model_calls = calls["llm"]
+        counted = (model_calls, sum(calls.values()) - model_calls)
+        if (
+            counted != (result.spend.model, result.spend.tool)
+            or sum(counted) != result.step_executions
+        ):
+            raise RuntimeError(f"{family}-{n}: counted {calls}, the result says {result.spend}")
         if strategy is Strategy.SWEEP:
             planned = planned_cost(trajectory, registry, config)
             if planned.calls_by_kind != {k: v for k, v in sorted(calls.items()) if v}:
                 raise RuntimeError(f"{family}-{n}: the sweep made {calls}, planned {planned}")
         verdict = judge(result.point_of_commitment, effects, result.verdict.value)
-        model_calls = calls["llm"]
         rows.append(
             Row(family, n, position, instance, strategy.value, verdict, result.step_executions,
                 model_calls, result.step_executions - model_calls,
