@@ -59,6 +59,10 @@ def adaptive(
     if searched.stop is Stop.FALLS:
         cleared = _still_cleared(searched, resamplable)
         start = m - 1 if cleared is None else cleared - 1
+    elif searched.stop is Stop.DONE and searched.hi == 0:
+        # every step cleared together: "no resamplable step matters" would rest on the
+        # search's assumption alone, so each step is tested alone, from the end
+        start, cleared = m - 1, None
     elif searched.stop is not Stop.SKIPPED:
         cleared = searched.hi if searched.hi < m else None
         # where the search stayed open, the verdict is its bracket; else the scan goes on from lo
@@ -206,6 +210,12 @@ def _notes(
             f"adaptive: the failure rate {'fell' if mode is Mode.FAILURE else 'rose'} as more of "
             f"the record was kept (resampling from step {a} against from step {b}), which the "
             f"search assumes never happens: {kept}"
+        )
+    if searched.stop is Stop.DONE and searched.hi == 0:
+        notes.append(
+            "adaptive: resampling every resamplable step together left the failure rate as the "
+            "record's, which clears no step alone (one can matter alone where they do nothing "
+            "together, if another undid it): each was tested alone, from the end"
         )
     cleared = [i for i in resamplable if steps[i].cleared_by is not None]
     if cleared:

@@ -300,13 +300,14 @@ def _verdict(mode: Mode, found: Localisation | None, config: AttributionConfig) 
 
 def settled(found: Localisation) -> bool:
     """Whether the rollouts showed that no resamplable step changes the failure rate: every one
-    shown to have no effect (alone, or together with the later ones) and no group of them shown
-    to matter together (a failure that built up stays inconclusive: no step is its culprit)."""
+    shown to have no effect alone (steps cleared only together rest on the search's assumption,
+    which is not enough for this verdict) and no group of them shown to matter together (a
+    failure that built up stays inconclusive: no step is its culprit)."""
     resamplable = [s for s in found.steps if s.resamplable]
     return (
         bool(resamplable)
         and found.bracket is None
-        and all(s.no_effect or s.cleared_by is not None for s in resamplable)
+        and all(s.no_effect for s in resamplable)
         and not any(t.comparison.significant for t in found.search)
     )
 
@@ -398,7 +399,8 @@ def _root_words(found: Localisation, poc: int, name: Callable[[int], str]) -> st
 
 
 def _settled(found: Localisation, mode: Mode, margin: float, name: Callable[[int], str]) -> str:
-    """The words of a `Verdict.SETTLED`: what was shown, alone or together, and no more."""
+    """The words of a `Verdict.SETTLED`, or of the steps shown to do nothing only together (an
+    inconclusive verdict): what was shown, and no more."""
     failure = "failure" if mode is Mode.FAILURE else "success"
     settled = (
         f"the {failure} was settled before the first resamplable step, or by an observed-only step"
@@ -409,14 +411,15 @@ def _settled(found: Localisation, mode: Mode, margin: float, name: Callable[[int
             f"No resamplable step changes the {failure} rate: each one, resampled with every "
             f"later one, changes it by no more than ±{margin:g} against keeping it ({settled})."
         )
-    joint = next(t for t in found.search if t.start == cleared[0].cleared_by)
+    joint = next(t for t in found.search if t.clears and t.start == cleared[0].cleared_by)
     low, high = joint.comparison.no_effect_interval
     alone = [s.index for s in found.steps if s.resamplable and s.cleared_by is None]
     also = "; the steps before it were each shown to have no effect alone" if alone else ""
     return (
-        f"Resampling every resamplable step from {name(joint.start)} on, all at once, changes the "
-        f"{failure} rate by [{low:+.2f}, {high:+.2f}] against the record, inside ±{margin:g}"
-        f"{also}: {settled}. No step from {name(joint.start)} on was tested alone: one could "
+        f"Inconclusive: resampling every resamplable step from {name(joint.start)} on, all at "
+        f"once, changes the {failure} rate by [{low:+.2f}, {high:+.2f}] against the record, inside "
+        f"±{margin:g}{also}, as if {settled}. No step from {name(joint.start)} on was tested "
+        "alone: one could "
         f"still matter alone if another undid its effect (an earlier step's recorded output a "
         f"rare piece of luck that a later step lost), which the search assumes never happens; "
         f"--strategy scan tests each step alone."
@@ -468,7 +471,7 @@ def _located(found: Localisation, poc: int, mode: Mode, margin: float, named: st
     bound = f"The chance that these tests name a wrong step is at most {ERROR_BOUND:g}"
     level = percent(step.no_effect_confidence or 0.0)
     alone = [s for s in later if s.cleared_by is None]
-    joint = next((t for t in found.search if t.start == later[-1].cleared_by), None)
+    joint = next((t for t in found.search if t.clears and t.start == later[-1].cleared_by), None)
     if joint is None:
         return (
             f"{shown}, and every later resamplable step's {level} interval lies inside ±{margin:g} "

@@ -168,6 +168,11 @@ class SuffixTest:
     screen: bool = False
 
     @property
+    def clears(self) -> bool:
+        """A full question shown to have no effect: its steps are cleared together."""
+        return not self.screen and self.comparison.no_effect
+
+    @property
     def decision(self) -> str:
         c = self.comparison
         if c.significant:

@@ -250,7 +250,7 @@ def _decision(step: StepAttribution, wide: bool, search: Sequence[SuffixTest] = 
     """Which test the step passed, with the bound it read when the terminal has room; a step the
     search cleared with every later one names the step the joint test resampled from."""
     if step.cleared_by is not None:
-        joint = next((t for t in search if t.start == step.cleared_by), None)
+        joint = next((t for t in search if t.clears and t.start == step.cleared_by), None)
         if not wide:
             return f"no effect ≥#{step.cleared_by}"
         bound = f" {_interval(*joint.comparison.no_effect_interval)}" if joint else ""

@@ -104,19 +104,18 @@ def test_a_failure_that_built_up_is_never_pinned_on_one_step() -> None:
     assert any(t.decision == "matters" for t in result.search)  # jointly, the later steps matter
 
 
-def test_the_scan_makes_no_assumption_where_the_search_does() -> None:
+def test_a_run_cleared_whole_is_tested_step_by_step_before_it_is_called_settled() -> None:
     """A one-in-a-thousand lucky step, then a crash it had made impossible: resampling both is
-    almost the record (the luck rarely comes back, so the crash rarely matters), and the search,
-    which reads a suffix that does nothing as steps that do nothing, clears the crash too. The scan
-    estimates each step alone and names it. The README states the assumption."""
+    almost the record (the luck rarely comes back, so the crash rarely matters), so the search
+    clears the whole run together. Saying "no resamplable step matters" on that alone would rest
+    on the search's assumption, which this run breaks: each step is then tested alone, from the
+    end, and the crash is named (before issue 25: "no resampled step changes the failure rate")."""
     model = run("trap", 48, {20: Luck(0.001), 23: Crash(0.0, 1.0)})
     assert model.effects()[23] == pytest.approx(1.0) and model.effects()[20] < -0.9
     searched = _attributed(model)
-    assert searched.point_of_commitment is None
-    # what the search showed is said as shown: all resampled together, never one by one
-    assert "all at once" in searched.explanation
-    assert "No step from step 0 (tool s00_noise) on was tested alone" in searched.explanation
-    assert "No resamplable step changes" not in searched.explanation
+    assert searched.point_of_commitment == 23 and searched.verdict is Verdict.CULPRIT
+    assert {t.start: t.decision for t in searched.search}[0] == "no effect"
+    assert any("each was tested alone, from the end" in n for n in searched.notes)
     scanned = _attributed(model, dataclasses.replace(ADAPTIVE, strategy=Strategy.SCAN))
     assert scanned.point_of_commitment == 23 and not scanned.search
 

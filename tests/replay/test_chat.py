@@ -143,7 +143,7 @@ def test_attribution_through_the_loop_names_list_deploys(
     ok(
         invoke(
             runner, samples, "attribute", "ef2843ff", "--resamplers", RESAMPLERS, "--driver",
-            "chat", "--rollouts", "40", "--json-out", str(out),
+            "chat", "--rollouts", "64", "--json-out", str(out),
         )
     )  # fmt: skip
     report = json.loads(out.read_text())
