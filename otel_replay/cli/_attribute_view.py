@@ -259,7 +259,10 @@ def _decision(
     if before is not None:
         return f"no effect, with all before #{before}" if wide else f"no effect <#{before}"
     if step.cleared_by is not None:
-        joint = next((t for t in search if t.start == step.cleared_by), None)
+        # the full question that cleared it, not a screen's batch from the same step
+        joint = next(
+            (t for t in search if t.start == step.cleared_by and t.decision == "no effect"), None
+        )
         if not wide:
             return f"no effect ≥#{step.cleared_by}"
         bound = f" {_interval(*joint.comparison.no_effect_interval)}" if joint else ""
