@@ -192,3 +192,19 @@ def test_names_from_a_trace_are_text_and_credit_turns_the_words_around() -> None
     )
     # the swap question asks about another model: no root-cause line
     assert root_cause_line(dataclasses.replace(result, swap_model="large")) is None
+
+
+def test_a_joint_clearing_shows_the_interval_of_the_question_that_cleared_it() -> None:
+    """The search screens from the end with one batch per question, then asks full questions; a
+    screen's batch from the same step is no evidence, and the table reads the full question."""
+    from otel_replay.cli._attribute_view import _decision
+    from tests.attribution.long_runs import Crash, Luck
+
+    model = run("trap", 48, {20: Luck(0.001), 23: Crash(0.0, 1.0)})
+    result = attribute(model.trajectory(), model.registry(), AttributionConfig())
+    (full,) = [t for t in result.search if t.start == 0 and t.decision == "no effect"]
+    assert any(t.start == 0 and t.decision != "no effect" for t in result.search)  # a screen
+    low, high = full.comparison.no_effect_interval
+    assert _decision(result.steps[5], True, result.search) == (
+        f"no effect, with all from #0 [{low:+.2f}, {high:+.2f}]"
+    )
