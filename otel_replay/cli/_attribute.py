@@ -164,6 +164,14 @@ def attribute_command(
     repair: Annotated[
         bool, typer.Option("--repair", help="Search the smallest saving change.")
     ] = False,
+    root_cause: Annotated[
+        bool,
+        typer.Option(
+            "--root-cause",
+            help="Adaptive and scan: also look for the root cause, the earliest step that "
+            "matters, at a cost shown apart (the sweep always reports it).",
+        ),
+    ] = False,
     on_success: Annotated[
         OnSuccess, typer.Option(help="What to do with a passing run.")
     ] = OnSuccess.ERROR,
@@ -244,7 +252,7 @@ def attribute_command(
             method=method, fail_threshold=fail_threshold, margin=margin, repair=repair,
             on_success=on_success, on_resampler_error=on_resampler_error, workers=workers,
             concurrency=concurrency, driver=driver, max_turns=max_turns, swap_model=swap_model,
-            swap_from=swap_from, keep_rollouts=keep_rollouts,
+            swap_from=swap_from, keep_rollouts=keep_rollouts, root_cause=root_cause,
         )  # fmt: skip
         code = user_code(
             resamplers=resamplers, verifier=verifier, success_if=success_if, fail_if=fail_if,

@@ -30,6 +30,7 @@ from otel_replay.attribution._cost import PlannedCost
 from otel_replay.attribution._engine import Progress, Spending, Spent
 from otel_replay.attribution._results import StepAttribution, SuffixTest, percent
 from otel_replay.attribution._run import planned_cost_stored
+from otel_replay.cli._causes_view import cleared_before, pn_ps, root_cause_line
 from otel_replay.cli._common import (
     console,
     err_console,
@@ -240,16 +241,25 @@ def _budget(result: AttributionResult, config: AttributionConfig) -> str:
 _WIDE_TABLE = 110
 
 
-def _name_width(wide: bool, shapley: bool) -> int:
+def _name_width(wide: bool, shapley: bool, causes: bool = False) -> int:
     """What the name column may take: the terminal less the other columns and their padding."""
     others = (88 if shapley else 76) if wide else (70 if shapley else 62)
-    return max(10, console.width - others)
+    return max(10, console.width - others - (12 if causes else 0))
 
 
-def _decision(step: StepAttribution, wide: bool, search: Sequence[SuffixTest] = ()) -> str:
+def _decision(
+    step: StepAttribution,
+    wide: bool,
+    search: Sequence[SuffixTest] = (),
+    before: int | None = None,
+) -> str:
     """Which test the step passed, with the bound it read when the terminal has room; a step the
-    search cleared with every later one names the step the joint test resampled from."""
+    search cleared with every later one names the step the joint test resampled from, one the
+    root cause's search cleared with every earlier one (``before``) the step it stopped at."""
+    if before is not None:
+        return f"no effect, with all before #{before}" if wide else f"no effect <#{before}"
     if step.cleared_by is not None:
+        # the full question that cleared it, not a screen's batch from the same step
         joint = next((t for t in search if t.clears and t.start == step.cleared_by), None)
         if not wide:
             return f"no effect ≥#{step.cleared_by}"
@@ -263,11 +273,15 @@ def _decision(step: StepAttribution, wide: bool, search: Sequence[SuffixTest] = 
 
 
 def _joint_caption(result: AttributionResult, wide: bool) -> str:
-    """How the table words the steps the search cleared together, when there are any."""
-    if not any(s.cleared_by is not None for s in result.steps):
-        return ""
-    how = "'no effect, with all from #k'" if wide else "'no effect ≥#k'"
-    return f" ({how}: shown together with every step from #k on, by the search)"
+    """How the table words the steps the searches cleared together, when there are any."""
+    words = []
+    if any(s.cleared_by is not None for s in result.steps):
+        how = "'no effect, with all from #k'" if wide else "'no effect ≥#k'"
+        words.append(f"{how}: shown together with every step from #k on, by the search")
+    if any(cleared_before(result, s) is not None for s in result.steps):
+        how = "'no effect, with all before #k'" if wide else "'no effect <#k'"
+        words.append(f"{how}: together with every step before #k, by the root cause's search")
+    return f" ({'; '.join(words)})" if words else ""
 
 
 def _render(result: AttributionResult, config: AttributionConfig) -> None:
@@ -287,6 +301,7 @@ def _render(result: AttributionResult, config: AttributionConfig) -> None:
         rates = f"P(fail) with {shown(swap)} from the next step / from this one"
         located = f"the latest step from which {shown(swap)} saves the run"
     wide = console.width >= _WIDE_TABLE
+    causes = wide and any(s.necessity or s.sufficiency for s in result.steps)
     intervals = "95% intervals" if wide else "intervals and bounds in --json (or a wider terminal)"
     table = Table(
         box=box.SIMPLE_HEAD,
@@ -303,6 +318,13 @@ def _render(result: AttributionResult, config: AttributionConfig) -> None:
                 else ""
             )
             + f"◀ {located}"
+            + (
+                "; PN / PS: the probabilities of necessity (resampling the step turns the "
+                "outcome around) and sufficiency (keeping it brings the outcome about), their "
+                "intervals in --json"
+                if causes
+                else ""
+            )
         ),
     )
     table.add_column("#", justify="right", no_wrap=True)
@@ -310,13 +332,15 @@ def _render(result: AttributionResult, config: AttributionConfig) -> None:
     table.add_column(
         "name",
         overflow="ellipsis",
-        max_width=_name_width(wide, result.shapley is not None),
+        max_width=_name_width(wide, result.shapley is not None, causes),
         no_wrap=True,
     )
     estimand = "credit" if credit or swap else "attribution"
     table.add_column(estimand, justify="right", no_wrap=True)
     table.add_column("P(fail)", justify="right", no_wrap=True)
     table.add_column("test", no_wrap=True)
+    if causes:
+        table.add_column("PN / PS", justify="right", no_wrap=True)
     shapley = result.shapley is not None
     if shapley:
         table.add_column("shapley", justify="right", no_wrap=True)
@@ -327,7 +351,8 @@ def _render(result: AttributionResult, config: AttributionConfig) -> None:
             marker = "◀"
         if not step.resamplable:
             cells = [str(step.index), step.kind, shown(step.name), "observed-only", "", ""]
-            table.add_row(*cells, *([""] if shapley else []), "", style="dim")
+            cells += [""] * (causes + shapley)
+            table.add_row(*cells, "", style="dim")
             continue
         estimate = ""
         if step.attribution is not None:
@@ -338,9 +363,11 @@ def _render(result: AttributionResult, config: AttributionConfig) -> None:
             f"{step.kept.value:.2f}/{step.ablated.value:.2f}" if step.kept and step.ablated else ""
         )
         cells = [str(step.index), step.kind, shown(step.name), estimate, rates]
-        decision = _decision(step, wide, result.search)
+        decision = _decision(step, wide, result.search, cleared_before(result, step))
         left_out = sum(p.left_out for p in (step.kept, step.ablated) if p is not None)
         cells.append(f"{decision}, {left_out} left out" if wide and left_out else decision)
+        if causes:
+            cells.append(pn_ps(step))
         if shapley:
             if step.shapley is not None and step.shapley_se is not None:
                 differs = " ≠" if step.shapley_disagrees else ""
@@ -352,6 +379,9 @@ def _render(result: AttributionResult, config: AttributionConfig) -> None:
         table.add_row(*cells, marker, style=style)
     console.print(table)
     console.print(f"[bold]{result.verdict.value}[/]: {shown(result.explanation)}")
+    root = root_cause_line(result)
+    if root is not None:
+        console.print(root[0], style="dim" if root[1] else None, highlight=False)
     console.print(cost_line(result), highlight=False)
     if result.judge is not None:
         _print_judge(result.judge)

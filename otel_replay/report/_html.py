@@ -18,8 +18,10 @@ from typing import Any
 import orjson
 
 from otel_replay.attribution._config import BudgetUnit, budget_words
+from otel_replay.attribution._results import percent
 from otel_replay.attribution._spend import Spend
 from otel_replay.model import StepKind, Trajectory
+from otel_replay.report._causes import pn_ps, root_cause
 from otel_replay.report._page import esc, page
 from otel_replay.report._timeline import Mark, run_section
 from otel_replay.transcript import compared_output
@@ -72,7 +74,7 @@ def report_body(report: dict[str, Any], trajectory: Trajectory | None) -> str:
     located, title = asked.located, esc(asked.title)
     return (
         f"<h1>{title} of run <span class='mono'>{esc(report.get('trajectory_id', '?'))}</span></h1>"
-        f"{_banner(report, asked)}"
+        f"{_banner(report, asked)}{root_cause(report, located)}"
         f"<h2>1 · The run</h2>{_run(report, trajectory, asked)}"
         f"<h2>2 · The attribution</h2>{_attribution(report, located)}"
         f"<h2>3 · The repair</h2>{_repair(report, trajectory)}"
@@ -104,6 +106,12 @@ def _banner(report: dict[str, Any], asked: Question) -> str:
         return (
             f'<div class="banner undecided" id="verdict"><b>Inconclusive{esc(between)}.</b>'
             f"{esc(might)}{explanation}</div>"
+        )
+    if verdict == "settled":
+        failure = "success" if report.get("mode") == "credit" else "failure"
+        return (
+            f'<div class="banner settled" id="verdict"><b>Settled: no resamplable step changes '
+            f"the {failure} rate.</b>{explanation}</div>"
         )
     if verdict == "no-evidence":
         return (
@@ -197,6 +205,10 @@ def _run(report: dict[str, Any], trajectory: Trajectory | None, asked: Question)
     repair = report.get("repair")
     if isinstance(repair, dict) and isinstance(repair.get("step_index"), int):
         marks.setdefault(repair["step_index"], []).append(Mark("repaired below", "repaired"))
+    root = report.get("root_cause")
+    step = root.get("step") if isinstance(root, dict) else None
+    if isinstance(step, int) and step != asked.located and report.get("mode") != "swap-model":
+        marks.setdefault(step, []).append(Mark("Root cause", "root"))
     return run_section(trajectory, marks)
 
 
@@ -205,17 +217,26 @@ def _attribution(report: dict[str, Any], located: Any) -> str:
     if not steps:
         return '<p class="muted">No step was estimated.</p>'
     shapley = report.get("shapley")
+    causes = any(isinstance(s.get(k), dict) for s in steps for k in ("necessity", "sufficiency"))
+    root = report.get("root_cause")
+    root_step = root.get("step") if isinstance(root, dict) else None
+    before = root.get("cleared_before") if isinstance(root, dict) else None
     rows = []
     for s in steps:
         index = s.get("index")
-        css = "poc" if index == located else ("cleared" if s.get("cleared_by") is not None else "")
+        cleared = s.get("cleared_by") is not None or _cleared_before(s, before)
+        css = "poc" if index == located else ("cleared" if cleared else "")
+        css = "root" if index == root_step and index != located else css
         rows.append(
             f'<tr class="{css}" data-step="{esc(index)}"><td class="mono">#{esc(index)}</td>'
-            f"<td>{esc(s.get('kind', ''))} <span class='mono'>{esc(s.get('name', ''))}</span></td>"
+            f"<td>{esc(s.get('kind', ''))} <span class='mono'>{esc(s.get('name', ''))}</span>"
+            + ('<span class="badge root">root cause</span>' if css == "root" else "")
+            + "</td>"
             f"<td class='mono'>{_number(s.get('attribution'))}</td>"
             f"<td>{_axis(s)}</td>"
             f"<td class='mono'>{_rate(s.get('p_fail_kept'))} / {_rate(s.get('p_fail_ablated'))}</td>"
-            f"<td>{_decision(s)}</td>"
+            f"<td>{_decision(s, before)}</td>"
+            + (f"<td class='causes'>{pn_ps(s)}</td>" if causes else "")
             + (
                 f"<td class='mono'>{_number(s.get('shapley'))}"
                 f"{' ± ' + _number(s.get('shapley_se')) if s.get('shapley_se') is not None else ''}</td>"
@@ -227,6 +248,13 @@ def _attribution(report: dict[str, Any], located: Any) -> str:
     head = (
         "<tr><th>step</th><th>kind and name</th><th>estimate</th>"
         f"<th>interval on −1 … 0 … +1</th><th>{esc(_rates(report))}</th><th>decision</th>"
+        + (
+            "<th title='probability of necessity: resampling the step turns the outcome around; "
+            "of sufficiency: keeping it brings the outcome about (95 % intervals)'>"
+            "necessity / sufficiency</th>"
+            if causes
+            else ""
+        )
         + ("<th>Shapley ± SE</th>" if shapley else "")
         + "</tr>"
     )
@@ -272,29 +300,53 @@ def _axis(s: dict[str, Any]) -> str:
     )
 
 
-def _decision(s: dict[str, Any]) -> str:
-    """Which test decided the step, with the bound it read."""
+def _decision(s: dict[str, Any], before: Any = None) -> str:
+    """Which test decided the step, with the bound it read; ``before``: the step before which the
+    root cause's search from the start cleared every step together (None: it did not)."""
     tests = s.get("tests") or {}
     if s.get("cleared_by") is not None:
         return f"no effect, with every step from #{esc(s['cleared_by'])} <span class='muted'>(the search)</span>"
+    if _cleared_before(s, before):
+        return (
+            f"no effect, with every step before #{esc(before)} "
+            "<span class='muted'>(the root cause's search)</span>"
+        )
     if not s.get("resamplable", True):
         return '<span class="muted">observed only: never resampled</span>'
     if s.get("significant") and tests.get("matters"):
         m = tests["matters"]
         return (
             f"<b>matters</b> <span class='muted'>lower bound {m.get('lower_bound', 0):+.3f} &gt; 0 at "
-            f"{100 * m.get('confidence', 0):.2f}% one-sided</span>"
+            f"{_confidence(m.get('confidence'))} one-sided</span>"
         )
     if s.get("no_effect") and tests.get("no_effect"):
         n = tests["no_effect"]
         a, b = (n.get("interval") or [0, 0])[:2]
         return (
             f"no effect <span class='muted'>[{a:+.3f}, {b:+.3f}] inside ±{n.get('margin', 0):g} at "
-            f"{100 * n.get('confidence', 0):.2f}%</span>"
+            f"{_confidence(n.get('confidence'))}</span>"
         )
     if tests:
         return '<span class="muted">undecided at these rollouts</span>'
     return '<span class="muted">not estimated</span>'
+
+
+def _cleared_before(s: dict[str, Any], before: Any) -> bool:
+    index = s.get("index")
+    return (
+        isinstance(before, int)
+        and isinstance(index, int)
+        and index < before
+        and s.get("resamplable", True)
+        and not s.get("tests")
+    )
+
+
+def _confidence(value: Any) -> str:
+    """A test's confidence with the digits it needs not to read 100 % (99.996%)."""
+    if not isinstance(value, int | float):
+        return "?"
+    return percent(value) if value < 1 else "100%"
 
 
 def _search(report: dict[str, Any]) -> str:

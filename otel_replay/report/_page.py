@@ -68,6 +68,7 @@ th[data-sort]{cursor:pointer;user-select:none}
 .banner.poc{border-color:var(--bad);background:#fdecea}
 .banner.ok{border-color:var(--good);background:#edf7ee}
 .banner.undecided{border-color:var(--warn);background:#fff6e5}
+.banner.settled{border-color:var(--accent);background:#eef2ff}
 .badge{display:inline-block;padding:0 .45em;border-radius:3px;font-size:.8em;border:1px solid var(--line);
 background:#fff;margin-left:.3em;white-space:nowrap}
 .badge.kind{min-width:5.5em;text-align:center;margin:0}
@@ -81,6 +82,8 @@ align-items:center;padding:.3em .5em;cursor:pointer;list-style:none}
 .step>details>summary::-webkit-details-marker{display:none}
 .step.observed{opacity:.62;background:var(--soft)}
 .step.poc{border:2px solid var(--bad);background:var(--mark)}
+.step.root{border:2px dashed var(--bad)}
+.badge.root{border-color:var(--bad);color:var(--bad);border-style:dashed}
 .step.status-error .name{color:var(--bad)}
 .step .body{padding:.3em .8em .8em;border-top:1px solid var(--line)}
 .gantt{position:relative;height:.6em;background:var(--soft);border-radius:3px}
@@ -98,6 +101,8 @@ margin:.2em 0;border-radius:3px;white-space:pre-wrap;word-break:break-word}
 .axis .est{position:absolute;top:.25em;width:.7em;height:.7em;margin-left:-.35em;border-radius:50%;
 background:var(--accent)}
 tr.poc td{background:var(--mark);font-weight:600}
+tr.root td{background:#fdecea}
+td.causes{white-space:nowrap}
 tr.cleared td{color:var(--muted)}
 .diff{font-family:ui-monospace,monospace;font-size:12.5px;border:1px solid var(--line);border-radius:4px;
 max-height:40em;overflow:auto}

@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from otel_replay import Registry, Step, StepKind, Trajectory
+from otel_replay import Registry, Step, StepKind, Trajectory, resampler, verifier
 from otel_replay.resamplers import RolloutContext
 
 WORN = 20
@@ -153,8 +153,15 @@ class LongRun:
         registry = Registry()
         for i, rule in enumerate(self.rules):
             registry.add_resampler(StepKind.TOOL, _resample(rule), _name(i, rule))
-        registry.set_verifier(lambda t: 0.0 if failed(_state(t.steps[-1].output)) else 1.0)
+        registry.set_verifier(_verify)
         return registry
+
+    def register(self) -> None:
+        """Register the run's resample functions and verifier as the decorators do, so that a
+        module calling it loads through ``agent-replay attribute --resamplers`` like any other."""
+        for i, rule in enumerate(self.rules):
+            resampler(StepKind.TOOL, name=_name(i, rule))(_resample(rule))
+        verifier(_verify)
 
     def failure_rate(self, start: int) -> float:
         """P(fail | the steps before ``start`` kept, the rest resampled), exactly."""
@@ -191,6 +198,10 @@ def _name(i: int, rule: Rule) -> str:
     return f"s{i:02d}_{type(rule).__name__.lower()}"
 
 
+def _verify(t: Trajectory) -> float:
+    return 0.0 if failed(_state(t.steps[-1].output)) else 1.0
+
+
 def _output(s: State) -> dict[str, Any]:
     return {"bad": s[0], "lucky": s[1], "wear": s[2]}
 
@@ -211,3 +222,12 @@ def _resample(rule: Rule) -> Callable[[Step, RolloutContext], Any]:
         return _output(outcomes[-1][1])
 
     return resample
+
+
+#: A run whose root cause comes long before its Point of Commitment (`tests/attribution/early_root.py`
+#: loads it through ``--resamplers``). Step 1 broke the run (resampled, it breaks one time in ten);
+#: step 12 could still have mended it and missed (resampled, it mends one time in five); the other
+#: steps are noise. Step 12's attribution is 0.2, so it is the Point of Commitment, the latest step
+#: that matters; step 1's is 0.9 · 0.8 = 0.72, every step before it 0, so it is the root cause, the
+#: earliest: resampling from it on saves the run 1 − 0.1 · 0.8 = 92 % of the time.
+EARLY_ROOT = run("early-root", 16, {1: Break(0.1), 12: Miss(0.2)})

@@ -98,7 +98,8 @@ def test_any_run_and_report_render_as_text(run: Trajectory, words: str, value: A
         "verdict": "culprit",
         "point_of_commitment": 0,
         "explanation": words,
-        "steps": [{"index": s.index, "kind": s.kind.value, "name": s.name, "attribution": 0.1} for s in run.steps],
+        "steps": [{"index": s.index, "kind": s.kind.value, "name": s.name, "attribution": 0.1, "necessity": value} for s in run.steps],
+        "root_cause": {"step": value, "sought": True, "saves": value, "bracket": value, "why": words, "calls": 3, "cleared_before": value},
         "repair": {"step_index": 0, "output": value, "source": words},
         "config": {"rerun": words, "resamplers": [words]},
     }  # fmt: skip
