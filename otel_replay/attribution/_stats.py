@@ -135,7 +135,7 @@ def _crossing(f: Callable[[float], float], target: float, *, safe: str) -> float
     never narrower than the exact one."""
     rising = safe == "low"
     low, high = 0.0, 1.0
-    for _ in range(64):
+    while high - low > 1e-13:  # far below any rate a report shows (six decimals)
         middle = (low + high) / 2
         if (f(middle) < target) == rising:
             low = middle
@@ -180,14 +180,24 @@ def _betainc(a: int, b: int, x: float) -> float:
 def paired_difference_bounds(b: int, c: int, n: int, tail: float) -> tuple[float, float]:
     """One-sided bounds for ``p1 − p2`` from ``n`` pairs of rollouts (rollout ``r`` of each plan,
     drawn from the same random streams), ``b`` of them failing under the first plan only and ``c``
-    under the second only: ``p1 − p2 = π_b − π_c``, and each of ``b``, ``c`` is a binomial count
-    of its own, so the difference of their exact bounds at ``tail / 2`` each holds as
-    `difference_bounds` does, whatever the dependence. Pairs that agree cost nothing: two plans
+    under the second only. Write ``D`` for the chance that a pair disagrees and ``θ`` for the
+    chance that a disagreeing pair is of the first kind: ``p1 − p2 = D·(2θ − 1)``. The count of
+    pairs that disagree is binomial in ``D``, and given it, ``b`` is binomial in ``θ``, so exact
+    bounds for each at ``tail / 2`` hold together but for ``tail`` (a union bound), and each end
+    of the difference is the product at the box's corner. Pairs that agree cost nothing: two plans
     that differ in no rollout are shown within ±margin at the rollouts `decisive_rollouts` gives,
-    whatever their failure rate."""
-    low_b, high_b = clopper_pearson(b, n, tail / 2)
-    low_c, high_c = clopper_pearson(c, n, tail / 2)
-    return max(-1.0, low_b - high_c), min(1.0, high_b - low_c)
+    whatever their failure rate; and a step that only ever turns a rollout one way shows it
+    matters as soon as the exact sign test on the disagreeing pairs does (``b`` of ``b`` at
+    ``2^−b <= tail / 2``)."""
+    d = b + c
+    low_d, high_d = clopper_pearson(d, n, tail / 2)
+    if d == 0:
+        return -high_d, high_d
+    low_t, high_t = clopper_pearson(b, d, tail / 2)
+    least, most = 2 * low_t - 1, 2 * high_t - 1
+    low = (low_d if least >= 0 else high_d) * least
+    high = (high_d if most >= 0 else low_d) * most
+    return max(-1.0, low), min(1.0, high)
 
 
 def proportion_interval(k: int, n: int, looks: int = 1) -> tuple[float, float]:

@@ -105,6 +105,51 @@ def test_matters_keeps_its_share_of_the_bound_when_nothing_changes(rate: float) 
     assert error <= share, (error, share)
 
 
+def _passes_paired(n: int, pi_b: float, pi_c: float, tails: Tails, test: str) -> float:
+    """As `_passes`, for two plans whose rollouts are paired: ``pi_b`` the chance a pair fails
+    under the kept plan only, ``pi_c`` under the resampled one only (the counts of the two plans
+    do not enter the decision; `paired_difference_bounds`)."""
+    apart = pi_b + pi_c
+    theta = pi_b / apart if apart else 0.0
+    disagreeing = _pmf(n, apart)
+    total = 1.0 - sum(p for _, p in disagreeing)
+    for d, q in disagreeing:
+        kinds = _pmf(d, theta) if d else ((0, 1.0),)
+        total += q * (1.0 - sum(p for _, p in kinds))
+        for b, r in kinds:
+            whole = Proportion(0, n, 0.0, 0.0)
+            c = judged(
+                whole, whole, mode=Mode.FAILURE, margin=MARGIN, tails=tails, pairs=(b, d - b, n)
+            )
+            if c.no_effect if test == "no effect" else c.significant:
+                total += q * r
+    return total
+
+
+#: (steps, P(a pair fails only with the step kept), only with it resampled); under a schedule of
+#: at most 200 rollouts per plan, so that summing over every pair of counts stays quick
+PAIRED_BEYOND = [(8, 0.11, 0.0), (8, 0.0, 0.11), (8, 0.2, 0.09), (16, 0.3, 0.19)]
+SHORT = AttributionConfig(max_rollouts=200)
+
+
+@pytest.mark.parametrize(("m", "pi_b", "pi_c"), PAIRED_BEYOND)
+def test_no_effect_over_paired_rollouts_keeps_its_share_of_the_bound(
+    m: int, pi_b: float, pi_c: float
+) -> None:
+    plan = schedule(SHORT, m)
+    error = sum(_passes_paired(n, pi_b, pi_c, plan.tails, "no effect") for n in plan.looks)
+    assert error <= share_of(m), (error, share_of(m))
+
+
+@pytest.mark.parametrize(("pi_b", "pi_c"), [(0.0, 0.0), (0.05, 0.05), (0.2, 0.2)])
+def test_matters_over_paired_rollouts_keeps_its_share_when_nothing_changes(
+    pi_b: float, pi_c: float
+) -> None:
+    plan = schedule(SHORT, 8)
+    error = sum(_passes_paired(n, pi_b, pi_c, plan.tails, "matters") for n in plan.looks)
+    assert error <= share_of(8), (error, share_of(8))
+
+
 def test_the_old_bootstrap_case_no_longer_passes() -> None:
     """50 of 50 against 50 of 50: exact bounds at 8 steps do not put that inside ±0.1."""
     plan = schedule(CONFIG, 8)

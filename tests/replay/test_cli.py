@@ -300,7 +300,7 @@ def test_attribute_with_the_agent_names_the_list_deploys_step(tmp_path: Path) ->
     assert failing.steps[at].output == []
     assert "database" in failing.metadata["answer"]
 
-    scoring = ["--verifier", OUTCOME, "--rollouts", "40", "--json-out", str(report)]
+    scoring = ["--verifier", OUTCOME, "--rollouts", "64", "--json-out", str(report)]
     attribute = ["attribute", trajectory_id, "--agent", INVESTIGATE, *scoring]
     result = ok(invoke(runner, store, *attribute))
     assert (

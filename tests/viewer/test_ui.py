@@ -92,7 +92,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
         invoke(
             runner, store, "attribute", "ef2843ff", "--resamplers",
             str(ROOT / "examples" / "incident" / "tools.py"), "--success-if", "v841",
-            "--rollouts", "60", "--out", str(report),
+            "--rollouts", "80", "--out", str(report),
         )
     )  # fmt: skip
     with Store.open(store) as db:  # `attribute` kept its report in the store
