@@ -10,9 +10,7 @@ LlamaIndex's streaming calls record none, which is the run for "unknown"."""
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import orjson
@@ -33,6 +31,7 @@ from otel_replay.report import REPORT_SCHEMA
 from otel_replay.resamplers._openai import ChatModelOptions
 from tests.cli_helpers import invoke, ok, one_line_error
 from tests.conftest import ROOT
+from tests.fake_models import fake_models
 
 FRAMEWORKS = ROOT / "tests" / "fixtures" / "frameworks"
 MODEL = str(ROOT / "tests" / "attribution" / "cost_resamplers.py")
@@ -232,17 +231,8 @@ def test_the_python_configuration_checks_its_budget() -> None:
     )
 
 
-def _fake_models() -> ModuleType:
-    path = ROOT / "scripts" / "frameworks" / "fake_models.py"
-    spec = importlib.util.spec_from_file_location("fake_models_for_spend", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_the_built_in_model_counts_the_tokens_its_server_reports(store_path: Path) -> None:
-    fake = _fake_models()
+    fake = fake_models()
     server, base = fake.serve()
     try:
         run = _store(store_path)

@@ -4,14 +4,12 @@ run replays from the record with the server gone."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import anthropic
@@ -31,20 +29,12 @@ from otel_replay.replay import record, replay, uninstrument
 from otel_replay.report._timeline import run_data
 from tests.cli_helpers import invoke, ok
 from tests.conftest import ROOT
+from tests.fake_models import fake_models
 
 SECRET = "sk-test-do-not-store"
 
 
-def _fake_models() -> ModuleType:
-    path = ROOT / "scripts" / "frameworks" / "fake_models.py"
-    spec = importlib.util.spec_from_file_location("fake_models_for_tests", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-FAKE = _fake_models()
+FAKE = fake_models()
 TOOLS = [
     {
         "type": "function",

@@ -6,12 +6,10 @@ the real ``openai`` SDK, its model the local fake server, which the tests stop t
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import orjson
@@ -25,6 +23,7 @@ from otel_replay.replay._plan import Intervention
 from otel_replay.store import Store
 from tests.cli_helpers import invoke, ok
 from tests.conftest import ROOT
+from tests.fake_models import fake_models
 from tests.replay import desk_agent
 
 DESK = "tests.replay.desk_agent"
@@ -34,16 +33,7 @@ QUESTION = "Is my late order A-1001 refundable? My token is tok-5521."
 LOST = orjson.dumps({"error": "order service unavailable (503)"}).decode()
 
 
-def _fake_models() -> ModuleType:
-    path = ROOT / "scripts" / "frameworks" / "fake_models.py"
-    spec = importlib.util.spec_from_file_location("fake_models_for_remembered", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-FAKE = _fake_models()
+FAKE = fake_models()
 
 
 class Model:
