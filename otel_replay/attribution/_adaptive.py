@@ -89,7 +89,8 @@ def adaptive(
     found = Localisation(
         steps, poc, bracket, needed, rollouts.outcomes, tuple(searched.tests), calls, root
     )
-    return found, _notes(steps, resamplable, searched, rollouts, mode) + notes
+    before = root.cleared_to if root is not None else None
+    return found, _notes(steps, resamplable, searched, rollouts, mode, before) + notes
 
 
 def _still_cleared(searched: Searched, resamplable: Sequence[int]) -> int | None:
@@ -195,7 +196,10 @@ def _notes(
     searched: Searched,
     rollouts: Rollouts,
     mode: Mode,
+    root_cleared: int | None = None,
 ) -> list[str]:
+    """What a person should know about what the search and the scan left out; the steps before
+    ``root_cleared`` were cleared together by the root cause's search from the start."""
     notes = []
     if searched.stop is Stop.FALLS and searched.falling is not None:
         a, b = searched.falling
@@ -223,8 +227,18 @@ def _notes(
             f"adaptive: {_which(cleared)} shown to have no effect together (all resampled at "
             "once against the record), not one by one"
         )
+    if root_cleared is not None:
+        together = [i for i in resamplable if i < root_cleared]
+        notes.append(
+            f"root cause: {_which(together)} shown to have no effect together (all kept against "
+            "all resampled, by the search from the start), not one by one"
+        )
     unseen = [
-        i for i in resamplable if steps[i].attribution is None and steps[i].cleared_by is None
+        i
+        for i in resamplable
+        if steps[i].attribution is None
+        and steps[i].cleared_by is None
+        and not (root_cleared is not None and i < root_cleared)
     ]
     undecided = [
         s.index for s in steps if s.attribution is not None and not (s.significant or s.no_effect)

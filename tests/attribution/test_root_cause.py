@@ -133,3 +133,15 @@ def test_a_failure_no_step_made_is_settled_not_inconclusive(strategy: Strategy) 
     result = attribute(model.trajectory(), model.registry(), config)
     assert result.verdict is Verdict.SETTLED, result.explanation
     assert result.explanation.startswith("No resamplable step changes the failure rate")
+
+
+def test_the_notes_say_which_steps_the_search_from_the_start_cleared() -> None:
+    result = attribute(
+        SUPPORT_LONG.trajectory(), SUPPORT_LONG.registry(), AttributionConfig(root_cause=True)
+    )
+    assert result.root_cause is not None and result.root_cause.cleared_to == 6
+    assert any(
+        n.startswith("root cause: steps 0–5 were shown to have no effect together")
+        for n in result.notes
+    )
+    assert not any("steps 0" in n and "not estimated" in n for n in result.notes), result.notes

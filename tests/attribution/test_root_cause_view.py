@@ -197,14 +197,20 @@ def test_names_from_a_trace_are_text_and_credit_turns_the_words_around() -> None
 def test_a_joint_clearing_shows_the_interval_of_the_question_that_cleared_it() -> None:
     """The search screens from the end with one batch per question, then asks full questions; a
     screen's batch from the same step is no evidence, and the table reads the full question."""
+    from otel_replay.attribution._results import Comparison, StepAttribution, SuffixTest
     from otel_replay.cli._attribute_view import _decision
-    from tests.attribution.long_runs import Crash, Luck
 
-    model = run("trap", 48, {20: Luck(0.001), 23: Crash(0.0, 1.0)})
-    result = attribute(model.trajectory(), model.registry(), AttributionConfig())
-    (full,) = [t for t in result.search if t.start == 0 and t.decision == "no effect"]
-    assert any(t.start == 0 and t.decision != "no effect" for t in result.search)  # a screen
-    low, high = full.comparison.no_effect_interval
-    assert _decision(result.steps[5], True, result.search) == (
-        f"no effect, with all from #0 [{low:+.2f}, {high:+.2f}]"
-    )
+    record = Proportion(1, 1, 1.0, 1.0, exact=True)
+
+    def asked(n: int, interval: tuple[float, float], *, screen: bool) -> SuffixTest:
+        c = Comparison(
+            record, Proportion(n, n, 0.6, 1.0), 0.0, -0.4, 0.4, interval[0], interval,
+            1e-4, False, interval[1] <= 0.1, 1e-4,
+        )  # fmt: skip
+        return SuffixTest(30, c, screen=screen)
+
+    search = (asked(8, (0.0, 0.72), screen=True), asked(97, (0.0, 0.0999), screen=False))
+    assert [t.decision for t in search] == ["passed over", "no effect"]
+    step = StepAttribution(40, "tool", "search", resamplable=True, cleared_by=30)
+    assert _decision(step, True, search) == "no effect, with all from #30 [+0.00, +0.10]"
+    assert _decision(step, False, search) == "no effect ≥#30"
