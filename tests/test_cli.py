@@ -194,7 +194,9 @@ def test_list_shows_every_trajectory(runner: CliRunner, sample_store: Path) -> N
     as_json = _ok(_invoke(runner, "list", "--json", store=sample_store))
 
     rows = _rows(table.stdout, [s.id for s in summaries])
-    assert list(rows) == [s.id for s in summaries]  # oldest run first, as summaries() orders them
+    assert list(rows) == [s.id for s in reversed(summaries)]  # newest run first
+    assert all(s.start_time_unix_nano is not None for s in summaries)  # so exactly reversed
+    summaries = summaries[::-1]
     for s in summaries:
         assert rows[s.id][1] == str(s.n_steps)
     assert orjson.loads(as_json.stdout) == [

@@ -528,7 +528,7 @@ def test_cli_uses_agent_replay_store_variable(
 
     assert imported.exit_code == 0, imported.output
     with Store.open(chosen) as db:
-        ids = [s.id for s in db.summaries()]
+        ids = [s.id for s in db.runs()]  # newest first, as `list` shows them
     assert len(ids) == len(_results(imported)) > 0
     assert [row["id"] for row in orjson.loads(listed.stdout)] == ids
     # --store wins over the variable; a reading command does not create the store it names

@@ -6,52 +6,74 @@ from typing import Annotated, Any
 
 import typer
 from rich.table import Table
+from rich.text import Text
 from rich.tree import Tree
 
 from otel_replay.cli._common import (
     JsonOption,
     StoreOption,
     console,
-    display_path,
+    err_console,
     open_store,
     print_json,
     printable,
     short,
     shown,
-    trajectory_table,
     user_errors,
 )
+from otel_replay.cli._run_table import Seen, page_footer, print_json_rows, print_table
 from otel_replay.messages import assistant_message, conversation
-from otel_replay.model import Step, StepKind, StepStatus, Trajectory, is_failure
+from otel_replay.model import Step, StepKind, StepStatus, Trajectory
+
+LimitOption = Annotated[
+    int, typer.Option("--limit", "-n", help="How many runs to show (0: all of them).", min=0)
+]
+WhereOption = Annotated[
+    str | None,
+    typer.Option(
+        "--where",
+        metavar="FILTER",
+        help="Only runs that meet every term: failed, passed, unknown; steps>10, outcome<1 "
+        "(= != < <= > >=); id^PREFIX, source~TEXT, format=otlp-json (= != ~ contains, ^ starts "
+        "with); any other word: the id or source contains it.",
+    ),
+]
+SortOption = Annotated[
+    str | None,
+    typer.Option(
+        "--sort",
+        metavar="ORDER",
+        help="newest (the default), oldest, steps, outcome or id, with :asc or :desc.",
+    ),
+]
 
 
-def list_command(json: JsonOption = False, store: StoreOption = None) -> None:
-    """List the trajectories in the store, oldest run first."""
+def list_command(
+    limit: LimitOption = 50,
+    every: Annotated[bool, typer.Option("--all", help="Show every run (as --limit 0).")] = False,
+    offset: Annotated[int, typer.Option(help="Skip this many runs first.", min=0)] = 0,
+    after: Annotated[
+        str | None,
+        typer.Option(metavar="ID", help="Start after this run (an id or prefix) in the order."),
+    ] = None,
+    where: WhereOption = None,
+    sort: SortOption = None,
+    json: JsonOption = False,
+    store: StoreOption = None,
+) -> None:
+    """List the runs in the store, newest first: a page of 50 (``--limit``, ``--offset``), the
+    runs ``--where`` admits, in the order ``--sort`` names."""
     with user_errors(), open_store(store) as db:
-        summaries = db.summaries()
-    if json:
-        print_json(
-            [
-                {
-                    "id": s.id,
-                    "steps": s.n_steps,
-                    "outcome": s.outcome,
-                    "final_hash": s.final_hash,
-                    "source": s.source,
-                    "format": s.format,
-                }
-                for s in summaries
-            ]
+        total = db.count_runs(where)
+        runs = Seen(
+            db.runs(where, sort, limit=None if every else limit or None, offset=offset, after=after)
         )
-        return
-    table = trajectory_table(
-        f"{len(summaries)} trajectories", ("trajectory id", "steps", "outcome", "format", "source")
-    )
-    for s in summaries:
-        outcome = "—" if s.outcome is None else f"{s.outcome:g}"
-        cells = (s.id, str(s.n_steps), outcome, s.format or "", display_path(s.source, spare=16))
-        table.add_row(*map(shown, cells), style="red" if is_failure(s.outcome) else None)
-    console.print(table)
+        shown = print_json_rows(runs) if json else print_table(runs)
+    footer = page_footer(shown, total, offset, after, runs.last, sort)
+    if not json:
+        console.print(Text(footer))
+    elif shown < total:
+        err_console.print(Text(footer))
 
 
 def show_command(

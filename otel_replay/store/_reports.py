@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from otel_replay.store._connection import Connected
+from otel_replay.store._connection import Connected, chunks
 
 #: The columns of a ``report_steps`` row as `Store.keep_report` is given it, in order (the store
 #: adds ``newest``).
@@ -133,9 +133,20 @@ class Reports(Connected):
         )
         return [{**dict(row), "report": orjson.loads(row["report"])} for row in rows]
 
-    def report_counts(self) -> dict[str, int]:
-        """How many reports are kept for each run that has any."""
+    def report_counts(self, ids: Collection[str] | None = None) -> dict[str, int]:
+        """How many reports are kept for each run that has any (of ``ids``, when given: a page of
+        runs asks about its own, by the reports' key)."""
         if not self._has("reports"):
             return {}
-        rows = self._db.execute("SELECT trajectory_id, count(*) FROM reports GROUP BY 1")
-        return {str(row[0]): int(row[1]) for row in rows}
+        if ids is None:
+            rows = self._db.execute("SELECT trajectory_id, count(*) FROM reports GROUP BY 1")
+            return {str(row[0]): int(row[1]) for row in rows}
+        counts: dict[str, int] = {}
+        for chunk in chunks(list(ids)):
+            rows = self._db.execute(
+                "SELECT trajectory_id, count(*) FROM reports WHERE trajectory_id IN "
+                f"({','.join('?' * len(chunk))}) GROUP BY 1",
+                chunk,
+            )
+            counts.update((str(row[0]), int(row[1])) for row in rows)
+        return counts

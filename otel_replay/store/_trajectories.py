@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from otel_replay.errors import NotFoundError, StoreError
+from otel_replay.errors import NotFoundError, StoreError, setting
 from otel_replay.hashing import canonical_json, digest
 from otel_replay.model import SpanNode, Step, Trajectory
 from otel_replay.store._connection import (
@@ -31,6 +31,7 @@ from otel_replay.store._connection import (
     current_op_key,
     read_inputs,
 )
+from otel_replay.store._query import Order, QueryError, parse_filter, parse_sort, regexp
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,12 +229,75 @@ class Trajectories(Connected):
         return None if row is None else _summary(row)
 
     def summaries(self) -> list[TrajectorySummary]:
-        """Every trajectory, oldest run first."""
+        """Every trajectory, oldest run first (for callers that need all of them: a view shows a
+        page of `runs`)."""
         rows = self._db.execute(
             f"SELECT {_SUMMARY_COLUMNS} FROM trajectories "
             "ORDER BY start_time_unix_nano IS NULL, start_time_unix_nano, id"
         )
         return [_summary(row) for row in rows]
+
+    def runs(
+        self,
+        where: str | None = None,
+        sort: str | None = None,
+        *,
+        search: str | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+        after: str | None = None,
+    ) -> Iterator[TrajectorySummary]:
+        """The runs ``where`` admits (the filter language of `otel_replay.store._query`), in the
+        order ``sort`` names (default newest first), as the rows are read: ``limit`` of them
+        (None: all) from ``offset`` on, or after the run ``after`` (an id or unique prefix) in that
+        order. ``search``: words the id or source contains (a search box's, never read as
+        conditions). A bad filter or order is a `QueryError` before anything is read."""
+        chosen, order = parse_filter(where, search), parse_sort(sort)
+        self._db.create_function("regexp", 2, regexp, deterministic=True)
+        if limit is not None and limit < 0:
+            raise QueryError(f"{setting('limit', limit)}: a page holds 0 runs or more")
+        if offset < 0:
+            raise QueryError(f"{setting('offset', offset)}: a page starts at run 0 or later")
+        condition, params = chosen.sql, list(chosen.params)
+        if after is not None:
+            cursor, cursor_params = self._after(order, self.resolve(after))
+            condition, params = f"({condition}) AND ({cursor})", params + cursor_params
+        query = (
+            f"SELECT {_SUMMARY_COLUMNS} FROM trajectories WHERE {condition} ORDER BY {order.sql}"
+        )
+        if limit is not None or offset:
+            query += " LIMIT ? OFFSET ?"
+            params += [-1 if limit is None else limit, offset]
+        return (_summary(row) for row in self._db.execute(query, params))
+
+    def count_runs(self, where: str | None = None, *, search: str | None = None) -> int:
+        """How many runs ``where`` (and ``search``) admit, all without: the "of N" of a page."""
+        chosen = parse_filter(where, search)
+        self._db.create_function("regexp", 2, regexp, deterministic=True)
+        row = self._db.execute(
+            f"SELECT count(*) FROM trajectories WHERE {chosen.sql}", chosen.params
+        )
+        return int(row.fetchone()[0])
+
+    def _after(self, order: Order, run_id: str) -> tuple[str, list[object]]:
+        """The condition "comes after run ``run_id`` in ``order``" (NULLs sort as the smallest,
+        so they come first going up and last going down)."""
+        if order.column == "id":
+            return ("id < ?" if order.descending else "id > ?"), [run_id]
+        value = self._db.execute(
+            f"SELECT {order.column} FROM trajectories WHERE id = ?", (run_id,)
+        ).fetchone()[0]
+        column, beyond = order.column, "<" if order.descending else ">"
+        past = "id < ?" if order.descending else "id > ?"
+        if value is None:
+            if order.descending:
+                return f"{column} IS NULL AND {past}", [run_id]
+            return f"{column} IS NOT NULL OR {past}", [run_id]
+        nulls = f" OR {column} IS NULL" if order.descending else ""
+        return (
+            f"{column} {beyond} ? OR ({column} = ? AND {past}){nulls}",
+            [value, value, run_id],
+        )
 
     def get(self, id_or_prefix: str) -> Trajectory:
         """Load one trajectory by id or unique id prefix."""

@@ -18,7 +18,6 @@ from otel_replay.report._html import question, report_body
 from otel_replay.report._page import esc, page
 from otel_replay.report._timeline import run_section
 from otel_replay.store import Store
-from otel_replay.store._trajectories import TrajectorySummary
 from otel_replay.viewer._urls import compare_url, diff_url, is_run_id, report_url, run_url
 
 #: What the viewer's own pages add to the shared style (the comparison's rows, the report list).
@@ -82,59 +81,6 @@ def error_page(title: str, message: str) -> str:
     return page(f"agent-replay · {title}", body, nav=nav())
 
 
-# --- the run list --------------------------------------------------------------------------------
-
-
-def run_list_page(store: Store) -> str:
-    """Every stored run, oldest first, with a filter by outcome and text and sortable columns (the
-    shared script's ``table[data-filter]``)."""
-    summaries = store.summaries()
-    counts = store.report_counts()
-    where = (
-        f'<p class="muted">{len(summaries)} runs in <span class="mono">{esc(store.path)}</span></p>'
-    )
-    if not summaries:
-        return page(
-            "agent-replay · runs",
-            f"<h1>Runs</h1>{where}<p>The store holds no run yet: "
-            "<code>agent-replay import TRACES</code> adds some.</p>",
-            nav=nav(),
-        )
-    filters = (
-        '<div class="filters">'
-        '<input id="filter-text" type="search" placeholder="id or source" '
-        'aria-label="filter by id or source" size="32">'
-        '<select id="filter-outcome" aria-label="filter by outcome">'
-        '<option value="">any outcome</option><option value="failed">failed</option>'
-        '<option value="passed">passed</option><option value="unknown">unknown</option></select>'
-        f'<span><span id="filter-count">{len(summaries)}</span> shown</span></div>'
-    )
-    head = (
-        '<tr><th data-sort="text">run</th><th data-sort="number">steps</th>'
-        '<th data-sort="number">outcome</th><th data-sort="text">source</th>'
-        '<th data-sort="number">started</th><th data-sort="number">reports</th></tr>'
-    )
-    rows = "".join(_run_row(s, counts.get(s.id, 0)) for s in summaries)
-    table = f'<table data-filter id="runs"><thead>{head}</thead><tbody>{rows}</tbody></table>'
-    return page("agent-replay · runs", f"<h1>Runs</h1>{where}{filters}{table}", nav=nav())
-
-
-def _run_row(summary: TrajectorySummary, reports: int) -> str:
-    source = summary.source or summary.format or "recorded"
-    search = f"{summary.id} {source}".lower()
-    outcome = "" if summary.outcome is None else f"{summary.outcome:g}"
-    started = "" if summary.start_time_unix_nano is None else str(summary.start_time_unix_nano)
-    return (
-        f'<tr data-search="{esc(search)}" data-outcome="{outcome_class(summary.outcome)}">'
-        f"<td>{run_link(summary.id)}</td>"
-        f'<td class="mono" data-value="{summary.n_steps}">{summary.n_steps}</td>'
-        f'<td data-value="{esc(outcome)}">{esc(outcome_text(summary.outcome))}</td>'
-        f'<td class="muted">{esc(source)}</td>'
-        f'<td class="mono" data-value="{started}">{utc(summary.start_time_unix_nano)}</td>'
-        f'<td class="mono" data-value="{reports}">{reports or ""}</td></tr>'
-    )
-
-
 # --- a run ---------------------------------------------------------------------------------------
 
 
@@ -190,12 +136,25 @@ def _report_list(run_id: str, reports: list[dict[str, Any]]) -> str:
     return f'<table id="reports"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>'
 
 
+#: How many of the newest runs the comparison form offers as it is typed in.
+_OFFERED = 50
+
+
 def _compare(store: Store, trajectory: Trajectory) -> str:
-    """A form for any other run (an id or a prefix), and links to the runs that ended otherwise."""
-    others = [s for s in store.summaries() if s.id != trajectory.id and is_run_id(s.id)]
+    """A form for any other run (an id or a prefix; the newest few offered), and links to the
+    newest runs that ended otherwise: asked of the store a page at a time, never all of its runs."""
+    others = [
+        s for s in store.runs(limit=_OFFERED + 1) if s.id != trajectory.id and is_run_id(s.id)
+    ][:_OFFERED]
     options = "".join(f'<option value="{esc(s.id)}">' for s in others)
     own = outcome_class(trajectory.outcome)
-    contrast = [s for s in others if outcome_class(s.outcome) != own][:8]
+    contrast = [
+        s
+        for outcome in ("failed", "passed", "unknown")
+        if outcome != own
+        for s in store.runs(outcome, limit=8)
+        if is_run_id(s.id)
+    ][:8]
     links = "".join(
         f'<a class="mono" href="{esc(diff_url(trajectory.id, s.id))}" title="{esc(s.id)}">'
         f"{esc(s.id if len(s.id) <= 32 else s.id[:24] + '…')}</a> "

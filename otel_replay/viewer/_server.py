@@ -30,8 +30,10 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from otel_replay.errors import NotFoundError, ReplayError, setting
 from otel_replay.store import Store
+from otel_replay.store._query import QueryError
 from otel_replay.viewer._compare import diff_page
-from otel_replay.viewer._pages import error_page, report_page, run_list_page, run_page
+from otel_replay.viewer._pages import error_page, report_page, run_page
+from otel_replay.viewer._run_list import query_form_page, run_list_page
 from otel_replay.viewer._urls import diff_url, is_config_digest, is_run_id
 
 DEFAULT_PORT = 8765
@@ -66,7 +68,7 @@ def answer(store_path: Path, target: str) -> Answer:
     try:
         match parts:
             case [""]:
-                return _with_store(store_path, run_list_page)
+                return _with_store(store_path, lambda db: run_list_page(db, query))
             case ["run", run_id]:
                 return _with_store(store_path, lambda db: run_page(db, run_id))
             case ["run", run_id, "report", digest] if is_config_digest(digest):
@@ -80,6 +82,8 @@ def answer(store_path: Path, target: str) -> Answer:
                 return Answer(HTTPStatus.SEE_OTHER, "", diff_url(left, other))
     except NotFoundError as exc:
         return _not_found(str(exc))
+    except QueryError as exc:
+        return Answer(HTTPStatus.BAD_REQUEST, query_form_page(query, str(exc)))
     except (ReplayError, sqlite3.DatabaseError) as exc:
         return Answer(
             HTTPStatus.INTERNAL_SERVER_ERROR, error_page("The store cannot be read", str(exc))
