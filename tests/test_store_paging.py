@@ -289,7 +289,7 @@ def test_the_viewer_filters_sorts_and_searches_in_the_store(
     page = answer(store, "/?where=steps+%3E+10&outcome=failed&sort=steps%3Aasc")
     assert page.status == 200
     assert _page_ids(page.html) == expected[:PAGE_SIZE]
-    assert f"of {len(expected):,} runs (5,000 in all)" in page.html
+    assert f"of {len(expected):,} runs that match" in page.html
     searched = answer(store, "/?q=BATCH-07")
     found = [s for s in everything if "batch-07" in (s.source or "")]
     assert f"of {len(found):,} runs" in searched.html
@@ -300,6 +300,22 @@ def test_a_filter_the_viewer_cannot_read_is_400_with_the_form(store: Path) -> No
     assert bad.status == 400 and "no field &#x27;colour&#x27;" in bad.html
     assert 'value="colour = red"' in bad.html  # the form keeps what was asked, to mend it
     assert answer(store, "/?sort=size").status == 400
+
+
+def test_a_run_page_offers_the_newest_runs_not_every_run(
+    store: Path, everything: list[TrajectorySummary]
+) -> None:
+    newest = _sorted(everything, None)
+    shown = answer(store, f"/run/{newest[3]}")
+    assert shown.status == 200 and len(shown.html.encode()) < 100_000
+    offered = re.findall(r'<option value="([^"]+)">', shown.html)
+    assert offered == [i for i in newest[:51] if i != newest[3]][:50]
+    by_id = {s.id: s for s in everything}
+    contrast = re.findall(r'href="/diff/[^/]+/([^"]+)"', shown.html)
+    assert len(contrast) == 8
+    assert all(
+        is_failure(by_id[i].outcome) != is_failure(by_id[newest[3]].outcome) for i in contrast
+    )
 
 
 @pytest.fixture(scope="module")

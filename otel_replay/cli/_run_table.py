@@ -23,6 +23,8 @@ from otel_replay.store._trajectories import TrajectorySummary
 
 #: How many rows the column widths are measured on (a page is measured whole).
 MEASURED = 1000
+#: How many rows of JSON are made at once (orjson is quicker on a list than row by row).
+CHUNK = 1000
 COLUMNS = ("trajectory id", "steps", "outcome", "format", "source")
 _RIGHT = (False, True, True, False, False)
 _RED, _RESET = "\x1b[31m", "\x1b[0m"
@@ -118,15 +120,16 @@ def json_row(summary: TrajectorySummary) -> dict[str, object]:
 
 
 def print_json_rows(runs: Iterable[TrajectorySummary]) -> int:
-    """``runs`` as one JSON array, written a row at a time and byte for byte what indenting the
-    whole list would print (two spaces, sorted keys); how many rows were written."""
+    """``runs`` as one JSON array, written `CHUNK` rows at a time and byte for byte what indenting
+    the whole list would print (two spaces, sorted keys); how many rows were written."""
     out = sys.stdout
     options = orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS
+    rows = iter(runs)
     count = 0
-    for summary in runs:
-        text = orjson.dumps(json_row(summary), option=options).decode()
-        out.write(("[\n  " if count == 0 else ",\n  ") + text.replace("\n", "\n  "))
-        count += 1
+    while chunk := [json_row(s) for s in itertools.islice(rows, CHUNK)]:
+        text = orjson.dumps(chunk, option=options).decode()  # "[\n  {…},\n  {…}\n]"
+        out.write(("[\n" if count == 0 else ",\n") + text[2:-2])
+        count += len(chunk)
     out.write("\n]\n" if count else "[]\n")
     return count
 

@@ -1,6 +1,6 @@
 """``agent-replay ui``: a read-only local viewer over the store, in the browser.
 
-`Viewer` serves the run list (filter by outcome and text, sortable), each run's timeline as the
+`Viewer` serves the run list (a page at a time, filtered, searched and ordered by the store), each run's timeline as the
 HTML report draws it, the attribution reports stored for it, and two runs compared at their first
 divergence; the pages are `otel_replay.report`'s, served by the standard library's HTTP server.
 `answer` is what the server answers a ``GET``, for callers that bring their own server (both in

@@ -72,10 +72,8 @@ def run_list_page(store: Store, query: str = "") -> str:
         )
     )
     counts = store.report_counts([s.id for s in runs])
-    filtered = bool(asked.filter or asked.q)
-    everything = store.count_runs() if filtered else total
     place = f'in <span class="mono">{esc(store.path)}</span>'
-    if not everything:
+    if not total and not (asked.filter or asked.q) and asked.offset == 0:
         return page(
             "agent-replay · runs",
             f'<h1>Runs</h1><p class="muted">0 runs {place}</p><p>The store holds no run yet: '
@@ -86,7 +84,7 @@ def run_list_page(store: Store, query: str = "") -> str:
     shown = f"{first:,}–{last:,}" if runs else "none"
     where = (
         f'<p class="muted" id="page-place">showing {shown} of {total:,} runs'
-        f"{f' ({everything:,} in all)' if filtered else ''} {place}</p>"
+        f"{' that match' if asked.filter or asked.q else ''} {place}</p>"
     )
     rows = "".join(_run_row(s, counts.get(s.id, 0)) for s in runs)
     table = f'<table data-filter id="runs"><thead>{_HEAD}</thead><tbody>{rows}</tbody></table>'
