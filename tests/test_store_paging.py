@@ -9,6 +9,7 @@ condition it reads is also checked to pick the same runs in SQL as the fleet's P
 from __future__ import annotations
 
 import re
+import sqlite3
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from benchmarks.many_runs import build_store
 from otel_replay.fleet._select import parse_where
 from otel_replay.model import is_failure
 from otel_replay.store import Store
+from otel_replay.store._connection import SCHEMA_VERSION
 from otel_replay.store._query import QueryError
 from otel_replay.store._trajectories import TrajectorySummary
 from otel_replay.viewer._run_list import PAGE_SIZE
@@ -352,3 +354,30 @@ def test_paging_in_the_browser(
     last = (len(expected) - 1) // PAGE_SIZE * PAGE_SIZE
     assert rows.all_text_contents() == expected[last:]
     assert page.locator("#filter-where").input_value() == "steps >= 11"  # the question is kept
+
+
+def test_a_store_before_the_indexes_pages_read_only_and_gains_them_when_written(
+    tmp_path: Path,
+) -> None:
+    path = build_store(tmp_path / "old.db", 300, seed=3)
+    with sqlite3.connect(path) as db:  # as version 3 left it: no indexes for the views
+        for name in INDEXES:
+            db.execute(f"DROP INDEX {name}")
+        db.execute("PRAGMA user_version=3")
+    db.close()
+    before = path.read_bytes()
+    with Store.open(path, read_only=True) as store:
+        everything = store.summaries()
+        assert [s.id for s in store.runs("failed", "steps", limit=20)] == _sorted(
+            [s for s in everything if is_failure(s.outcome)], "steps"
+        )[:20]
+    assert path.read_bytes() == before  # a reading open scans, and changes nothing
+    Store.open(path).close()
+    with sqlite3.connect(path) as db:
+        names = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type='index'")}
+        assert names >= set(INDEXES)
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
+    db.close()
+
+
+INDEXES = ("trajectories_by_start", "trajectories_by_steps", "trajectories_by_outcome")

@@ -33,9 +33,10 @@ WhereOption = Annotated[
     typer.Option(
         "--where",
         metavar="FILTER",
-        help="Only runs that meet every term: failed, passed, unknown; steps>10, outcome<1 "
-        "(= != < <= > >=); id^PREFIX, source~TEXT, format=otlp-json (= != ~ contains, ^ starts "
-        "with); any other word: the id or source contains it.",
+        help="Only the runs that meet every condition, as attribute --where reads them: "
+        "FIELD OP VALUE joined by and (fields id outcome steps source format start; OP one of "
+        "< <= > >= = != and ~, a regular expression search), and FIELD^PREFIX (id^ef28); the "
+        "words failed, passed, unknown; any other word: the id or source contains it.",
     ),
 ]
 SortOption = Annotated[
@@ -61,8 +62,10 @@ def list_command(
     json: JsonOption = False,
     store: StoreOption = None,
 ) -> None:
-    """List the runs in the store, newest first: a page of 50 (``--limit``, ``--offset``), the
-    runs ``--where`` admits, in the order ``--sort`` names."""
+    """List the runs in the store, newest first, a page at a time.
+
+    A page is 50 runs (``--limit``, ``--offset`` or ``--after``); ``--where`` chooses the runs and
+    ``--sort`` their order, both answered by the store."""
     with user_errors(), open_store(store) as db:
         total = db.count_runs(where)
         runs = Seen(
