@@ -71,7 +71,7 @@ def print_table(runs: Iterable[TrajectorySummary]) -> int:
     measured = [_cells(s) for s in head]
     widths = _widths(measured)
     spare = sum(widths[:4]) + 3 * len(COLUMNS) + 1 - 66  # what `display_path` leaves other columns
-    colour = console.is_terminal and console.color_system is not None
+    colour = console.is_terminal and console.color_system is not None and not console.no_color
     out = sys.stdout
     out.write(_line("┏", "┳", "┓\n", widths, "━"))
     out.write(
