@@ -26,9 +26,12 @@ from __future__ import annotations
 import hashlib
 import importlib
 import math
+import os
 import pickle
+import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from enum import Enum
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from otel_replay.errors import ReplayError, setting
@@ -135,36 +138,84 @@ class Threads:
 # --- processes -----------------------------------------------------------------------------------
 
 _PREPARED: dict[str, tuple[Work, Any]] = {}  # in a worker process or a Ray worker: work by digest
+#: How many pieces of work a worker keeps prepared: a fleet's or an attribution's one, and the one
+#: before it (a worker that met a newer piece first still finds the older one's last batches).
+_KEPT = 2
+#: What a worker process imports before it is handed anything (in the fork server, once for all of
+#: them): the modules every rollout and every run of a fleet needs.
+PRELOAD = ("otel_replay.attribution._run", "otel_replay.fleet._batch")
 
 
-def _prepared(key: str, shipped: bytes) -> tuple[Work, Any]:
-    """The work ``shipped`` is, prepared once in this process (later batches find it here)."""
+def _prepared(key: str, load: Callable[[], bytes]) -> tuple[Work, Any]:
+    """The work ``load`` gives, prepared once in this process (later batches find it here)."""
     found = _PREPARED.get(key)
     if found is None:
-        work: Work = pickle.loads(shipped)
+        work: Work = pickle.loads(load())
         found = (work, work.prepare())
-        _PREPARED.clear()  # one piece of work at a time per worker: the last one's state goes
+        while len(_PREPARED) >= _KEPT:  # the oldest goes: its state is not needed again
+            del _PREPARED[next(iter(_PREPARED))]
         _PREPARED[key] = found
     return found
 
 
-def _install(key: str, shipped: bytes) -> None:
-    """A pool process's initializer: the work arrives once, with the process."""
-    _prepared(key, shipped)
+#: How long a starting pool process waits for the others before it takes work anyway.
+START_WAIT_SECONDS = 30.0
 
 
-def _run_batch(key: str, batch: list[Any]) -> list[Any]:
-    work, state = _PREPARED[key]
+def _warm() -> int:
+    """The package imported before any work comes (a no-op where the fork server imported it
+    already); the process's id, to count workers."""
+    for name in PRELOAD:
+        importlib.import_module(name)
+    return os.getpid()
+
+
+def _start_together(everyone: Any) -> None:
+    """A pool process's initializer: warm, then wait for every other process of the pool to
+    start. A pool starts a process for a task only while none is idle, so one that took work at
+    once would leave the pool with fewer processes than asked; held here, every submit of the
+    first round starts one (a process that never comes only delays the rest `START_WAIT_SECONDS`)."""
+    import threading
+
+    _warm()
+    try:
+        everyone.wait(START_WAIT_SECONDS)
+    except threading.BrokenBarrierError:
+        pass
+
+
+def _run_batch(key: str, path: str, batch: list[Any]) -> list[Any]:
+    """A pool task: one batch, the work read from the file it was written to once, the first time
+    this process meets it."""
+    work, state = _prepared(key, lambda: Path(path).read_bytes())
     return [work.run(state, item) for item in batch]
 
 
-def _shipped(work: Work) -> tuple[str, bytes]:
-    data = pickle.dumps(work, protocol=pickle.HIGHEST_PROTOCOL)
-    return hashlib.sha256(data).hexdigest(), data
+class _Shipping:
+    """The last piece of work shipped, pickled once however many maps run it (an attribution
+    maps the same work once per plan): its digest and bytes."""
+
+    def __init__(self) -> None:
+        self.work: Work | None = None
+        self.key = ""
+        self.data = b""
+
+    def of(self, work: Work) -> bool:
+        """Make ``work`` the one shipped; whether it is new (pickled just now)."""
+        if work is self.work:
+            return False
+        self.data = pickle.dumps(work, protocol=pickle.HIGHEST_PROTOCOL)
+        self.key = hashlib.sha256(self.data).hexdigest()
+        self.work = work
+        return True
 
 
 class Processes:
-    """A pool of ``workers`` fresh processes; a batch whose process died runs again."""
+    """A pool of ``workers`` processes, started at once (before the work is known, so they start
+    while the run is read) and kept for every map until `close`: forked from a server that has
+    imported the package (``forkserver``: no lock or thread of this process is copied into them),
+    a piece of work written once to a file each process reads the first time it meets it. A batch
+    whose process died is run again in a new pool, up to `RETRIES` times."""
 
     kind = ExecutorKind.PROCESS
     on_this_machine = True
@@ -172,22 +223,38 @@ class Processes:
     def __init__(self, workers: int = 2) -> None:
         self.workers = workers
         self._pool: ProcessPoolExecutor | None = None
-        self._key: str | None = None
+        self._shipping = _Shipping()
+        self._folder: tempfile.TemporaryDirectory[str] | None = None
+        self._path = ""
+        #: the process id of each worker the pool has started, as it reported at start
+        self.started: list[int] = []
+        self._start()
 
-    def _start(self, key: str, data: bytes) -> ProcessPoolExecutor:
+    def _start(self) -> ProcessPoolExecutor:
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
-        if self._pool is None or self._key != key:
-            self.close()
+        if self._pool is None:
+            context = multiprocessing.get_context("forkserver")
+            context.set_forkserver_preload(list(PRELOAD))
+            everyone = context.Barrier(self.workers)
             self._pool = ProcessPoolExecutor(
-                self.workers,
-                mp_context=multiprocessing.get_context("spawn"),
-                initializer=_install,
-                initargs=(key, data),
+                self.workers, mp_context=context, initializer=_start_together, initargs=(everyone,)
             )
-            self._key = key
+            # one quick task per worker makes the pool start every process now, not one per batch
+            self._ready = [self._pool.submit(_warm) for _ in range(self.workers)]
         return self._pool
+
+    def _ship(self, work: Work) -> tuple[str, str]:
+        """``work``'s digest and the file holding it (written once per piece of work)."""
+        if self._shipping.of(work):
+            if self._folder is None:
+                self._folder = tempfile.TemporaryDirectory(prefix="agent-replay-work-")
+            old, self._path = self._path, str(Path(self._folder.name) / self._shipping.key)
+            Path(self._path).write_bytes(self._shipping.data)
+            if old and old != self._path:
+                Path(old).unlink(missing_ok=True)  # a worker still running it has it prepared
+        return self._shipping.key, self._path
 
     def map(
         self,
@@ -199,7 +266,7 @@ class Processes:
         """``work.run`` of each item, in order, in batches (of at most ``batch_size``)."""
         from concurrent.futures.process import BrokenProcessPool
 
-        key, data = _shipped(work)
+        key, path = self._ship(work)
         pending = batches(items, self.workers, batch_size)
         results: list[list[Any] | None] = [None] * len(pending)
         tries = [0] * len(pending)
@@ -207,10 +274,10 @@ class Processes:
         while position < len(pending):
             futures: dict[int, Future[list[Any]]] = {}
             try:
-                pool = self._start(key, data)
+                pool = self._start()
                 for i, batch in enumerate(pending):  # a pool broken while idle fails right here
                     if results[i] is None:
-                        futures[i] = pool.submit(_run_batch, key, batch)
+                        futures[i] = pool.submit(_run_batch, key, path, batch)
                 for i in range(position, len(pending)):
                     if results[i] is None:
                         results[i] = futures[i].result()
@@ -222,7 +289,7 @@ class Processes:
                         done(len(got))
                     results[i] = []  # handed out: keep no copy
             except BrokenProcessPool:
-                self.close()  # a worker died: its batch, and those unfinished, run again
+                self._stop()  # a worker died: its batch, and those unfinished, run again
                 for i in range(position, len(pending)):
                     if results[i] is None:
                         tries[i] += 1
@@ -237,11 +304,25 @@ class Processes:
                     if results[i] is None and finished and future.exception() is None:
                         results[i] = future.result()  # finished before the pool broke: kept
 
-    def close(self) -> None:
+    def worker_ids(self) -> set[int]:
+        """The process ids the pool's workers reported when they started (waits for them)."""
+        from concurrent.futures.process import BrokenProcessPool
+
+        try:
+            return {ready.result() for ready in self._ready}
+        except BrokenProcessPool:
+            return set()
+
+    def _stop(self) -> None:
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
-            self._key = None
+
+    def close(self) -> None:
+        self._stop()
+        if self._folder is not None:
+            self._folder.cleanup()
+            self._folder = None
 
 
 # --- Ray -----------------------------------------------------------------------------------------
@@ -278,20 +359,38 @@ def _messages_to_stderr() -> None:
     setattr(worker, "print_to_stdstream", to_stderr)  # noqa: B010 (a module, typed as such)
 
 
-def _ray_batch(key: str, shipped: bytes, batch: list[Any]) -> list[Any]:
-    """A Ray task: one batch, the work prepared once per worker process."""
-    work, state = _prepared(key, shipped)
-    return [work.run(state, item) for item in batch]
+class RayWorker:
+    """A Ray actor: one worker process for the executor's life, the package imported when it
+    starts, each piece of work fetched from the object store and prepared the first time a batch
+    of it comes (a restarted actor, after its process died, fetches it again)."""
+
+    def __init__(self) -> None:
+        self.pid = _warm()
+
+    def ready(self) -> int:
+        return self.pid
+
+    def run(self, key: str, shipped: list[Any], batch: list[Any]) -> list[Any]:
+        # ``shipped`` holds the object's reference in a list, so Ray does not fetch it per call
+        work, state = _prepared(key, lambda: _ray().get(shipped[0]))
+        return [work.run(state, item) for item in batch]
+
+
+#: How many batches each Ray actor is given ahead, so it never waits for the next one.
+IN_FLIGHT = 2
 
 
 class RayExecutor:
-    """Tasks on Ray: ``address`` is a cluster's (``auto``, ``ray://host:port``), or None to start a
-    local Ray for the run with ``workers`` CPUs (stopped by `close`)."""
+    """Actors on Ray: ``address`` is a cluster's (``auto``, ``host:port``, ``ray://host:port``), or
+    None to start a local Ray for the run with ``workers`` CPUs (stopped by `close`). One actor per
+    CPU is started at once (importing the package while the run is read) and kept until `close`;
+    each piece of work is put in the object store once and fetched once per actor; batches go to
+    whichever actor is free, `IN_FLIGHT` ahead."""
 
     kind = ExecutorKind.RAY
 
     def __init__(self, workers: int = 2, address: str | None = None) -> None:
-        ray = _ray()
+        ray = self._ray = _ray()
         self.workers = workers
         self._started_here = not ray.is_initialized()
         if self._started_here:
@@ -300,15 +399,20 @@ class RayExecutor:
                     ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False)
                 else:
                     ray.init(address=address, log_to_driver=False)
-            except (ConnectionError, RuntimeError, ValueError) as exc:
-                raise ReplayError(
-                    f"cannot start or reach Ray at {address or 'local'}: {exc}"
-                ) from None
+            except Exception as exc:  # Ray raises what its layers meet: a refused socket, a timeout
+                raise ReplayError(_unreachable(address, exc)) from None
         if address is not None or not self._started_here:
-            self.workers = max(workers, int(ray.cluster_resources().get("CPU", workers)))
+            self.workers = max(1, int(ray.cluster_resources().get("CPU", workers)))
         # a Ray started here for the run is this machine's; a cluster's workers may be anywhere
         self.on_this_machine = address is None and self._started_here
-        self._task = ray.remote(max_retries=RETRIES, retry_exceptions=False)(_ray_batch)
+        actor = ray.remote(num_cpus=1, max_restarts=RETRIES, max_task_retries=RETRIES)(RayWorker)
+        self._actors = [actor.remote() for _ in range(self.workers)]
+        self._shipping = _Shipping()
+        self._shipped: list[Any] = []
+
+    def worker_ids(self) -> set[int]:
+        """The process ids of the actors (waits for them to start)."""
+        return set(self._ray.get([a.ready.remote() for a in self._actors]))
 
     def map(
         self,
@@ -317,31 +421,71 @@ class RayExecutor:
         done: Done | None = None,
         batch_size: int | None = None,
     ) -> Iterator[Any]:
-        """``work.run`` of each item, in order, a task per batch (of at most ``batch_size``)."""
-        ray = _ray()
-        key, data = _shipped(work)
-        shipped = ray.put(data)  # once: every task reads the same object
-        refs = [
-            self._task.remote(key, shipped, batch)
-            for batch in batches(items, self.workers, batch_size)
-        ]
-        for ref in refs:
-            try:
-                got = ray.get(ref)
-            except ray.exceptions.RayTaskError as exc:
-                raise exc.as_instanceof_cause() from None
-            except (ray.exceptions.WorkerCrashedError, ray.exceptions.NodeDiedError) as exc:
-                raise WorkerDied(
-                    f"a Ray worker died {RETRIES + 1} times running a batch: {exc}"
-                ) from None
-            yield from got
-            if done is not None:
-                done(len(got))
+        """``work.run`` of each item, in order, a call per batch (of at most ``batch_size``) to
+        whichever actor is free."""
+        ray = self._ray
+        if self._shipping.of(work):
+            self._shipped = [ray.put(self._shipping.data)]  # once: every actor reads this object
+        key = self._shipping.key
+        pending = batches(items, len(self._actors), batch_size)
+        results: list[list[Any] | None] = [None] * len(pending)
+        running: dict[Any, tuple[int, Any]] = {}  # a call's reference: its batch, its actor
+        given = position = 0
+
+        def give(actor: Any) -> None:
+            nonlocal given
+            ref = actor.run.remote(key, self._shipped, pending[given])
+            running[ref] = (given, actor)
+            given += 1
+
+        for actor in self._actors * IN_FLIGHT:
+            if given < len(pending):
+                give(actor)
+        while position < len(pending):
+            ready, _ = ray.wait(list(running), num_returns=1)
+            number, actor = running.pop(ready[0])
+            results[number] = self._got(ready[0])
+            if given < len(pending):
+                give(actor)
+            while position < len(pending) and results[position] is not None:
+                got = results[position]
+                assert got is not None
+                results[position] = []  # handed out: keep no copy
+                position += 1
+                yield from got
+                if done is not None:
+                    done(len(got))
+
+    def _got(self, ref: Any) -> list[Any]:
+        ray = self._ray
+        try:
+            got: list[Any] = ray.get(ref)
+        except ray.exceptions.RayTaskError as exc:
+            raise exc.as_instanceof_cause() from None
+        except (ray.exceptions.RayActorError, ray.exceptions.NodeDiedError) as exc:
+            raise WorkerDied(
+                f"a Ray worker died {RETRIES + 1} times running a batch: {exc}"
+            ) from None
+        return got
 
     def close(self) -> None:
+        for actor in self._actors:  # a cluster's CPUs go back to it
+            self._ray.kill(actor)
+        self._actors = []
         if self._started_here:
-            _ray().shutdown()
+            self._ray.shutdown()
             self._started_here = False
+
+
+def _unreachable(address: str | None, exc: Exception) -> str:
+    """Why Ray could not be started or reached, in one line, with what to do."""
+    reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    if address is None:
+        return f"cannot start a local Ray: {reason}"
+    return (
+        f"cannot reach a Ray cluster at {setting('ray_address', address, quoted=True)}: {reason} "
+        "(start one with `ray start --head`, then give its address, `auto` on its machines)"
+    )
 
 
 def executor(

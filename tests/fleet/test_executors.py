@@ -186,3 +186,108 @@ def test_a_pool_whose_workers_died_while_idle_is_started_anew() -> None:
     finally:
         pool.close()
     assert [value for value, _ in got] == [i * i for i in range(10)]
+
+
+class Noted:
+    """Work whose ``prepare`` appends this process's id to a file, so a test can count how many
+    times, and where, it ran."""
+
+    def __init__(self, notes: Path) -> None:
+        self.notes = notes
+
+    def prepare(self) -> int:
+        with self.notes.open("a") as out:
+            out.write(f"{os.getpid()}\n")
+        return os.getpid()
+
+    def run(self, state: int, item: int) -> tuple[int, int]:
+        return item + 1, state
+
+
+def _prepared_in(notes: Path) -> list[int]:
+    return [int(line) for line in notes.read_text().split()]
+
+
+def test_a_pool_stays_warm_across_maps_and_prepares_each_work_once_per_process(
+    tmp_path: Path,
+) -> None:
+    """The plans of one attribution map the same work many times: the processes started with
+    the pool run all of them, and each prepares the work once, however many maps come."""
+    pool = Processes(2)
+    try:
+        started = pool.worker_ids()
+        work = Noted(tmp_path / "prepared")
+        seen: set[int] = set()
+        for plan in range(6):
+            got = list(pool.map(work, list(range(plan * 10, plan * 10 + 10))))
+            assert [value for value, _ in got] == list(range(plan * 10 + 1, plan * 10 + 11))
+            seen |= {pid for _, pid in got}
+        other = Noted(tmp_path / "other")  # a fleet's next piece of work: same processes
+        seen |= {pid for _, pid in pool.map(other, list(range(20)))}
+    finally:
+        pool.close()
+    assert len(started) == 2 and os.getpid() not in started
+    assert seen <= started, "a map started processes of its own"
+    prepared = _prepared_in(tmp_path / "prepared")
+    assert len(prepared) == len(set(prepared)) <= 2, prepared  # once per process, not per map
+    assert set(_prepared_in(tmp_path / "other")) <= started
+
+
+def test_ray_actors_stay_warm_across_maps_and_prepare_each_work_once_per_actor(
+    tmp_path: Path,
+) -> None:
+    from otel_replay.executors import RayExecutor
+
+    ray = RayExecutor(2)
+    try:
+        actors = ray.worker_ids()
+        work = Noted(tmp_path / "prepared")
+        seen: set[int] = set()
+        for plan in range(6):
+            got = list(ray.map(work, list(range(plan * 10, plan * 10 + 10))))
+            assert [value for value, _ in got] == list(range(plan * 10 + 1, plan * 10 + 11))
+            seen |= {pid for _, pid in got}
+    finally:
+        ray.close()
+    assert len(actors) == 2 and seen <= actors
+    prepared = _prepared_in(tmp_path / "prepared")
+    assert len(prepared) == len(set(prepared)) <= 2, prepared
+
+
+def test_the_work_is_pickled_once_for_all_the_maps_of_it(tmp_path: Path) -> None:
+    """Re-pickling the run and the code for every plan is what the pool is spared: the file the
+    workers read is written once per piece of work."""
+    pool = Processes(1)
+    try:
+        work = Noted(tmp_path / "prepared")
+        list(pool.map(work, [1]))
+        shipped = {p: p.stat().st_mtime_ns for p in Path(pool._path).parent.iterdir()}
+        for _ in range(3):
+            list(pool.map(work, [2, 3]))
+        assert {p: p.stat().st_mtime_ns for p in Path(pool._path).parent.iterdir()} == shipped
+        assert len(shipped) == 1
+    finally:
+        pool.close()
+
+
+def test_an_attribution_loads_the_code_once_per_worker_for_all_its_plans(
+    runner: CliRunner, store: Path, tmp_path: Path
+) -> None:
+    """An attribution's plans (a search, then a scan: many maps) all run on the workers the pool
+    started with, each of which loads the user's code once; the report is the threads' own."""
+    notes = tmp_path / "loaded"
+    source = CHAIN.resamplers.read_text() + (
+        f"\n\nwith open({str(notes)!r}, 'a') as _out:\n    _out.write(f'{{__import__(\"os\").getpid()}}\\n')\n"
+    )
+    noting = tmp_path / "noting.py"
+    noting.write_text(source)
+    code = ["--resamplers", str(noting), "--seed", "3"]
+    expected = _report(runner, store, tmp_path / "threads.json", *code)
+    notes.write_text("")
+    got = _report(
+        runner, store, tmp_path / "process.json", *code, "--executor", "process", "--workers", "2"
+    )
+    assert got == expected
+    loads = [pid for pid in _prepared_in(notes) if pid != os.getpid()]  # this process's: 1 check
+    assert expected["cost"]["rollouts"] > 8  # many plans, many batches ...
+    assert 1 <= len(loads) == len(set(loads)) <= 2, loads  # ... one load per worker
