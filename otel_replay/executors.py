@@ -394,6 +394,8 @@ class RayExecutor:
         self.workers = workers
         self._started_here = not ray.is_initialized()
         if self._started_here:
+            if address is not None:
+                _answering(address)
             try:
                 if address is None:
                     ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False)
@@ -477,14 +479,34 @@ class RayExecutor:
             self._started_here = False
 
 
+#: How long a cluster's address is given to answer before the run stops (Ray itself would keep
+#: trying for minutes).
+REACH_SECONDS = 5.0
+
+
+def _answering(address: str) -> None:
+    """Stop at once, with the address, when nothing answers there (``auto`` is Ray's to find)."""
+    import socket
+
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if address == "auto" or not host or not port.isdigit():
+        return
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), REACH_SECONDS).close()
+    except OSError as exc:
+        raise ReplayError(_unreachable(address, exc)) from None
+
+
 def _unreachable(address: str | None, exc: Exception) -> str:
     """Why Ray could not be started or reached, in one line, with what to do."""
-    reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    text = str(exc).strip()
+    reason = text.splitlines()[0] if text else type(exc).__name__
     if address is None:
         return f"cannot start a local Ray: {reason}"
     return (
         f"cannot reach a Ray cluster at {setting('ray_address', address, quoted=True)}: {reason} "
-        "(start one with `ray start --head`, then give its address, `auto` on its machines)"
+        "(start one with `ray start --head` and give the address it prints; a cluster with "
+        "token authentication also needs RAY_AUTH_MODE=token here)"
     )
 
 

@@ -291,3 +291,90 @@ def test_an_attribution_loads_the_code_once_per_worker_for_all_its_plans(
     loads = [pid for pid in _prepared_in(notes) if pid != os.getpid()]  # this process's: 1 check
     assert expected["cost"]["rollouts"] > 8  # many plans, many batches ...
     assert 1 <= len(loads) == len(set(loads)) <= 2, loads  # ... one load per worker
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+    return port
+
+
+def test_ray_address_reaches_a_cluster_started_with_ray_start(
+    runner: CliRunner, store: Path, tmp_path: Path
+) -> None:
+    """``ray start --head`` as the README shows, then ``--ray-address HOST:PORT``: the report is
+    the threads' own, and the cluster is left running (it is not the command's to stop)."""
+    import shutil
+    import subprocess
+    import sys
+    import time
+
+    import ray
+
+    import tempfile
+
+    port = _free_port()
+    ray_cli = shutil.which("ray") or str(Path(sys.executable).parent / "ray")
+    # a short folder: Ray's sockets live under it, and a socket's path has a length limit
+    folder = tempfile.mkdtemp(prefix="ray-", dir="/tmp")
+    log = (tmp_path / "head.log").open("w")
+    head = subprocess.Popen(
+        [ray_cli, "start", "--head", f"--port={port}", "--node-ip-address=127.0.0.1",
+         "--num-cpus=2", "--include-dashboard=false", f"--temp-dir={folder}", "--block"],
+        stdout=log, stderr=subprocess.STDOUT,
+        # a cluster asking for a token needs RAY_AUTH_MODE=token on the driver before Ray is
+        # imported (the README says so); this test's process imported it long ago
+        env={**os.environ, "RAY_AUTH_MODE": "disabled"},
+    )  # fmt: skip
+    try:
+        code = ["--resamplers", str(CHAIN.resamplers), *ARGS]
+        expected = _report(runner, store, tmp_path / "threads.json", *code)
+        deadline = time.monotonic() + 60
+        while True:  # the head takes a few seconds to answer
+            try:
+                _free_socket_answers(port)
+                break
+            except OSError:
+                assert time.monotonic() < deadline, (tmp_path / "head.log").read_text()[-2000:]
+                time.sleep(0.5)
+        address = ["--executor", "ray", "--ray-address", f"127.0.0.1:{port}"]
+        got = _report(runner, store, tmp_path / "cluster.json", *code, *address)
+        assert got == expected
+        assert not ray.is_initialized()  # the command let go of the cluster ...
+        assert head.poll() is None  # ... and left it running
+    finally:
+        head.terminate()  # the head stops the processes it started
+        head.wait(60)
+        log.close()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _free_socket_answers(port: int) -> None:
+    import socket
+
+    socket.create_connection(("127.0.0.1", port), 1).close()
+
+
+def test_a_ray_address_nothing_answers_at_is_a_one_line_error(
+    runner: CliRunner, store: Path
+) -> None:
+    port = _free_port()
+    line = one_line_error(
+        invoke(
+            runner,
+            store,
+            "attribute",
+            CHAIN.trajectory_id,
+            "--resamplers",
+            str(CHAIN.resamplers),
+            "--executor",
+            "ray",
+            "--ray-address",
+            f"127.0.0.1:{port}",
+        )
+    )
+    assert f"cannot reach a Ray cluster at --ray-address '127.0.0.1:{port}'" in line
+    assert "ray start --head" in line
