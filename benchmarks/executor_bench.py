@@ -65,7 +65,9 @@ def figures(wall: float, waits: int, workers: int, startup: float) -> dict[str, 
     }
 
 
-def attribution(kind: ExecutorKind, workers: int, strategy: Strategy, rollouts: int) -> dict[str, Any]:
+def attribution(
+    kind: ExecutorKind, workers: int, strategy: Strategy, rollouts: int
+) -> dict[str, Any]:
     config = AttributionConfig(seed=0, workers=workers, strategy=strategy, rollouts=rollouts)
     job = RunJob(run_of(16), CODE, config)
     started = time.perf_counter()

@@ -176,12 +176,11 @@ def _start_together(everyone: Any) -> None:
     once would leave the pool with fewer processes than asked; held here, every submit of the
     first round starts one (a process that never comes only delays the rest `START_WAIT_SECONDS`)."""
     import threading
+    from contextlib import suppress
 
     _warm()
-    try:
+    with suppress(threading.BrokenBarrierError):
         everyone.wait(START_WAIT_SECONDS)
-    except threading.BrokenBarrierError:
-        pass
 
 
 def _run_batch(key: str, path: str, batch: list[Any]) -> list[Any]:
