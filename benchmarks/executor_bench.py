@@ -76,10 +76,16 @@ def attribution(
     try:
         result = attribute_job(job, executor=None if kind is ExecutorKind.THREADS else made)
     finally:
+        closing = time.perf_counter()
         made.close()
     wall = time.perf_counter() - started
     got = figures(wall, result.step_executions, workers, startup)
-    return {**got, "rollouts": result.rollouts, "waits": result.step_executions}
+    return {
+        **got,
+        "close_seconds": round(time.perf_counter() - closing, 2),
+        "rollouts": result.rollouts,
+        "waits": result.step_executions,
+    }
 
 
 def fleet(kind: ExecutorKind, workers: int, runs: int, rollouts: int) -> dict[str, Any]:

@@ -29,6 +29,7 @@ import math
 import os
 import pickle
 import tempfile
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from enum import Enum
 from pathlib import Path
@@ -138,6 +139,7 @@ class Threads:
 # --- processes -----------------------------------------------------------------------------------
 
 _PREPARED: dict[str, tuple[Work, Any]] = {}  # in a worker process or a Ray worker: work by digest
+_PREPARING = threading.Lock()
 #: How many pieces of work a worker keeps prepared: a fleet's or an attribution's one, and the one
 #: before it (a worker that met a newer piece first still finds the older one's last batches).
 _KEPT = 2
@@ -147,7 +149,13 @@ PRELOAD = ("otel_replay.attribution._run", "otel_replay.fleet._batch")
 
 
 def _prepared(key: str, load: Callable[[], bytes]) -> tuple[Work, Any]:
-    """The work ``load`` gives, prepared once in this process (later batches find it here)."""
+    """The work ``load`` gives, prepared once in this process (later batches find it here; a Ray
+    actor's batches running at once on its threads wait for the first to prepare it)."""
+    with _PREPARING:
+        return _prepared_now(key, load)
+
+
+def _prepared_now(key: str, load: Callable[[], bytes]) -> tuple[Work, Any]:
     found = _PREPARED.get(key)
     if found is None:
         work: Work = pickle.loads(load())
@@ -175,7 +183,6 @@ def _start_together(everyone: Any) -> None:
     start. A pool starts a process for a task only while none is idle, so one that took work at
     once would leave the pool with fewer processes than asked; held here, every submit of the
     first round starts one (a process that never comes only delays the rest `START_WAIT_SECONDS`)."""
-    import threading
     from contextlib import suppress
 
     _warm()
@@ -381,10 +388,12 @@ IN_FLIGHT = 2
 
 class RayExecutor:
     """Actors on Ray: ``address`` is a cluster's (``auto``, ``host:port``, ``ray://host:port``), or
-    None to start a local Ray for the run with ``workers`` CPUs (stopped by `close`). One actor per
-    CPU is started at once (importing the package while the run is read) and kept until `close`;
-    each piece of work is put in the object store once and fetched once per actor; batches go to
-    whichever actor is free, `IN_FLIGHT` ahead."""
+    None to start a local Ray for the run (stopped by `close`). Actors are started at once
+    (importing the package while the run is read) and kept until `close`: on a cluster one per
+    CPU; on a local Ray one per core of this machine at most, each running ``workers`` ÷ cores
+    batches at once on its threads (more processes than cores would only start slower: each is a
+    Python importing Ray). Each piece of work is put in the object store once and fetched once per
+    actor; batches go to whichever actor's slot is free, `IN_FLIGHT` ahead."""
 
     kind = ExecutorKind.RAY
 
@@ -392,22 +401,29 @@ class RayExecutor:
         ray = self._ray = _ray()
         self.workers = workers
         self._started_here = not ray.is_initialized()
+        processes = max(1, min(workers, os.cpu_count() or 1))
         if self._started_here:
             if address is not None:
                 _answering(address)
             try:
                 if address is None:
-                    ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False)
+                    ray.init(num_cpus=processes, include_dashboard=False, log_to_driver=False)
                 else:
                     ray.init(address=address, log_to_driver=False)
             except Exception as exc:  # Ray raises what its layers meet: a refused socket, a timeout
                 raise ReplayError(_unreachable(address, exc)) from None
-        if address is not None or not self._started_here:
-            self.workers = max(1, int(ray.cluster_resources().get("CPU", workers)))
         # a Ray started here for the run is this machine's; a cluster's workers may be anywhere
         self.on_this_machine = address is None and self._started_here
-        actor = ray.remote(num_cpus=1, max_restarts=RETRIES, max_task_retries=RETRIES)(RayWorker)
-        self._actors = [actor.remote() for _ in range(self.workers)]
+        threads = math.ceil(workers / processes)
+        if not self.on_this_machine:
+            processes = max(1, int(ray.cluster_resources().get("CPU", workers)))
+            threads = 1
+        self.workers = processes * threads
+        actor = ray.remote(
+            num_cpus=1, max_concurrency=threads, max_restarts=RETRIES, max_task_retries=RETRIES
+        )(RayWorker)
+        self._actors = [actor.remote() for _ in range(processes)]
+        self._slots = self._actors * threads  # each slot runs one batch at a time
         self._shipping = _Shipping()
         self._shipped: list[Any] = []
 
@@ -428,7 +444,7 @@ class RayExecutor:
         if self._shipping.of(work):
             self._shipped = [ray.put(self._shipping.data)]  # once: every actor reads this object
         key = self._shipping.key
-        pending = batches(items, len(self._actors), batch_size)
+        pending = batches(items, len(self._slots), batch_size)
         results: list[list[Any] | None] = [None] * len(pending)
         running: dict[Any, tuple[int, Any]] = {}  # a call's reference: its batch, its actor
         given = position = 0
@@ -439,7 +455,7 @@ class RayExecutor:
             running[ref] = (given, actor)
             given += 1
 
-        for actor in self._actors * IN_FLIGHT:
+        for actor in self._slots * IN_FLIGHT:
             if given < len(pending):
                 give(actor)
         while position < len(pending):
@@ -472,7 +488,7 @@ class RayExecutor:
     def close(self) -> None:
         for actor in self._actors:  # a cluster's CPUs go back to it
             self._ray.kill(actor)
-        self._actors = []
+        self._actors = self._slots = []
         if self._started_here:
             self._ray.shutdown()
             self._started_here = False

@@ -80,7 +80,10 @@ def attribute_command(
     ] = ExecutorKind.THREADS,
     ray_address: Annotated[
         str | None,
-        typer.Option(help="--executor ray: auto, or ray://host:port (default: a local Ray)."),
+        typer.Option(
+            help="--executor ray: a cluster's address (auto, HOST:PORT, ray://HOST:PORT: "
+            "see `ray start --head`); default: a local Ray for the run."
+        ),
     ] = None,
     resamplers: ResamplersOption = None,
     verifier: VerifierOption = None,

@@ -238,7 +238,7 @@ def test_ray_actors_stay_warm_across_maps_and_prepare_each_work_once_per_actor(
 ) -> None:
     from otel_replay.executors import RayExecutor
 
-    ray = RayExecutor(2)
+    ray = RayExecutor(4)  # on a machine of fewer cores: an actor per core, on threads
     try:
         actors = ray.worker_ids()
         work = Noted(tmp_path / "prepared")
@@ -249,9 +249,10 @@ def test_ray_actors_stay_warm_across_maps_and_prepare_each_work_once_per_actor(
             seen |= {pid for _, pid in got}
     finally:
         ray.close()
-    assert len(actors) == 2 and seen <= actors
+    assert len(actors) == min(4, os.cpu_count() or 1) and seen <= actors
+    assert ray.workers >= 4
     prepared = _prepared_in(tmp_path / "prepared")
-    assert len(prepared) == len(set(prepared)) <= 2, prepared
+    assert len(prepared) == len(set(prepared)) <= len(actors), prepared
 
 
 def test_the_work_is_pickled_once_for_all_the_maps_of_it(tmp_path: Path) -> None:
