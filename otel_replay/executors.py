@@ -8,13 +8,17 @@ same results on any executor and any number of workers, and a batch run again af
 gives the same results too, which is why retrying is safe:
 
 * `Threads`: in this process, ``workers`` threads; the work is prepared once and shared.
-* `Processes`: a pool of ``workers`` processes started fresh (``spawn``: no lock or thread of this
-  process is copied into them); the work is pickled once and prepared once per process; a batch
-  whose process died is run again in a new pool, up to `RETRIES` times.
-* `RayExecutor`: tasks on a Ray cluster (``address``: ``auto``, ``ray://host:port``; none: a local
-  Ray started for the run), each task a batch; the work is put in Ray's object store once and
-  prepared once per worker process; Ray retries the task of a worker that died (`RETRIES`). Ray is
-  an optional extra (``pip install 'otel-replay[ray]'``), imported only here, only when chosen.
+* `Processes`: a pool of ``workers`` processes, started with the executor (so they start while the
+  run is read) and kept for every map until it closes: forked from a server process that imported
+  the package once (``forkserver``: no lock or thread of this process is copied into them); a
+  piece of work is pickled once, written once to a file, read once per process; a batch whose
+  process died is run again in a new pool, up to `RETRIES` times.
+* `RayExecutor`: actors on a Ray cluster (``address``: ``auto``, ``host:port``,
+  ``ray://host:port``; none: a local Ray started for the run), started with the executor and
+  kept: one per CPU of a cluster, one per core of this machine for a local Ray (each running its
+  share of ``workers`` on threads); a piece of work is put in Ray's object store once and fetched
+  once per actor; Ray restarts an actor that died and retries its call (`RETRIES`). Ray is an
+  optional extra (``pip install 'otel-replay[ray]'``), imported only here, only when chosen.
 
 Batches are sized so that a worker gets about `BATCHES_PER_WORKER` of them: few enough that a task's
 overhead (about half a millisecond on Ray, one pickle round trip on a process pool) is small beside
