@@ -34,6 +34,7 @@ import os
 import pickle
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from enum import Enum
 from pathlib import Path
@@ -182,16 +183,50 @@ def _warm() -> int:
     return os.getpid()
 
 
-def _start_together(everyone: Any) -> None:
-    """A pool process's initializer: warm, then wait for every other process of the pool to
-    start. A pool starts a process for a task only while none is idle, so one that took work at
-    once would leave the pool with fewer processes than asked; held here, every submit of the
-    first round starts one (a process that never comes only delays the rest `START_WAIT_SECONDS`)."""
+_EVERYONE: Any = None  # in a pool process: the pool's barrier (`_start_together`)
+#: How often a pool process looks whether the process that made the pool is still there.
+PARENT_CHECK_SECONDS = 1.0
+
+
+def _start_together(everyone: Any, parent: int) -> None:
+    """A pool process's initializer: warm, watch ``parent``, then wait for every other process of
+    the pool to start. A pool starts a process for a task only while none is idle, so one that
+    took work at once would leave the pool with fewer processes than asked; held here, every
+    submit of the first round starts one (a process that never comes only delays the rest
+    `START_WAIT_SECONDS`)."""
+    global _EVERYONE
+    _EVERYONE = everyone
+    _warm()
+    threading.Thread(target=_exit_with, args=(parent,), daemon=True, name="parent").start()
+    _together()
+
+
+def _together() -> None:
     from contextlib import suppress
 
-    _warm()
     with suppress(threading.BrokenBarrierError):
-        everyone.wait(START_WAIT_SECONDS)
+        _EVERYONE.wait(START_WAIT_SECONDS)
+
+
+def _exit_with(parent: int) -> None:
+    """End this process once ``parent`` is gone (killed, say, so it never shut the pool down): a
+    pool process is the fork server's child, so nothing else would end it, and it would wait on
+    its queue, holding its memory, for ever."""
+    while True:
+        time.sleep(PARENT_CHECK_SECONDS)
+        try:
+            os.kill(parent, 0)
+        except ProcessLookupError:
+            os._exit(1)
+        except PermissionError:
+            continue  # there, under another user: not ours to judge
+
+
+def _ready() -> int:
+    """A pool's first task, one per process (each waits until every process holds one): the
+    process's id, to count the workers."""
+    _together()
+    return os.getpid()
 
 
 def _run_batch(key: str, path: str, batch: list[Any]) -> list[Any]:
@@ -249,10 +284,13 @@ class Processes:
             context.set_forkserver_preload(list(PRELOAD))
             everyone = context.Barrier(self.workers)
             self._pool = ProcessPoolExecutor(
-                self.workers, mp_context=context, initializer=_start_together, initargs=(everyone,)
+                self.workers,
+                mp_context=context,
+                initializer=_start_together,
+                initargs=(everyone, os.getpid()),
             )
             # one quick task per worker makes the pool start every process now, not one per batch
-            self._ready = [self._pool.submit(_warm) for _ in range(self.workers)]
+            self._ready = [self._pool.submit(_ready) for _ in range(self.workers)]
         return self._pool
 
     def _ship(self, work: Work) -> tuple[str, str]:

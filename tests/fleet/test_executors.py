@@ -384,3 +384,47 @@ def test_a_ray_address_nothing_answers_at_is_a_one_line_error(
     )
     assert f"cannot reach a Ray cluster at --ray-address '127.0.0.1:{port}'" in line
     assert "ray start --head" in line
+
+
+def test_pool_processes_end_when_the_process_that_made_them_is_killed(tmp_path: Path) -> None:
+    """A command killed (SIGKILL: no chance to shut its pool down) leaves no worker behind: each
+    watches the process that made the pool and ends within seconds of it (issue 28)."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    script = tmp_path / "parent.py"
+    script.write_text(
+        "import time\n"
+        "from otel_replay.executors import Processes\n"
+        "if __name__ == '__main__':\n"
+        "    pool = Processes(2)\n"
+        "    print(' '.join(map(str, sorted(pool.worker_ids()))), flush=True)\n"
+        "    time.sleep(120)\n"
+    )
+    parent = subprocess.Popen(
+        [sys.executable, str(script)], stdout=subprocess.PIPE, text=True, cwd=Path.cwd()
+    )
+    try:
+        assert parent.stdout is not None
+        workers = [int(pid) for pid in parent.stdout.readline().split()]
+        assert len(workers) == 2, workers
+        assert all(_alive(pid) for pid in workers)
+    finally:
+        parent.send_signal(signal.SIGKILL)
+        parent.wait()
+        if parent.stdout is not None:
+            parent.stdout.close()
+    deadline = time.monotonic() + 15
+    while any(_alive(pid) for pid in workers) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not any(_alive(pid) for pid in workers), "a worker outlived its parent"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
