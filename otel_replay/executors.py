@@ -271,8 +271,6 @@ class Processes:
         self._shipping = _Shipping()
         self._folder: tempfile.TemporaryDirectory[str] | None = None
         self._path = ""
-        #: the process id of each worker the pool has started, as it reported at start
-        self.started: list[int] = []
         self._start()
 
     def _start(self) -> ProcessPoolExecutor:
