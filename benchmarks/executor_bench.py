@@ -33,7 +33,8 @@ from typing import Any
 from otel_replay.attribution import AttributionConfig
 from otel_replay.attribution._config import Strategy
 from otel_replay.attribution._run import RolloutWork, RunJob, attribute_job
-from otel_replay.executors import ExecutorKind, executor
+from otel_replay.executors._base import ExecutorKind
+from otel_replay.executors._choose import executor
 from otel_replay.fleet import attribute_runs
 from otel_replay.model import Step, StepKind, Trajectory
 from otel_replay.replay import Plan

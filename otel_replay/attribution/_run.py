@@ -22,7 +22,8 @@ from otel_replay.attribution._cost import PlannedCost, planned_cost
 from otel_replay.attribution._engine import Progress, Spending, noting_draws
 from otel_replay.attribution._results import AttributionResult
 from otel_replay.errors import AttributionError, RolloutError, setting
-from otel_replay.executors import ExecutorKind, Processes, RayExecutor, Threads
+from otel_replay.executors import Processes, RayExecutor, Threads
+from otel_replay.executors._base import ExecutorKind
 from otel_replay.model import Trajectory
 from otel_replay.replay import Driver, Plan, instrument
 from otel_replay.replay._chat import chat_driver

@@ -44,7 +44,7 @@ from otel_replay.cli._send import (
     rollouts_destination,
 )
 from otel_replay.errors import ReplayError
-from otel_replay.executors import ExecutorKind
+from otel_replay.executors._base import ExecutorKind
 from otel_replay.fleet import Selection
 from otel_replay.model import FAIL_THRESHOLD
 

@@ -12,7 +12,8 @@ import orjson
 import pytest
 from typer.testing import CliRunner
 
-from otel_replay.executors import BATCHES_PER_WORKER, Processes, Threads, WorkerDied, batches
+from otel_replay.executors import Processes, Threads
+from otel_replay.executors._base import BATCHES_PER_WORKER, WorkerDied, batches
 from tests.attribution.models import CHAIN
 from tests.cli_helpers import invoke, ok, one_line_error
 from tests.conftest import requires_ray
