@@ -188,7 +188,15 @@ def proto_span(pb2_span: Span, resource: dict[str, Any], scope_name: str, order:
 
 def proto_attributes(items: Any) -> dict[str, Any]:
     """Attributes as a plain dict of JSON data."""
-    return {kv.key: proto_value(kv.value) for kv in items}
+    out: dict[str, Any] = {}
+    for kv in items:
+        value = kv.value
+        # Most values are strings: take them without a call per attribute.
+        if value.WhichOneof("value") == "string_value":
+            out[kv.key] = value.string_value
+        else:
+            out[kv.key] = proto_value(value)
+    return out
 
 
 def proto_value(value: AnyValue) -> Any:
