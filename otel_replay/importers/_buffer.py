@@ -31,8 +31,8 @@ class UntracedId:
 
 
 class TraceBuffer:
-    """Spans waiting for the rest of their trace. Spans with no trace id belong to the record's
-    `UntracedId`."""
+    """Spans waiting for the rest of their trace. Spans with no trace id belong to the id their
+    record gives (a fixed one, or the record's `UntracedId`)."""
 
     def __init__(self, options: ReadOptions, metadata: dict[str, Any]) -> None:
         self._options = options
@@ -42,9 +42,10 @@ class TraceBuffer:
         self._seen: dict[str, set[str]] = {}
         self._duplicates: dict[str, int] = {}
 
-    def add(self, span: SpanRecord, untraced_id: UntracedId) -> str:
-        """Buffer ``span``; return the trajectory id it was filed under."""
-        key = span.trace_id or untraced_id()
+    def add(self, span: SpanRecord, untraced_id: str | UntracedId) -> str:
+        """Buffer ``span``; return the trajectory id it was filed under (``untraced_id``, or what
+        it computes, when the span has no trace id)."""
+        key = span.trace_id or (untraced_id if isinstance(untraced_id, str) else untraced_id())
         bucket = self._traces.get(key)
         if bucket is None:
             bucket = self._traces[key] = []
