@@ -48,10 +48,11 @@ JSONL_NAME = "bench.otlp.jsonl"
 PB_NAME = "bench.otlp.pb"
 STORES_DIR = "stores"
 
-# Targets from the project's performance goals.
-JSON_RATIO_TARGET = 0.5
-PROTO_RATIO_TARGET = 0.4
-RSS_TARGET_MB = 300.0  # stated for a 500 MB input; a streaming importer should meet it at any size
+# Targets from the project's performance goals (issue 26: "import closer to its ceiling"; the
+# design's ceiling, every span walked in Python and stored in SQLite, is about 0.16-0.21x orjson).
+JSON_RATIO_TARGET = 0.15
+PROTO_RATIO_TARGET = 0.05
+RSS_TARGET_MB = 100.0  # stated for a 300 MB input; a streaming importer should meet it at any size
 
 SMALL_FILE_MB = 50
 PARSE_REPEATS = 3
@@ -695,7 +696,7 @@ def print_table(stats: GenStats, results: dict[str, Result], env: dict[str, Any]
     for c in checks(results):
         value = f"{c['value']:.{c['digits']}f}"
         print(f"{c['check']:<30} {value:>8}  target {c['target']:<8} {verdict(c['pass'])}")
-    print(f"(RSS target {RSS_TARGET_MB:g} MB is set for a 500 MB input)")
+    print(f"(RSS target {RSS_TARGET_MB:g} MB is set for a 300 MB input)")
     if stats.json_bytes < SMALL_FILE_MB * MB:
         print(f"note: below {SMALL_FILE_MB} MB, child start-up time weighs on the import ratios")
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator
 from typing import Any
 
@@ -11,8 +12,27 @@ from otel_replay.importers._spans import SpanRecord
 from otel_replay.model import Trajectory
 
 
+class UntracedId:
+    """The run id of a record's spans that carry no trace id: ``untraced-`` and the first 16 hex
+    digits of the sha256 of the record's bytes. Computed when first asked for, since most records'
+    spans all have trace ids and hashing every record's bytes cost a tenth of an import."""
+
+    __slots__ = ("_data", "_id")
+
+    def __init__(self, data: bytes) -> None:
+        self._data = data
+        self._id: str | None = None
+
+    def __call__(self) -> str:
+        if self._id is None:
+            self._id = "untraced-" + hashlib.sha256(self._data).hexdigest()[:16]
+            self._data = b""  # the record's bytes are not needed any more
+        return self._id
+
+
 class TraceBuffer:
-    """Spans waiting for the rest of their trace. Spans with no trace id belong to ``untraced_id``."""
+    """Spans waiting for the rest of their trace. Spans with no trace id belong to the id their
+    record gives (a fixed one, or the record's `UntracedId`)."""
 
     def __init__(self, options: ReadOptions, metadata: dict[str, Any]) -> None:
         self._options = options
@@ -22,9 +42,10 @@ class TraceBuffer:
         self._seen: dict[str, set[str]] = {}
         self._duplicates: dict[str, int] = {}
 
-    def add(self, span: SpanRecord, untraced_id: str) -> str:
-        """Buffer ``span``; return the trajectory id it was filed under."""
-        key = span.trace_id or untraced_id
+    def add(self, span: SpanRecord, untraced_id: str | UntracedId) -> str:
+        """Buffer ``span``; return the trajectory id it was filed under (``untraced_id``, or what
+        it computes, when the span has no trace id)."""
+        key = span.trace_id or (untraced_id if isinstance(untraced_id, str) else untraced_id())
         bucket = self._traces.get(key)
         if bucket is None:
             bucket = self._traces[key] = []

@@ -293,6 +293,29 @@ _TOOL_CALL_FIELDS = {
 }
 _TOOL_CALLS = "message.tool_calls."
 
+# What a flattened key means, worked out once per distinct key: ``(message index, the key's rest
+# after the index, simple field or None, tool call index, tool call field or None)``, or None for a
+# key outside the prefix. Agents resend their history on every call, so the same few hundred keys
+# come back on every span; reading a key's meaning from here costs one lookup instead of a
+# partition, a digit check and an int() per key per span.
+_Slot = tuple[int, str, str | None, int, str | None]
+_SLOTS: dict[str, dict[str, _Slot | None]] = {}
+_SLOTS_PER_PREFIX = 50_000  # forgotten past this, so odd inputs cannot grow it without bound
+
+
+def _slot(key: str, dotted: str) -> _Slot | None:
+    if not key.startswith(dotted):
+        return None
+    index, _, rest = key[len(dotted) :].partition(".")
+    if not _is_index(index):
+        return None
+    call_index, call_field = -1, None
+    if rest.startswith(_TOOL_CALLS):
+        number, _, call_rest = rest[len(_TOOL_CALLS) :].partition(".")
+        if _is_index(number):
+            call_index, call_field = int(number), _TOOL_CALL_FIELDS.get(call_rest)
+    return int(index), rest, _SIMPLE_FIELDS.get(rest), call_index, call_field
+
 
 def flattened_messages(attributes: dict[str, Any], prefix: str) -> list[dict[str, Any]]:
     """`normalize_messages(unflatten(attributes, prefix))`, fast for the common OpenInference shape.
@@ -303,42 +326,46 @@ def flattened_messages(attributes: dict[str, Any], prefix: str) -> list[dict[str
     """
     if isinstance(attributes.get(prefix), list):
         return normalize_messages(unflatten(attributes, prefix))
+    slots = _SLOTS.get(prefix)
+    if slots is None or len(slots) > _SLOTS_PER_PREFIX:
+        slots = _SLOTS[prefix] = {}
     dotted = prefix + "."
-    start = len(dotted)
-    groups: dict[int, dict[str, Any]] = {}
+    groups: dict[int, dict[str, tuple[_Slot, Any]]] = {}
     for key, value in attributes.items():
-        if key.startswith(dotted):
-            index, _, rest = key[start:].partition(".")
-            if _is_index(index):
-                group = groups.get(int(index))
-                if group is None:
-                    group = groups[int(index)] = {}
-                group[rest] = value
+        slot = slots.get(key, _UNSEEN)
+        if slot is _UNSEEN:
+            slot = slots[key] = _slot(key, dotted)
+        if slot is not None:
+            group = groups.get(slot[0])
+            if group is None:
+                group = groups[slot[0]] = {}
+            group[slot[1]] = (slot, value)  # a later key of the same rest wins, as in unflatten
     return [_flat_message(groups[i]) for i in sorted(groups)]
 
 
-def _flat_message(flat: dict[str, Any]) -> dict[str, Any]:
+_UNSEEN: Any = object()
+
+
+def _flat_message(flat: dict[str, tuple[_Slot, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     calls: dict[int, dict[str, Any]] = {}
-    for key, value in flat.items():
-        field = _SIMPLE_FIELDS.get(key)
+    for slot, value in flat.values():
+        _, _, field, call_index, call_field = slot
         if field is not None and isinstance(value, str):
             if field == "content" or field == "role" or value:
                 out[field] = value
             continue
-        if key.startswith(_TOOL_CALLS):
-            index, _, rest = key[len(_TOOL_CALLS) :].partition(".")
-            call_field = _TOOL_CALL_FIELDS.get(rest)
-            if _is_index(index) and call_field is not None:
-                call = calls.get(int(index))
-                if call is None:
-                    call = calls[int(index)] = {}
-                if call_field == "arguments":
-                    call[call_field] = maybe_json(value)
-                elif isinstance(value, str) and value:
-                    call[call_field] = value.strip() if call_field == "id" else _unquoted(value)
-                continue
-        return normalize_message(_expand(flat))  # a shape the fast path does not know
+        if call_field is not None:
+            call = calls.get(call_index)
+            if call is None:
+                call = calls[call_index] = {}
+            if call_field == "arguments":
+                call[call_field] = maybe_json(value)
+            elif isinstance(value, str) and value:
+                call[call_field] = value.strip() if call_field == "id" else _unquoted(value)
+            continue
+        # a shape the fast path does not know
+        return normalize_message(_expand({rest: item for rest, (_, item) in flat.items()}))
     if calls:
         out["tool_calls"] = [calls[i] for i in sorted(calls)]
     return out

@@ -13,7 +13,6 @@ to the assembler right after that line. Memory stays bounded by the traces open 
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,7 +21,7 @@ from typing import Any
 import orjson
 
 from otel_replay.errors import TraceFormatError
-from otel_replay.importers._buffer import TraceBuffer
+from otel_replay.importers._buffer import TraceBuffer, UntracedId
 from otel_replay.importers._documents import claiming_row, parse_document, reader_for
 from otel_replay.importers._flat import log_record_key
 from otel_replay.importers._lookalikes import concatenated_objects
@@ -90,7 +89,7 @@ def _read_document(path: Path, options: ReadOptions, only: str | None) -> Iterat
         document = objects
     except TraceFormatError as exc:
         raise exc.located(path=path) from None
-    untraced = "untraced-" + hashlib.sha256(data).hexdigest()[:16]
+    untraced = UntracedId(data)
     options.report.records += 1
     fmt, decode = reader_for(document, only)
     buffer = TraceBuffer(options, _metadata(path, fmt))
@@ -174,7 +173,7 @@ def _read_lines(path: Path, options: ReadOptions, only: str | None) -> Iterator[
                 metadata["format"] = "otlp-jsonl" if fmt == "otlp-json" else fmt
             options.report.records += 1
             touched: set[str] = set()
-            untraced = "untraced-" + hashlib.sha256(line).hexdigest()[:16]
+            untraced = UntracedId(line)
 
             def invalid(error: TraceFormatError, line: int = number) -> None:
                 options.invalid(error.located(path=path, line=line))

@@ -10,7 +10,6 @@ last message that mentions it. No message longer than ``max_record_bytes`` is re
 from __future__ import annotations
 
 import base64
-import hashlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -22,7 +21,7 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from otel_replay.errors import TraceFormatError
-from otel_replay.importers._buffer import TraceBuffer
+from otel_replay.importers._buffer import TraceBuffer, UntracedId
 from otel_replay.importers._framing import PREFIX, is_length_prefixed
 from otel_replay.importers._options import ReadOptions
 from otel_replay.importers._source import is_compressed, open_trace_file
@@ -60,7 +59,7 @@ def read_otlp_proto(path: str | Path, options: ReadOptions | None = None) -> Ite
         raise exc.located(path=path, offset=0) from None
     buffer = TraceBuffer(options, {"source": str(path), "format": "otlp-proto"})
     options.report.records += 1
-    untraced = "untraced-" + hashlib.sha256(data).hexdigest()[:16]
+    untraced = UntracedId(data)
     for span in spans:
         buffer.add(span, untraced)
     yield from buffer.drain()
@@ -119,7 +118,7 @@ def _read_stream(
             options.invalid(exc.located(path=path, offset=offset))
             continue
         options.report.records += 1
-        untraced = "untraced-" + hashlib.sha256(body).hexdigest()[:16]
+        untraced = UntracedId(body)
         touched: set[str] = set()
         for span in spans:
             touched.add(buffer.add(span, untraced))
@@ -189,7 +188,15 @@ def proto_span(pb2_span: Span, resource: dict[str, Any], scope_name: str, order:
 
 def proto_attributes(items: Any) -> dict[str, Any]:
     """Attributes as a plain dict of JSON data."""
-    return {kv.key: proto_value(kv.value) for kv in items}
+    out: dict[str, Any] = {}
+    for kv in items:
+        value = kv.value
+        # Most values are strings: take them without a call per attribute.
+        if value.WhichOneof("value") == "string_value":
+            out[kv.key] = value.string_value
+        else:
+            out[kv.key] = proto_value(value)
+    return out
 
 
 def proto_value(value: AnyValue) -> Any:

@@ -167,8 +167,9 @@ class Trajectories(Connected):
         meta = dict(trajectory.metadata)
         spans_digest = _put_blob(blobs, _spans_blob(trajectory))
         steps = []
+        last_messages: list[tuple[Any, str]] = []
         for step in trajectory.steps:
-            inputs_digest, layout = _inputs_blob(blobs, step.inputs)
+            inputs_digest, layout = _inputs_blob(blobs, step.inputs, last_messages)
             steps.append(
                 {
                     "trajectory_id": trajectory.id,
@@ -440,10 +441,45 @@ def _put_blob(blobs: dict[str, bytes], data: bytes) -> str:
     return key
 
 
-def _inputs_blob(blobs: dict[str, bytes], inputs: dict[str, Any]) -> tuple[str, int]:
-    """Inputs with ``messages`` store each message as its own blob (layout 1); others whole (0)."""
+def _inputs_blob(
+    blobs: dict[str, bytes], inputs: dict[str, Any], last: list[tuple[Any, str]]
+) -> tuple[str, int]:
+    """Inputs with ``messages`` store each message as its own blob (layout 1); others whole (0).
+
+    ``last`` holds the previous such step's messages with their digests and is replaced by this
+    step's. An agent resends its history on every call, so message ``i`` is most often what message
+    ``i`` was a step ago; seeing that (`_same`) is many times cheaper than serialising and hashing
+    it again, which made storing a run's messages quadratic in its length.
+    """
     messages = inputs.get("messages")
     if not isinstance(messages, list) or len(messages) < 2:
         return _put_blob(blobs, orjson.dumps(inputs)), 0
-    shell = dict(inputs, messages=[_put_blob(blobs, orjson.dumps(m)) for m in messages])
+    seen = len(last)
+    current: list[tuple[Any, str]] = []
+    for i, message in enumerate(messages):
+        if i < seen and _same(last[i][0], message):
+            current.append((message, last[i][1]))  # its blob is queued already, by that step
+        else:
+            current.append((message, _put_blob(blobs, orjson.dumps(message))))
+    last[:] = current
+    shell = dict(inputs, messages=[key for _, key in current])
     return _put_blob(blobs, orjson.dumps(shell)), 1
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Whether ``a`` and ``b`` serialise to the same JSON bytes: ``==`` and more, since ``1``,
+    ``1.0`` and ``True`` are equal, ``0.0`` and ``-0.0`` too, and dicts are equal in any key order
+    (a blob keeps the order it was recorded in)."""
+    kind = type(a)
+    if kind is not type(b):
+        return False
+    if kind is dict:
+        return len(a) == len(b) and all(
+            ka == kb and _same(va, vb)
+            for (ka, va), (kb, vb) in zip(a.items(), b.items(), strict=True)
+        )
+    if kind is list:
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    if kind is float:
+        return bool(a == b) and repr(a) == repr(b)
+    return bool(a == b)
