@@ -5,8 +5,9 @@ parameter is parsed, even for a value it leaves as it is; importing pydantic and
 adapters was the largest part of ``agent-replay list`` (more than opening the store and printing
 the table). Most values this CLI parses are one of three kinds whose conversion is plain: no value
 (``None``, which Typer returns before converting), a string for a ``str`` parameter (returned as
-it is), and a string for a ``Path`` parameter (``Path(value)``, then Typer's own checks of the
-path, ``coerce_cli_path``, the function its adapter calls). Those are converted here; every other
+it is), and a string for a ``Path`` parameter that reads back as itself (``Path(value)``, then
+Typer's own checks of the path, ``coerce_cli_path``, the function its adapter calls; its messages
+quote the value, so ``""`` or ``a//b``, which ``Path`` spells otherwise, go to the adapter). Those are converted here; every other
 value, or a parameter of another type or with a parser, goes to the adapter Typer builds, built
 when such a value first comes. ``tests/test_cli_startup.py`` sets the two side by side for every
 parameter of every command.
@@ -49,11 +50,12 @@ class PlainValues:
         if isinstance(value, str) and not many:
             if self._str:
                 return value
-            if self._path:
+            path = Path(value) if self._path else None
+            if path is not None and str(path) == value:  # else Typer's messages quote the text
                 from typer._param_types import coerce_cli_path
 
                 info = param.type_descriptor.parameter_info
-                return coerce_cli_path(Path(value), info, path_type=Path, param=param, ctx=ctx)
+                return coerce_cli_path(path, info, path_type=Path, param=param, ctx=ctx)
         return self.typers(param).coerce(value, param=param, ctx=ctx)
 
     def typers(self, param: Any) -> Any:
