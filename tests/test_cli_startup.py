@@ -170,7 +170,13 @@ def test_plain_values_convert_as_typer_does(tmp_path: Path) -> None:
         "a//b/",
         *(str(tmp_path / p) for p in ("file.txt", "none")),
     ]
-    values += [str(tmp_path), f"{tmp_path}/./file.txt"]
+    values += [
+        str(tmp_path),
+        f"{tmp_path}/",
+        f"{tmp_path}/./file.txt",
+        f"{tmp_path}/file.txt/",
+        "./x",
+    ]
     compared = 0
     for command, param in _parameters():
         ctx = click.Context(command)

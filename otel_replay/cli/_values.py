@@ -5,11 +5,12 @@ parameter is parsed, even for a value it leaves as it is; importing pydantic and
 adapters was the largest part of ``agent-replay list`` (more than opening the store and printing
 the table). Most values this CLI parses are one of three kinds whose conversion is plain: no value
 (``None``, which Typer returns before converting), a string for a ``str`` parameter (returned as
-it is), and a string for a ``Path`` parameter that reads back as itself (``Path(value)``, then
-Typer's own checks of the path, ``coerce_cli_path``, the function its adapter calls; its messages
-quote the value, so ``""`` or ``a//b``, which ``Path`` spells otherwise, go to the adapter). Those are converted here; every other
-value, or a parameter of another type or with a parser, goes to the adapter Typer builds, built
-when such a value first comes. ``tests/test_cli_startup.py`` sets the two side by side for every
+it is), and a string for a ``Path`` parameter that ``Path`` spells as it is (``Path(value)``, then
+Typer's own checks of the path, ``coerce_cli_path``, the function its adapter calls; a string it
+spells otherwise, ``""`` or ``./a`` or ``a/``, names another path or is quoted otherwise in
+Typer's messages, and a parameter that takes ``-`` for standard input is checked differently).
+Those are converted here; every other value, or a parameter of another type or with a parser, goes
+to the adapter Typer builds, built when such a value first comes. ``tests/test_cli_startup.py`` sets the two side by side for every
 parameter of every command.
 
 The hook is Typer's lazily built ``_runtime_param``: where a Typer version has no such slot,
@@ -39,7 +40,11 @@ class PlainValues:
         info = descriptor.parameter_info
         plain = info.parser is None and descriptor.file_annotation is None
         self._str = plain and descriptor.annotation is str
-        self._path = plain and descriptor.annotation is Path and info.path_type is None
+        # a dash is standard input only to a check of the text, not of the Path Typer makes first
+        plain_path = (
+            descriptor.annotation is Path and info.path_type is None and not info.allow_dash
+        )
+        self._path = plain and plain_path
         self._typers: Any = None
 
     def coerce(self, value: Any, param: Any, ctx: click.Context) -> Any:
@@ -51,7 +56,7 @@ class PlainValues:
             if self._str:
                 return value
             path = Path(value) if self._path else None
-            if path is not None and str(path) == value:  # else Typer's messages quote the text
+            if path is not None and str(path) == value:  # else the two differ ("", "a/", "./a")
                 from typer._param_types import coerce_cli_path
 
                 info = param.type_descriptor.parameter_info
