@@ -136,6 +136,7 @@ plain = typer.Typer()
 def _checked(
     must: Annotated[Path, typer.Option(exists=True, dir_okay=False)] = Path("."),
     folder: Annotated[Path, typer.Option(file_okay=False, resolve_path=True)] = Path("."),
+    dash: Annotated[Path, typer.Option(allow_dash=True)] = Path("-"),
     text: str = "",
     count: int = 0,
 ) -> None:
