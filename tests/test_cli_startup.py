@@ -137,6 +137,9 @@ def _checked(
     must: Annotated[Path, typer.Option(exists=True, dir_okay=False)] = Path("."),
     folder: Annotated[Path, typer.Option(file_okay=False, resolve_path=True)] = Path("."),
     dash: Annotated[Path, typer.Option(allow_dash=True)] = Path("-"),
+    bounded: Annotated[int, typer.Option(min=1, max=10)] = 1,
+    clamped: Annotated[int, typer.Option(min=1, max=10, clamp=True)] = 1,
+    ratio: Annotated[float, typer.Option(min=0.0, max=1.0)] = 0.5,
     text: str = "",
     count: int = 0,
 ) -> None:
@@ -178,6 +181,7 @@ def test_plain_values_convert_as_typer_does(tmp_path: Path) -> None:
         f"{tmp_path}/file.txt/",
         "./x",
     ]
+    values += [0, 7, -1, 2.5, 0.0, 10**6, True]  # defaults: numbers in and out of bounds
     compared = 0
     for command, param in _parameters():
         ctx = click.Context(command)

@@ -54,7 +54,7 @@ COMMANDS: dict[str, LazyCommand] = {
         "traces of a Phoenix project (phoenix://HOST:PORT/PROJECT).",
     ),
     "list": _command(
-        "_browse", "list_command", "List the trajectories in the store, oldest run first."
+        "_browse", "list_command", "List the runs in the store, newest first, a page at a time."
     ),
     "show": _command(
         "_browse",

@@ -3,9 +3,10 @@
 Typer converts each parameter's value through a pydantic adapter that it builds the first time the
 parameter is parsed, even for a value it leaves as it is; importing pydantic and building the
 adapters was the largest part of ``agent-replay list`` (more than opening the store and printing
-the table). Most values this CLI parses are one of three kinds whose conversion is plain: no value
-(``None``, which Typer returns before converting), a string for a ``str`` parameter (returned as
-it is), and a string for a ``Path`` parameter that ``Path`` spells as it is (``Path(value)``, then
+the table). Most values this CLI parses are one of four kinds whose conversion is plain: no value
+(``None``, which Typer returns before converting), a number option's default (an ``int`` or
+``float`` of its own type, within its bounds: returned as it is), a string for a ``str`` parameter
+(returned as it is), and a string for a ``Path`` parameter that ``Path`` spells as it is (``Path(value)``, then
 Typer's own checks of the path, ``coerce_cli_path``, the function its adapter calls; a string it
 spells otherwise, ``""`` or ``./a`` or ``a/``, names another path or is quoted otherwise in
 Typer's messages, and a parameter that takes ``-`` for standard input is checked differently).
@@ -45,6 +46,11 @@ class PlainValues:
             descriptor.annotation is Path and info.path_type is None and not info.allow_dash
         )
         self._path = plain and plain_path
+        # a number option's default: an int or float of the option's own type, within its bounds
+        self._number = (
+            descriptor.annotation if plain and descriptor.annotation in (int, float) else None
+        )
+        self._bounds = (info.min, info.max)
         self._typers: Any = None
 
     def coerce(self, value: Any, param: Any, ctx: click.Context) -> Any:
@@ -52,6 +58,10 @@ class PlainValues:
         many = param.multiple or param.nargs == -1
         if value is None:
             return () if many else None
+        if self._number is not None and type(value) is self._number and not many:
+            low, high = self._bounds
+            if (low is None or value >= low) and (high is None or value <= high):
+                return value  # else Typer's adapter says what is wrong with it (or clamps it)
         if isinstance(value, str) and not many:
             if self._str:
                 return value
