@@ -597,23 +597,75 @@ class ChatLoop:
     chat_us: float
     walk_calls: float  # resample-function calls per rollout
     chat_calls: float
+    run: str = "incident sample"
 
     @property
     def ratio(self) -> float:
         return self.chat_us / self.walk_us
 
 
+#: A tool-calling run that is not the incident example: LangGraph's order-support chat of the
+#: framework corpus (four model turns, three tools), with `corpus_registry`'s resample functions.
+CORPUS_CHAT = ("tests/fixtures/frameworks/langgraph.otlp.jsonl", "2579")
+
+
 def measure_chat_loop(rollouts: int) -> ChatLoop:
-    """The incident sample's failing run, its example resample functions, three ablation plans;
-    best of three rounds, the two drivers alternating (this machine is noisy)."""
+    """The incident sample's failing run, its example resample functions, three ablation plans."""
     from otel_replay import read_path
-    from otel_replay.replay._chat import chat_driver
     from otel_replay.resamplers import load_registry
 
     root = Path(__file__).resolve().parent.parent
     samples = root / "sample_traces" / "incident.otlp.jsonl"
     (run,) = [r for r in read_path(samples) if r.id.startswith("ef28")]
     registry = load_registry([str(root / "examples" / "incident" / "tools.py")])
+    return chat_against_walk(run, registry, rollouts, "incident sample")
+
+
+def measure_chat_loop_corpus(rollouts: int) -> ChatLoop:
+    """The same on `CORPUS_CHAT`, a run of another framework's instrumentation."""
+    from otel_replay import read_path
+
+    path, prefix = CORPUS_CHAT
+    root = Path(__file__).resolve().parent.parent
+    (run,) = [r for r in read_path(root / path) if r.id.startswith(prefix)]
+    return chat_against_walk(run, corpus_registry(), rollouts, f"{Path(path).name} {run.id[:8]}")
+
+
+def corpus_registry() -> Registry:
+    """Resample functions for the corpus's order-support chats: a tool answers as recorded, or
+    one call in five times out; the model reads the conversation it is sent, apologises after a
+    tool's error, and otherwise answers as recorded (a call the record does not hold: gives up)."""
+    from otel_replay import conversation
+
+    registry = Registry()
+
+    def model(step: Step, ctx: RolloutContext) -> Any:
+        said = conversation(step.inputs)
+        if said and said[-1].get("role") == "tool" and '"error"' in str(said[-1].get("content")):
+            return {"role": "assistant", "content": "The order service is down; try again later."}
+        if ctx.recorded is None:
+            return {"role": "assistant", "content": "I could not find an answer."}
+        return ctx.recorded.output
+
+    def tool(step: Step, ctx: RolloutContext) -> Any:
+        if ctx.recorded is None or ctx.rng.random() < 0.2:
+            return {"error": "the service timed out"}
+        return ctx.recorded.output
+
+    def answers_refund(trajectory: Trajectory) -> float:
+        return 1.0 if "refund" in (trajectory.final_answer or "") else 0.0
+
+    registry.add_resampler("llm", model)
+    registry.add_resampler("tool", tool)
+    registry.set_verifier(answers_refund)
+    return registry
+
+
+def chat_against_walk(run: Trajectory, registry: Registry, rollouts: int, label: str) -> ChatLoop:
+    """Both drivers on ``run``, ``ablate_from`` 0, 3 and 5, ``rollouts`` each; best of three
+    rounds, the two drivers alternating (this machine is noisy)."""
+    from otel_replay.replay._chat import chat_driver
+
     found = chat_driver(run, registry, 0)
     assert found is not None and registry.verifier is not None
     drive, marked = found
@@ -630,7 +682,7 @@ def measure_chat_loop(rollouts: int) -> ChatLoop:
             if name not in best or per_rollout < best[name][0]:
                 best[name] = (per_rollout, calls)
     return ChatLoop(
-        3 * rollouts, best["walk"][0], best["chat"][0], best["walk"][1], best["chat"][1]
+        3 * rollouts, best["walk"][0], best["chat"][0], best["walk"][1], best["chat"][1], label
     )
 
 
@@ -646,6 +698,7 @@ class Report:
     scaling: list[Scaling]
     chat_loop: ChatLoop | None = None
     profile: str | None = None
+    chat_loop_corpus: ChatLoop | None = None
 
     def wrong_by_budget(self) -> dict[int, tuple[int, int]]:
         out = {}
@@ -667,6 +720,9 @@ class Report:
         if self.chat_loop is not None:
             ratio = self.chat_loop.ratio
             out.append(check("chat loop/walk per rollout", ratio, CHAT_LOOP_TARGET, False))
+        if self.chat_loop_corpus is not None:
+            ratio = self.chat_loop_corpus.ratio
+            out.append(check("chat loop/walk, corpus run", ratio, CHAT_LOOP_TARGET, False))
         return out
 
 
@@ -777,14 +833,7 @@ def print_report(report: Report, env: dict[str, Any]) -> None:
     print_accuracy(report)
     print_overhead(report)
     print_scaling(report)
-    if report.chat_loop is not None:
-        c = report.chat_loop
-        print()
-        print(
-            f"4. chat loop vs walk ({c.rollouts} rollouts each, incident sample): "
-            f"{c.chat_us:.0f} vs {c.walk_us:.0f} us per rollout ({c.ratio:.2f}x); resample calls "
-            f"per rollout {c.chat_calls:.2f} vs {c.walk_calls:.2f}"
-        )
+    print_chat_loops(report)
     print()
     for c in report.checks():
         print(f"{c['check']:<34} {c['value']:>8.4f}  target {c['target']:<8} {verdict(c['pass'])}")
@@ -792,6 +841,18 @@ def print_report(report: Report, env: dict[str, Any]) -> None:
         print()
         print("profile of Engine.run (rng.random() resampler), top functions by own time:")
         print(report.profile)
+
+
+def print_chat_loops(report: Report) -> None:
+    for c in (report.chat_loop, report.chat_loop_corpus):
+        if c is None:
+            continue
+        print()
+        print(
+            f"4. chat loop vs walk ({c.rollouts} rollouts each, {c.run}): "
+            f"{c.chat_us:.0f} vs {c.walk_us:.0f} us per rollout ({c.ratio:.2f}x); resample calls "
+            f"per rollout {c.chat_calls:.2f} vs {c.walk_calls:.2f}"
+        )
 
 
 def report_json(report: Report, env: dict[str, Any]) -> str:
@@ -813,6 +874,9 @@ def report_json(report: Report, env: dict[str, Any]) -> str:
         "engine_vs_floor": {k: round(v, 4) for k, v in engine_vs_floor(report.overhead).items()},
         "scaling": [s.as_dict() for s in report.scaling],
         "chat_loop": None if report.chat_loop is None else asdict(report.chat_loop),
+        "chat_loop_corpus": (
+            None if report.chat_loop_corpus is None else asdict(report.chat_loop_corpus)
+        ),
         "checks": report.checks(),
     }
     if report.profile is not None:
@@ -840,11 +904,33 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--profile", action="store_true", help="cProfile Engine.run and print the top")
     p.add_argument(
+        "--chat-loop-only",
+        action="store_true",
+        help="measure only the chat loop against the walk (the incident sample and a corpus run)",
+    )
+    p.add_argument(
         "--no-adaptive",
         action="store_true",
         help="leave out the adaptive default against the sweep (adaptive_bench.py)",
     )
     return p.parse_args(argv)
+
+
+def chat_loop_only(rollouts: int, as_json: bool) -> int:
+    """Part 4 alone: the chat loop against the walk, on the incident sample then the corpus run."""
+    loops = [measure_chat_loop(rollouts), measure_chat_loop_corpus(rollouts)]
+    if as_json:
+        print(json.dumps([{**asdict(c), "ratio": round(c.ratio, 3)} for c in loops]))
+        return 0
+    for c in loops:
+        met = "met" if c.ratio <= CHAT_LOOP_TARGET else "missed"
+        print(
+            f"chat loop vs walk ({c.rollouts} rollouts each, {c.run}): {c.chat_us:.0f} vs "
+            f"{c.walk_us:.0f} us per rollout ({c.ratio:.2f}x, {met}: target <= "
+            f"{CHAT_LOOP_TARGET:g}x); resample calls per rollout {c.chat_calls:.2f} vs "
+            f"{c.walk_calls:.2f}"
+        )
+    return 0
 
 
 def progress(msg: str) -> None:
@@ -855,6 +941,8 @@ def progress(msg: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     quick = args.quick
+    if args.chat_loop_only:
+        return chat_loop_only(QUICK_CHAT_ROLLOUTS if quick else CHAT_ROLLOUTS, args.json)
     instances = args.instances or (QUICK_INSTANCES if quick else INSTANCES)
     budgets = BUDGETS
     progress(
@@ -875,6 +963,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     progress("chat loop against the walk")
     chat_loop = measure_chat_loop(QUICK_CHAT_ROLLOUTS if quick else CHAT_ROLLOUTS)
+    chat_loop_corpus = measure_chat_loop_corpus(QUICK_CHAT_ROLLOUTS if quick else CHAT_ROLLOUTS)
     report = Report(
         args.seed,
         quick,
@@ -885,6 +974,7 @@ def main(argv: list[str] | None = None) -> int:
         overhead,
         scaling,
         chat_loop,
+        chat_loop_corpus=chat_loop_corpus,
     )
     if args.profile:
         progress("profiling Engine.run")

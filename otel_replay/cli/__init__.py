@@ -18,18 +18,7 @@ try:  # typer vendors click from 0.20 on; earlier it depends on click itself
 except ImportError:  # pragma: no cover - older typer
     from click import exceptions as click_exceptions  # type: ignore[no-redef,import-not-found,unused-ignore]
 
-from otel_replay.cli._attribute import attribute_command
-from otel_replay.cli._blame import blame_command
-from otel_replay.cli._browse import list_command, show_command
-from otel_replay.cli._common import OPTIONS_NAMED_OTHERWISE, print_error
-from otel_replay.cli._export import export_command
-from otel_replay.cli._import import import_command
-from otel_replay.cli._live import diff_command, fork_command, record_command, replay_command
-from otel_replay.cli._report import report_app
-from otel_replay.cli._resume import resume_command
-from otel_replay.cli._serve import serve_command
-from otel_replay.cli._ui import ui_command
-from otel_replay.errors import settings_as_options
+from otel_replay.cli._commands import LazyGroup
 
 __all__ = [
     "app",
@@ -38,6 +27,7 @@ __all__ = [
 
 app = typer.Typer(
     name="agent-replay",
+    cls=LazyGroup,  # the commands (otel_replay.cli._commands.COMMANDS) are built when they run
     help="Import agent traces from OpenTelemetry; replay, fork and attribute their failures.",
     no_args_is_help=True,
     pretty_exceptions_show_locals=False,  # traces hold prompts and keys
@@ -71,6 +61,10 @@ def _everywhere(
     ] = False,
 ) -> None:
     """Import agent traces from OpenTelemetry; replay, fork and attribute their failures."""
+    # what every command shares (rich, the store) loads when one runs, not for `--help`
+    from otel_replay.cli._common import OPTIONS_NAMED_OTHERWISE
+    from otel_replay.errors import settings_as_options
+
     # the library names settings as Python callers pass them; here, as this command's options
     ctx.with_resource(settings_as_options(OPTIONS_NAMED_OTHERWISE))
     if store is not None:  # `agent-replay --store S list` as well as `agent-replay list --store S`
@@ -85,22 +79,6 @@ def _put_back(name: str, value: str | None) -> None:
         os.environ.pop(name, None)
     else:
         os.environ[name] = value
-
-
-app.command("import")(import_command)
-app.command("list")(list_command)
-app.command("show")(show_command)
-app.command("export")(export_command)
-app.command("attribute")(attribute_command)
-app.command("blame")(blame_command)
-app.command("record")(record_command)
-app.command("replay")(replay_command)
-app.command("fork")(fork_command)
-app.command("resume")(resume_command)
-app.command("diff")(diff_command)
-app.command("serve")(serve_command)
-app.command("ui")(ui_command)
-app.add_typer(report_app, name="report")
 
 
 def main() -> None:
@@ -118,3 +96,11 @@ def main() -> None:
         print_error("aborted")
         sys.exit(1)
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def print_error(message: object) -> None:
+    """The commands' one-line error, loaded only when there is one to print (``--help`` needs
+    none of rich's console)."""
+    from otel_replay.cli._common import print_error as print_it
+
+    print_it(message)

@@ -22,12 +22,32 @@ from otel_replay.resamplers import Registry
 from otel_replay.resamplers._context import RolloutSeed
 
 
+class Record:
+    """What a `ReplayContext` reads of the run it serves (its steps by index, by op_key, the
+    operations marked observed-only), worked out once: a driver that rolls the same run out many
+    times shares one, where each rollout's context used to work it out again."""
+
+    __slots__ = ("by_index", "factual", "keyed", "marked", "steps")
+
+    def __init__(self, recorded: Trajectory | Sequence[Step]) -> None:
+        # steps alone are a run of id ``recorded``
+        self.factual = (
+            recorded
+            if isinstance(recorded, Trajectory)
+            else Trajectory("recorded", tuple(recorded))
+        )
+        self.steps = list(self.factual.steps)
+        self.by_index = {step.index: step for step in self.steps}
+        self.keyed = tuple((step.op_key or _key(step), step) for step in self.steps)
+        self.marked = frozenset((s.kind, s.name) for s in self.steps if not s.resamplable)
+
+
 class ReplayContext(AgentContext):
     """Serves recorded outputs to a re-run agent, applying a plan to the recorded steps it matches."""
 
     def __init__(
         self,
-        recorded: Trajectory | Sequence[Step],
+        recorded: Trajectory | Sequence[Step] | Record,
         seed: int,
         *,
         plan: Plan | None = None,
@@ -61,23 +81,19 @@ class ReplayContext(AgentContext):
         self.holds_observed_only = holds_observed_only
         if on_miss not in ("resample", "error"):
             raise InterventionError(f"on_miss={on_miss!r}; expected 'resample' or 'error'")
-        # what resample functions see as ``ctx.factual``: the recorded run, its own id kept (steps
-        # alone are a run of id ``recorded``)
-        self._factual = (
-            recorded
-            if isinstance(recorded, Trajectory)
-            else Trajectory("recorded", tuple(recorded))
-        )
-        self.recorded = list(self._factual.steps)
-        self._by_index = {step.index: step for step in self.recorded}
+        known = recorded if isinstance(recorded, Record) else Record(recorded)
+        # what resample functions see as ``ctx.factual``: the recorded run, its own id kept
+        self._factual = known.factual
+        self.recorded = known.steps  # read, never changed
+        self._by_index = known.by_index
         self.plan = plan
         self.on_miss = on_miss
         self.live_kinds = frozenset(live_kinds)
         self._cassette: dict[str, deque[Step]] = {}
-        for step in self.recorded:
-            self._cassette.setdefault(step.op_key or _key(step), deque()).append(step)
+        for key, step in known.keyed:
+            self._cassette.setdefault(key, deque()).append(step)
         # operations with a recorded step marked ``resamplable: false`` (see `_observed_only`)
-        self._marked = {(s.kind, s.name) for s in self.recorded if not s.resamplable}
+        self._marked = known.marked
 
     def factual(self) -> Trajectory:
         return self._factual
@@ -94,6 +110,7 @@ class ReplayContext(AgentContext):
         self, kind: StepKind, name: str, inputs: dict[str, Any], runnable: bool, key: str | None
     ) -> _Served | _Live:
         started = time.time_ns()
+        worked_out = key is None  # a key worked out here is the key of these very inputs
         key = key or op_key(kind.value, name, inputs)
         queue = self._cassette.get(key)
         recorded = queue.popleft() if queue else None
@@ -124,7 +141,7 @@ class ReplayContext(AgentContext):
                         checked=self.shares_record,
                     )
                 )
-            return _Live(started, None)
+            return _Live(started, None, key=key if worked_out else None)
         if recorded.index != len(self.ledger.steps) and self.ledger.diverged_at is None:
             self.ledger.diverged_at = len(self.ledger.steps)  # matched, but out of recorded order
         action = self.plan.at(recorded.index).action if self.plan is not None else Action.HOLD

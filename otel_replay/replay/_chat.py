@@ -47,6 +47,9 @@ class ChatRecord:
     answers: tuple[tuple[Step, ...], ...]  # per turn: the recorded tool steps answering its calls
     extras: tuple[tuple[Step, ...], ...]  # per turn: the other steps that followed it
     max_turns: int
+    # per turn: the recorded reply as the store's message and the tool calls it asks for, read
+    # once for every rollout the record serves it to
+    replies: tuple[tuple[dict[str, Any], list[dict[str, Any]]] | None, ...] = ()
 
     def inputs(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
         """A model call's inputs in the recorded shape, for a conversation off the record."""
@@ -88,6 +91,7 @@ def chat_record(trajectory: Trajectory, max_turns: int | None = None) -> ChatRec
         answers=tuple(tuple(a) for a in answers),
         extras=tuple(tuple(e) for e in extras),
         max_turns=max_turns or 2 * len(turns),
+        replies=tuple(_reply(s.output) for s in turns),
     )
 
 
@@ -98,25 +102,36 @@ def chat_agent(record: ChatRecord, goes_on: bool = False) -> Callable[[AgentCont
 
     def run(ctx: AgentContext) -> Any:
         on_record = True
-        messages: list[dict[str, Any]] = []
+        # The conversation so far is the last model call's (``said``) and what followed it (its
+        # reply, then each tool's result, its name and its call's id): put together as messages
+        # (`_messages`) only for a turn off the record, the one turn that sends it; a turn on the
+        # record sends its recorded inputs.
+        said: dict[str, Any] | None = None
+        after: list[Any] = []
         for turn in range(record.max_turns):
             recorded = record.turns[turn] if turn < len(record.turns) else None
             on_record = on_record and recorded is not None
-            served = on_record and recorded is not None
-            inputs = recorded.inputs if served and recorded else record.inputs(messages)
+            inputs = (
+                recorded.inputs
+                if on_record and recorded is not None
+                else record.inputs(_messages(said, after))
+            )
             output = ctx.call(
                 StepKind.LLM,
                 record.model,
                 inputs,
-                recorded=recorded if served else None,
+                recorded=recorded if on_record else None,
                 checked=True,
             )
             on_record = on_record and recorded is not None and output == recorded.output
-            reply = assistant_message(output)
-            messages = [*conversation(inputs), reply] if reply is not None else messages
-            calls = _calls(output)
+            served = recorded is not None and output is recorded.output  # the record's own
+            read = record.replies[turn] if served and turn < len(record.replies) else _reply(output)
+            if read is None:  # not a model's reply: the loop ends on it
+                return output
+            reply, calls = read
+            said, after = inputs, [reply]
             if not calls:
-                return reply.get("content") if reply is not None else output
+                return reply.get("content")
             answers = list(record.answers[turn]) if on_record else []
             result: Any = None
             for call in calls:
@@ -139,7 +154,7 @@ def chat_agent(record: ChatRecord, goes_on: bool = False) -> Callable[[AgentCont
                     )
                 else:
                     on_record = on_record and expected is not None and result == expected.output
-                messages.append(tool_message(result, call.get("name"), call.get("id")))
+                after.append((result, call.get("name"), call.get("id")))
             for extra in record.extras[turn] if turn < len(record.extras) else ():
                 ctx.call(extra.kind, extra.name, extra.inputs, recorded=extra)
             if on_record and turn == len(record.turns) - 1 and not goes_on:
@@ -180,9 +195,24 @@ def _call(call: dict[str, Any]) -> dict[str, Any]:
     return inputs
 
 
+def _messages(said: dict[str, Any] | None, after: list[Any]) -> list[dict[str, Any]]:
+    """The conversation a turn off the record sends: the last call's, then its reply and the
+    tools' results as `tool_message` makes them."""
+    messages = conversation(said) if said is not None else []
+    messages.extend(m if isinstance(m, dict) else tool_message(*m) for m in after)
+    return messages
+
+
 def _calls(output: Any) -> list[dict[str, Any]]:
+    read = _reply(output)
+    return [] if read is None else read[1]
+
+
+def _reply(output: Any) -> tuple[dict[str, Any], list[dict[str, Any]]] | None:
+    """A model turn's output as the store's assistant message and the tool calls it asks for;
+    None when it is not a model's reply."""
     message = assistant_message(output)
     if message is None:
-        return []
+        return None
     calls = message.get("tool_calls")
-    return [c for c in calls if isinstance(c, dict)] if isinstance(calls, list) else []
+    return message, [c for c in calls if isinstance(c, dict)] if isinstance(calls, list) else []

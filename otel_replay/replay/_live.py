@@ -16,7 +16,7 @@ from otel_replay.errors import (
 )
 from otel_replay.hashing import canonical_json, digest
 from otel_replay.model import SpanNode, Step, StepKind, Trajectory
-from otel_replay.replay._cassette import ReplayContext
+from otel_replay.replay._cassette import Record, ReplayContext
 from otel_replay.replay._diff import TrajectoryDiff, diff
 from otel_replay.replay._made import (
     AS_RECORDED,
@@ -450,6 +450,8 @@ class AgentDriver:
         self.built_in = is_built_in(agent)
         # served from the record even where a plan resamples them (see ReplayContext._decide)
         self.observed_only = {s.index for s in factual.steps if not s.resamplable}
+        self.record = Record(factual)  # what every rollout's context reads of the record
+        self.redact = redacted(factual)
         self.asynchronous = inspect.iscoroutinefunction(agent)
 
     def __call__(self, plan: Plan, index: int) -> Rollout:
@@ -470,7 +472,7 @@ class AgentDriver:
 
         streams = RolloutSeed.of(self.seed, plan, index)
         return ReplayContext(
-            self.factual,
+            self.record,
             self.recorded_seed,
             plan=plan,
             registry=self.registry,
@@ -478,7 +480,7 @@ class AgentDriver:
             rollout=streams,
             fresh_seed=streams.of_agent(),
             holds=holds,
-            redact=redacted(self.factual),
+            redact=self.redact,
             shares_record=self.built_in,
             holds_observed_only=self.built_in,
         )

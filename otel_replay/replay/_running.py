@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import weakref
 from collections.abc import Awaitable, Callable
+from contextlib import suppress
 from typing import Any, cast
 
 from otel_replay.errors import ReplayError
@@ -23,9 +25,26 @@ async def _awaited(answer: Awaitable[Any]) -> Any:
     return await answer
 
 
+#: `_takes_context` of the agents seen: an attribution calls the same agent in every rollout, and
+#: reading its signature cost more than some of its rollouts' steps (a weak key: a caller's agent
+#: is not kept alive by having run).
+_TAKES_CONTEXT: weakref.WeakKeyDictionary[Callable[..., Any], bool] = weakref.WeakKeyDictionary()
+
+
 def _takes_context(agent: Callable[..., Any]) -> bool:
     """Whether the agent is written for agent-replay: its first parameter is ``ctx``. An agent
     that is not (its model calls recorded by `otel_replay.instrument`) is called without it."""
+    try:
+        return _TAKES_CONTEXT[agent]
+    except (KeyError, TypeError):  # not seen yet, or not weakly referable (nor hashable)
+        pass
+    takes = _first_parameter_is_ctx(agent)
+    with suppress(TypeError):
+        _TAKES_CONTEXT[agent] = takes
+    return takes
+
+
+def _first_parameter_is_ctx(agent: Callable[..., Any]) -> bool:
     try:
         parameters = list(inspect.signature(agent).parameters.values())
     except (TypeError, ValueError):

@@ -58,13 +58,16 @@ class _Served:
 
 @dataclass(frozen=True, slots=True)
 class _Live:
-    """An operation to run live: when it started, the recorded step it matched (if any), and for
+    """An operation to run live: when it started, the recorded step it matched (if any), for
     an edited step the inputs it runs on (through its resample function: the agent's ``produce``
-    closes over the inputs it was given)."""
+    closes over the inputs it was given), and the op_key of the inputs it was called with when
+    it was worked out already (a call the record does not hold: hashing them again cost as much
+    as the rest of its step)."""
 
     started: int
     matched: int | None
     edited: dict[str, Any] | None = None
+    key: str | None = None
 
 
 class StepError(Exception):
@@ -322,7 +325,7 @@ class AgentContext:
         if recorded is not None:  # matched by op_key, unless edited: the recorded key stands
             probe = standing_in(recorded, inputs, same_call=live.edited is None)
         else:
-            probe = unrecorded(kind, name, inputs, position)
+            probe = unrecorded(kind, name, inputs, position, key=live.key)
         history = tuple(self.ledger.steps)
         ctx = RolloutContext.for_step(
             self.rollout, recorded, position, history, self.factual(), self.plan, live=True

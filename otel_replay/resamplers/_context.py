@@ -144,9 +144,12 @@ def standing_in(recorded: Step, inputs: dict[str, Any], *, same_call: bool = Fal
     return dataclasses.replace(recorded, inputs=inputs, op_key=key)
 
 
-def unrecorded(kind: StepKind, name: str, inputs: dict[str, Any], position: int) -> Step:
-    """What a resample function is called with for a call the record does not hold."""
-    return Step(kind, name, inputs, index=position, op_key=op_key(kind.value, name, inputs))
+def unrecorded(
+    kind: StepKind, name: str, inputs: dict[str, Any], position: int, key: str | None = None
+) -> Step:
+    """What a resample function is called with for a call the record does not hold (``key``:
+    the inputs' op_key, when the caller worked it out already)."""
+    return Step(kind, name, inputs, index=position, op_key=key or op_key(kind.value, name, inputs))
 
 
 class History(Sequence[Step]):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 from typing import Any
@@ -9,7 +10,18 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from otel_replay import Registry, RolloutContext, Step, Trajectory, read_path
+from otel_replay import (
+    Registry,
+    RolloutContext,
+    Step,
+    StepFailed,
+    Trajectory,
+    assistant_message,
+    conversation,
+    read_path,
+)
+from otel_replay.messages import tool_message
+from otel_replay.model import StepKind
 from otel_replay.replay import Plan, replay
 from otel_replay.replay._chat import chat_agent, chat_driver, chat_record
 from otel_replay.replay._live import agent_driver
@@ -209,3 +221,57 @@ def test_a_step_between_turns_keeps_its_place_on_and_off_the_record() -> None:
         "role": "assistant",
         "content": "Sorry.",
     }
+
+
+def _corpus_registry() -> Registry:
+    """A model that follows the record while its conversation is the record's and answers at
+    once otherwise; tools that answer as recorded, or fail, or answer otherwise (from ``ctx.rng``)."""
+    registry = Registry()
+
+    def model(step: Step, ctx: RolloutContext) -> Any:
+        if ctx.recorded is not None and ctx.rng.random() < 0.7:
+            return ctx.recorded.output  # asks for the next tool, whatever it was sent
+        return {"role": "assistant", "content": f"Done after {len(ctx.history)} steps."}
+
+    def tool(step: Step, ctx: RolloutContext) -> Any:
+        draw = ctx.rng.random()
+        if draw < 0.2:
+            raise StepFailed("timed out")
+        if draw < 0.5 or ctx.recorded is None:
+            return {"asked": step.inputs.get("arguments"), "n": round(draw, 3)}
+        return ctx.recorded.output
+
+    registry.add_resampler("llm", model)
+    registry.add_resampler("tool", tool)
+    return registry
+
+
+def test_a_turn_off_the_record_sends_the_conversation_so_far() -> None:
+    """Each model call off the record is sent the previous call's conversation, its reply and the
+    tools' results (as `tool_message` writes them, failures as ``{"error": ...}``), in order: what
+    the loop puts together only when such a turn comes, checked against the steps it took."""
+    (run,) = [r for r in read_path(FRAMEWORKS / "langgraph.otlp.jsonl") if r.id.startswith("2579")]
+    found = chat_driver(run, _corpus_registry(), 3)
+    assert found is not None
+    checked = 0
+    for start in range(len(run.steps)):
+        for index in range(25):
+            steps = found[0](Plan.ablate_from(len(run.steps), start), index).trajectory.steps
+            turns = [i for i, s in enumerate(steps) if s.kind is StepKind.LLM]
+            for previous, turn in itertools.pairwise(turns):
+                if any(steps[turn].inputs is s.inputs for s in run.steps):
+                    continue  # on the record: sent its recorded inputs
+                reply = assistant_message(steps[previous].output)
+                assert reply is not None
+                results = [
+                    tool_message(
+                        s.output if s.error is None else {"error": s.error},
+                        call.get("name"),
+                        call.get("id"),
+                    )
+                    for call, s in zip(reply["tool_calls"], steps[previous + 1 : turn], strict=True)
+                ]
+                expected = [*conversation(steps[previous].inputs), reply, *results]
+                assert steps[turn].inputs["messages"] == expected
+                checked += 1
+    assert checked > 50

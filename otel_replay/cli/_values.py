@@ -1,0 +1,110 @@
+"""Option values converted without pydantic where Typer's conversion is known.
+
+Typer converts each parameter's value through a pydantic adapter that it builds the first time the
+parameter is parsed, even for a value it leaves as it is; importing pydantic and building the
+adapters was the largest part of ``agent-replay list`` (more than opening the store and printing
+the table). Most values this CLI parses are one of four kinds whose conversion is plain: no value
+(``None``, which Typer returns before converting), a number option's default (an ``int`` or
+``float`` of its own type, within its bounds: returned as it is), a string for a ``str`` parameter
+(returned as it is), and a string for a ``Path`` parameter that ``Path`` spells as it is (``Path(value)``, then
+Typer's own checks of the path, ``coerce_cli_path``, the function its adapter calls; a string it
+spells otherwise, ``""`` or ``./a`` or ``a/``, names another path or is quoted otherwise in
+Typer's messages, and a parameter that takes ``-`` for standard input is checked differently).
+Those are converted here; every other value, or a parameter of another type or with a parser, goes
+to the adapter Typer builds, built when such a value first comes. ``tests/test_cli_startup.py`` sets the two side by side for every
+parameter of every command.
+
+The hook is Typer's lazily built ``_runtime_param``: where a Typer version has no such slot,
+nothing is changed and Typer converts everything itself.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+try:  # typer vendors click from 0.20 on; earlier it depends on click itself
+    from typer import _click as click
+except ImportError:  # pragma: no cover - older typer
+    import click  # type: ignore[no-redef,import-not-found,unused-ignore]
+
+from typer.core import TyperCommand
+
+__all__ = ["PlainValues", "PlainValuesCommand", "convert_param", "convert_plain_values"]
+
+
+class PlainValues:
+    """One parameter's conversion: the plain cases here, the rest by Typer's adapter."""
+
+    def __init__(self, param: Any) -> None:
+        descriptor = param.type_descriptor
+        info = descriptor.parameter_info
+        plain = info.parser is None and descriptor.file_annotation is None
+        self._str = plain and descriptor.annotation is str
+        # a dash is standard input only to a check of the text, not of the Path Typer makes first
+        plain_path = (
+            descriptor.annotation is Path and info.path_type is None and not info.allow_dash
+        )
+        self._path = plain and plain_path
+        # a number option's default: an int or float of the option's own type, within its bounds
+        self._number = (
+            descriptor.annotation if plain and descriptor.annotation in (int, float) else None
+        )
+        self._bounds = (info.min, info.max)
+        self._typers: Any = None
+
+    def coerce(self, value: Any, param: Any, ctx: click.Context) -> Any:
+        """What Typer's conversion of ``param`` returns for ``value``."""
+        many = param.multiple or param.nargs == -1
+        if value is None:
+            return () if many else None
+        if self._number is not None and type(value) is self._number and not many:
+            low, high = self._bounds
+            if (low is None or value >= low) and (high is None or value <= high):
+                return value  # else Typer's adapter says what is wrong with it (or clamps it)
+        if isinstance(value, str) and not many:
+            if self._str:
+                return value
+            path = Path(value) if self._path else None
+            if path is not None and str(path) == value:  # else the two differ ("", "a/", "./a")
+                from typer._param_types import coerce_cli_path
+
+                info = param.type_descriptor.parameter_info
+                return coerce_cli_path(path, info, path_type=Path, param=param, ctx=ctx)
+        return self.typers(param).coerce(value, param=param, ctx=ctx)
+
+    def typers(self, param: Any) -> Any:
+        """Typer's own conversion of ``param`` (its pydantic adapter), built on first need."""
+        if self._typers is None:
+            from typer._coercion import build_runtime_param
+
+            self._typers = build_runtime_param(param.type_descriptor)
+        return self._typers
+
+
+def convert_plain_values(command: click.Command) -> click.Command:
+    """Give each of ``command``'s parameters (and its subcommands', for a group whose commands are
+    built already) the conversion above, where Typer has not built its own yet."""
+    for param in command.params:
+        convert_param(param)
+    commands = getattr(command, "commands", None)
+    if isinstance(commands, dict):
+        for sub in commands.values():
+            convert_plain_values(sub)
+    return command
+
+
+def convert_param(param: click.Parameter | None) -> None:
+    """Give one parameter the conversion above, if Typer has not built its own yet."""
+    if getattr(param, "_runtime_param", False) is None and hasattr(param, "type_descriptor"):
+        param._runtime_param = PlainValues(param)  # type: ignore[union-attr]
+
+
+class PlainValuesCommand(TyperCommand):
+    """A Typer command whose ``--help`` flag is converted as its other options are (the flag is
+    made when the command line is parsed, so `convert_plain_values` cannot reach it before)."""
+
+    def get_help_option(self, ctx: click.Context) -> Any:
+        option = super().get_help_option(ctx)
+        convert_param(option)
+        return option
