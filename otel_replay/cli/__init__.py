@@ -18,7 +18,7 @@ try:  # typer vendors click from 0.20 on; earlier it depends on click itself
 except ImportError:  # pragma: no cover - older typer
     from click import exceptions as click_exceptions  # type: ignore[no-redef,import-not-found,unused-ignore]
 
-from otel_replay.cli._commands import LazyGroup
+from otel_replay.cli._commands import EXAMPLE, LazyGroup
 
 __all__ = [
     "app",
@@ -29,7 +29,12 @@ app = typer.Typer(
     name="agent-replay",
     cls=LazyGroup,  # the commands (otel_replay.cli._commands.COMMANDS) are built when they run
     help="Import agent traces from OpenTelemetry; replay, fork and attribute their failures.",
+    epilog=f"Example: {EXAMPLE}",
     no_args_is_help=True,
+    # rich, as Typer's default, said here on purpose: the help texts are plain sentences, so
+    # rich's markup changes nothing in them (tests/test_cli_help.py checks), and markdown would
+    # reflow option lists and take a * or _ in a regular expression for emphasis
+    rich_markup_mode="rich",
     pretty_exceptions_show_locals=False,  # traces hold prompts and keys
     add_completion=False,
     context_settings={"help_option_names": ["-h", "--help"]},

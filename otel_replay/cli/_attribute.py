@@ -82,7 +82,7 @@ def attribute_command(
         str | None,
         typer.Option(
             help="--executor ray: a cluster's address (auto, HOST:PORT, ray://HOST:PORT: "
-            "see `ray start --head`); default: a local Ray for the run."
+            "see 'ray start --head'); default: a local Ray for the run."
         ),
     ] = None,
     resamplers: ResamplersOption = None,

@@ -64,8 +64,8 @@ def list_command(
 ) -> None:
     """List the runs in the store, newest first, a page at a time.
 
-    A page is 50 runs (``--limit``, ``--offset`` or ``--after``); ``--where`` chooses the runs and
-    ``--sort`` their order, both answered by the store."""
+    A page is 50 runs (--limit, --offset or --after); --where chooses the runs and --sort their
+    order, both answered by the store."""
     with user_errors(), open_store(store) as db:
         total = db.count_runs(where)
         runs = Seen(
@@ -90,7 +90,7 @@ def show_command(
     ] = False,
     store: StoreOption = None,
 ) -> None:
-    """Show one trajectory step by step (``--json``: the whole trajectory, and its identity)."""
+    """Show one trajectory step by step (--json: the whole trajectory, and its identity)."""
     with user_errors(), open_store(store) as db:
         trajectory = db.get(trajectory_id)
     if json:

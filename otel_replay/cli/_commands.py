@@ -14,6 +14,7 @@ the commands' own help.
 from __future__ import annotations
 
 import importlib
+import inspect
 from collections.abc import Iterator, MutableMapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -28,104 +29,158 @@ try:  # typer vendors click from 0.20 on; earlier it depends on click itself
 except ImportError:  # pragma: no cover - older typer
     import click  # type: ignore[no-redef,import-not-found,unused-ignore]
 
-__all__ = ["COMMANDS", "LazyCommand", "LazyGroup"]
+__all__ = ["COMMANDS", "EXAMPLE", "SUBCOMMAND_EXAMPLES", "LazyCommand", "LazyGroup", "reflow"]
 
 
 @dataclass(frozen=True)
 class LazyCommand:
-    """Where a command is defined (a function, or a Typer app for a group of commands) and the
-    line ``--help`` lists it with."""
+    """Where a command is defined (a function, or a Typer app for a group of commands), the line
+    ``--help`` lists it with, and the example its own ``--help`` ends with."""
 
     module: str
     attribute: str
     summary: str
+    example: str
 
 
-def _command(module: str, attribute: str, summary: str) -> LazyCommand:
-    return LazyCommand(f"otel_replay.cli.{module}", attribute, summary)
+def _command(module: str, attribute: str, summary: str, example: str) -> LazyCommand:
+    return LazyCommand(f"otel_replay.cli.{module}", attribute, summary, example)
 
 
-#: Every command in the order ``--help`` lists them.
+#: What ``agent-replay --help`` ends with: the first command a newcomer runs.
+EXAMPLE = "agent-replay import sample_traces/incident.steps.jsonl"
+
+_TOOLS = "--resamplers examples/incident/tools.py"
+_AGENT = "--agent examples/incident/agent.py:investigate"
+
+#: Every command in the order ``--help`` lists them. Each example runs as written from the
+#: repository's root once the bundled samples are imported, in this order (``report html`` reads
+#: the report ``attribute`` writes); ``tests/test_cli_help.py`` runs them.
 COMMANDS: dict[str, LazyCommand] = {
     "import": _command(
         "_import",
         "import_command",
-        "Import OTLP JSON / JSON Lines / protobuf files or native JSONL into the store; or the\n"
+        "Import OTLP JSON / JSON Lines / protobuf files or native JSONL into the store; or the "
         "traces of a Phoenix project (phoenix://HOST:PORT/PROJECT).",
+        "agent-replay import sample_traces/incident.otlp.jsonl",
     ),
     "list": _command(
-        "_browse", "list_command", "List the runs in the store, newest first, a page at a time."
+        "_browse",
+        "list_command",
+        "List the runs in the store, newest first, a page at a time.",
+        "agent-replay list --where failed",
     ),
     "show": _command(
         "_browse",
         "show_command",
-        "Show one trajectory step by step (``--json``: the whole trajectory, and its identity).",
+        "Show one trajectory step by step (--json: the whole trajectory, and its identity).",
+        "agent-replay show incident-fail",
     ),
     "export": _command(
         "_export",
         "export_command",
-        "Export trajectories (native JSONL, re-importable), all their steps (Parquet), or one\n"
+        "Export trajectories (native JSONL, re-importable), all their steps (Parquet), or one "
         "recorded run as a pytest regression test (with its recording beside it).",
+        "agent-replay export incident-fail --out incident-fail.jsonl",
     ),
     "attribute": _command(
         "_attribute",
         "attribute_command",
         "Attribute a failed run to the step where its failure became inevitable; or many runs.",
+        f"agent-replay attribute incident-fail {_TOOLS} --out report.json",
     ),
     "blame": _command(
         "_blame",
         "blame_command",
         "Add up the stored attribution reports by step (kind, name, argument names): how often "
-        "each\nstep was the Point of Commitment, its mean attribution, inconclusive runs, repairs.",
+        "each step was the Point of Commitment, its mean attribution, inconclusive runs, repairs.",
+        "agent-replay blame",
     ),
     "record": _command(
         "_live",
         "record_command",
         "Run an agent live, store the recorded trajectory, print its id. Each step is stored as "
-        "it\ncompletes: a run killed half-way is kept up to its last whole step (`resume` "
-        "continues it).",
+        "it completes: a run killed half-way is kept up to its last whole step (agent-replay "
+        "resume continues it).",
+        f"agent-replay record {_AGENT} --verifier examples/incident/agent.py:outcome",
     ),
     "replay": _command(
         "_live",
         "replay_command",
         "Re-run an agent with its recorded outputs served and check it does exactly the same.",
+        "agent-replay replay incident-fail",
     ),
     "fork": _command(
         "_live",
         "fork_command",
         "Hold the steps before --at, change it (--do, --observe, --fault), continue, store the "
-        "fork;\nwith --otlp-endpoint, also send it out as OTLP, linked to the run it forks.",
+        "fork; with --otlp-endpoint, also send it out as OTLP, linked to the run it forks.",
+        f"agent-replay fork incident-fail --at 2 --fault empty {_TOOLS}",
     ),
     "resume": _command(
         "_resume",
         "resume_command",
-        "Continue a run that ended early (killed, or its agent raised): its recorded steps are\n"
+        "Continue a run that ended early (killed, or its agent raised): its recorded steps are "
         "served, nothing of them runs again, and the agent goes on live from there. Stores the "
-        "result\nas a new run linked to the original (with --otlp-endpoint, also sent out as "
+        "result as a new run linked to the original (with --otlp-endpoint, also sent out as "
         "OTLP).",
+        f"agent-replay resume ID {_AGENT}",
     ),
     "diff": _command(
         "_live",
         "diff_command",
         "Where two runs first part, what each returned there, and how each ended.",
+        "agent-replay diff incident-fail incident-pass",
     ),
     "serve": _command(
         "_serve",
         "serve_command",
         "Receive traces over OTLP/HTTP (POST /v1/traces, protobuf or JSON, gzip or not) into "
-        "the\nstore: point OTEL_EXPORTER_OTLP_ENDPOINT at it. Runs until Ctrl-C or SIGTERM.",
+        "the store: point OTEL_EXPORTER_OTLP_ENDPOINT at it. Runs until Ctrl-C or SIGTERM.",
+        "agent-replay serve --port 0",
     ),
     "ui": _command(
         "_ui",
         "ui_command",
         "Browse the store in a web browser: the runs (filter, sort), each run's steps and span "
-        "tree,\nits stored attribution reports, two runs compared. Read-only; opens no browser "
-        "by itself.\nRuns until Ctrl-C or SIGTERM.",
+        "tree, its stored attribution reports, two runs compared. Read-only; opens no browser "
+        "by itself. Runs until Ctrl-C or SIGTERM.",
+        "agent-replay ui --port 0",
     ),
     "report": _command(
-        "_report", "report_app", "The attribution report: its format, and as a page."
+        "_report",
+        "report_app",
+        "The attribution report: its format, and as a page.",
+        "agent-replay report schema",
     ),
 }
+
+#: The examples of the commands inside a group, by their path below ``agent-replay``.
+SUBCOMMAND_EXAMPLES: dict[str, str] = {
+    "report schema": "agent-replay report schema",
+    "report html": "agent-replay report html report.json --out report.html",
+}
+
+
+def reflow(help_text: str | None) -> str | None:
+    """The help with each paragraph's lines joined: docstrings wrap at the source's width, and
+    Typer's rich mode keeps a single line break where it is (so the help wraps at the terminal's
+    width instead). A paragraph Typer keeps as it is (starting with a backspace) stays so."""
+    if help_text is None:
+        return None
+    paragraphs = inspect.cleandoc(help_text).split("\n\n")
+    return "\n\n".join(p if p.startswith("\b") else " ".join(p.split()) for p in paragraphs)
+
+
+def _finish(command: click.Command, path: str, example: str) -> click.Command:
+    """Reflow the help of the command and of the commands inside it, and end each with its
+    example."""
+    command.help = reflow(command.help)
+    command.short_help = None if command.help is None else command.help.split("\n\n")[0]
+    command.epilog = f"Example: {example}"
+    for name, inner in getattr(command, "commands", {}).items():
+        _finish(inner, f"{path} {name}", SUBCOMMAND_EXAMPLES[f"{path} {name}"])
+    return command
 
 
 class _CommandTable(MutableMapping[str, click.Command]):
@@ -210,11 +265,11 @@ class LazyGroup(TyperGroup):
                 rich_markup_mode=self.rich_markup_mode,
                 suggest_commands=self.suggest_commands,
             )
-            return convert_plain_values(group)
+            return _finish(convert_plain_values(group), name, where.example)
         holder.command(name, cls=PlainValuesCommand)(defined)
         command = typer.main.get_command_from_info(
             holder.registered_commands[0],
             pretty_exceptions_short=self.pretty_exceptions_short,
             rich_markup_mode=self.rich_markup_mode,
         )
-        return convert_plain_values(command)
+        return _finish(convert_plain_values(command), name, where.example)

@@ -120,7 +120,8 @@ def record_command(
     store: StoreOption = None,
 ) -> None:
     """Run an agent live, store the recorded trajectory, print its id. Each step is stored as it
-    completes: a run killed half-way is kept up to its last whole step (`resume` continues it)."""
+    completes: a run killed half-way is kept up to its last whole step (agent-replay resume
+    continues it)."""
     from otel_replay.otlp_encode import request_to_otlp_json
     from otel_replay.replay import record
     from otel_replay.replay._durable import DurableLedger
