@@ -76,7 +76,10 @@ def attribute_command(
     ] = False,
     executor: Annotated[
         ExecutorKind,
-        typer.Option(help="Where rollouts (or, for many runs, runs) go: threads, process, ray."),
+        typer.Option(
+            metavar="EXECUTOR",  # the help names the choices, and the column stays narrow
+            help="Where rollouts (or, for many runs, runs) go: threads, process, ray.",
+        ),
     ] = ExecutorKind.THREADS,
     ray_address: Annotated[
         str | None,
@@ -118,7 +121,13 @@ def attribute_command(
     max_turns: Annotated[
         int | None, typer.Option(help="Model turns a rollout of the loop may take (default 2x).")
     ] = None,
-    method: Annotated[Method, typer.Option(help="What to estimate.")] = Method.CONTRASTIVE,
+    method: Annotated[
+        Method,
+        typer.Option(
+            metavar="METHOD",  # the choices, in the help: as a metavar they break mid-word
+            help=f"What to estimate: {', '.join(m.value for m in Method)}.",
+        ),
+    ] = Method.CONTRASTIVE,
     rollouts: Annotated[
         int | None,
         typer.Option(
@@ -129,6 +138,7 @@ def attribute_command(
     strategy: Annotated[
         Strategy | None,
         typer.Option(
+            metavar="STRATEGY",  # the help names the choices, and the column stays narrow
             help="adaptive (the default): search the run's suffixes for the commitment, then "
             "scan back from it, in growing batches until the tests decide; scan: every step from "
             "the last back (no assumption behind the error bound); sweep: every step at "

@@ -59,6 +59,7 @@ JudgeBaseUrlOption = Annotated[
 ToolsOption = Annotated[
     ToolSource | None,
     typer.Option(
+        metavar="SOURCE",  # the help names both: as a metavar they break mid-word
         help="Resample tool calls from the results the store recorded for the same call "
         "(recorded: a call no run recorded leaves its rollout unservable; recorded,faults: "
         "it fails as an injected fault).",

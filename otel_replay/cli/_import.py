@@ -55,7 +55,14 @@ def import_command(
             show_default=False,
         ),
     ],
-    format: Annotated[Format, typer.Option("--format", help="Input format.")] = Format.AUTO,
+    format: Annotated[
+        Format,
+        typer.Option(
+            "--format",
+            metavar="FORMAT",  # the choices, in the help: as a metavar they break mid-word
+            help=f"Input format: {', '.join(f.value for f in Format)}.",
+        ),
+    ] = Format.AUTO,
     outcome_attribute: Annotated[
         str | None,
         typer.Option(
