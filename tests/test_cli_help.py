@@ -112,6 +112,21 @@ def test_the_help_reflows_at_the_terminals_width() -> None:
     assert "--where chooses the runs and --sort their order, both answered by the store." in narrow
 
 
+def test_the_listing_shows_each_summary_whole_on_one_line() -> None:
+    """A wide terminal gets each command's summary on one line, not broken where the source
+    broke it."""
+    wide = subprocess.run(
+        [*AGENT_REPLAY, "--help"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "NO_COLOR": "1", "COLUMNS": "300"},
+        check=True,
+    ).stdout
+    for name, lazy in COMMANDS.items():
+        assert "\n" not in lazy.summary, name
+        assert re.search(rf"^\W*{name} +{re.escape(lazy.summary)} *\W*$", wide, re.M), name
+
+
 @pytest.fixture(scope="module")
 def samples(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A folder as the repository's root: copies of sample_traces/ and examples/, the samples
