@@ -93,6 +93,8 @@ def test_a_section_says_what_help_says(reference: str, command: tuple[str, ...])
         assert default in shown
     usage = re.search(r"Usage: (.+?)\s*$", printed, re.MULTILINE)
     assert usage is not None and f"```text\n{usage.group(1)}\n```" in section
+    for example in re.findall(r"^\s*Example: (.+?)\s*$", printed, re.MULTILINE):
+        assert f"Example:\n\n```text\n{example}\n```" in section
     first_words = " ".join(printed.split("Usage:")[1].splitlines()[2].split()[:6])
     assert first_words in " ".join(shown.split())
 
@@ -137,6 +139,19 @@ def test_an_example_in_a_help_is_a_code_block() -> None:
     ]
     marked = help_text("Two lines:\n\n\b\nkeep *this*\nas it is [bold]x[/bold]", "rich")
     assert marked[2:5] == ["```text", "keep *this*\nas it is x", "```"]
+
+
+def test_an_example_epilog_is_a_command_to_copy() -> None:
+    epilog = _hook()._epilog
+    assert epilog("Example: agent-replay show incident-fail", "rich") == [
+        "Example:",
+        "",
+        "```text",
+        "agent-replay show incident-fail",
+        "```",
+        "",
+    ]
+    assert epilog("See the *docs*.", "rich") == ["See the \\*docs\\*.", ""]
 
 
 def test_a_code_span_keeps_pipes_and_backticks_in_a_table() -> None:

@@ -38,6 +38,9 @@ _PROGRAM = "agent-replay"
 _INLINE_SPECIALS = re.compile(r"([\\`*_{}\[\]|])")
 _LINE_START = re.compile(r"^(\s*)([#>+-]|\d+(?=[.)]))", re.MULTILINE)
 
+# an epilog's "Example: agent-replay show incident-fail" (one command, on one line)
+_EXAMPLE = re.compile(r"(?P<label>Examples?):\s*(?P<command>[^\n]+)")
+
 
 def on_page_markdown(markdown: str, page: Any, **_: Any) -> str:
     """MkDocs event: fill the CLI reference page; leave every other page alone."""
@@ -59,24 +62,28 @@ def render() -> str:
 
 
 def _command(command: click.Command, ctx: click.Context, level: int) -> list[str]:
+    """The command's section, in the order of its ``--help``, then its subcommands' sections."""
+    mode = _markup_mode(ctx)
     lines = [f"{'#' * level} {escape(ctx.command_path)}", ""]
     usage = " ".join([ctx.command_path, *command.collect_usage_pieces(ctx)])
     lines += ["```text", usage, "```", ""]
-    lines += _help(command.help or "", _markup_mode(ctx))
+    lines += _help(command.help or "", mode)
     lines += _parameters(command, ctx)
+    # each built here, as running it would build it (not the summary the lazy group lists)
+    subcommands: dict[str, click.Command] = {}
     if isinstance(command, TyperGroup):
-        # each built here, as running it would build it (not the summary the lazy group lists)
         subcommands = {name: command.commands[name] for name in command.list_commands(ctx)}
-        if subcommands:
-            lines += ["Commands:", ""]
-            for name, sub in subcommands.items():
-                summary = next(iter(_help(sub.help or "", _markup_mode(ctx))), "")
-                summary = "" if summary.startswith("```") else summary  # an example, not a line
-                lines.append(f"* [`{name}`](#{_anchor(ctx, name)}): {summary}")
-            lines.append("")
+    if subcommands:
+        lines += ["Commands:", ""]
         for name, sub in subcommands.items():
-            sub_ctx = click.Context(sub, info_name=name, parent=ctx, **sub.context_settings)
-            lines += _command(sub, sub_ctx, min(level + 1, 6))
+            summary = next(iter(_help(sub.help or "", mode)), "")
+            summary = "" if summary.startswith("```") else summary  # an example, not a line
+            lines.append(f"* [`{name}`](#{_anchor(ctx, name)}): {summary}")
+        lines.append("")
+    lines += _epilog(command.epilog or "", mode)
+    for name, sub in subcommands.items():
+        sub_ctx = click.Context(sub, info_name=name, parent=ctx, **sub.context_settings)
+        lines += _command(sub, sub_ctx, min(level + 1, 6))
     return lines
 
 
@@ -105,6 +112,19 @@ def _help(text: str, markup_mode: str | None) -> list[str]:
             lines += ["```text", block, "```", ""]
         else:
             lines += [escape(_plain(" ".join(body.split()), markup_mode)), ""]
+    return lines
+
+
+def _epilog(text: str, markup_mode: str | None) -> list[str]:
+    """What ``--help`` ends with: an ``Example: COMMAND`` line as the command in a code block (to
+    copy), anything else as help text."""
+    lines: list[str] = []
+    for paragraph in (p for p in inspect.cleandoc(text).split("\n\n") if p.strip()):
+        example = _EXAMPLE.fullmatch(_plain(paragraph.strip(), markup_mode))
+        if example is None:
+            lines += _help(paragraph, markup_mode)
+        else:
+            lines += [f"{example['label']}:", "", "```text", example["command"], "```", ""]
     return lines
 
 
