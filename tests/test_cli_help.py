@@ -10,7 +10,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -152,9 +151,8 @@ def _serve(argv: list[str], folder: Path) -> None:
         try:
             first = server.stdout.readline()  # where it listens, once it does
             assert "http://127.0.0.1:" in first, (argv, first, server.stdout.read())
-            # the commands take SIGTERM over just after they print where they listen: a signal
-            # sent at once could come before that and end them as SIGTERM's default does
-            time.sleep(1.0)
+            # sent the moment the address is read: the commands take SIGTERM over before they
+            # print it, so the signal stops them as Ctrl-C does, not by SIGTERM's default
             server.send_signal(signal.SIGTERM)
             rest, _ = server.communicate(timeout=30)
         finally:

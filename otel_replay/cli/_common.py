@@ -11,7 +11,7 @@ import sqlite3
 import stat
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import IO, Annotated, Any
@@ -228,14 +228,22 @@ def trajectory_table(title: str, columns: tuple[str, ...]) -> Table:
     return table
 
 
-def until_stopped() -> None:
-    """Wait for Ctrl-C or SIGTERM (the way service managers stop a process)."""
+@contextmanager
+def stop_signals() -> Iterator[Callable[[], None]]:
+    """Ctrl-C and SIGTERM (the way service managers stop a process) taken over from here on;
+    yields the wait for one of them. Entered before a server says where it listens, so a signal
+    sent as soon as that line is read stops it as Ctrl-C does, never by SIGTERM's default."""
     stop = threading.Event()
     previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    try:
-        while not stop.wait(0.5):
+
+    def wait() -> None:
+        try:
+            while not stop.wait(0.5):
+                pass
+        except KeyboardInterrupt:
             pass
-    except KeyboardInterrupt:
-        pass
+
+    try:
+        yield wait
     finally:
         signal.signal(signal.SIGTERM, previous)

@@ -15,7 +15,7 @@ from otel_replay.cli._common import (
     err_console,
     open_store,
     shown,
-    until_stopped,
+    stop_signals,
     user_errors,
 )
 from otel_replay.cli._import import byte_count
@@ -67,11 +67,12 @@ def serve_command(
         )
         receiver.start()
     where = store if store is not None else default_store_path()
-    console.print(
-        f"receiving OTLP/HTTP traces at {receiver.url}/v1/traces into {shown(str(where))} "
-        "(Ctrl-C stops)"
-    )
-    until_stopped()
+    with stop_signals() as wait:
+        console.print(
+            f"receiving OTLP/HTTP traces at {receiver.url}/v1/traces into {shown(str(where))} "
+            "(Ctrl-C stops)"
+        )
+        wait()
     with user_errors():
         stored = receiver.stop()
     waiting = (

@@ -16,7 +16,7 @@ from otel_replay.cli._common import (
     err_console,
     print_error,
     shown,
-    until_stopped,
+    stop_signals,
     user_errors,
 )
 from otel_replay.store._connection import default_store_path
@@ -50,8 +50,9 @@ def ui_command(
             f"[yellow]note:[/] listening on {shown(host)}: anyone who can reach this machine on "
             f"port {viewer.port} can read the runs"
         )
-    console.print(f"agent-replay ui: {shown(viewer.url)}/ (Ctrl-C stops it)")
-    until_stopped()
+    with stop_signals() as wait:
+        console.print(f"agent-replay ui: {shown(viewer.url)}/ (Ctrl-C stops it)")
+        wait()
     viewer.stop()
     console.print("stopped")
 
