@@ -1,6 +1,6 @@
-"""Regenerate the screenshots in ``docs/screenshots/`` (the README shows them).
+"""Regenerate the screenshots in ``docs/screenshots/`` (the README and docs/seeing-it.md show them).
 
-Runs the README's own commands on the bundled samples in a temporary store, then photographs, in
+Runs the documented commands on the bundled samples in a temporary store, then photographs, in
 Debian's headless Chromium through Playwright: the HTML report of the failing run
 (``attribute --html``), and the viewer's pages (``agent-replay ui``): the run list, a run with a step
 opened, the stored report, and the failing run against a fork that repairs it.

@@ -242,6 +242,29 @@ def test_list_all_is_every_row_of_the_table(runner: CliRunner, store: Path) -> N
     assert shown.stdout.rstrip().endswith("5000 runs (newest first)")
 
 
+@pytest.mark.parametrize("args", [["--all", "--json"], ["--all"]], ids=["json", "table"])
+def test_a_reader_that_stops_early_is_no_error(store: Path, args: list[str]) -> None:
+    """``agent-replay list --all --json | head``: the pipe closes long before 5,000 runs are
+    written; the command stops quietly (exit 1, as Python's own programs on a closed pipe), with
+    nothing on stderr: no "Broken pipe", no traceback."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "AGENT_REPLAY_STORE": str(store)}
+    command = [sys.executable, "-m", "otel_replay", "list", *args]
+    with subprocess.Popen(
+        command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    ) as process:
+        assert process.stdout is not None and process.stderr is not None
+        assert process.stdout.read(200)
+        process.stdout.close()
+        error = process.stderr.read().decode()
+        code = process.wait(timeout=60)
+    assert error == ""
+    assert code == 1
+
+
 @pytest.mark.parametrize(
     ("args", "part"),
     [

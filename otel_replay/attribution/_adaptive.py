@@ -17,7 +17,7 @@ had reached.
 The stated bound, ``ERROR_BOUND`` on naming a wrong step, holds as for the sweep: each family of
 tests spends its half over the m steps and the search's questions (`_search.questions`), and each
 question over its looks. The search's joint "no effect" also needs its assumption, which it checks
-on every plan it runs (README, "How sure is the answer").
+on every plan it runs (docs/attribution.md, "How sure is the answer").
 """
 
 from __future__ import annotations

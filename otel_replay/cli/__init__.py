@@ -100,6 +100,11 @@ def main() -> None:
     except typer.Abort:
         print_error("aborted")
         sys.exit(1)
+    except BrokenPipeError:  # written outside a command's user_errors
+        from otel_replay.cli._common import reader_gone
+
+        reader_gone()
+        sys.exit(1)
     sys.exit(code if isinstance(code, int) else 0)
 
 

@@ -62,7 +62,9 @@ def attribute_command(
     ] = None,
     where: Annotated[
         str | None,
-        typer.Option(help="Runs matching this, e.g. 'outcome < 0.5 and steps > 3' (see README)."),
+        typer.Option(
+            help="Runs matching this, e.g. 'outcome < 0.5 and steps > 3' (the filter language: docs/many-runs.md)."
+        ),
     ] = None,
     all_failing: Annotated[
         bool, typer.Option("--all-failing", help="Every run whose outcome is a failure.")

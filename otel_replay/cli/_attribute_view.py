@@ -401,7 +401,7 @@ def _render(result: AttributionResult, config: AttributionConfig) -> None:
                 f"≠ Shapley and the attribution differ beyond their intervals at "
                 f"{plural(len(disagree), 'step')} {', '.join(map(str, disagree))}: Shapley "
                 "averages a step's effect over which other steps are kept, the attribution holds "
-                "the recorded prefix; such a step matters only together with others (README: "
+                "the recorded prefix; such a step matters only together with others (docs/attribution.md: "
                 "'Two estimates, two questions')"
             )
     if result.repair is not None:

@@ -86,6 +86,12 @@ def user_errors() -> Iterator[None]:
     except ReplayError as exc:
         print_error(exc)
         raise typer.Exit(1) from None
+    except BrokenPipeError as exc:
+        if exc.filename is not None:  # a named file's reader (a FIFO): that is an error to say
+            print_error(f"{exc.strerror or exc}: {exc.filename}")
+        else:
+            reader_gone()
+        raise typer.Exit(1) from None
     except OSError as exc:
         print_error(f"{exc.strerror or exc}: {exc.filename}" if exc.filename else exc)
         raise typer.Exit(1) from None
@@ -95,6 +101,14 @@ def user_errors() -> Iterator[None]:
             "sqlite3 NEW.db` saves what it can, or import the traces again into a new store"
         )
         raise typer.Exit(1) from None
+
+
+def reader_gone() -> None:
+    """Standard output's reader left (``agent-replay list --json | head``): what it did not read
+    is not an error to report. Nothing more goes there, Python's own flush at exit included."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
 
 
 def open_store(path: Path | None, *, write: bool = False, create: bool = False) -> Store:

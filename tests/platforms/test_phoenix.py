@@ -310,9 +310,10 @@ def test_a_rebuilt_point_of_commitment_is_named_on_the_root_span() -> None:
 
 
 def _readme_commands() -> list[list[str]]:
-    """The commands of the README's "Phoenix, both ways" block, without ``agent-replay``."""
-    text = (ROOT / "README.md").read_text()
-    block = text[text.index("**Phoenix, both ways.**") :].split("```sh\n", 1)[1].split("```")[0]
+    """The commands of the "Phoenix, both ways" block of docs/importing.md, without
+    ``agent-replay``."""
+    text = (ROOT / "docs" / "importing.md").read_text()
+    block = text[text.index("## Phoenix, both ways") :].split("```sh\n", 1)[1].split("```")[0]
     return [shlex.split(line.split("  #")[0])[1:] for line in block.strip().splitlines()]
 
 
@@ -323,7 +324,7 @@ def test_the_readme_commands_run_against_a_real_phoenix(
     store_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.chdir(ROOT)  # the README's paths are the checkout's
+    monkeypatch.chdir(ROOT)  # the page's paths are the checkout's
     commands = _readme_commands()
     assert [c[0] for c in commands] == ["import", "import", "attribute"]
     for command in commands:

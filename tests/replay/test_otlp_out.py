@@ -427,11 +427,11 @@ def test_an_endpoint_without_rollouts_to_send_is_refused(samples: Path) -> None:
 
 
 def _readme_commands() -> list[list[str]]:
-    """The commands of the README's "Out as OTLP" block, as argument lists."""
+    """The commands of the "Out as OTLP" block of docs/live-agents.md, as argument lists."""
     import shlex
 
-    text = (ROOT / "README.md").read_text()
-    block = text[text.index("**Out as OTLP.**") :].split("```sh\n")[1].split("```")[0]
+    text = (ROOT / "docs" / "live-agents.md").read_text()
+    block = text[text.index("## Out as OTLP") :].split("```sh\n")[1].split("```")[0]
     return [shlex.split(line)[1:] for line in block.strip().splitlines()]
 
 
