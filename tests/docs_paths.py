@@ -5,7 +5,7 @@ A command's arguments are read as bash splits them. An argument is a path when i
 file suffix (``examples/incident/agent.py:investigate`` is the file before the colon); ``python -m
 examples.incident.fleet`` names a module of the repository's. URLs, JSON, options, ``$VARIABLES``,
 absolute paths and globs are not paths here. A path a command writes (``--out``, ``--html``,
-``--otlp-out``, a ``>`` redirection, ``mkdir``, ``python -m venv``) is made, so later commands of
+``--otlp-out``, a ``>`` redirection, ``mkdir``, ``gzip -k``, ``python -m venv``) is made, so later commands of
 the page may read it, and so may the store folder ``.agent-replay`` any command makes.
 
 A runnable block runs in a folder that holds copies of `COPIED` only, so what it reads must be in
@@ -33,6 +33,7 @@ ALWAYS_MADE = (
     PurePosixPath(".agent-replay"),
 )  # the store's folder, made by any agent-replay command
 _OPERATORS = {"&&", "||", "|", ";", "&", "(", ")"}
+_MAKERS = {"mkdir": "{}", "gzip": "{}.gz"}  # commands whose arguments name what they make
 _PLACEHOLDER = re.compile(
     r"^(?:[A-Z][A-Z_]*_)?ID$"
 )  # ID, FORK_ID, PASSING_ID: a sample's id belongs there
@@ -70,7 +71,7 @@ def unshipped(page: Page, shipped: set[PurePosixPath]) -> list[str]:
                 continue
             writes = set(_writes(words))
             for path in dict.fromkeys(_reads(words)):  # a file named twice is said once
-                if path in writes or _under(path, made):
+                if _under(path, made | writes):
                     continue
                 problem = _not_there(path, shipped, block)
                 if problem:
@@ -123,15 +124,33 @@ def _reads(words: list[str]) -> Iterator[PurePosixPath]:
 
 
 def _writes(words: list[str]) -> Iterator[PurePosixPath]:
-    for index, word in enumerate(words[1:], start=1):
-        previous = words[index - 1]
-        option, _, value = word.partition("=")
-        if option in WRITES and value:
-            yield PurePosixPath(value)
-        elif word in _OPERATORS or word.startswith("-"):
-            continue
-        elif previous in WRITES | REDIRECTS or previous == "venv" or words[0] == "mkdir":
-            yield PurePosixPath(word)
+    for simple in _simple_commands(words):
+        makes = _MAKERS.get(simple[0], "")
+        for index, word in enumerate(simple[1:], start=1):
+            previous = simple[index - 1]
+            option, _, value = word.partition("=")
+            if option in WRITES and value:
+                yield PurePosixPath(value)
+            elif word.startswith("-"):
+                continue
+            elif previous in WRITES | REDIRECTS or previous == "venv":
+                yield PurePosixPath(word)
+            elif makes:
+                yield PurePosixPath(makes.format(word))
+
+
+def _simple_commands(words: list[str]) -> Iterator[list[str]]:
+    """``words`` cut at ``&&``, ``|``, ``;`` and the like, each piece without its ``A=B`` prefixes."""
+    piece: list[str] = []
+    for word in [*words, ";"]:
+        if word in _OPERATORS:
+            while piece and "=" in piece[0] and not piece[0].startswith("-"):
+                piece.pop(0)
+            if piece:
+                yield piece
+            piece = []
+        else:
+            piece.append(word)
 
 
 def _path(word: str) -> PurePosixPath | None:

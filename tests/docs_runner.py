@@ -12,7 +12,8 @@ A command ending in ``&`` starts a server the later commands of the page talk to
 serve --port 4318 &``, ``agent-replay ui --port 8765 &``, the examples' model servers): it listens
 on a free port put for the one its ``--port`` names (see `_PageRun`), it is ready when that port
 accepts connections (or, with no ``--port``, when it has printed a line), and it is stopped when
-the page is done. A command that never ends on its own and is not so written is cut at
+the page is done; what it printed by the block's end counts as the block's output. A command
+that never ends on its own and is not so written is cut at
 `TIMEOUT_S` and fails.
 """
 
@@ -107,10 +108,12 @@ class _PageRun:
     def block(self, block: Block, env: dict[str, str]) -> list[str]:
         """Run one block's commands; its failures (a block stops at its first failing command)."""
         outputs: list[str] = []
+        started: list[Path] = []  # the logs of the servers the block starts
         for number, command in enumerate(block.commands, start=1):
             where = f"{block.page}:{command.line}: `{command.text}`"
             if is_background(command):
-                problem = self._start_server(command, env)
+                started.append(self.logs / f"{command.line}.log")
+                problem = self._start_server(command, env, started[-1])
                 if problem:
                     return [f"{where} {problem}"]
                 continue
@@ -123,6 +126,7 @@ class _PageRun:
                     f"{where} {said}, expected exit {expected};{self._ports_said(command.text)}"
                     f" its output ends:\n{_tail(ran.output)}"
                 ]
+        outputs += [log.read_text(errors="replace") for log in started]  # what they said so far
         text = _squeezed("\n".join(outputs))
         return [
             f"{block.page}:{block.line}: the block's output lacks {wanted!r}; it ends:\n"
@@ -131,14 +135,13 @@ class _PageRun:
             if _squeezed(wanted) not in text
         ]
 
-    def _start_server(self, command: Command, env: dict[str, str]) -> str | None:
+    def _start_server(self, command: Command, env: dict[str, str], log: Path) -> str | None:
         """Start a command ending in ``&``, stopped when the page is done; why it failed, or None."""
         port = _port(split(command) or [])
         if port is not None and port not in self.ports:
             self.ports[port] = _free_port()
         text = self._moved(command.text.rstrip())
         text = text[: text.rindex("&")]  # bash would put it in the background; the runner does
-        log = self.logs / f"{command.line}.log"
         with log.open("w") as sink:
             process = subprocess.Popen(
                 ["bash", "-c", text],

@@ -206,6 +206,8 @@ agent-replay record --agent examples/incident/agent.py:investigate --otlp-out ru
 agent-replay import run.json --out=made/there.json && agent-replay import made/there.json
 python -m examples.incident.judge_server --port 8001 &
 python -m examples.incident.no_such_server
+gzip -k sample_traces/incident.otlp.jsonl && agent-replay import sample_traces/incident.otlp.jsonl.gz
+python3 -m venv .venv && . .venv/bin/activate && pip install -q -e '.[test]'
 agent-replay diff incident-fail FORK_ID [--json]
 ```
 """,
@@ -223,8 +225,8 @@ agent-replay diff incident-fail FORK_ID [--json]
         "examples/incident/no_such_server.py, which the repository does not ship",
     ]
     assert list(placeholders(page.blocks[0])) == [
-        "paths.md:8: `agent-replay diff incident-fail FORK_ID [--json]` has the placeholder FORK_ID",
-        "paths.md:8: `agent-replay diff incident-fail FORK_ID [--json]` has the optional [--json]",
+        "paths.md:10: `agent-replay diff incident-fail FORK_ID [--json]` has the placeholder FORK_ID",
+        "paths.md:10: `agent-replay diff incident-fail FORK_ID [--json]` has the optional [--json]",
     ]
 
 
@@ -242,6 +244,7 @@ def test_a_server_started_with_an_ampersand_serves_the_later_commands(
         f"""\
 <!-- expect: ef2843ff74cff6a6b6dc0914faa30751 -->
 <!-- expect: 3 runs -->
+<!-- expect: receiving OTLP/HTTP traces at -->
 ```sh
 agent-replay serve --port {port} &
 python -c "{send}"
