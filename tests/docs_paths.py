@@ -106,8 +106,8 @@ def split(command: Command) -> list[str] | None:
 
 def is_background(command: Command) -> bool:
     """Whether the command ends in ``&``: a server the page's later commands talk to."""
-    words = split(command)
-    return bool(words) and words[-1] == "&"
+    words = split(command) or [""]
+    return words[-1] == "&"
 
 
 def _reads(words: list[str]) -> Iterator[PurePosixPath]:

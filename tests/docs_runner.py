@@ -122,9 +122,11 @@ class _PageRun:
             outputs.append(ran.output)
             if ran.code != expected:
                 said = f"ran past {TIMEOUT_S:.0f} s" if ran.code is None else f"exited {ran.code}"
+                left = len(block.commands) - number
+                after = f" the block's {left} later command(s) not run;" if left else ""
                 return [
                     f"{where} {said}, expected exit {expected};{self._ports_said(command.text)}"
-                    f" its output ends:\n{_tail(ran.output)}"
+                    f"{after} its output ends:\n{_tail(ran.output)}"
                 ]
         outputs += [log.read_text(errors="replace") for log in started]  # what they said so far
         text = _squeezed("\n".join(outputs))

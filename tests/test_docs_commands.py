@@ -191,7 +191,8 @@ def test_a_failing_command_is_named_with_its_page_line_exit_code_and_output(
     )
     assert "list_deploys" in unexpected_pass  # the output's tail
     assert missing_run.startswith("failing.md:13: `agent-replay show no-such-run")
-    assert "exited 1, expected exit 0" in missing_run and "no-such-run" in missing_run
+    assert "exited 1, expected exit 0; the block's 1 later command(s) not run;" in missing_run
+    assert "no trajectory id starts with 'no-such-run'" in missing_run
     assert missing_text.startswith("failing.md:18: the block's output lacks 'a line no command")
     assert "incident-fail" in missing_text  # what the block printed instead
 
