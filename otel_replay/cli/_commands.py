@@ -124,7 +124,7 @@ COMMANDS: dict[str, LazyCommand] = {
         "served, nothing of them runs again, and the agent goes on live from there. Stores the "
         "result as a new run linked to the original (with --otlp-endpoint, also sent out as "
         "OTLP).",
-        f"agent-replay resume ID {_AGENT}",
+        f"agent-replay resume d16af222 {_AGENT} --verifier examples/incident/agent.py:outcome",
     ),
     "diff": _command(
         "_live",
