@@ -202,7 +202,7 @@ def test_a_command_that_names_a_missing_file_is_found_without_running_it() -> No
         """\
 ```sh
 agent-replay import traces.jsonl sample_traces/incident.otlp.pb
-agent-replay attribute incident-fail --resamplers tests/attribution/scm/and_gate.py
+agent-replay attribute incident-fail --resamplers tests/attribution/scm/chain.py
 agent-replay record --agent examples/incident/agent.py:investigate --otlp-out run.json
 agent-replay import run.json --out=made/there.json && agent-replay import made/there.json
 python -m examples.incident.judge_server --port 8001 &
@@ -219,7 +219,7 @@ agent-replay diff incident-fail FORK_ID [--json]
         "paths.md:2: `agent-replay import traces.jsonl sample_traces/incident.otlp.pb` names "
         "traces.jsonl, which the repository does not ship",
         "paths.md:3: `agent-replay attribute incident-fail --resamplers "
-        "tests/attribution/scm/and_gate.py` names tests/attribution/scm/and_gate.py, which a "
+        "tests/attribution/scm/chain.py` names tests/attribution/scm/chain.py, which a "
         "page's folder does not hold (only sample_traces/ and examples/ are copied there): "
         "ship it under examples/",
         "paths.md:7: `python -m examples.incident.no_such_server` names "

@@ -17,6 +17,8 @@ from otel_replay.resamplers._loading import load_resamplers
 from otel_replay.resamplers._registry import ResampleFunction
 
 SCM = Path(__file__).resolve().parent / "scm"
+#: Where the models the docs run live (shipped with the examples, read from there by the tests).
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "docs"
 
 
 @dataclass(frozen=True)
@@ -32,6 +34,7 @@ class Model:
         shapley: exact Shapley values per resamplable step, for ``v(S) = P(fail | S kept)``.
         v_all, v_none: ``v`` of the full and of the empty coalition.
         observed_only: steps with no resample function.
+        folder: where both files are (`SCM`, or `EXAMPLES` for the models the docs run).
     """
 
     name: str
@@ -43,14 +46,15 @@ class Model:
     v_all: float
     v_none: float
     observed_only: tuple[int, ...] = field(default=())
+    folder: Path = SCM
 
     @property
     def jsonl(self) -> Path:
-        return SCM / f"{self.name}.jsonl"
+        return self.folder / f"{self.name}.jsonl"
 
     @property
     def resamplers(self) -> Path:
-        return SCM / f"{self.module}.py"
+        return self.folder / f"{self.module}.py"
 
     def trajectory(self) -> Trajectory:
         (trajectory,) = read_jsonl(self.jsonl)
@@ -101,6 +105,7 @@ CHAIN = Model(
 AND_GATE = Model(
     name="and_gate",
     module="and_gate",
+    folder=EXAMPLES,
     trajectory_id="scm-and",
     point_of_commitment=3,
     attribution={0: 0.0, 1: 0.16, 2: 0.0, 3: 0.8, 4: 0.0},
@@ -169,6 +174,7 @@ HISTORY_FROM_THE_RECORD = Model(
 SWAP = Model(
     name="swap",
     module="swap",
+    folder=EXAMPLES,
     trajectory_id="scm-swap",
     point_of_commitment=2,
     attribution={0: 0.0, 1: 0.0, 2: 0.9, 3: 0.0, 4: 0.0},

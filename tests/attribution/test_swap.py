@@ -2,7 +2,7 @@
 which MODEL would have saved a failed run, with the credit of starting the swap at each step, and
 Shapley, the repair search and the adaptive engine take the swapped plans unchanged.
 
-The model (`tests/attribution/scm/swap.py`) has theory: re-run with the recorded model nothing
+The model (`examples/docs/swap.py`) has theory: re-run with the recorded model nothing
 matters; with ``large``, swapping from step 2 or earlier saves the run 90 % of the time, and from
 step 3 on the recorded decision is already applied."""
 
