@@ -14,8 +14,9 @@ import pytest
 from typer.testing import CliRunner
 
 from otel_replay import Store, Trajectory
+from otel_replay._files import output_file, write_output
 from otel_replay.cli import app
-from otel_replay.cli._common import output_file, printable, write_output
+from otel_replay.cli._common import printable
 from tests.cli_helpers import invoke, ok, one_line_error
 from tests.conftest import ROOT, SAMPLES
 

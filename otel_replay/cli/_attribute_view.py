@@ -17,6 +17,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsed
 from rich.progress import Progress as RichProgress
 from rich.table import Table
 
+from otel_replay._files import write_output
 from otel_replay.attribution import (
     AttributionConfig,
     AttributionResult,
@@ -41,7 +42,6 @@ from otel_replay.cli._common import (
     short,
     shown,
     user_errors,
-    write_output,
 )
 from otel_replay.cli._executing import Running, executing
 from otel_replay.cli._send import said_sent, send_runs

@@ -9,13 +9,13 @@ import typer
 from rich import box
 from rich.table import Table
 
+from otel_replay._files import output_file
 from otel_replay.cli._common import (
     JsonOption,
     StoreOption,
     console,
     err_console,
     open_store,
-    output_file,
     plural,
     print_json,
     refuse_store,

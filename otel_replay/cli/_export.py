@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.text import Text
 
+from otel_replay._files import output_file
 from otel_replay.cli._common import (
     StoreOption,
     err_console,
     open_store,
-    output_file,
     plural,
     refuse_store,
     user_errors,

@@ -9,6 +9,7 @@ import orjson
 import typer
 from rich.table import Table
 
+from otel_replay._files import write_output
 from otel_replay.cli._code import (
     FailIfOption,
     JudgeBaseUrlOption,
@@ -37,7 +38,6 @@ from otel_replay.cli._common import (
     short,
     shown,
     user_errors,
-    write_output,
 )
 from otel_replay.cli._remembered import (
     agent_for,

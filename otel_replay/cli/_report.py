@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from otel_replay._files import write_output
 from otel_replay.cli._common import (
     StoreOption,
     err_console,
@@ -14,7 +15,6 @@ from otel_replay.cli._common import (
     print_json,
     shown,
     user_errors,
-    write_output,
 )
 from otel_replay.errors import NotFoundError, StoreError
 
