@@ -4,6 +4,7 @@ exiting when the process that made the pool is gone."""
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 import threading
 import time
@@ -37,16 +38,17 @@ _EVERYONE: Any = None  # in a pool process: the pool's barrier (`_start_together
 PARENT_CHECK_SECONDS = 1.0
 
 
-def _start_together(everyone: Any, parent: int) -> None:
-    """A pool process's initializer: warm, watch ``parent``, then wait for every other process of
-    the pool to start. A pool starts a process for a task only while none is idle, so one that
-    took work at once would leave the pool with fewer processes than asked; held here, every
-    submit of the first round starts one (a process that never comes only delays the rest
-    `START_WAIT_SECONDS`)."""
+def _start_together(everyone: Any, parent: int, folder: str) -> None:
+    """A pool process's initializer: warm, watch ``parent`` (and the fork server, this process's
+    own parent), then wait for every other process of the pool to start. A pool starts a process
+    for a task only while none is idle, so one that took work at once would leave the pool with
+    fewer processes than asked; held here, every submit of the first round starts one (a process
+    that never comes only delays the rest `START_WAIT_SECONDS`)."""
     global _EVERYONE
     _EVERYONE = everyone
     warm()
-    threading.Thread(target=_exit_with, args=(parent,), daemon=True, name="parent").start()
+    watch = (parent, os.getppid(), folder)
+    threading.Thread(target=_exit_with, args=watch, daemon=True, name="parent").start()
     _together()
 
 
@@ -57,18 +59,30 @@ def _together() -> None:
         _EVERYONE.wait(START_WAIT_SECONDS)
 
 
-def _exit_with(parent: int) -> None:
-    """End this process once ``parent`` is gone (killed, say, so it never shut the pool down): a
+def _exit_with(parent: int, server: int, folder: str) -> None:
+    """End this process once the process that made the pool is gone (killed, say, so it never shut
+    the pool down), removing the folder it shipped work in, which it had no chance to remove. A
     pool process is the fork server's child, so nothing else would end it, and it would wait on
-    its queue, holding its memory, for ever."""
+    its queue, holding its memory, for ever. Two signs, looked at every `PARENT_CHECK_SECONDS`:
+    this process's parent is no longer the fork server (which exits as soon as the process that
+    started it is gone, and whose children the system then adopts), or ``parent`` is gone; a
+    process id can be reused, a parent once lost cannot come back. Polling works on Linux and
+    macOS alike and costs one system call a second."""
     while True:
         time.sleep(PARENT_CHECK_SECONDS)
-        try:
-            os.kill(parent, 0)
-        except ProcessLookupError:
+        if os.getppid() != server or not _there(parent):
+            shutil.rmtree(folder, ignore_errors=True)  # every worker tries: the first one wins
             os._exit(1)
-        except PermissionError:
-            continue  # there, under another user: not ours to judge
+
+
+def _there(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # there, under another user (a reused id): the fork server's end settles it
+    return True
 
 
 def _ready() -> int:
@@ -115,18 +129,23 @@ class Processes:
                 self.workers,
                 mp_context=context,
                 initializer=_start_together,
-                initargs=(everyone, os.getpid()),
+                initargs=(everyone, os.getpid(), self._open_folder()),
             )
             # one quick task per worker makes the pool start every process now, not one per batch
             self._ready = [self._pool.submit(_ready) for _ in range(self.workers)]
         return self._pool
 
+    def _open_folder(self) -> str:
+        """The folder work is shipped in (made with the pool: its processes remove it if this
+        process dies without removing it itself)."""
+        if self._folder is None:
+            self._folder = tempfile.TemporaryDirectory(prefix="agent-replay-work-")
+        return self._folder.name
+
     def _ship(self, work: Work) -> tuple[str, str]:
         """``work``'s digest and the file holding it (written once per piece of work)."""
         if self._shipping.of(work):
-            if self._folder is None:
-                self._folder = tempfile.TemporaryDirectory(prefix="agent-replay-work-")
-            old, self._path = self._path, str(Path(self._folder.name) / self._shipping.key)
+            old, self._path = self._path, str(Path(self._open_folder()) / self._shipping.key)
             Path(self._path).write_bytes(self._shipping.data)
             if old and old != self._path:
                 Path(old).unlink(missing_ok=True)  # a worker still running it has it prepared

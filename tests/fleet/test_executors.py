@@ -424,8 +424,83 @@ def test_pool_processes_end_when_the_process_that_made_them_is_killed(tmp_path: 
 
 
 def _alive(pid: int) -> bool:
+    """Whether ``pid`` still runs (a zombie has ended: where nothing reaps orphans, as in some
+    containers, it stays in the table)."""
+    import subprocess
+
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    return True
+    state = subprocess.run(["ps", "-o", "stat=", "-p", str(pid)], capture_output=True, text=True)
+    return not state.stdout.strip().startswith("Z")
+
+
+def _descendants(pid: int) -> set[int]:
+    """Every process below ``pid`` (``ps``: Linux and macOS alike)."""
+    import subprocess
+
+    table = subprocess.run(["ps", "-eo", "pid=,ppid="], capture_output=True, text=True, check=True)
+    children: dict[int, list[int]] = {}
+    for line in table.stdout.splitlines():
+        child, parent = map(int, line.split())
+        children.setdefault(parent, []).append(child)
+    found: set[int] = set()
+    todo = [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
+
+
+def test_a_killed_attribute_leaves_no_process_and_no_work_file_behind(
+    store: Path, tmp_path: Path
+) -> None:
+    """``attribute --executor process`` killed mid-run (SIGKILL: no chance to shut its pool down):
+    its workers, the fork server and multiprocessing's resource tracker are all gone within
+    seconds, and so is the folder the work was shipped in (issue 28)."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    started = tmp_path / "started"
+    source = CHAIN.resamplers.read_text()
+    head = "def read_config(step: Step, ctx: RolloutContext) -> Any:\n"
+    slow = tmp_path / "slow_chain.py"
+    slow.write_text(
+        source.replace(
+            head,
+            head + f"    import pathlib, time\n    pathlib.Path({str(started)!r}).touch()\n"
+            "    time.sleep(0.5)\n",
+        )
+    )
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    command = [sys.executable, "-m", "otel_replay", "attribute", CHAIN.trajectory_id]
+    command += ["--store", str(store), "--resamplers", str(slow), "--method", "all"]
+    command += ["--executor", "process", "--workers", "2"]
+    parent = subprocess.Popen(
+        command,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "TMPDIR": str(temporary)},
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not started.exists() and parent.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert started.exists(), "no rollout ran in a worker: the test tests nothing"
+        below = _descendants(parent.pid)
+        assert len(below) >= 4, below  # two workers, the fork server, the resource tracker
+        assert list(temporary.glob("agent-replay-work-*")), "no work folder was made"
+    finally:
+        parent.send_signal(signal.SIGKILL)
+        parent.wait()
+    deadline = time.monotonic() + 10
+    while any(_alive(pid) for pid in below) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert [pid for pid in below if _alive(pid)] == [], "a process outlived the command"
+    assert list(temporary.glob("agent-replay-work-*")) == []
