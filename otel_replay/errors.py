@@ -4,6 +4,8 @@
 
     ReplayError                      base; the CLI renders it as one line and exits 1
     ├── TraceFormatError (ValueError)    a trace file that cannot be read: path, line or byte offset, what
+    │   └── EditedContentError           a native JSONL run edited after export: its stored hashes no
+    │                                    longer match its steps (the run and the step)
     ├── CanonicalJSONError (ValueError)  a value that does not survive a JSON round trip
     ├── StoreError                       the store cannot be opened or has an unknown schema version
     ├── NotFoundError (LookupError)      no trajectory (or more than one) matches an id or prefix
@@ -36,6 +38,7 @@ __all__ = [
     "AgentError",
     "AttributionError",
     "CanonicalJSONError",
+    "EditedContentError",
     "ExportError",
     "InterventionError",
     "NonDeterminismError",
@@ -152,6 +155,66 @@ class TraceFormatError(ReplayError, ValueError):
             line=self.line if self.line is not None else line,
             offset=self.offset if self.offset is not None else offset,
             where=self.where,
+        )
+
+
+class EditedContentError(TraceFormatError):
+    """A native JSONL run (an export, a cassette) whose steps no longer match the hashes it was
+    written with: its content was edited afterwards. Read leniently it is still read, its hashes
+    made afresh from the content as it is now, and this is its warning (`ReadReport.edited`);
+    read strictly (``ReadOptions.strict``) it is refused with this error.
+
+    Attributes (besides `TraceFormatError`'s ``path`` and ``line``, the line the step is on):
+        run_id: the run.
+        step_index: the first step whose stored hash is not the hash of its content (a step is
+            checked against the hash stored before it, so an edit is named where it was made, not
+            at every step chained after it); None when every step matches and only the run's
+            ``final_hash`` does not (steps removed from its end, or added).
+        step_name: that step's name (None with ``step_index``).
+        others: how many later steps of the run do not match either.
+    """
+
+    def __init__(
+        self,
+        *,
+        path: str | Path | None,
+        line: int | None,
+        run_id: str,
+        step_index: int | None,
+        step_name: str | None = None,
+        others: int = 0,
+    ) -> None:
+        self.run_id, self.step_index, self.step_name, self.others = (
+            run_id,
+            step_index,
+            step_name,
+            others,
+        )
+        if step_index is None:
+            what = "its final_hash no longer names its steps: steps were removed or added"
+        else:
+            what = f"step {step_index} {step_name!r} no longer matches its stored hash"
+            if others:
+                what += f" (nor {'does' if others == 1 else 'do'} {others} later "
+                what += "step)" if others == 1 else "steps)"
+            what += ": its content was edited"
+        super().__init__(f"run {run_id!r}: {what} after export", path=path, line=line)
+
+    def located(
+        self,
+        *,
+        path: str | Path | None = None,
+        line: int | None = None,
+        offset: int | None = None,
+    ) -> EditedContentError:
+        """A copy that also names the file and line (keeps what is already known)."""
+        return EditedContentError(
+            path=self.path or path,
+            line=self.line if self.line is not None else line,
+            run_id=self.run_id,
+            step_index=self.step_index,
+            step_name=self.step_name,
+            others=self.others,
         )
 
 

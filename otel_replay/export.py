@@ -44,7 +44,8 @@ def pytest_module(
     added), and asserts the agent returns and ``verifier`` now scores the run a success. A failure says why in one sentence (the agent raising names the
     step and the exception). ``agent`` and ``verifier`` are specs as the command line takes them;
     a ``file.py:function`` spec is relative to the test's folder. ``answer``: without a
-    ``verifier``, the ``--success-if`` / ``--fail-if`` patterns that score it."""
+    ``verifier``, the ``--success-if`` / ``--fail-if`` patterns that score it. A recording
+    edited after the export is refused (`EditedContentError`), as a cassette is."""
     slug = re.sub(r"\W+", "_", run_id[:12]).strip("_") or "run"
     if expect == "identical":
         body = f'''
@@ -68,11 +69,11 @@ def test_run_{slug}_now_passes() -> None:
     assert outcome >= FAIL_THRESHOLD, f"the verifier scores the replayed run {{outcome}}"
 '''
     model_imports = (
-        "from otel_replay import Trajectory, load_object, read_jsonl"
+        "from otel_replay import ReadOptions, Trajectory, load_object, read_jsonl"
         if expect == "identical"
         else "from otel_replay import (\n"
-        "    FAIL_THRESHOLD,\n    StepKind,\n    Trajectory,\n    answer_verifier,\n"
-        "    load_object,\n    read_jsonl,\n    score,\n)"
+        "    FAIL_THRESHOLD,\n    ReadOptions,\n    StepKind,\n    Trajectory,\n"
+        "    answer_verifier,\n    load_object,\n    read_jsonl,\n    score,\n)"
     )
     return f'''"""Regression test made from agent run {run_id} by ``agent-replay export --format pytest``.
 
@@ -105,7 +106,8 @@ def _load(spec: str | None, what: str) -> Any:
 
 
 def _recorded() -> Trajectory:
-    (run,) = read_jsonl(RECORDING)
+    # strict: a recording edited since the export would replay what was never recorded
+    (run,) = read_jsonl(RECORDING, ReadOptions(strict=True))
     return run
 {body}'''
 

@@ -15,14 +15,23 @@ command line's ``--agent-replay-mode`` (which wins):
 
 ``instrument=("openai",)`` on the marker instruments those SDKs first (`otel_replay.instrument`).
 The plugin loads nothing of agent-replay until a marked test runs.
+
+A cassette is one run, written whole or not at all (`otel_replay._files.output_file`: a test killed
+while it records leaves the cassette it had). One that holds no run, more than one, or lines that
+do not read fails the test saying so; so does one whose steps no longer match the hashes they were
+recorded with (edited by hand: what it would serve is not what was recorded), which is re-recorded
+with ``--agent-replay-mode all``.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
+
+if TYPE_CHECKING:
+    from otel_replay.model import Trajectory
 
 MODES = ("once", "none", "new_episodes", "all")
 
@@ -57,8 +66,6 @@ class Cassette:
 
     def run(self, agent: Any, **arguments: Any) -> Any:
         """Run ``agent`` with ``arguments`` (recorded, or served from the cassette); its answer."""
-        from otel_replay.export import write_jsonl
-        from otel_replay.importers.jsonl import read_jsonl
         from otel_replay.replay import instrument, record, replay
 
         if self.instrument:
@@ -66,7 +73,7 @@ class Cassette:
         given = arguments or None
         if self.mode == "all" or (not self.path.exists() and self.mode != "none"):
             recording = record(agent, arguments=given)
-            self._write(write_jsonl, recording.trajectory)
+            self._write(recording.trajectory)
             self.recorded = True
             if recording.error is not None:
                 raise AssertionError(f"the agent raised {recording.error} (recorded)")
@@ -75,7 +82,7 @@ class Cassette:
             pytest.fail(
                 f"no cassette {self.path} (mode none): record it with --agent-replay-mode once"
             )
-        (run,) = read_jsonl(self.path)
+        run = self._read()
         if run.metadata.get("input") != given:
             pytest.fail(
                 f"cassette {self.path} was recorded with other arguments "
@@ -87,13 +94,55 @@ class Cassette:
         if result.nondeterminism is not None:
             pytest.fail(f"cassette {self.path}: {result.nondeterminism}")
         if on_miss == "resample" and not result.identical:
-            self._write(write_jsonl, result.trajectory)
+            self._write(result.trajectory)
         return result.answer
 
-    def _write(self, write_jsonl: Any, trajectory: Any) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self.path.open("wb") as out:
-            write_jsonl([trajectory], out)
+    def _read(self) -> Trajectory:
+        """The cassette's one run; anything else fails the test, saying what the cassette holds."""
+        from otel_replay.errors import EditedContentError, TraceFormatError
+        from otel_replay.importers import ReadOptions
+        from otel_replay.importers.jsonl import read_jsonl
+
+        try:
+            runs = list(read_jsonl(self.path, ReadOptions(strict=True)))
+        except EditedContentError as exc:  # replayed, it would serve what was never recorded
+            pytest.fail(
+                f"cassette {exc}; a cassette replays only what was recorded: re-record it "
+                "with --agent-replay-mode all",
+                pytrace=False,
+            )
+        except TraceFormatError as exc:
+            pytest.fail(f"cassette {exc}", pytrace=False)
+        except OSError as exc:
+            pytest.fail(f"cassette {self.path} cannot be read: {exc.strerror}", pytrace=False)
+        if len(runs) == 1:
+            return runs[0]
+        if not runs:
+            pytest.fail(
+                f"cassette {self.path} holds no run: record it with --agent-replay-mode all",
+                pytrace=False,
+            )
+        ids = ", ".join(repr(run.id) for run in runs[:5]) + (", ..." if len(runs) > 5 else "")
+        pytest.fail(
+            f"cassette {self.path} holds {len(runs)} runs (ids {ids}); a cassette is one run: "
+            "re-record it with --agent-replay-mode all",
+            pytrace=False,
+        )
+
+    def _write(self, trajectory: Trajectory) -> None:
+        """The cassette written whole, or (writing failing) left as it was."""
+        from otel_replay._files import output_file
+        from otel_replay.export import write_jsonl
+
+        try:
+            with output_file(self.path) as out:
+                write_jsonl([trajectory], out)
+        except OSError as exc:
+            pytest.fail(
+                f"cassette {self.path} cannot be written ({exc.strerror or exc}); "
+                "the cassette is left as it was",
+                pytrace=False,
+            )
 
 
 @pytest.fixture

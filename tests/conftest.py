@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-pytest_plugins = ["tests.browser"]  # the `browser` and `browser_page` fixtures
+pytest_plugins = ["tests.browser", "pytester"]  # `browser`, `browser_page`; `pytester`
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT.parent / "shared" / "trace-corpus"

@@ -25,6 +25,7 @@ def test_top_level_exports() -> None:
         "CanonicalJSONError",
         "ChatModelOptions",
         "Driver",
+        "EditedContentError",
         "Format",
         "Intervention",
         "InterventionError",

@@ -81,6 +81,14 @@ def import_command(
             "decompressed; K, M, G suffixes count 1024s. A larger one is an error (or skipped).",
         ),
     ] = f"{DEFAULT_MAX_RECORD_BYTES >> 20}M",
+    strict: Annotated[
+        bool,
+        typer.Option(
+            "--strict",
+            help="Refuse a native JSONL run edited after export (its steps no longer match the "
+            "hashes it was written with); without it, such a run imports with a warning.",
+        ),
+    ] = False,
     since: Annotated[
         str | None,
         typer.Option(
@@ -103,7 +111,9 @@ def import_command(
         files = expand(files) if files or not urls else []
         with open_store(store, write=True, create=True) as db:
             results = import_platforms(db, urls, since_ns, outcome_attribute, skip_invalid, limit)
-            results += import_files(db, files, format, outcome_attribute, skip_invalid, limit, json)
+            results += import_files(
+                db, files, format, outcome_attribute, skip_invalid, limit, json, strict=strict
+            )
     if json:
         print_json(
             [

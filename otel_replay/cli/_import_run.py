@@ -117,6 +117,11 @@ def _imported(
         )
     result.skipped = [str(e) for e in options.report.skipped]
     result.warnings = list(options.report.warnings)
+    result.warnings += [
+        f"{edited}; it is imported with the hashes of its content as it is now "
+        "(--strict refuses it)"
+        for edited in options.report.edited
+    ]
     missing = options.missing_outcome()
     if missing is not None:
         result.warnings.append(f"{source}: {missing}")
@@ -131,10 +136,13 @@ def import_files(
     skip_invalid: bool,
     max_record_bytes: int,
     quiet: bool,
+    *,
+    strict: bool = False,
 ) -> list[FileResult]:
     """Each file in its own transaction, under one progress bar. A file that cannot be read stops
     the import with its error and a note of what earlier files brought in; with ``skip_invalid``
-    it is listed as skipped and the import goes on."""
+    it is listed as skipped and the import goes on. ``strict``: a native JSONL run edited after
+    export is such an error (with ``skip_invalid``, that run is skipped)."""
     results: list[FileResult] = []
     total = sum(p.stat().st_size for p in files)
     with _progress(total, quiet) as progress:
@@ -151,6 +159,7 @@ def import_files(
                 skip_invalid=skip_invalid,
                 progress=advance,
                 max_record_bytes=max_record_bytes,
+                strict=strict,
             )
             try:
                 results.append(import_file(db, path, fmt, options))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from otel_replay.errors import TraceFormatError
+from otel_replay.errors import EditedContentError, TraceFormatError
 
 #: Root-span attributes read as the run's outcome when ``--outcome-attribute`` is not given, in order.
 DEFAULT_OUTCOME_ATTRIBUTES = (
@@ -29,10 +29,15 @@ MAX_RECORD_BYTES_CEILING = 1 << 40
 
 @dataclass
 class ReadReport:
-    """Filled in while a reader runs: what was skipped (``--skip-invalid``) and what was noticed."""
+    """Filled in while a reader runs: what was skipped (``--skip-invalid``) and what was noticed.
+
+    ``edited``: the native JSONL runs read although their content no longer matches the hashes
+    they were written with (one error per run, naming its first such step), which a caller shows
+    as warnings; read strictly they are refused instead (`ReadOptions.strict`)."""
 
     skipped: list[TraceFormatError] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    edited: list[EditedContentError] = field(default_factory=list)
     spans: int = 0
     records: int = 0
     roots: int = 0  # runs built from spans
@@ -55,6 +60,10 @@ class ReadOptions:
             memory, decompressed; a larger one is never held whole: it raises `TraceFormatError`,
             or with ``skip_invalid`` is read past and counted where the format can step over it (a
             line, a length-prefixed message).
+        strict: refuse a native JSONL run whose steps no longer match their stored hashes (it
+            was edited after export): `EditedContentError`, or with ``skip_invalid`` the run is
+            skipped and counted. Otherwise it is read with the hashes of its content as it is
+            now, and noted in ``report.edited``.
     """
 
     outcome_attribute: str | None = None
@@ -62,6 +71,7 @@ class ReadOptions:
     progress: Callable[[int], None] | None = None
     report: ReadReport = field(default_factory=ReadReport)
     max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES
+    strict: bool = False
 
     def __post_init__(self) -> None:
         if not 0 < self.max_record_bytes <= MAX_RECORD_BYTES_CEILING:

@@ -10,7 +10,9 @@ Steps of a trajectory are taken in file order (whole-trajectory steps first, the
 has ``kind`` (a `StepKind` value), ``name``, ``inputs`` (object), ``output`` (any JSON), ``status``
 (``ok``/``error``), ``error`` (string or null) and optionally ``start_time_unix_nano``,
 ``end_time_unix_nano``, ``span_id``, ``parent_span_id``, ``resamplable``; ``index``, ``op_key`` and
-``hash`` may be present (export writes them) and are recomputed on import.
+``hash`` may be present (export writes them) and are recomputed on import: a stored ``hash`` that
+is not the one recomputed means the step was edited after export (`_stored_hashes`), which the
+report notes (``ReadReport.edited``) or, read strictly, refuses (`EditedContentError`).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from otel_replay.errors import CanonicalJSONError, TraceFormatError, preview
 from otel_replay.hashing import check_json_value
 from otel_replay.importers._options import ReadOptions
 from otel_replay.importers._source import LongLine, bounded_lines, open_trace_file
+from otel_replay.importers._stored_hashes import edited_content
 from otel_replay.model import Step, Trajectory, read_outcome
 
 
@@ -34,6 +37,16 @@ class _Pending:
     whole: Trajectory | None = None  # the trajectory line, if there is one
     steps: list[Step] = field(default_factory=list)  # step lines, in file order
     outcome: float | None = None  # the last outcome given, by either kind of line
+    # what the file says the content hashed to, checked once the run is built:
+    whole_line: int = 0  # the trajectory line's number
+    whole_hashes: list[str] = field(default_factory=list)  # its steps' stored hashes ("" none)
+    final_hash: str | None = None  # its final_hash
+    step_lines: list[int] = field(default_factory=list)  # each step line's number
+
+    def stored(self) -> tuple[list[str], list[int]]:
+        """Each step's stored hash and line, in the run's order (the trajectory line's first)."""
+        hashes = [*self.whole_hashes, *(step.hash for step in self.steps)]
+        return hashes, [self.whole_line] * len(self.whole_hashes) + self.step_lines
 
 
 def read_jsonl(path: str | Path, options: ReadOptions | None = None) -> Iterator[Trajectory]:
@@ -49,7 +62,7 @@ def read_jsonl(path: str | Path, options: ReadOptions | None = None) -> Iterator
             if not line.strip():
                 continue
             try:
-                _read_line(line, pending)
+                _read_line(line, number, pending)
             except TraceFormatError as exc:
                 options.invalid(exc.located(path=path, line=number))
                 continue
@@ -57,25 +70,50 @@ def read_jsonl(path: str | Path, options: ReadOptions | None = None) -> Iterator
         if options.progress:
             options.progress(raw.tell())
     for trajectory_id, item in pending.items():
-        whole = item.whole
-        metadata = {**(whole.metadata if whole else {}), "source": str(path), "format": "jsonl"}
-        if whole is not None and not item.steps:  # already numbered and chained
-            yield dataclasses.replace(whole, outcome=item.outcome, metadata=metadata)
-            continue
-        yield Trajectory.build(
-            trajectory_id,
-            [*(whole.steps if whole else ()), *item.steps],
-            outcome=item.outcome,
-            metadata=metadata,
-            spans=whole.spans if whole else (),
+        run = _built(trajectory_id, item, path)
+        hashes, lines = item.stored()
+        edited = edited_content(
+            run,
+            hashes,
+            lines,
+            path=path,
+            final_hash=item.final_hash,
+            final_line=item.whole_line,
+            whole_steps=len(item.whole_hashes),
         )
+        if edited is not None:
+            if options.strict:
+                options.invalid(edited)  # raises, unless the run is skipped and counted
+                continue
+            options.report.edited.append(edited)
+        yield run
+
+
+def _built(trajectory_id: str, item: _Pending, path: Path) -> Trajectory:
+    whole = item.whole
+    metadata = {**(whole.metadata if whole else {}), "source": str(path), "format": "jsonl"}
+    if whole is not None and not item.steps:  # already numbered and chained
+        return dataclasses.replace(whole, outcome=item.outcome, metadata=metadata)
+    return Trajectory.build(
+        trajectory_id,
+        [*(whole.steps if whole else ()), *item.steps],
+        outcome=item.outcome,
+        metadata=metadata,
+        spans=whole.spans if whole else (),
+    )
+
+
+def _stored_hash(record: dict[str, Any]) -> str:
+    """The hash a step's record was written with ("" when it has none: written by hand)."""
+    stored = record.get("hash")
+    return stored if isinstance(stored, str) else ""
 
 
 def _refuse_constant(name: str) -> Any:
     raise TraceFormatError(f"{name} is not JSON")
 
 
-def _read_line(line: bytes, pending: dict[str, _Pending]) -> None:
+def _read_line(line: bytes, number: int, pending: dict[str, _Pending]) -> None:
     try:
         # the standard decoder keeps integers exact (orjson would turn 2**70 into a float)
         obj = json.loads(line, parse_constant=_refuse_constant)
@@ -103,12 +141,17 @@ def _read_line(line: bytes, pending: dict[str, _Pending]) -> None:
             raise TraceFormatError(f"trajectory {trajectory_id!r} is defined twice")
         whole = Trajectory.from_record(obj)
         item = pending.setdefault(trajectory_id, _Pending())
-        item.whole = whole
+        item.whole, item.whole_line = whole, number
+        item.whole_hashes = [_stored_hash(record) for record in obj.get("steps", ())]
+        final_hash = obj.get("final_hash")
+        item.final_hash = final_hash if isinstance(final_hash, str) else None
         if "outcome" in obj:
             item.outcome = whole.outcome
     elif "kind" in obj:
-        step = Step.from_record(obj, "step", extra_fields=("trajectory_id",))
-        pending.setdefault(trajectory_id, _Pending()).steps.append(step)
+        step = Step.from_record(obj, "step", extra_fields=("trajectory_id",))  # keeps its hash
+        item = pending.setdefault(trajectory_id, _Pending())
+        item.steps.append(step)
+        item.step_lines.append(number)
     elif "outcome" in obj and set(obj) <= {"trajectory_id", "outcome"}:
         outcome = read_outcome(obj["outcome"])
         pending.setdefault(trajectory_id, _Pending()).outcome = outcome

@@ -146,6 +146,7 @@ native_lines = st.one_of(
                                 "span_id",
                                 "resamplable",
                                 "index",
+                                "hash",
                             ]
                         ),
                         json_values,
@@ -156,6 +157,7 @@ native_lines = st.one_of(
             "spans": json_values,
             "metadata": json_values,
             "outcome": json_values,
+            "final_hash": st.one_of(json_values, st.just("0" * 64)),
             "kind": st.sampled_from(["tool", "llm", "robot"]),
             "name": json_values,
         },
@@ -572,9 +574,9 @@ def _write_proto(path: Path, requests: list[Any], stream: bool, gzipped: bool) -
         path.write_bytes(gzip.compress(path.read_bytes()))
 
 
-def _read_all(path: Path, skip: bool) -> None:
+def _read_all(path: Path, skip: bool, strict: bool = False) -> None:
     try:
-        for run in read_path(path, options=ReadOptions(skip_invalid=skip)):
+        for run in read_path(path, options=ReadOptions(skip_invalid=skip, strict=strict)):
             # what the store does with a run it is given: a run that reads must also store
             summarize(run)
             canonical_json(run.to_record())
@@ -596,10 +598,10 @@ def _check_otlp(tmp_path: Path, document: Any, gzipped: bool, skip: bool) -> Non
     _read_all(path, skip)
 
 
-def _check_native(tmp_path: Path, lines: list[Any], skip: bool) -> None:
+def _check_native(tmp_path: Path, lines: list[Any], skip: bool, strict: bool) -> None:
     path = tmp_path / "fuzz.jsonl"
     path.write_bytes(b"".join(_dumps(line) + b"\n" for line in lines))
-    _read_all(path, skip)
+    _read_all(path, skip, strict)
 
 
 def _check_dump(tmp_path: Path, spans: list[Any], layout: str, skip: bool) -> None:
@@ -644,9 +646,11 @@ def test_otlp_json_documents(tmp_path: Path, document: Any, gzipped: bool, skip:
 
 
 @FAST
-@given(lines=st.lists(native_lines, min_size=1, max_size=4), skip=st.booleans())
-def test_native_jsonl_lines(tmp_path: Path, lines: list[Any], skip: bool) -> None:
-    _check_native(tmp_path, lines, skip)
+@given(
+    lines=st.lists(native_lines, min_size=1, max_size=4), skip=st.booleans(), strict=st.booleans()
+)
+def test_native_jsonl_lines(tmp_path: Path, lines: list[Any], skip: bool, strict: bool) -> None:
+    _check_native(tmp_path, lines, skip, strict)
 
 
 @FAST
@@ -766,9 +770,13 @@ def test_otlp_json_documents_at_length(
 
 @pytest.mark.fuzz
 @SLOW
-@given(lines=st.lists(native_lines, min_size=1, max_size=6), skip=st.booleans())
-def test_native_jsonl_lines_at_length(tmp_path: Path, lines: list[Any], skip: bool) -> None:
-    _check_native(tmp_path, lines, skip)
+@given(
+    lines=st.lists(native_lines, min_size=1, max_size=6), skip=st.booleans(), strict=st.booleans()
+)
+def test_native_jsonl_lines_at_length(
+    tmp_path: Path, lines: list[Any], skip: bool, strict: bool
+) -> None:
+    _check_native(tmp_path, lines, skip, strict)
 
 
 @FAST
