@@ -15,6 +15,7 @@ import pytest
 
 CASSETTE_TEST = """
 import os
+import resource
 
 import pytest
 
