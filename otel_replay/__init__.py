@@ -74,6 +74,9 @@ if TYPE_CHECKING:
         StepStatus,
         Trajectory,
     )
+    from otel_replay.redaction import (
+        COMMON_SECRET_PATTERNS,
+    )
     from otel_replay.replay import (
         AgentContext,
         AgentRaised,
@@ -137,6 +140,7 @@ if TYPE_CHECKING:
 #: are a part of it (besides ``otel_replay.replay.replay`` and ``otel_replay.ingest.ingest``, which
 #: their modules' names hide here); everything else is private to the package.
 __all__ = [
+    "COMMON_SECRET_PATTERNS",
     "FAIL_THRESHOLD",
     "REPORT_SCHEMA",
     "REPORT_VERSION",

@@ -12,16 +12,21 @@ policy, in the order it is applied:
 * **unchanged** — the same steps and outcome in another dress (a recording exported as OTLP and
   imported again): the first, richer copy is kept (a recording knows its input and seed).
 * **replaced** — anything else: the arriving run replaces the stored one.
+
+With ``redact`` patterns (``import --redact``, ``serve --redact``), every string of an arriving run
+is redacted before the policy sees it (`otel_replay.redaction.redact_run`: its hashes cover the
+redacted content); a merged run is redacted with the patterns of both parts, and keeps them all.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
 from otel_replay.importers._merge import built_from_spans, merge_partial
 from otel_replay.model import Trajectory
+from otel_replay.redaction import patterns_of, redact_run
 from otel_replay.store import Store
 from otel_replay.store._trajectories import TrajectorySummary, summarize
 
@@ -43,15 +48,19 @@ class Ingested:
     result: IngestResult
 
 
-def ingest(store: Store, trajectories: Iterable[Trajectory]) -> list[Ingested]:
+def ingest(
+    store: Store, trajectories: Iterable[Trajectory], *, redact: Sequence[str] = ()
+) -> list[Ingested]:
     """Apply the policy to every run, in one transaction: all of them, or (if anything raises, a
-    reader's error included) none. Memory stays bounded by one run: summaries are returned."""
+    reader's error included) none. Memory stays bounded by one run: summaries are returned.
+    ``redact``: patterns applied to every run before it is stored (see the module's docstring)."""
     with store.transaction():
-        return [ingest_one(store, trajectory) for trajectory in trajectories]
+        return [ingest_one(store, trajectory, redact=redact) for trajectory in trajectories]
 
 
-def ingest_one(store: Store, trajectory: Trajectory) -> Ingested:
-    """Apply the policy to one run (inside `Store.transaction`)."""
+def ingest_one(store: Store, trajectory: Trajectory, *, redact: Sequence[str] = ()) -> Ingested:
+    """Apply the policy to one run (inside `Store.transaction`), ``redact`` applied first."""
+    trajectory = redact_run(trajectory, redact)
     arriving = summarize(trajectory)
     stored = store.summary(trajectory.id)
     if stored is None:
@@ -59,7 +68,10 @@ def ingest_one(store: Store, trajectory: Trajectory) -> Ingested:
     if stored.content_digest == arriving.content_digest:
         return Ingested(arriving, IngestResult.UNCHANGED)
     if built_from_spans(stored.format) and built_from_spans(arriving.format):
+        # either part's patterns cover the whole run (a part redacted alone may have met the
+        # other's secrets unredacted)
         merged = merge_partial(store.get(trajectory.id), trajectory)
+        merged = redact_run(merged, patterns_of(merged))
         summary = store.put(merged)
         unchanged = summary.content_digest == stored.content_digest
         return Ingested(summary, IngestResult.UNCHANGED if unchanged else IngestResult.MERGED)

@@ -13,6 +13,7 @@ import otel_replay.importers
 def test_top_level_exports() -> None:
     """The user API: what users of agent-replay import, all of it at the top level."""
     assert otel_replay.__all__ == [
+        "COMMON_SECRET_PATTERNS",
         "FAIL_THRESHOLD",
         "REPORT_SCHEMA",
         "REPORT_VERSION",

@@ -32,6 +32,7 @@ from otel_replay.attribution._spend import NOTHING, Pricing, Spend
 from otel_replay.errors import RolloutError, UnservableError
 from otel_replay.hashing import canonical_json, digest
 from otel_replay.model import Trajectory
+from otel_replay.redaction import Redactor, patterns_of, redact_run
 from otel_replay.replay import Plan, StepError
 from otel_replay.replay._rollout import Rollout, TraceDriver, score
 from otel_replay.resamplers import Registry
@@ -159,6 +160,8 @@ class Engine:
         resamplable: Sequence[int] | None = None,
     ) -> None:
         self.factual = factual
+        # the run's redact patterns: what a rollout keeps, and the crashes and errors it reports
+        self._scrub = Redactor(patterns_of(factual))
         self.shipper = shipper
         self.registry = registry
         self.verifier = verifier
@@ -238,14 +241,14 @@ class Engine:
             return Outcome(task[0], task[1], 0.0, False, 0, None, unservable=call, draws=draws)
         if self.config.on_resampler_error is not OnResamplerError.FAIL_ROLLOUT:
             raise exc
-        return Outcome(task[0], task[1], 0.0, True, 0, None, str(exc))
+        return Outcome(task[0], task[1], 0.0, True, 0, None, self._scrub.text(str(exc)))
 
     def _scored(self, plan: Plan, result: Rollout) -> Outcome:
         crash = result.trajectory.metadata.get("agent_error")
         if crash is not None and not str(crash).startswith(_WORLD_FAILED):
             return Outcome(
                 plan, result.index, 0.0, False, result.step_executions, result.trajectory,
-                crash=str(crash), draws=result.draws, spend=self._spent(result),
+                crash=self._scrub.text(str(crash)), draws=result.draws, spend=self._spent(result),
             )  # fmt: skip
         value = score(self.verifier, result.trajectory)
         failed = value < self.config.fail_threshold
@@ -377,6 +380,8 @@ class Engine:
             outcome=outcome.score if outcome.counts else run.outcome,
             metadata=metadata,
         )
+        # stored and sent as the run it rolls out is: with its patterns applied to all it made
+        kept = redact_run(kept, self._scrub.patterns)
         self._kept[key] = KeptRollout(plan.identity, outcome.index, kept, outcome.score)
 
     @property

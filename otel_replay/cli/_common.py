@@ -46,6 +46,34 @@ InstrumentOption = Annotated[
         "run again, the default is the SDKs it was recorded through (none: none).",
     ),
 ]
+RedactOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--redact",
+        metavar="REGEX",
+        help="Replace matching text with [REDACTED] in everything stored (repeatable); the "
+        "patterns are kept with the run.",
+    ),
+]
+RedactCommonOption = Annotated[
+    bool,
+    typer.Option(
+        "--redact-common",
+        help="Also redact common secrets: model providers' API keys, bearer tokens and "
+        "Authorization values, AWS, GitHub and Slack credentials, private keys.",
+    ),
+]
+
+
+def redact_patterns(redact: list[str] | None, common: bool) -> list[str]:
+    """The patterns ``--redact`` and ``--redact-common`` ask for, each checked (one that does not
+    compile is a `ReplayError` naming it)."""
+    from otel_replay.redaction import COMMON_SECRET_PATTERNS, Redactor, with_patterns
+
+    patterns = with_patterns(redact or (), COMMON_SECRET_PATTERNS if common else ())
+    Redactor(patterns)
+    return patterns
+
 
 #: The settings the library names (`otel_replay.errors.setting`) whose option here is not the
 #: setting's name with dashes.

@@ -11,7 +11,16 @@ from typing import Annotated
 
 import typer
 
-from otel_replay.cli._common import JsonOption, StoreOption, open_store, print_json, user_errors
+from otel_replay.cli._common import (
+    JsonOption,
+    RedactCommonOption,
+    RedactOption,
+    StoreOption,
+    open_store,
+    print_json,
+    redact_patterns,
+    user_errors,
+)
 from otel_replay.errors import ReplayError
 from otel_replay.importers import Format
 from otel_replay.importers._options import DEFAULT_MAX_RECORD_BYTES
@@ -96,6 +105,8 @@ def import_command(
             "age (24h, 7d); each comes back whole.",
         ),
     ] = None,
+    redact: RedactOption = None,
+    redact_common: RedactCommonOption = False,
     json: JsonOption = False,
     store: StoreOption = None,
 ) -> None:
@@ -106,14 +117,18 @@ def import_command(
 
     with user_errors():
         limit = byte_count(max_record_bytes)
+        patterns = redact_patterns(redact, redact_common)
         urls, files = platform_addresses(paths, since)
         since_ns = None if since is None else parse_since(since)
         files = expand(files) if files or not urls else []
         with open_store(store, write=True, create=True) as db:
-            results = import_platforms(db, urls, since_ns, outcome_attribute, skip_invalid, limit)
-            results += import_files(
-                db, files, format, outcome_attribute, skip_invalid, limit, json, strict=strict
+            results = import_platforms(
+                db, urls, since_ns, outcome_attribute, skip_invalid, limit, patterns
             )
+            results += import_files(
+                db, files, format, outcome_attribute, skip_invalid, limit, json, strict=strict,
+                redact=patterns,
+            )  # fmt: skip
     if json:
         print_json(
             [

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
@@ -60,9 +60,12 @@ def expand(paths: list[Path]) -> list[Path]:
     return files
 
 
-def import_file(store: Store, path: Path, fmt: Format, options: ReadOptions) -> FileResult:
-    """Import one file in one transaction; on error nothing of it is kept."""
-    return _imported(store, path, read_path(path, fmt, options), options)
+def import_file(
+    store: Store, path: Path, fmt: Format, options: ReadOptions, redact: Sequence[str] = ()
+) -> FileResult:
+    """Import one file in one transaction; on error nothing of it is kept. ``redact``: patterns
+    applied to every run before it is stored (`otel_replay.ingest`)."""
+    return _imported(store, path, read_path(path, fmt, options), options, redact)
 
 
 def import_platforms(
@@ -72,6 +75,7 @@ def import_platforms(
     outcome_attribute: str | None,
     skip_invalid: bool,
     max_record_bytes: int,
+    redact: Sequence[str] = (),
 ) -> list[FileResult]:
     """Each platform address (``phoenix://HOST:PORT/PROJECT``) in its own transaction: a server
     that cannot be reached, refuses the key or has no such project stops the import with its error,
@@ -86,7 +90,8 @@ def import_platforms(
             max_record_bytes=max_record_bytes,
         )
         try:
-            results.append(_imported(db, url, read_phoenix(url, since_ns, options), options))
+            traces = read_phoenix(url, since_ns, options)
+            results.append(_imported(db, url, traces, options, redact))
         except ReplayError as exc:
             print_error(exc)
             imported = sum(1 for r in results if r.rows)
@@ -99,10 +104,14 @@ def import_platforms(
 
 
 def _imported(
-    store: Store, source: Path | str, trajectories: Iterator[Trajectory], options: ReadOptions
+    store: Store,
+    source: Path | str,
+    trajectories: Iterator[Trajectory],
+    options: ReadOptions,
+    redact: Sequence[str] = (),
 ) -> FileResult:
     result = FileResult(source)
-    for ingested in ingest(store, trajectories):
+    for ingested in ingest(store, trajectories, redact=redact):
         summary = ingested.summary
         result.rows.append(
             {
@@ -138,6 +147,7 @@ def import_files(
     quiet: bool,
     *,
     strict: bool = False,
+    redact: Sequence[str] = (),
 ) -> list[FileResult]:
     """Each file in its own transaction, under one progress bar. A file that cannot be read stops
     the import with its error and a note of what earlier files brought in; with ``skip_invalid``
@@ -162,7 +172,7 @@ def import_files(
                 strict=strict,
             )
             try:
-                results.append(import_file(db, path, fmt, options))
+                results.append(import_file(db, path, fmt, options, redact))
             except TraceFormatError as exc:
                 if not skip_invalid:
                     _stop(progress, results, path, exc)

@@ -28,6 +28,7 @@ from otel_replay.cli._code import (
 from otel_replay.cli._common import (
     InstrumentOption,
     JsonOption,
+    RedactCommonOption,
     StoreOption,
     console,
     load_agent,
@@ -35,6 +36,7 @@ from otel_replay.cli._common import (
     plural,
     print_json,
     printable,
+    redact_patterns,
     short,
     shown,
     user_errors,
@@ -94,6 +96,7 @@ def record_command(
             help="Replace matching text with [REDACTED] in what is recorded (repeatable).",
         ),
     ] = None,
+    redact_common: RedactCommonOption = False,
     input: Annotated[
         str | None,
         typer.Option("--input", help="JSON: an object of keyword arguments, or one argument."),
@@ -141,7 +144,7 @@ def record_command(
                 lax=lax,
                 outcome=scorer,
                 agent_spec=agent,
-                redact=redact or (),
+                redact=redact_patterns(redact, redact_common),
                 ledger=ledger.keep,
                 verifier_spec=outcome or "",
             )

@@ -10,10 +10,13 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from otel_replay.cli._common import (
+    RedactCommonOption,
+    RedactOption,
     StoreOption,
     console,
     err_console,
     open_store,
+    redact_patterns,
     shown,
     stop_signals,
     user_errors,
@@ -47,6 +50,8 @@ def serve_command(
             help="Largest request body, decompressed; larger ones get 413. K, M, G count 1024s.",
         ),
     ] = "64M",
+    redact: RedactOption = None,
+    redact_common: RedactCommonOption = False,
     store: StoreOption = None,
 ) -> None:
     """Receive traces over OTLP/HTTP (POST /v1/traces, protobuf or JSON, gzip or not) into the
@@ -56,6 +61,7 @@ def serve_command(
     with user_errors():
         if not flush_after > 0:
             raise ReplayError(f"--flush-after {flush_after:g} must be above 0 seconds")
+        patterns = redact_patterns(redact, redact_common)
         receiver = Receiver(
             lambda: open_store(store, write=True, create=True),
             host,
@@ -65,6 +71,7 @@ def serve_command(
             on_stored=_stored,
             on_request=_refused,
         )
+        receiver.intake.redacting(patterns)  # before any request is taken
         receiver.start()
     where = store if store is not None else default_store_path()
     with stop_signals() as wait:

@@ -16,6 +16,7 @@ from otel_replay.hashing import canonical_json
 from otel_replay.importers._conversation import reconstruct
 from otel_replay.importers._operations import PARTS_OF, richness, same_operation
 from otel_replay.model import SpanNode, Step, StepKind, Trajectory
+from otel_replay.redaction import patterns_of, with_patterns
 
 #: Formats whose trajectories are built from spans (and so can be joined by span id).
 _SPAN_FORMATS = frozenset(
@@ -81,6 +82,9 @@ def merge_partial(existing: Trajectory, new: Trajectory) -> Trajectory:
     sources = [existing.metadata.get("sources") or [existing.metadata.get("source")]]
     metadata["sources"] = sorted({*sources[0], new.metadata.get("source")} - {None})
     metadata["spans"] = len(nodes)
+    patterns = with_patterns(patterns_of(existing), patterns_of(new))
+    if patterns:  # both parts' redact patterns, once each: the whole run is redacted with them
+        metadata["redact"] = patterns
     usage = {**_usage(new), **_usage(existing)}  # by span id: each part's model calls
     usage = {span: counts for span, counts in usage.items() if any(s.span_id == span for s in kept)}
     if usage:

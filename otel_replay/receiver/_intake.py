@@ -7,11 +7,13 @@ split across files). A trace whose root span is among its spans so far is built 
 other keeps its spans in the store, out of sight, until its root arrives, or until it has been
 quiet for ``flush_after`` seconds (a root that never comes: the run is built from what there is,
 and a later part merges into it). The request's answer waits for its commit: nothing is
-acknowledged that is not in the store.
+acknowledged that is not in the store. With ``redact`` patterns (`Intake.redacting`, ``serve
+--redact``), a request's spans are redacted as they arrive, before any is kept, waiting or built.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import queue
 import threading
@@ -22,8 +24,9 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from otel_replay.importers._request import assemble_trace, span_bytes, span_from_bytes
-from otel_replay.importers._spans import SpanRecord
+from otel_replay.importers._spans import SpanEvent, SpanRecord
 from otel_replay.ingest import Ingested, ingest_one
+from otel_replay.redaction import Redactor
 from otel_replay.store import Store
 
 T = TypeVar("T")
@@ -59,6 +62,12 @@ class Intake:
         self._jobs: queue.Queue[tuple[Callable[[Store], Any], Future[Any]] | None] = queue.Queue()
         self._ready: Future[None] = Future()
         self._thread = threading.Thread(target=self._run, name="agent-replay-writer")
+        self._scrub = Redactor(())
+
+    def redacting(self, patterns: Sequence[str]) -> None:
+        """Redact every run received with ``patterns`` (`otel_replay.redaction`), before `start`:
+        each span as it arrives, and each run built (its metadata keeps the patterns)."""
+        self._scrub = Redactor(patterns)
 
     def start(self) -> None:
         """Open the store on the writer thread; raises what opening it raised."""
@@ -108,6 +117,8 @@ class Intake:
 
     def _receive(self, store: Store, spans: Sequence[SpanRecord], untraced: str) -> Stored:
         traces: dict[str, list[SpanRecord]] = {}
+        if self._scrub:  # before a span waiting for its root is kept anywhere
+            spans = [_redacted(span, self._scrub) for span in spans]
         for span in spans:
             traces.setdefault(span.trace_id or untraced, []).append(span)
         runs = []
@@ -142,13 +153,29 @@ class Intake:
         return self._heard(runs, waiting)
 
     def _store(self, store: Store, trace_id: str, spans: Sequence[SpanRecord]) -> Ingested:
-        return ingest_one(store, assemble_trace(trace_id, spans, self._source))
+        run = assemble_trace(trace_id, spans, self._source)
+        return ingest_one(store, run, redact=self._scrub.patterns)
 
     def _heard(self, runs: list[Ingested], waiting: int) -> Stored:
         if self._on_stored is not None:
             for run in runs:
                 self._on_stored(run)
         return Stored(tuple(runs), waiting)
+
+
+def _redacted(span: SpanRecord, scrub: Redactor) -> SpanRecord:
+    """``span`` with every string it carries redacted (its ids and times are no text)."""
+    return dataclasses.replace(
+        span,
+        name=scrub.text(span.name),
+        attributes=scrub(span.attributes),
+        status_message=scrub.text(span.status_message),
+        events=[
+            SpanEvent(scrub.text(e.name), e.time_unix_nano, scrub(e.attributes))
+            for e in span.events
+        ],
+        resource=scrub(span.resource),
+    )
 
 
 def untraced_id(body: bytes) -> str:

@@ -16,6 +16,7 @@ from otel_replay.errors import (
 )
 from otel_replay.hashing import canonical_json, digest
 from otel_replay.model import SpanNode, Step, StepKind, Trajectory
+from otel_replay.redaction import Redactor, redact_run
 from otel_replay.replay._cassette import Record, ReplayContext
 from otel_replay.replay._diff import TrajectoryDiff, diff
 from otel_replay.replay._made import (
@@ -43,7 +44,6 @@ from otel_replay.replay._rollout import Rollout, rollout, score
 from otel_replay.replay._running import arun_agent, run_agent
 from otel_replay.replay._steps import RecordingContext
 from otel_replay.replay._tracing import MADE_ATTRIBUTES, RecordedSpans, emit_spans
-from otel_replay.replay._values import Redactor
 from otel_replay.resamplers import Registry
 from otel_replay.resamplers._context import RolloutSeed
 from otel_replay.resamplers._registry import describe
@@ -73,7 +73,10 @@ def record(
 ) -> Recording:
     """Run ``agent`` live, recording every step and emitting its spans. Text matching any of the
     ``redact`` patterns is replaced with ``[REDACTED]`` in what is recorded (steps' inputs and
-    outputs, the run's input, answer and error) before it is hashed; a replay applies them again.
+    outputs, the run's input, answer and error) before it is hashed; a replay applies them again,
+    and a fork, a resumed run or a kept rollout of the run applies them to all it stores. The
+    common secrets are a set of patterns like any other:
+    ``redact=[*otel_replay.COMMON_SECRET_PATTERNS, r"tok-\\d+"]``.
 
     The run's metadata remembers how it was made, for `replay`, `fork` and `resume`: the agent
     (``agent_spec``), its input and seed, the SDKs instrumented in this process
@@ -254,23 +257,24 @@ def replay(
     except NonDeterminismError as exc:
         problem = exc
     raised = raised_in(ctx, patterns) if problem is None else None
+    kept_answer = Redactor(patterns)(json_or_repr(answer))  # what may be shown and kept of it
     ending = None
     if problem is None:
         error = raised.error if raised else None
         recorded_error = original.metadata.get("agent_error")
         if error != recorded_error:
             ending = f"the agent {'raised ' + error if error else 'returned'} after the last step (recorded: {'raised ' + str(recorded_error) if recorded_error else 'returned'})"
-        elif (
-            "answer" in original.metadata
-            and Redactor(patterns)(json_or_repr(answer)) != original.metadata["answer"]
-        ):
-            ending = f"the answer differs: {json_or_repr(answer)!r} (recorded: {original.metadata['answer']!r})"
+        elif "answer" in original.metadata and kept_answer != original.metadata["answer"]:
+            ending = (
+                f"the answer differs: {kept_answer!r} (recorded: {original.metadata['answer']!r})"
+            )
     replayed = Trajectory.build(
         original.id,
         ctx.ledger.steps,
         outcome=original.outcome,
-        metadata={**original.metadata, "answer": json_or_repr(answer), "source": "replay"},
+        metadata={**original.metadata, "answer": kept_answer, "source": "replay"},
     )
+    replayed = redact_run(replayed, patterns)  # every call it made, as the record's were
     return Replay(original, replayed, diff(original, replayed), problem, ending, answer, raised)
 
 
@@ -351,7 +355,8 @@ def fork(
 
     The fork is scored with ``outcome`` (``verifier_spec``: the spec it was loaded by), else the
     registry's verifier, else the one the run was recorded with, so the two outcomes compare
-    (``outcome=None``: not that one); its metadata names the verifier that scored it.
+    (``outcome=None``: not that one); its metadata names the verifier that scored it. The
+    recording's ``redact`` patterns apply to everything the fork keeps, what was injected included.
     """
     if not 0 <= at < len(original.steps):
         raise InterventionError(
@@ -422,9 +427,12 @@ def fork(
     fresh = [s.unlinked() for s in steps]
     draft = Trajectory.build("fork", fresh, metadata=metadata)
     value = score(verifier, draft) if verifier is not None else None
-    return Trajectory.build(
+    made = Trajectory.build(
         fork_id(original, at, intervention, driver, seed), fresh, outcome=value, metadata=metadata
     )
+    # the recording's patterns cover all the fork stores: what was injected, what resample
+    # functions and the live code made of it
+    return redact_run(made, patterns)
 
 
 def _named(outcome: OutcomeFunction | None) -> str | None:
@@ -496,7 +504,8 @@ class AgentDriver:
         ]
         model_steps = tuple(matched for step, matched in ran if step.kind is StepKind.LLM)
         meta = {"plan": plan.identity, "rollout": index, "answer": json_or_repr(answer)}
-        if error is not None:
-            meta["agent_error"] = error
+        if error is not None:  # as the record keeps it: redacted with the record's patterns
+            raised = raised_in(ctx, self.redact)
+            meta["agent_error"] = raised.error if raised is not None else error
         trajectory = Trajectory(self.factual.id, tuple(ctx.ledger.steps), metadata=meta)
         return Rollout(plan, index, trajectory, len(ran), model_steps=model_steps)

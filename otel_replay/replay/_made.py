@@ -22,8 +22,9 @@ from typing import Any
 from otel_replay.errors import CanonicalJSONError, PluginLoadError, ReplayError, setting
 from otel_replay.hashing import check_json_value, digest
 from otel_replay.model import Step, StepStatus, Trajectory
+from otel_replay.redaction import Redactor, patterns_of
 from otel_replay.replay._steps import AgentContext, StepError
-from otel_replay.replay._values import Redactor, lossy
+from otel_replay.replay._values import lossy
 from otel_replay.resamplers import Registry
 from otel_replay.resamplers._registry import USER_MODULE_PREFIX
 
@@ -60,8 +61,7 @@ def json_or_repr(value: Any) -> Any:
 
 def redacted(run: Trajectory) -> list[str]:
     """The patterns a recording was redacted with (a replay applies them to its calls too)."""
-    patterns = run.metadata.get("redact") or []
-    return [p for p in patterns if isinstance(p, str)]
+    return patterns_of(run)
 
 
 def instrumented_with(run: Trajectory) -> tuple[str, ...]:

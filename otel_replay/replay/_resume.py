@@ -11,6 +11,7 @@ from typing import Any
 from otel_replay.errors import ReplayError
 from otel_replay.hashing import canonical_json, digest
 from otel_replay.model import Step, Trajectory
+from otel_replay.redaction import Redactor, redact_run
 from otel_replay.replay._cassette import ReplayContext
 from otel_replay.replay._made import (
     AS_RECORDED,
@@ -31,7 +32,6 @@ from otel_replay.replay._made import (
 )
 from otel_replay.replay._rollout import score
 from otel_replay.replay._running import run_agent
-from otel_replay.replay._values import Redactor
 from otel_replay.resamplers import Registry
 
 
@@ -125,5 +125,5 @@ def resume(
     if value is None and raised is not None:
         value = 0.0
     served = sum(m is not None for m in ctx.ledger.matched)
-    trajectory = dataclasses.replace(draft, outcome=value)
+    trajectory = redact_run(dataclasses.replace(draft, outcome=value), patterns)
     return Resumed(trajectory, frontier, served, answer, raised.error if raised else None, raised)

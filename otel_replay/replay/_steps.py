@@ -37,9 +37,10 @@ from otel_replay.errors import (
     setting,
 )
 from otel_replay.model import Step, StepKind, StepStatus, Trajectory
+from otel_replay.redaction import Redactor
 from otel_replay.replay._current import outside_the_agent, remember_fatal
 from otel_replay.replay._plan import Plan
-from otel_replay.replay._values import Redactor, lossy, plain_json
+from otel_replay.replay._values import lossy, plain_json
 from otel_replay.resamplers import Registry, RolloutContext, StepFailed
 from otel_replay.resamplers._context import RolloutSeed, standing_in, step_seed, unrecorded
 from otel_replay.resamplers._registry import describe, ways_to_resample

@@ -1,45 +1,15 @@
 """What is recorded of a value: a plain-JSON copy (or an error naming what is not JSON), a lossy
-copy for ``--lax``, and redaction of the text that must not be stored."""
+copy for ``--lax`` (redaction of the text that must not be stored is `otel_replay.redaction`)."""
 
 from __future__ import annotations
 
 import math
-import re
-from collections.abc import Sequence
 from typing import Any
 
 import orjson
 
-from otel_replay.errors import CanonicalJSONError, ReplayError, setting
+from otel_replay.errors import CanonicalJSONError
 from otel_replay.hashing import check_json_value
-
-REDACTED = "[REDACTED]"
-
-
-class Redactor:
-    """Replaces text matching any of ``patterns`` (regular expressions) with ``[REDACTED]`` in every
-    string of a JSON value; with no patterns, returns the value itself."""
-
-    def __init__(self, patterns: Sequence[str]) -> None:
-        try:
-            self._patterns = [re.compile(p) for p in patterns]
-        except re.error as exc:
-            raise ReplayError(
-                f"{setting('redact', exc.pattern, quoted=True)} is not a regular expression: {exc}"
-            ) from None
-
-    def __call__(self, value: Any) -> Any:
-        if not self._patterns:
-            return value
-        if isinstance(value, str):
-            for pattern in self._patterns:
-                value = pattern.sub(REDACTED, value)
-            return value
-        if isinstance(value, dict):
-            return {key: self(item) for key, item in value.items()}
-        if isinstance(value, list):
-            return [self(item) for item in value]
-        return value
 
 
 def plain_json(value: Any, where: str) -> Any:
