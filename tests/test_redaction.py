@@ -353,3 +353,52 @@ def test_serve_and_import_offer_the_options(runner: CliRunner, store_path: Path)
     for command in ("serve", "import", "record"):
         shown = ok(invoke(runner, store_path, command, "--help")).stdout
         assert "--redact-common" in shown and "--redact " in shown
+
+
+# --- replay and resume of a redacted recording, from Python ------------------------------------
+
+
+def test_a_replay_says_how_its_answer_differs_redacted() -> None:
+    """Before: the replay's ending ("the answer differs: ...") and its run showed the answer the
+    agent returned as it was, secret and all."""
+    from otel_replay import record
+    from otel_replay.replay import replay
+
+    version = [1]
+
+    def agent(ctx: Any) -> str:
+        ctx.tool("lookup", produce=lambda: {"status": "late"})
+        return f"use {KEY}, version {version[0]}"
+
+    recorded = record(agent, redact=[r"sk-live-\w+"])
+    assert recorded.trajectory.metadata["answer"] == "use [REDACTED], version 1"
+    version[0] = 2
+    again = replay(recorded.trajectory, agent)
+    assert again.ending == (
+        "the answer differs: 'use [REDACTED], version 2' (recorded: 'use [REDACTED], version 1')"
+    )
+    assert _leaks(orjson.dumps(again.trajectory.to_record())) == []
+
+
+def test_a_resumed_run_stores_what_it_ran_live_redacted() -> None:
+    from otel_replay import AgentRaised, record, resume
+
+    reachable = [False]
+
+    def pay() -> dict[str, str]:
+        if not reachable[0]:
+            raise ConnectionError(f"refused {KEY}")
+        return {"receipt": f"paid with {KEY}"}
+
+    def agent(ctx: Any) -> str:
+        ctx.tool("lookup", produce=lambda: {"status": "late"})
+        paid = ctx.tool("pay", produce=pay)
+        return f"{paid['receipt']} ({KEY})"
+
+    crashed = record(agent, redact=[r"sk-live-\w+"]).trajectory
+    assert AgentRaised.of(crashed) is not None and _leaks(orjson.dumps(crashed.to_record())) == []
+    reachable[0] = True
+    resumed = resume(crashed, agent).trajectory
+    assert resumed.steps[-1].output == {"receipt": "paid with [REDACTED]"}
+    assert resumed.metadata["redact"] == [r"sk-live-\w+"]
+    assert _leaks(orjson.dumps(resumed.to_record())) == []
