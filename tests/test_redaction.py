@@ -25,7 +25,7 @@ from otel_replay import Trajectory as Run
 from otel_replay.otlp_encode import request_to_otlp_json, spans_to_request
 from otel_replay.receiver._http import Receiver
 from otel_replay.redaction import REDACTED, Redactor, redact_run
-from tests.cli_helpers import invoke, ok
+from tests.cli_helpers import invoke, ok, one_line_error
 
 KEY = "sk-live-ABC123def456"  # what the agent's exception and the tool let out
 TOKEN = "tok-5521"  # a secret of the user's own, caught by their pattern
@@ -207,9 +207,12 @@ def test_a_pattern_that_does_not_compile_is_one_clear_line(
 ) -> None:
     traces = tmp_path / "t.otlp.json"
     traces.write_bytes(orjson.dumps(request_to_otlp_json(spans_to_request(_spans()))))
-    result = invoke(runner, store_path, "import", str(traces), "--redact", "tok-(")
-    assert result.exit_code == 1 and not store_path.exists()
-    assert result.stderr.startswith("error: --redact 'tok-(' is not a regular expression")
+    for command in (("import", str(traces)), ("serve", "--port", "0")):
+        result = invoke(runner, store_path, *command, "--redact", "tok-(", "--redact-common")
+        assert one_line_error(result).startswith(
+            "error: --redact 'tok-(' is not a regular expression"
+        )
+        assert not store_path.exists()
 
 
 # --- a whole run, import and serve -------------------------------------------------------------
