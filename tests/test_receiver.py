@@ -505,8 +505,10 @@ def test_a_body_framed_two_ways_is_refused_and_the_connection_closed(
     headers = [(name, value.replace("LENGTH", str(len(body)))) for name, value in headers if value]
     # a valid request right behind: the connection is closed before it is read
     data = _request(body, headers, length=length) + _request(other)
-    [(got, answer)] = _answers(_exchange(receiver.port, data, half_close=False))
+    sent = _exchange(receiver.port, data, half_close=False)
+    [(got, answer)] = _answers(sent)
     assert got == status and says.encode() in answer, answer
+    assert b"\r\nConnection: close\r\n" in sent
     assert _stored(store_file) == {}
 
 

@@ -13,7 +13,8 @@ import zlib
 MAGIC = b"\x1f\x8b"
 #: The first piece of a member fed to zlib; each further piece is twice the last, up to the most.
 #: zlib copies what follows a member's end (``unused_data``), so feeding a whole body at once would
-#: copy the rest of it once per member: quadratic in a body of many small members.
+#: copy the rest of it once per member: quadratic in a body of many small members (100,000 one-byte
+#: members, 2.1 MB: 5.6 s fed whole, 0.5 s in pieces; one 51 MB member: 0.13 s, zlib alone 0.07 s).
 FIRST_PIECE_BYTES = 512
 MOST_PIECE_BYTES = 1 << 20
 
