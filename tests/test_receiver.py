@@ -612,3 +612,22 @@ def test_a_client_that_resets_the_connection_leaves_no_traceback(
         receiver.stop()
     assert "Traceback" not in capfd.readouterr().err
     assert _stored(store_file) == {}
+
+
+def test_a_client_that_sends_chunks_is_stored(receiver: Receiver, store_file: Path) -> None:
+    """The standard library's client with a body of unknown length: chunked, as Node's ``http``
+    (under the OTel JS exporter) sends it."""
+    (trace_id, body), (other_id, other) = _traces(2)
+    connection = http.client.HTTPConnection("127.0.0.1", receiver.port, timeout=10)
+    try:
+        for data in (body, gzip.compress(other)):
+            headers = {"Content-Type": "application/x-protobuf"}
+            if data is not body:
+                headers["Content-Encoding"] = "gzip"
+            pieces = iter([data[:7], data[7:100], data[100:]])
+            connection.request("POST", "/v1/traces", pieces, headers, encode_chunked=True)
+            response = connection.getresponse()
+            assert (response.status, response.read()) == (200, b"")
+    finally:
+        connection.close()
+    assert _stored(store_file) == {trace_id: 3, other_id: 3}
