@@ -6,7 +6,7 @@
 * A body read one way only (`otel_replay.receiver._framing`): one Content-Length of ASCII digits
   or ``Transfer-Encoding: chunked``, whole, followed by nothing or by another request; gzip whole to
   its last member's trailer (`otel_replay.receiver._gzip`). Anything else: 400 (another transfer
-  coding: 501), nothing stored, the connection closed, so the exporter sends the request again.
+  coding: 501), nothing stored, the connection closed: a request is stored whole or not at all.
 * 200 with an ``ExportTraceServiceResponse`` in the request's encoding; spans that cannot be decoded
   are left out and counted in its ``partial_success`` (``rejected_spans``, the first reason in
   ``error_message``). A body that is not a request: 400, with a ``google.rpc.Status`` saying why.
