@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import re
 import resource
+import shlex
 import socket
 import stat
 import subprocess
@@ -242,6 +243,33 @@ def test_a_file_size_limit_names_the_output_and_leaves_it_as_it_was(
     assert _errors(done) == [f"error: cannot write {out}: File too large"]
     assert out.read_bytes() == b"the previous export\n"
     assert not list(tmp_path.glob(".runs.jsonl.*"))
+
+
+def test_a_real_full_disk_names_the_file_and_keeps_the_one_there(
+    runner: CliRunner, store: Path, tmp_path: Path
+) -> None:
+    """A 256 KiB tmpfs (in a user and mount namespace: ``unshare -rm``) filled by an export
+    of 1 MB: the file that was there is kept whole, no temporary left. Before: ``error: [Errno
+    28] No space left on device``, naming nothing."""
+    if subprocess.run(["unshare", "-rm", "true"], capture_output=True).returncode != 0:
+        pytest.skip("no user namespaces here (unshare -rm): cannot make a real full disk")
+    ok(invoke(runner, store, "import", str(_big_run(tmp_path, 1_000_000))))
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    out = disk / "runs.jsonl"
+    export = shlex.join(
+        [sys.executable, "-m", "otel_replay", "export", "--out", str(out), "--store", str(store)]
+    )
+    script = (
+        f"mount -t tmpfs -o size=256k tmpfs {shlex.quote(str(disk))} && "
+        f"echo previous > {shlex.quote(str(out))} && {export}; echo exit=$?; "
+        f"cat {shlex.quote(str(out))}; ls -A {shlex.quote(str(disk))}"
+    )
+    done = subprocess.run(
+        ["unshare", "-rm", "sh", "-c", script], capture_output=True, text=True, timeout=120
+    )
+    assert _errors(done) == [f"error: cannot write {out}: No space left on device"], done.stderr
+    assert done.stdout.split() == ["exit=1", "previous", "runs.jsonl"]
 
 
 def _big_run(tmp_path: Path, size: int) -> Path:
