@@ -9,6 +9,7 @@ no test writes to the machine's own ``/dev`` nodes, which the old writer would h
 
 from __future__ import annotations
 
+import http.client
 import os
 import re
 import resource
@@ -24,11 +25,15 @@ from pathlib import Path
 
 import orjson
 import pytest
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from typer.testing import CliRunner
 
 from otel_replay import Store
 from otel_replay._files import output_file, write_output
 from otel_replay.errors import OutputError
+from otel_replay.otlp_encode import spans_to_request
 from tests.cli_helpers import invoke, ok, one_line_error
 from tests.conftest import SAMPLES
 
@@ -342,3 +347,47 @@ def test_the_file_size_limit_stopping_a_record_says_what_it_kept(tmp_path: Path)
     assert runs == sorted([*before[0], partial])
     with Store.open(store, read_only=True) as db:
         assert len(db.get(partial).steps) == kept
+
+
+def _big_trace() -> bytes:
+    """One whole run as an OTLP/HTTP protobuf body of about 1 MB (spans of the real SDK)."""
+    memory = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    tracer = provider.get_tracer("tests.files")
+    with tracer.start_as_current_span("agent", attributes={"openinference.span.kind": "AGENT"}):
+        for _ in range(40):
+            prompt = os.urandom(12_500).hex()
+            with tracer.start_as_current_span(
+                "chat", attributes={"gen_ai.operation.name": "chat", "gen_ai.prompt": prompt}
+            ):
+                pass
+    return bytes(spans_to_request(memory.get_finished_spans()).SerializeToString())
+
+
+def test_the_file_size_limit_stopping_serve_says_so(store: Path, tmp_path: Path) -> None:
+    """The receiver answers 503 (exporters retry) with what stopped it, the store as it was."""
+    before = _held(store)
+    limit = sum(p.stat().st_size for p in tmp_path.glob("store.db*")) + 200_000
+    command = [sys.executable, "-m", "otel_replay", "serve", "--port", "0", "--store", str(store)]
+    served = subprocess.Popen(
+        command, preexec_fn=_limited(limit), stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    try:
+        assert served.stdout is not None
+        line = served.stdout.readline().decode()
+        port = int(line.split("http://127.0.0.1:")[1].split("/")[0])
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        connection.request(
+            "POST", "/v1/traces", _big_trace(), {"Content-Type": "application/x-protobuf"}
+        )
+        answer = connection.getresponse()
+        status, body = answer.status, answer.read().decode(errors="replace")
+        connection.close()
+    finally:
+        served.terminate()
+        served.communicate(timeout=30)
+    assert status == 503
+    assert f"the file-size limit of this process (RLIMIT_FSIZE, `ulimit -f`: {limit} bytes)" in body
+    assert "the store holds what it held before" in body and "damaged" not in body
+    assert _held(store) == before
