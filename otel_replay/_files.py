@@ -138,8 +138,12 @@ def _in_place(path: Path, *, append: bool) -> Iterator[IO[bytes]]:
     flags = os.O_WRONLY | os.O_NOCTTY | os.O_CLOEXEC | (os.O_APPEND if append else 0)
     with _failures_named(path):
         out = io.BufferedWriter(_Named(os.open(path, flags), path))
-    with _failures_named(path), out:
-        yield out
+    try:
+        yield out  # an error of the caller's own passes as it is; writes through ``out`` are named
+        with _failures_named(path):
+            out.close()
+    finally:
+        _abandon(out)
 
 
 @contextmanager
@@ -150,21 +154,30 @@ def _replaced(target: Path, path: Path) -> Iterator[IO[bytes]]:
     with _failures_named(path):
         target.parent.mkdir(parents=True, exist_ok=True)
         handle, temporary = _temporary_beside(target)
+    out = io.BufferedWriter(raw := _Named(handle, path))
     try:
         with _failures_named(path):
-            out = io.BufferedWriter(raw := _Named(handle, path))
-        with _failures_named(path), out:
             _keep_mode_and_owner(handle, target)
-            yield out
+        yield out
+        with _failures_named(path):
             out.flush()
             os.fsync(raw.fileno())
-        with _failures_named(path):
+            out.close()
             os.replace(temporary, target)
     except BaseException:
+        _abandon(out)
         Path(temporary).unlink(missing_ok=True)
         raise
     with _failures_named(path):
         _flush_folder(target.parent)
+
+
+def _abandon(out: io.BufferedIOBase) -> None:
+    """``out`` closed after a failure: what it still buffers may not be written (the disk that
+    refused it refuses it again), and that second failure is not the one to report. (A buffered
+    writer closes its file even when that last flush fails.)"""
+    with suppress(OSError):
+        out.close()
 
 
 def _keep_mode_and_owner(handle: int, target: Path) -> None:

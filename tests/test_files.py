@@ -217,6 +217,18 @@ def test_a_full_disk_names_the_file(runner: CliRunner, store: Path, tmp_path: Pa
     assert _is_device(full, 1, 7)
 
 
+def test_an_error_of_the_callers_own_is_not_said_to_be_the_files(tmp_path: Path) -> None:
+    """Only what writing the file raised is an `OutputError`; the caller's own `OSError` (a
+    trace it could not read) passes as it is, and the file is left as it was."""
+    target = tmp_path / "out.jsonl"
+    target.write_bytes(b"kept")
+    with pytest.raises(OSError) as raised, output_file(target) as out:
+        out.write(b"half")
+        (tmp_path / "missing.jsonl").read_bytes()
+    assert type(raised.value) is FileNotFoundError
+    assert target.read_bytes() == b"kept" and sorted(tmp_path.iterdir()) == [target]
+
+
 def _limited(limit: int) -> Callable[[], None]:
     """A ``preexec_fn`` giving the child a file-size limit of ``limit`` bytes (``ulimit -f``)."""
     return lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
