@@ -23,7 +23,6 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import orjson
 import pytest
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -35,7 +34,7 @@ from otel_replay._files import output_file, write_output
 from otel_replay.errors import OutputError
 from otel_replay.otlp_encode import spans_to_request
 from tests.cli_helpers import invoke, ok, one_line_error
-from tests.conftest import SAMPLES
+from tests.conftest import SAMPLES, big_native_run
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="FIFOs, devices, RLIMIT_FSIZE")
 
@@ -251,7 +250,7 @@ def test_a_file_size_limit_names_the_output_and_leaves_it_as_it_was(
 ) -> None:
     """A real EFBIG half way through an export: the file named, the one there kept whole, no
     temporary left. Before: ``File too large: .../.runs.jsonl.1a2b3c4d.tmp``."""
-    ok(invoke(runner, store, "import", str(_big_run(tmp_path, 200_000))))
+    ok(invoke(runner, store, "import", str(big_native_run(tmp_path, 200_000))))
     out = tmp_path / "runs.jsonl"
     out.write_bytes(b"the previous export\n")
     # 64 KiB: room for the store's -shm file (a reader needs it), not for the export
@@ -270,7 +269,7 @@ def test_a_real_full_disk_names_the_file_and_keeps_the_one_there(
     28] No space left on device``, naming nothing."""
     if subprocess.run(["unshare", "-rm", "true"], capture_output=True).returncode != 0:
         pytest.skip("no user namespaces here (unshare -rm): cannot make a real full disk")
-    ok(invoke(runner, store, "import", str(_big_run(tmp_path, 1_000_000))))
+    ok(invoke(runner, store, "import", str(big_native_run(tmp_path, 1_000_000))))
     disk = tmp_path / "disk"
     disk.mkdir()
     out = disk / "runs.jsonl"
@@ -289,15 +288,6 @@ def test_a_real_full_disk_names_the_file_and_keeps_the_one_there(
     assert done.stdout.split() == ["exit=1", "previous", "runs.jsonl"]
 
 
-def _big_run(tmp_path: Path, size: int) -> Path:
-    record = orjson.loads(NATIVE.read_bytes().splitlines()[0])
-    record["trajectory_id"] = "big-run"
-    record["steps"][0]["output"] = {"content": os.urandom(size // 2).hex()}
-    path = tmp_path / "big.jsonl"
-    path.write_bytes(orjson.dumps(record) + b"\n")
-    return path
-
-
 def _held(store: Path) -> tuple[list[str], dict[str, int]]:
     with Store.open(store, read_only=True) as db:
         return sorted(s.id for s in db.summaries()), db.counts()
@@ -308,7 +298,9 @@ def test_the_file_size_limit_stopping_an_import_says_so(store: Path, tmp_path: P
     recipe, for a store SQLite had rolled back whole."""
     before = _held(store)
     limit = sum(p.stat().st_size for p in tmp_path.glob("store.db*")) + 200_000
-    done = _agent_replay("import", _big_run(tmp_path, 2_000_000), "--store", store, limit=limit)
+    done = _agent_replay(
+        "import", big_native_run(tmp_path, 2_000_000), "--store", store, limit=limit
+    )
     assert done.returncode == 1
     assert _errors(done) == [
         f"error: the file-size limit of this process (RLIMIT_FSIZE, `ulimit -f`: {limit} bytes) "
