@@ -8,6 +8,8 @@
     │                                    longer match its steps (the run and the step)
     ├── CanonicalJSONError (ValueError)  a value that does not survive a JSON round trip
     ├── StoreError                       the store cannot be opened or has an unknown schema version
+    ├── OutputError (OSError)            an output file cannot be written: the file and why (a full
+    │                                    disk, a file-size limit, a folder named as the file)
     ├── NotFoundError (LookupError)      no trajectory (or more than one) matches an id or prefix
     ├── RegistrationError (TypeError)    a resample function, verifier or repair source is unusable
     ├── PluginLoadError (ImportError)    a resampler module or entry point cannot be loaded
@@ -43,6 +45,7 @@ __all__ = [
     "InterventionError",
     "NonDeterminismError",
     "NotFoundError",
+    "OutputError",
     "PluginLoadError",
     "RegistrationError",
     "ReplayError",
@@ -223,7 +226,44 @@ class CanonicalJSONError(ReplayError, ValueError):
 
 
 class StoreError(ReplayError):
-    """The store cannot be opened or used."""
+    """The store cannot be opened or used.
+
+    Attributes (set when the store refused a write, so a caller can say what it keeps):
+        refused: what stopped the write (``no space left on the disk holding ...``).
+        fix: what the user can do about it (``free some space``).
+    """
+
+    def __init__(
+        self, message: str, *, refused: str | None = None, fix: str | None = None
+    ) -> None:
+        super().__init__(message)
+        self.refused, self.fix = refused, fix
+
+
+class OutputError(ReplayError, OSError):
+    """An output file (``--out``, ``--json-out``, ``--html``, an export, a cassette) cannot be
+    written: ``cannot write FILE: REASON``. A file being replaced is left as it was.
+
+    Attributes (besides `OSError`'s ``errno``, ``strerror``, which is the reason, and
+    ``filename``):
+        path: the file as the caller named it.
+        reason: why, in the system's words (``No space left on device``) or ours.
+    """
+
+    def __init__(self, path: str | Path, reason: str, *, errno: int | None = None) -> None:
+        super().__init__(errno, reason, str(path))
+        self.path, self.reason = str(path), reason
+
+    @classmethod
+    def of(cls, path: str | Path, exc: OSError) -> OutputError:
+        """The error for ``exc``, raised writing ``path``."""
+        return cls(path, exc.strerror or str(exc), errno=exc.errno)
+
+    def __str__(self) -> str:
+        return f"cannot write {self.path}: {self.reason}"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_output_error, (self.path, self.reason, self.errno))
 
 
 class NotFoundError(ReplayError, LookupError):
@@ -325,6 +365,10 @@ class InterventionError(ReplayError, ValueError):
 
 def _export_error(message: str, url: str, status: int | None) -> ExportError:
     return ExportError(message, url=url, status=status)
+
+
+def _output_error(path: str, reason: str, errno: int | None) -> OutputError:
+    return OutputError(path, reason, errno=errno)
 
 
 def _rollout_error(message: str, step_index: int, function: str) -> RolloutError:

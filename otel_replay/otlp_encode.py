@@ -38,6 +38,7 @@ import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -45,6 +46,7 @@ from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
+from otel_replay._files import output_file
 from otel_replay._web import FAILURES, checked_url, moved, open_request, shown_url
 from otel_replay.errors import ExportError, ReplayError
 
@@ -141,7 +143,7 @@ def _json_line(request: ExportTraceServiceRequest) -> bytes:
 
 def write_otlp_json_lines(requests: Iterable[ExportTraceServiceRequest], path: PathLike) -> None:
     """Write one compact OTLP JSON object per request and line (Collector ``format: json``)."""
-    with open(path, "wb") as out:
+    with output_file(Path(path)) as out:
         out.writelines(_json_line(request) for request in requests)
 
 
@@ -153,7 +155,7 @@ def _serialize(request: ExportTraceServiceRequest) -> bytes:
 
 def write_otlp_proto_stream(requests: Iterable[ExportTraceServiceRequest], path: PathLike) -> None:
     """Write length-prefixed serialized requests (Collector file exporter ``format: proto``)."""
-    with open(path, "wb") as out:
+    with output_file(Path(path)) as out:
         for request in requests:
             body = _serialize(request)
             if len(body) > _MAX_FRAME:
@@ -166,7 +168,7 @@ def write_otlp_proto_stream(requests: Iterable[ExportTraceServiceRequest], path:
 
 def write_otlp_proto(request: ExportTraceServiceRequest, path: PathLike) -> None:
     """Write one bare serialized ``ExportTraceServiceRequest`` (no framing)."""
-    with open(path, "wb") as out:
+    with output_file(Path(path)) as out:
         out.write(_serialize(request))
 
 

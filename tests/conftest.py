@@ -6,6 +6,7 @@ import os
 import struct
 from pathlib import Path
 
+import orjson
 import pytest
 from typer.testing import CliRunner
 
@@ -14,6 +15,17 @@ pytest_plugins = ["tests.browser", "pytester"]  # `browser`, `browser_page`; `py
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT.parent / "shared" / "trace-corpus"
 SAMPLES = ROOT / "sample_traces"
+
+
+def big_native_run(tmp_path: Path, size: int) -> Path:
+    """A native JSONL file with one run (``big-run``) whose first step's output is ``size`` bytes of
+    text: varied, so no filesystem that compresses makes it small."""
+    record = orjson.loads((SAMPLES / "incident.steps.jsonl").read_bytes().splitlines()[0])
+    record["trajectory_id"] = "big-run"
+    record["steps"][0]["output"] = {"content": os.urandom(size // 2).hex()}
+    path = tmp_path / "big.jsonl"
+    path.write_bytes(orjson.dumps(record) + b"\n")
+    return path
 
 
 def proto_frames(path: Path) -> list[bytes]:

@@ -20,6 +20,16 @@ def _export(runner: CliRunner, store: Path, out: Path) -> list[dict[str, object]
     return [orjson.loads(line) for line in out.read_bytes().splitlines()]
 
 
+def _samples_exported(
+    runner: CliRunner, tmp_path: Path
+) -> tuple[Path, Path, list[dict[str, object]]]:
+    """A store of the bundled native samples, and its export to ``edited.jsonl`` with its records."""
+    store = tmp_path / "store.db"
+    ok(invoke(runner, store, "import", str(SAMPLES / "incident.steps.jsonl")))
+    exported = tmp_path / "edited.jsonl"
+    return store, exported, _export(runner, store, exported)
+
+
 def _contents(store: Path) -> dict[str, list[str]]:
     with Store.open(store) as db:
         return {s.id: [step.hash for step in db.get(s.id).steps] for s in db.summaries()}
@@ -42,10 +52,7 @@ def test_an_export_imported_again_says_nothing(
 def test_an_edited_step_warns_once_per_run_and_the_import_goes_on(
     runner: CliRunner, tmp_path: Path
 ) -> None:
-    store = tmp_path / "store.db"
-    ok(invoke(runner, store, "import", str(SAMPLES / "incident.steps.jsonl")))
-    exported = tmp_path / "edited.jsonl"
-    records = _export(runner, store, exported)
+    store, exported, records = _samples_exported(runner, tmp_path)
     line = next(i for i, r in enumerate(records, 1) if r["trajectory_id"] == "incident-fail")
     steps = records[line - 1]["steps"]
     steps[5]["output"] = []  # type: ignore[index]  # the logs that named the database, gone
@@ -69,10 +76,7 @@ def test_an_edited_step_warns_once_per_run_and_the_import_goes_on(
 def test_strict_refuses_the_edited_file_and_leaves_the_store_as_it_was(
     runner: CliRunner, tmp_path: Path
 ) -> None:
-    store = tmp_path / "store.db"
-    ok(invoke(runner, store, "import", str(SAMPLES / "incident.steps.jsonl")))
-    exported = tmp_path / "edited.jsonl"
-    records = _export(runner, store, exported)
+    store, exported, records = _samples_exported(runner, tmp_path)
     records[0]["steps"][1]["error"] = "timeout"  # type: ignore[index]
     records = [{**r, "trajectory_id": f"copy-{r['trajectory_id']}"} for r in records]  # new runs
     exported.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in records))

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import gzip
 import http.client
+import re
 import signal
+import socket
+import struct
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import orjson
@@ -180,6 +183,14 @@ def test_spans_that_cannot_be_read_are_rejected_and_the_rest_kept(
         ({"body": b"{", "content_type": "application/json"}, 400, "not JSON"),
         ({"body": b"x" * (LIMIT + 1)}, 413, "over the limit"),
         ({"headers": {"Content-Length": "-5"}}, 400, "Content-Length '-5'"),
+        (  # every member counts towards the limit
+            {
+                "body": gzip.compress(b"\x00" * (LIMIT // 2 + 1)) * 2,
+                "headers": {"Content-Encoding": "gzip"},
+            },
+            413,
+            "inflates past the limit",
+        ),
         (
             {"body": gzip.compress(b"\x00" * (4 * LIMIT)), "headers": {"Content-Encoding": "gzip"}},
             413,
@@ -350,3 +361,273 @@ def test_a_killed_receiver_keeps_every_span_it_acknowledged(tmp_path: Path) -> N
     stopped = _receiver(store_file).stop()
     assert [run.summary.id for run in stopped.runs] == [trace_id]
     assert _stored(store_file)[trace_id] == 3
+
+
+# --- the body is whole or refused (issue 28): raw bytes on a socket ------------------------------
+
+
+def _request(
+    body: bytes, headers: Sequence[tuple[str, str]] | None = None, *, length: bool = True
+) -> bytes:
+    """``POST /v1/traces`` as bytes: ``headers`` after the Content-Type, then a Content-Length
+    (unless ``length`` is false), then ``body``."""
+    lines = ["POST /v1/traces HTTP/1.1", "Host: 127.0.0.1", "Content-Type: application/x-protobuf"]
+    lines += [f"{name}: {value}" for name, value in headers or ()]
+    if length:
+        lines.append(f"Content-Length: {len(body)}")
+    return "\r\n".join(lines).encode() + b"\r\n\r\n" + body
+
+
+def _chunked(body: bytes, headers: Sequence[tuple[str, str]] = ()) -> bytes:
+    """``body`` in three chunks (one with an extension) and a trailer."""
+    third = max(len(body) // 3, 1)
+    pieces = [body[:third], body[third : 2 * third], body[2 * third :]]
+    framed = b"".join(
+        b"%x;note=yes\r\n%s\r\n" % (len(piece), piece)
+        if n == 1
+        else b"%X\r\n%s\r\n" % (len(piece), piece)
+        for n, piece in enumerate(pieces)
+        if piece
+    )
+    framed += b"0\r\nX-Checksum: none\r\n\r\n"
+    return _request(framed, [*headers, ("Transfer-Encoding", "chunked")], length=False)
+
+
+def _exchange(port: int, data: bytes, *, half_close: bool = True, timeout_s: float = 10) -> bytes:
+    """``data`` sent on a new connection (then our side shut, when ``half_close``); everything the
+    server sends until it closes the connection."""
+    received = []
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout_s) as sock:
+        sock.sendall(data)
+        if half_close:
+            sock.shutdown(socket.SHUT_WR)
+        while True:
+            try:
+                chunk = sock.recv(1 << 16)
+            except ConnectionResetError:  # closed with our unread bytes in hand: what came is all
+                break
+            if not chunk:
+                break
+            received.append(chunk)
+    return b"".join(received)
+
+
+def _answers(data: bytes) -> list[tuple[int, bytes]]:
+    """The responses in what a server sent: status and body of each."""
+    answers = []
+    while data:
+        head, separator, rest = data.partition(b"\r\n\r\n")
+        assert separator, data
+        lines = head.decode("latin-1").split("\r\n")
+        fields = dict(line.split(": ", 1) for line in lines[1:])
+        length = int(fields["Content-Length"])
+        answers.append((int(lines[0].split()[1]), rest[:length]))
+        data = rest[length:]
+    return answers
+
+
+def _traces(count: int) -> list[tuple[str, bytes]]:
+    """``count`` runs of the agent, each a trace id and its request."""
+    runs = []
+    for _ in range(count):
+        spans = _spans()
+        runs.append((format(spans[0].context.trace_id, "032x"), _proto(spans)))
+    return runs
+
+
+def _members(bodies: Sequence[bytes]) -> list[bytes]:
+    return [gzip.compress(body, mtime=0) for body in bodies]
+
+
+def _with_crc_wrong(member: bytes) -> bytes:
+    return member[:-8] + bytes([member[-8] ^ 0xFF]) + member[-7:]
+
+
+def _with_size_wrong(member: bytes) -> bytes:
+    return member[:-4] + bytes([member[-4] ^ 0x01]) + member[-3:]
+
+
+@pytest.mark.parametrize(
+    "mangle",
+    [
+        pytest.param(lambda m: m[0] + m[1][:10], id="cut-after-the-first-member"),
+        pytest.param(lambda m: m[0] + m[1] + m[2][: len(m[2]) // 2], id="cut-mid-member"),
+        pytest.param(lambda m: m[0] + m[1] + m[2][:-3], id="cut-in-the-trailer"),
+        pytest.param(lambda m: m[0] + m[1] + _with_crc_wrong(m[2]), id="crc32-wrong"),
+        pytest.param(lambda m: m[0] + _with_size_wrong(m[1]) + m[2], id="isize-wrong"),
+        pytest.param(lambda m: m[0] + m[1] + m[2] + b"junk", id="junk-after"),
+        pytest.param(lambda m: m[0] + m[1] + m[2] + b"\x00" * 8, id="zeros-after"),
+        pytest.param(lambda m: m[0] + m[1] + m[2] + b"\x1f", id="half-a-magic-after"),
+        pytest.param(lambda m: b"", id="empty"),
+    ],
+)
+def test_a_gzip_body_is_whole_or_refused_with_nothing_stored(
+    receiver: Receiver, store_file: Path, mangle: Callable[[list[bytes]], bytes]
+) -> None:
+    members = _members([body for _, body in _traces(3)])
+    data = _request(mangle(members), [("Content-Encoding", "gzip")])
+    [(status, answer)] = _answers(_exchange(receiver.port, data))
+    assert status == 400, answer
+    assert b"gzip" in answer
+    assert _stored(store_file) == {}
+
+
+def test_every_member_of_a_gzip_body_is_read(receiver: Receiver, store_file: Path) -> None:
+    runs = _traces(3)
+    members = _members([body for _, body in runs])
+    empty = gzip.compress(b"", mtime=0)  # a member with nothing in it is still a member
+    data = _request(members[0] + empty + members[1] + members[2], [("Content-Encoding", "gzip")])
+    assert [status for status, _ in _answers(_exchange(receiver.port, data))] == [200]
+    assert _stored(store_file) == {trace_id: 3 for trace_id, _ in runs}
+
+
+@pytest.mark.parametrize(
+    ("headers", "status", "says"),
+    [
+        ([("Content-Length", "5")], 400, "Content-Length"),  # and another, the true one
+        ([("Content-Length", "LENGTH")], 400, "Content-Length"),  # the same twice
+        ([("Transfer-Encoding", "chunked")], 400, "Transfer-Encoding"),  # and a Content-Length
+        ([("Transfer-Encoding", "gzip"), ("Content-Length", "")], 501, "Transfer-Encoding"),
+        ([("Transfer-Encoding", "chunked, chunked"), ("Content-Length", "")], 400, "Transfer"),
+        ([("Content-Length ", "5")], 400, "header"),  # space before the colon hides the rest
+        ([("X-Folded", "a\r\n b")], 400, "header"),  # obsolete line folding
+    ],
+)
+def test_a_body_framed_two_ways_is_refused_and_the_connection_closed(
+    receiver: Receiver,
+    store_file: Path,
+    headers: list[tuple[str, str]],
+    status: int,
+    says: str,
+) -> None:
+    (_, body), (_, other) = _traces(2)
+    length = ("Content-Length", "") not in headers  # that entry: no Content-Length
+    headers = [(name, value.replace("LENGTH", str(len(body)))) for name, value in headers if value]
+    # a valid request right behind: the connection is closed before it is read
+    data = _request(body, headers, length=length) + _request(other)
+    sent = _exchange(receiver.port, data, half_close=False)
+    [(got, answer)] = _answers(sent)
+    assert got == status and says.encode() in answer, answer
+    assert b"\r\nConnection: close\r\n" in sent
+    assert _stored(store_file) == {}
+
+
+@pytest.mark.parametrize(
+    "length",
+    ["+LENGTH", "-0", "0xLENGTH", "LENGTH.0", "LENGTH, LENGTH", "\u0662", "", "1e3"],
+)
+def test_a_content_length_of_anything_but_ascii_digits_is_refused(
+    receiver: Receiver, store_file: Path, length: str
+) -> None:
+    _, body = _traces(1)[0]
+    data = _request(
+        body, [("Content-Length", length.replace("LENGTH", str(len(body))))], length=False
+    )
+    [(status, answer)] = _answers(_exchange(receiver.port, data, half_close=False))
+    assert status == 400 and b"Content-Length" in answer, answer
+    assert _stored(store_file) == {}
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        pytest.param(lambda r, cut: r + b"\r\n", id="a-line-end"),
+        pytest.param(lambda r, cut: r + b"junk\r\n", id="junk"),
+        pytest.param(lambda r, cut: r + b" POST /v1/traces HTTP/1.1\r\n", id="a-space-first"),
+        pytest.param(lambda r, cut: r + b"\x00POST ", id="a-byte-before-a-method"),
+        pytest.param(lambda r, cut: r + b"POS", id="a-method-cut-short"),
+        pytest.param(
+            lambda r, cut: re.sub(rb"Length: (\d+)", lambda m: b"%d" % (int(m[1]) - cut), r),
+            id="a-content-length-short-of-the-body",
+        ),
+        pytest.param(lambda r, cut: r[:-cut], id="a-body-short-of-its-content-length"),
+    ],
+)
+def test_bytes_after_the_body_that_start_no_request_are_refused(
+    receiver: Receiver, store_file: Path, change: Callable[[bytes, int], bytes]
+) -> None:
+    (_, first), (_, second) = _traces(2)
+    # two requests in one body are one (protobuf merges them): cut at the second, it still reads
+    data = change(_request(first + second), len(second))
+    [(status, answer)] = _answers(_exchange(receiver.port, data))
+    assert status == 400, answer
+    assert _stored(store_file) == {}
+
+
+def test_a_chunked_body_that_is_not_whole_is_refused(receiver: Receiver, store_file: Path) -> None:
+    _, body = _traces(1)[0]
+    whole = _chunked(body)
+    for data, status in [
+        (whole.replace(b"0\r\nX-Checksum", b"0\r\nX-Checksum", 1)[:-2], 400),  # no final line end
+        (whole.replace(b"\r\n0\r\n", b"\r\n"), 400),  # no last chunk
+        (whole.replace(b";note=yes", b"g"), 400),  # a size that is not hex
+        (whole.replace(b";note=yes", b";note=yes\n", 1), 400),  # a size line without its CR
+        (_request(b"%x\r\n%s\r\n0\r\n\r\n" % (LIMIT + 1, b"x" * (LIMIT + 1)),
+                  [("Transfer-Encoding", "chunked")], length=False), 413),
+    ]:  # fmt: skip
+        [(got, answer)] = _answers(_exchange(receiver.port, data))
+        assert got == status, (data[-40:], answer)
+    assert _stored(store_file) == {}
+
+
+def test_pipelined_and_chunked_requests_are_each_answered(
+    receiver: Receiver, store_file: Path
+) -> None:
+    runs = _traces(5)
+    first, second, third, fourth, fifth = (body for _, body in runs)
+    data = (
+        _request(first)
+        + _chunked(second)
+        + _chunked(gzip.compress(third), [("Content-Encoding", "gzip")])
+        + _request(fourth)
+    )
+    answers = _answers(_exchange(receiver.port, data))
+    assert [status for status, _ in answers] == [200, 200, 200, 200]
+    with socket.create_connection(("127.0.0.1", receiver.port), timeout=10) as sock:
+        sock.sendall(_request(fifth))  # kept alive: another request later on the same connection
+        time.sleep(0.2)
+        sock.sendall(_request(fifth))
+        sock.shutdown(socket.SHUT_WR)
+        answered = b""
+        while chunk := sock.recv(1 << 16):
+            answered += chunk
+    assert [status for status, _ in _answers(answered)] == [200, 200]
+    assert _stored(store_file) == {trace_id: 3 for trace_id, _ in runs}
+
+
+def test_a_client_that_resets_the_connection_leaves_no_traceback(
+    store_file: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    receiver = _receiver(store_file)
+    try:
+        _, body = _traces(1)[0]
+        for cut in (10, len(_request(body)) - 5):  # in the headers; in the body
+            sock = socket.create_connection(("127.0.0.1", receiver.port), timeout=10)
+            sock.sendall(_request(body)[:cut])
+            time.sleep(0.1)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            sock.close()  # a reset, not a close
+        time.sleep(0.3)
+    finally:
+        receiver.stop()
+    assert "Traceback" not in capfd.readouterr().err
+    assert _stored(store_file) == {}
+
+
+def test_a_client_that_sends_chunks_is_stored(receiver: Receiver, store_file: Path) -> None:
+    """The standard library's client with a body of unknown length: chunked, as Node's ``http``
+    (under the OTel JS exporter) sends it."""
+    (trace_id, body), (other_id, other) = _traces(2)
+    connection = http.client.HTTPConnection("127.0.0.1", receiver.port, timeout=10)
+    try:
+        for data in (body, gzip.compress(other)):
+            headers = {"Content-Type": "application/x-protobuf"}
+            if data is not body:
+                headers["Content-Encoding"] = "gzip"
+            pieces = iter([data[:7], data[7:100], data[100:]])
+            connection.request("POST", "/v1/traces", pieces, headers, encode_chunked=True)
+            response = connection.getresponse()
+            assert (response.status, response.read()) == (200, b"")
+    finally:
+        connection.close()
+    assert _stored(store_file) == {trace_id: 3, other_id: 3}

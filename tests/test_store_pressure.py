@@ -8,7 +8,6 @@ namespaces those tests skip and say so; the library-level tests beside them run 
 
 from __future__ import annotations
 
-import os
 import shlex
 import sqlite3
 import subprocess
@@ -22,21 +21,10 @@ import pytest
 
 from otel_replay import Store, StoreError, read_path
 from otel_replay.store import _connection
-from tests.conftest import SAMPLES
+from tests.conftest import SAMPLES, big_native_run
 
 NATIVE = SAMPLES / "incident.steps.jsonl"
 NATIVE_IDS = sorted(run.id for run in read_path(NATIVE))
-
-
-def _big_run(tmp_path: Path, size: int) -> Path:
-    """A native JSONL file with one run whose first step's output is ``size`` bytes of text."""
-    record = orjson.loads(NATIVE.read_bytes().splitlines()[0])
-    record["trajectory_id"] = "big-run"
-    # Varied text: SQLite does not compress, but keep it honest for any filesystem that would.
-    record["steps"][0]["output"] = {"content": os.urandom(size // 2).hex()}
-    path = tmp_path / "big.jsonl"
-    path.write_bytes(orjson.dumps(record) + b"\n")
-    return path
 
 
 def _runs(store: Path) -> list[str]:
@@ -104,7 +92,7 @@ def test_a_full_disk_is_named_and_the_store_stays_as_it_was(tmp_path: Path) -> N
         pages = db._db.execute("PRAGMA page_count").fetchone()[0]
         db._db.execute(f"PRAGMA max_page_count={pages + 2}")
         with pytest.raises(StoreError, match="no space left on the disk holding") as raised:
-            db.put_all(read_path(_big_run(tmp_path, 400_000)))
+            db.put_all(read_path(big_native_run(tmp_path, 400_000)))
         assert "rollback" not in str(raised.value)
         assert not db._db.in_transaction
     assert _runs(path) == before
@@ -130,7 +118,7 @@ def test_a_full_disk_from_the_cli(tmp_path: Path) -> None:
     disk = tmp_path / "disk"
     disk.mkdir()
     store = disk / "store.db"
-    big = _big_run(tmp_path, 3_000_000)
+    big = big_native_run(tmp_path, 3_000_000)
     script = "; ".join(
         [
             f"mount -t tmpfs -o size=1m tmpfs {shlex.quote(str(disk))}",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -9,7 +10,7 @@ import typer
 from rich import box
 from rich.table import Table
 
-from otel_replay._files import output_file
+from otel_replay._files import write_output
 from otel_replay.cli._common import (
     JsonOption,
     StoreOption,
@@ -53,8 +54,9 @@ def blame_command(
         if table.height == 0:
             raise ReplayError("no stored report to add up: `agent-replay attribute` keeps them")
         if out is not None:
-            with output_file(out) as handle:
-                table.write_parquet(handle) if out.suffix == ".parquet" else table.write_csv(handle)
+            written = io.BytesIO()  # in memory first: see export's Parquet (a failure said once)
+            table.write_parquet(written) if out.suffix == ".parquet" else table.write_csv(written)
+            write_output(out, written.getvalue())
             err_console.print(f"wrote {plural(table.height, 'step')} to {shown(str(out))}")
     _show(table.to_dicts(), json)
 

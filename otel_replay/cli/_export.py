@@ -3,6 +3,7 @@ run as a pytest regression test, or the repaired runs' contrastive pairs."""
 
 from __future__ import annotations
 
+import io
 import os
 from enum import Enum
 from pathlib import Path
@@ -11,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.text import Text
 
-from otel_replay._files import output_file
+from otel_replay._files import output_file, write_output
 from otel_replay.cli._common import (
     StoreOption,
     err_console,
@@ -99,8 +100,11 @@ def export_command(
             if out is None:
                 raise ReplayError("--format parquet needs --out FILE.parquet (or - for stdout)")
             frame = steps_frame(db, ids)
-            with output_file(out) as handle:
-                frame.write_parquet(handle)
+            # into memory first: polars writing a file itself says a failure as its own traceback
+            # (``ComputeError: parquet: ... underlying IO error``), output_file names the file
+            parquet = io.BytesIO()
+            frame.write_parquet(parquet)
+            write_output(out, parquet.getvalue())
             err_console.print(
                 f"wrote {plural(frame.height, 'step')} of {plural(len(ids), 'trajectory', 'trajectories')} to {out}"
             )

@@ -3,6 +3,10 @@
 * ``application/x-protobuf`` and ``application/json`` bodies (anything else: 415), plain or
   ``Content-Encoding: gzip`` (another encoding: 415); a body over ``max_body_bytes``, before or after
   inflating, is refused with 413 and never held whole.
+* A body read one way only (`otel_replay.receiver._framing`): one Content-Length of ASCII digits
+  or ``Transfer-Encoding: chunked``, whole, followed by nothing or by another request; gzip whole to
+  its last member's trailer (`otel_replay.receiver._gzip`). Anything else: 400 (another transfer
+  coding: 501), nothing stored, the connection closed: a request is stored whole or not at all.
 * 200 with an ``ExportTraceServiceResponse`` in the request's encoding; spans that cannot be decoded
   are left out and counted in its ``partial_success`` (``rejected_spans``, the first reason in
   ``error_message``). A body that is not a request: 400, with a ``google.rpc.Status`` saying why.
@@ -15,8 +19,8 @@
 
 from __future__ import annotations
 
+import sys
 import threading
-import zlib
 from collections.abc import Callable
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -28,6 +32,13 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from otel_replay.errors import ReplayError, TraceFormatError, setting
 from otel_replay.importers._request import spans_of_request
 from otel_replay.ingest import Ingested
+from otel_replay.receiver._framing import (
+    Refused,
+    content_length,
+    read_chunked,
+    refuse_unless_a_request_follows,
+)
+from otel_replay.receiver._gzip import GzipError, InflatedTooLarge, gunzip
 from otel_replay.receiver._intake import Intake, Stored, untraced_id
 from otel_replay.store import Store
 
@@ -38,12 +49,6 @@ DEFAULT_MAX_BODY_BYTES = 64 << 20
 DEFAULT_FLUSH_AFTER = 30.0
 #: How long a kept-alive connection may sit idle before it is closed (and how long a stop waits).
 IDLE_SECONDS = 2.0
-
-
-class _Refused(Exception):
-    def __init__(self, status: HTTPStatus, message: str) -> None:
-        super().__init__(message)
-        self.status = status
 
 
 class Receiver:
@@ -112,6 +117,13 @@ class _Server(ThreadingHTTPServer):
     block_on_close = True
     receiver: Receiver
 
+    def handle_error(self, request: object, client_address: object) -> None:
+        """Quiet for a client that went away (reset, closed while we wrote, silent past the idle
+        time): that is the client's business. Anything else is our bug: its traceback."""
+        if isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):
+            return
+        super().handle_error(request, client_address)  # type: ignore[arg-type]
+
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive: exporters send batch after batch
@@ -123,17 +135,18 @@ class _Handler(BaseHTTPRequestHandler):
         media = self.headers.get("Content-Type", "").split(";")[0].strip().lower()
         json = media == JSON
         try:
+            length = content_length(self.headers)  # before anything: where does this body end?
             if self.path.split("?")[0] != PATH:
-                raise _Refused(HTTPStatus.NOT_FOUND, f"no such endpoint {self.path!r}: {PATH}")
+                raise Refused(HTTPStatus.NOT_FOUND, f"no such endpoint {self.path!r}: {PATH}")
             if media not in (PROTOBUF, JSON):
-                raise _Refused(
+                raise Refused(
                     HTTPStatus.UNSUPPORTED_MEDIA_TYPE,
                     f"Content-Type {media or '(none)'!r}: send {PROTOBUF} or {JSON}",
                 )
-            body = self._body(receiver.max_body_bytes)
+            body = self._body(length, receiver.max_body_bytes)
             spans, rejected = spans_of_request(body, json=json)
             stored = receiver.intake.receive(spans, untraced_id(body))
-        except _Refused as exc:
+        except Refused as exc:
             self.close_connection = True  # what is left of the body must not be read as a request
             self._answer_status(exc.status, str(exc), json)
             return
@@ -151,49 +164,48 @@ class _Handler(BaseHTTPRequestHandler):
         self._told(HTTPStatus.OK, _summary(len(spans), len(rejected), stored))
 
     def do_GET(self) -> None:
+        self.close_connection = True  # a body it may have is not read: it must not be a request
         self._answer_status(HTTPStatus.METHOD_NOT_ALLOWED, f"POST spans to {PATH}", False)
 
     do_PUT = do_DELETE = do_PATCH = do_GET
 
-    def _body(self, limit: int) -> bytes:
-        """The request's body, inflated, refused past ``limit`` bytes without being held whole."""
-        length_header = self.headers.get("Content-Length")
-        if length_header is None:
-            self.close_connection = True
-            raise _Refused(HTTPStatus.LENGTH_REQUIRED, "send a Content-Length")
-        try:
-            length = int(length_header)
-        except ValueError:
-            length = -1
-        if length < 0:
-            raise _Refused(HTTPStatus.BAD_REQUEST, f"Content-Length {length_header!r}")
-        if length > limit:
+    def _body(self, length: int | None, limit: int) -> bytes:
+        """The request's body (``length`` bytes, or chunked with None), inflated, refused past
+        ``limit`` bytes without being held whole, and refused unless it is whole and what follows
+        it on the connection begins another request."""
+        if length is None:
+            raw = read_chunked(self.rfile, limit)
+        elif length > limit:
             self._discard(length, limit)
-            raise _Refused(
+            raise Refused(
                 HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
                 f"a body of {length} bytes is over the limit of {limit} "
                 f"({setting('max_body_bytes')})",
             )
-        raw = self.rfile.read(length)
+        else:
+            raw = self.rfile.read(length)
+            if len(raw) < length:
+                raise Refused(
+                    HTTPStatus.BAD_REQUEST,
+                    f"the body ends after {len(raw)} of the {length} bytes its Content-Length says",
+                )
+        refuse_unless_a_request_follows(self.rfile, self.connection)
         encoding = self.headers.get("Content-Encoding", "identity").strip().lower()
         if encoding in ("", "identity"):
             return raw
         if encoding != "gzip":
-            raise _Refused(
+            raise Refused(
                 HTTPStatus.UNSUPPORTED_MEDIA_TYPE,
                 f"Content-Encoding {encoding!r}: send gzip or no encoding",
             )
-        inflater = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
         try:
-            body = inflater.decompress(raw, limit + 1)
-        except zlib.error as exc:
-            raise _Refused(HTTPStatus.BAD_REQUEST, f"the body is not gzip ({exc})") from None
-        if len(body) > limit or inflater.unconsumed_tail:
-            raise _Refused(
-                HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
-                f"the body inflates past the limit of {limit} bytes ({setting('max_body_bytes')})",
-            )
-        return body
+            return gunzip(raw, limit)
+        except GzipError as exc:
+            raise Refused(HTTPStatus.BAD_REQUEST, str(exc)) from None
+        except InflatedTooLarge as exc:
+            raise Refused(
+                HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"{exc} ({setting('max_body_bytes')})"
+            ) from None
 
     def _discard(self, length: int, limit: int) -> None:
         """Read past a body refused for its size, a chunk at a time, so that the client, which
@@ -228,6 +240,8 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("Retry-After", "1")
         if self.server.receiver.stopping:
             self.close_connection = True
+        if self.close_connection:
+            self.send_header("Connection", "close")
         self.end_headers()
         self.wfile.write(body)
 
@@ -249,6 +263,7 @@ _RPC_CODES = {
     HTTPStatus.REQUEST_ENTITY_TOO_LARGE: 8,  # RESOURCE_EXHAUSTED
     HTTPStatus.UNSUPPORTED_MEDIA_TYPE: 3,
     HTTPStatus.SERVICE_UNAVAILABLE: 14,  # UNAVAILABLE
+    HTTPStatus.NOT_IMPLEMENTED: 12,
 }
 
 

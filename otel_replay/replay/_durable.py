@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from otel_replay.errors import ReplayError
+import shlex
+
+from otel_replay.errors import ReplayError, StoreError
 from otel_replay.model import Trajectory
 from otel_replay.store import Store
 
@@ -11,7 +13,8 @@ class DurableLedger:
     """A recording's run so far, kept in the store after each step (one transaction each), and
     replaced by the finished run at the end. Used in ``with``: a recording stopped by a mistake of
     the user's (an output that is not JSON, a missing resample function) takes its partial run
-    away again, so the store is as it was; only a killed process leaves one.
+    away again, so the store is as it was; only a killed process leaves one, or a store that
+    stops taking writes (a full disk, a file-size limit): its `StoreError` then says what is kept.
 
     ``keep`` is the ``ledger=`` of `record` and `resume`; ``finish`` stores what they returned::
 
@@ -23,23 +26,48 @@ class DurableLedger:
     def __init__(self, db: Store) -> None:
         self.db = db
         self.partial: str | None = None
+        self.kept_steps = 0  # how many steps the partial run kept has
+        self.agent = ""  # its agent's spec, as `record` was given it
 
     def __enter__(self) -> DurableLedger:
         return self
 
     def __exit__(self, kind: type[BaseException] | None, *rest: object) -> None:
-        if kind is not None and issubclass(kind, ReplayError) and self.partial is not None:
+        if kind is None or self.partial is None or not issubclass(kind, ReplayError):
+            return
+        if not issubclass(kind, StoreError):  # a store refusing writes would refuse this too
             self.db.delete(self.partial)
 
     def keep(self, run: Trajectory) -> None:
-        """Store the run so far (it replaces the last one kept: the partial run's id is fixed)."""
-        self.db.put(run)
-        self.partial = run.id
+        """Store the run so far (it replaces the last one kept: the partial run's id is fixed).
+        A store that refuses it keeps the last run kept, and the error says so."""
+        try:
+            self.db.put(run)
+        except StoreError as exc:
+            raise self._kept(exc) from None
+        self.partial, self.kept_steps = run.id, len(run.steps)
+        self.agent = str(run.metadata.get("agent") or "")
+
+    def _kept(self, exc: StoreError) -> StoreError:
+        """``exc``, saying what of the run the store holds."""
+        if self.partial is None or exc.refused is None:
+            return exc  # nothing of the run stored yet: the store is as it was, as ``exc`` says
+        steps = "its first step" if self.kept_steps == 1 else f"its first {self.kept_steps} steps"
+        agent = f" --agent {shlex.quote(self.agent)}" if self.agent else ""
+        return StoreError(
+            f"{exc.refused}; the run so far ({steps}) is kept as run {self.partial}: "
+            f"{exc.fix}, then `agent-replay resume {self.partial}{agent}` continues it",
+            refused=exc.refused,
+            fix=exc.fix,
+        )
 
     def finish(self, run: Trajectory) -> None:
         """Store the finished run and, in the same transaction, remove the partial one."""
-        with self.db.transaction():
-            self.db.put(run)
-            if self.partial is not None and self.partial != run.id:
-                self.db.delete(self.partial)
+        try:
+            with self.db.transaction():
+                self.db.put(run)
+                if self.partial is not None and self.partial != run.id:
+                    self.db.delete(self.partial)
+        except StoreError as exc:
+            raise self._kept(exc) from None
         self.partial = None

@@ -302,11 +302,11 @@ def write_lock(db: sqlite3.Connection, on_wait: Callable[[], None] | None) -> It
     _patiently(lambda: db.execute("BEGIN IMMEDIATE"), on_wait)
     try:
         yield
+        db.execute("COMMIT")  # a write refused here (a file-size limit) rolls back too
     except BaseException:
         if db.in_transaction:
             db.execute("ROLLBACK")
         raise
-    db.execute("COMMIT")
 
 
 def _connect(path: Path) -> sqlite3.Connection:
@@ -344,7 +344,10 @@ def _connect_read_only(path: Path) -> sqlite3.Connection:
     return db
 
 
-_SQLITE_READONLY, _SQLITE_FULL = 8, 13  # SQLite's result codes; the module names them from 3.11
+_SQLITE_READONLY, _SQLITE_IOERR, _SQLITE_FULL = 8, 10, 13  # the module names them from 3.11
+#: The most SQLite writes past a file's end at once: a WAL frame (a 24-byte header and a page of
+#: the largest size).
+_LARGEST_WRITE = 24 + 65536
 
 
 def _cannot_write(path: Path) -> bool:
@@ -360,15 +363,48 @@ def translated(path: Path, exc: sqlite3.DatabaseError) -> StoreError | None:
     code = getattr(exc, "sqlite_errorcode", 0) & 0xFF  # the primary result code (Python 3.11+)
     if code == _SQLITE_FULL or "disk is full" in str(exc):
         device = os.path.dirname(os.path.abspath(path)) or "."
-        return StoreError(
-            f"no space left on the disk holding {device} (writing {path}); nothing was written, "
-            "the store is as it was: free some space and run the command again"
+        return _refused(
+            f"no space left on the disk holding {device} (writing {path})",
+            "the store is as it was",
+            "free some space",
+        )
+    if code == _SQLITE_IOERR and (limit := _size_limit_reached(path)) is not None:
+        return _refused(
+            f"the file-size limit of this process (RLIMIT_FSIZE, `ulimit -f`: {limit} bytes) "
+            f"stopped the writing of store {path}",
+            "the store holds what it held before",
+            "raise the limit",
         )
     if code == _SQLITE_READONLY or "readonly" in str(exc) or _cannot_write(path):
         return StoreError(
             f"store {path} is read-only here; commands that add runs (import, record, fork) "
             "need a store they can write"
         )
+    return None
+
+
+def _refused(what: str, kept: str, fix: str) -> StoreError:
+    """A write the store refused (SQLite rolled it back): what stopped it, what the store keeps,
+    what to do."""
+    message = f"{what}; nothing was written, {kept}: {fix} and run the command again"
+    return StoreError(message, refused=what, fix=fix)
+
+
+def _size_limit_reached(path: Path) -> int | None:
+    """The process's file-size limit in bytes when one of the store's files has grown to it (SQLite
+    says only ``disk I/O error`` for the ``EFBIG`` it met); None when there is no limit or no file
+    is near it."""
+    try:
+        import resource
+    except ImportError:  # not POSIX: no such limit
+        return None
+    limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+    if limit == resource.RLIM_INFINITY:
+        return None
+    for suffix in ("", "-wal", "-journal"):
+        with contextlib.suppress(OSError):
+            if os.path.getsize(f"{path}{suffix}") + _LARGEST_WRITE > limit:
+                return limit
     return None
 
 
