@@ -28,9 +28,10 @@ from otel_replay.redaction import REDACTED, Redactor, redact_run
 from tests.cli_helpers import invoke, ok, one_line_error
 
 KEY = "sk-live-ABC123def456"  # what the agent's exception and the tool let out
-TOKEN = "tok-5521"  # a secret of the user's own, caught by their pattern
+TOKEN = "tok-552183907461"  # a secret of the user's own, caught by their pattern
 OPENAI_KEY = "sk-proj-Zq8xW3vB7nM1kL5jH9gF2dS6aP0oI4uY"  # caught by --redact-common
-SECRETS = ("ABC123def456", "5521", "Zq8xW3vB7nM1kL5jH9gF2dS6aP0oI4uY")
+#: what must never be found: long enough that no hash, id or clock in a store holds one by chance
+SECRETS = ("ABC123def456", "552183907461", "Zq8xW3vB7nM1kL5jH9gF2dS6aP0oI4uY")
 
 AGENT = """
 def main(ctx, order="A-1"):
