@@ -233,9 +233,7 @@ class StoreError(ReplayError):
         fix: what the user can do about it (``free some space``).
     """
 
-    def __init__(
-        self, message: str, *, refused: str | None = None, fix: str | None = None
-    ) -> None:
+    def __init__(self, message: str, *, refused: str | None = None, fix: str | None = None) -> None:
         super().__init__(message)
         self.refused, self.fix = refused, fix
 

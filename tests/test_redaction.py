@@ -359,6 +359,51 @@ def test_serve_and_import_offer_the_options(runner: CliRunner, store_path: Path)
         assert "--redact-common" in shown and "--redact " in shown
 
 
+LOOKUP_AGENT = """
+def main(ctx, order="A-1"):
+    late = ctx.rng.random() < 0.5
+    found = ctx.tool("lookup", produce=lambda: {"status": "late" if late else "ok"}, order=order)
+    return "refund" if found["status"].startswith("ok") else "sorry"
+"""
+
+#: resample functions that know the secret: what they return is new to the run, not its record
+LOOKUP_TOOLS = """
+from otel_replay import resampler
+
+
+@resampler("tool", name="lookup")
+def lookup(step, ctx):
+    return {"status": "ok, use {TOKEN}" if ctx.rng.random() < 0.5 else "late"}
+
+
+def outcome(run):
+    return 1.0 if str(run.steps[0].output.get("status", "")).startswith("ok") else 0.0
+""".replace("{TOKEN}", TOKEN)
+
+
+def test_the_repair_a_resample_function_offers_is_redacted_as_the_run_is(
+    runner: CliRunner, store_path: Path, tmp_path: Path
+) -> None:
+    """Before: the repair (a resample function's output on a rollout) was printed, written to the
+    report and stored with the report as the function returned it."""
+    agent, tools = tmp_path / "lookup_agent.py", tmp_path / "lookup_tools.py"
+    agent.write_text(LOOKUP_AGENT, encoding="utf-8")
+    tools.write_text(LOOKUP_TOOLS, encoding="utf-8")
+    recorded = invoke(runner, store_path, "record", "--agent", f"{agent}:main", "--seed", "1",
+                      "--redact", r"tok-\d+", "--verifier", f"{tools}:outcome", "--json")  # fmt: skip
+    run_id = orjson.loads(recorded.stdout)["id"]
+    assert orjson.loads(recorded.stdout)["outcome"] == 0.0  # seed 1: the lookup came back late
+    report = tmp_path / "report.json"
+    result = ok(invoke(runner, store_path, "attribute", run_id, "--resamplers", str(tools),
+                       "--verifier", f"{tools}:outcome", "--repair", "--rollouts", "64",
+                       "--out", str(report)))  # fmt: skip
+    assert 'returning {"status":"ok, use [REDACTED]"}' in result.stdout
+    assert orjson.loads(report.read_bytes())["repair"]["output"] == {"status": "ok, use [REDACTED]"}
+    assert _leaks(result.stdout + result.stderr) == []
+    assert _leaks(report.read_bytes()) == []
+    assert _leaks(_store_bytes(store_path)) == []
+
+
 # --- replay and resume of a redacted recording, from Python ------------------------------------
 
 

@@ -154,6 +154,10 @@ def attribute(
     repair, repair_note = None, None
     if config.repair and mode is Mode.FAILURE:
         repair, repair_note = _repair(engine, found, resamplable, config)
+    if repair is not None and engine.scrub:  # what a resample function returned, as the run is
+        repair = dataclasses.replace(
+            repair, output=engine.scrub(repair.output), plan=engine.scrub.text(repair.plan)
+        )
     explanation = told(
         _explain(trajectory, mode, found, config), engine.rollouts, evidence, stopped
     )

@@ -160,8 +160,9 @@ class Engine:
         resamplable: Sequence[int] | None = None,
     ) -> None:
         self.factual = factual
-        # the run's redact patterns: what a rollout keeps, and the crashes and errors it reports
-        self._scrub = Redactor(patterns_of(factual))
+        # the run's redact patterns: what a rollout keeps, the crashes and errors it reports, the
+        # repair it finds
+        self.scrub = Redactor(patterns_of(factual))
         self.shipper = shipper
         self.registry = registry
         self.verifier = verifier
@@ -241,14 +242,14 @@ class Engine:
             return Outcome(task[0], task[1], 0.0, False, 0, None, unservable=call, draws=draws)
         if self.config.on_resampler_error is not OnResamplerError.FAIL_ROLLOUT:
             raise exc
-        return Outcome(task[0], task[1], 0.0, True, 0, None, self._scrub.text(str(exc)))
+        return Outcome(task[0], task[1], 0.0, True, 0, None, self.scrub.text(str(exc)))
 
     def _scored(self, plan: Plan, result: Rollout) -> Outcome:
         crash = result.trajectory.metadata.get("agent_error")
         if crash is not None and not str(crash).startswith(_WORLD_FAILED):
             return Outcome(
                 plan, result.index, 0.0, False, result.step_executions, result.trajectory,
-                crash=self._scrub.text(str(crash)), draws=result.draws, spend=self._spent(result),
+                crash=self.scrub.text(str(crash)), draws=result.draws, spend=self._spent(result),
             )  # fmt: skip
         value = score(self.verifier, result.trajectory)
         failed = value < self.config.fail_threshold
@@ -381,7 +382,7 @@ class Engine:
             metadata=metadata,
         )
         # stored and sent as the run it rolls out is: with its patterns applied to all it made
-        kept = redact_run(kept, self._scrub.patterns)
+        kept = redact_run(kept, self.scrub.patterns)
         self._kept[key] = KeptRollout(plan.identity, outcome.index, kept, outcome.score)
 
     @property
