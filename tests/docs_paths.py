@@ -5,7 +5,7 @@ A command's arguments are read as bash splits them. An argument is a path when i
 file suffix (``examples/incident/agent.py:investigate`` is the file before the colon); ``python -m
 examples.incident.fleet`` names a module of the repository's. URLs, JSON, options, ``$VARIABLES``,
 absolute paths and globs are not paths here. A path a command writes (``--out``, ``--html``,
-``--otlp-out``, a ``>`` redirection, ``mkdir``, ``gzip -k``, ``python -m venv``) is made, so later commands of
+``--otlp-out``, the ``--store`` of ``import``, ``record`` or ``serve``, a ``>`` redirection, ``mkdir``, ``gzip -k``, ``python -m venv``) is made, so later commands of
 the page may read it, and so may the store folder ``.agent-replay`` any command makes.
 
 A runnable block runs in a folder that holds copies of `COPIED` only, so what it reads must be in
@@ -28,6 +28,11 @@ SUFFIXES = {
     ".txt", ".yaml", ".yml", ".zst",
 }  # fmt: skip
 WRITES = {"--out", "--html", "--otlp-out", "-o"}  # options whose value is a file the command writes
+STORE_MAKERS = {
+    "import",
+    "record",
+    "serve",
+}  # the commands whose --store is made when it is not there
 REDIRECTS = {">", ">>"}
 ALWAYS_MADE = (
     PurePosixPath(".agent-replay"),
@@ -126,14 +131,15 @@ def _reads(words: list[str]) -> Iterator[PurePosixPath]:
 def _writes(words: list[str]) -> Iterator[PurePosixPath]:
     for simple in _simple_commands(words):
         makes = _MAKERS.get(simple[0], "")
+        writes = WRITES | ({"--store"} if STORE_MAKERS & set(simple[1:3]) else set())
         for index, word in enumerate(simple[1:], start=1):
             previous = simple[index - 1]
             option, _, value = word.partition("=")
-            if option in WRITES and value:
+            if option in writes and value:
                 yield PurePosixPath(value)
             elif word.startswith("-"):
                 continue
-            elif previous in WRITES | REDIRECTS or previous == "venv":
+            elif previous in writes | REDIRECTS or previous == "venv":
                 yield PurePosixPath(word)
             elif makes:
                 yield PurePosixPath(makes.format(word))
