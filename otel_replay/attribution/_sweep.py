@@ -18,7 +18,6 @@ that would spend more than it (`Rollouts.affordable`), the cells left open readi
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -185,13 +184,6 @@ def fault_intervention(run: Trajectory, at: int, name: str, registry: Registry) 
     return Intervention.observe(made, None)
 
 
-def fault_plan(run: Trajectory, at: int, name: str, intervention: Intervention) -> Plan:
-    """Hold before ``at``, inject the fault there, resample every later step: a plan whose
-    identity names the step and the fault, so its random streams are its own."""
-    made = Plan.intervene(len(run.steps), at, intervention)
-    return dataclasses.replace(made, identity=f"fault:{at}:{name}:{made.identity}")
-
-
 @dataclass(frozen=True, slots=True)
 class SweepPlan:
     """The cells of a sweep, before anything runs: their plans, what each costs a rollout."""
@@ -232,7 +224,13 @@ def plan_sweep(
     for at in indices:
         for name in names:
             cells.append(
-                (at, name, fault_plan(run, at, name, fault_intervention(run, at, name, registry)))
+                (
+                    at,
+                    name,
+                    Plan.faulted(
+                        len(run.steps), at, name, fault_intervention(run, at, name, registry)
+                    ),
+                )
             )
     swept = tuple(SweptStep(i, run.steps[i].kind.value, run.steps[i].name) for i in indices)
     resamplable = tuple(resamplable_steps(run, registry, agent_driven))

@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from otel_replay.attribution._stats import WILSON, wilson
 from otel_replay.attribution._sweep import CellVerdict, SweepResult
 
-
 #: How a sentence says a built-in fault.
 _DOING = {
     "error": "failing",
