@@ -128,7 +128,9 @@ def sweep_command(
     json: JsonOption = False,
     store: StoreOption = None,
 ) -> None:
-    """Inject each fault at each chosen step of a run and estimate how often the run then fails: which single fault breaks a passing run, which would not have mattered to a failing one."""
+    """Inject each fault at each chosen step of a run and estimate how often the run then
+    fails: which single fault breaks a passing run, which would not have mattered to a failing
+    one."""
     with user_errors():
         if max(0, rollouts) < 1:
             raise ReplayError(f"--rollouts {rollouts}: a cell needs at least one rollout")
