@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import jsonschema
 import pytest
+from jsonschema import Draft202012Validator
 from typer.testing import CliRunner
 
 from otel_replay.report._sweep import SWEEP_SCHEMA
@@ -36,7 +36,7 @@ def test_the_report_and_the_page(runner: CliRunner, samples: Path, tmp_path: Pat
     args = ("sweep", "incident-pass", *CODE, *SMALL, "--out", str(report), "--html", str(page))
     ok(invoke(runner, samples, *args))
     written = json.loads(report.read_text())
-    jsonschema.validate(written, SWEEP_SCHEMA)
+    Draft202012Validator(SWEEP_SCHEMA).validate(written)
     assert written["passed"] and written["flips"] == [{"step": 3, "fault": "empty"}]
     assert written["rerun"].startswith("agent-replay sweep incident-pass --faults empty,error")
     assert '<table class="heat">' in page.read_text()
