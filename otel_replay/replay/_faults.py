@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar, overload
 
-from otel_replay.errors import InterventionError
+from otel_replay.errors import InterventionError, RegistrationError
 from otel_replay.replay._plan import Intervention
 from otel_replay.resamplers._faults import FAILURES
 from otel_replay.resamplers._registry import current_registry
@@ -69,6 +69,10 @@ def fault(name: str, recorded_output: Any = _NAME_ONLY) -> Intervention | Callab
     (or returns) `otel_replay.StepFailed` to make it fail; it is called once per step it is
     injected at, when the sweep is planned, so it draws nothing at random."""
     if recorded_output is _NAME_ONLY:
+        if not isinstance(name, str):  # a bare @fault: the function came as the name
+            raise RegistrationError(
+                f"@fault needs the fault's name, as in @fault('stale'); got {name!r}"
+            )
         return current_registry().fault(name)
     make = FAULTS.get(name)
     if make is None:

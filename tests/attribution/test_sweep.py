@@ -24,6 +24,7 @@ from otel_replay import (
     Store,
     Trajectory,
     UserCode,
+    fault,
     read_path,
     sweep,
     sweep_stored,
@@ -68,8 +69,8 @@ def test_each_cell_interval_covers_the_planted_rate() -> None:
     for cell in result.cells:
         truth = _module(registry)["TRUTH"][(cell.step, cell.fault)]
         assert cell.low <= truth <= cell.high, (cell, truth)
-    for fault in FAULTS:
-        harmless = result.cell(2, fault)
+    for name in FAULTS:
+        harmless = result.cell(2, name)
         assert harmless.failures == 0 and harmless.n == result.looks[1] == 12, harmless
         assert harmless.verdict is CellVerdict.PASSES
     assert {(c.step, c.fault) for c in result.flips} >= {
@@ -168,6 +169,19 @@ def test_a_fault_is_checked_when_registered() -> None:
         registry.add_fault("slow", lambda step: None)
     with pytest.raises(RegistrationError, match="without commas"):
         registry.add_fault("a,b", lambda step: None)
+    with registry.collecting(), pytest.raises(RegistrationError, match="needs the fault's name"):
+
+        @fault  # type: ignore[arg-type]
+        def bare(step: Step) -> Any:
+            return None
+
+    with registry.collecting():
+
+        @fault("cold")
+        def cold(step: Step) -> Any:
+            return None
+
+    assert sorted(registry.faults) == ["cold", "slow"] and registry.faults["cold"] is cold
 
 
 def _stored(tmp_path: Path) -> Store:
