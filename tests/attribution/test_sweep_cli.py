@@ -10,6 +10,7 @@ import pytest
 from jsonschema import Draft202012Validator
 from typer.testing import CliRunner
 
+from otel_replay.cli import app
 from otel_replay.report._sweep import SWEEP_SCHEMA
 from tests.cli_helpers import invoke, ok, one_line_error
 from tests.conftest import ROOT, SAMPLES
@@ -42,6 +43,11 @@ def test_the_report_and_the_page(runner: CliRunner, samples: Path, tmp_path: Pat
     assert '<table class="heat">' in page.read_text()
     printed = ok(invoke(runner, samples, "sweep", "incident-pass", *CODE, *SMALL, "--json"))
     assert json.loads(printed.stdout) == written  # same seed, same report
+
+
+def test_report_schema_prints_the_sweep_reports(runner: CliRunner) -> None:
+    out = ok(runner.invoke(app, ["report", "schema", "--sweep"])).stdout
+    assert json.loads(out) == SWEEP_SCHEMA
 
 
 def test_a_dry_run(runner: CliRunner, samples: Path) -> None:
