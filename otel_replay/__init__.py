@@ -51,9 +51,11 @@ if TYPE_CHECKING:
         Threads,
     )
     from otel_replay.fleet import (
+        FragilityRow,
         Selection,
         attribute_runs,
         blame,
+        fragility,
         pairs,
     )
     from otel_replay.frame import (
@@ -158,6 +160,7 @@ __all__ = [
     "Driver",
     "EditedContentError",
     "Format",
+    "FragilityRow",
     "Intervention",
     "InterventionError",
     "Judge",
@@ -220,6 +223,7 @@ __all__ = [
     "fault",
     "fork",
     "fork_move",
+    "fragility",
     "html_report",
     "instrument",
     "keep_fork",
