@@ -24,7 +24,14 @@ from dataclasses import dataclass
 from enum import Enum
 
 from otel_replay.attribution._config import AttributionConfig
-from otel_replay.attribution._engine import Engine, Outcome, Progress, Spending, resamplable_steps
+from otel_replay.attribution._engine import (
+    Engine,
+    Outcome,
+    Progress,
+    Shipper,
+    Spending,
+    resamplable_steps,
+)
 from otel_replay.attribution._sequential import FIRST_LOOK, GROWTH, Rollouts
 from otel_replay.attribution._spend import NOTHING, Pricing, Spend
 from otel_replay.attribution._stats import EXACT_PROPORTION, proportion_interval
@@ -248,12 +255,14 @@ def sweep(
     progress: Progress | None = None,
     spending: Spending | None = None,
     how: str = "trace",
+    shipper: Shipper | None = None,
 ) -> SweepResult:
     """The fragility map of ``run``: each of ``faults`` injected at each step ``steps`` names
     (kinds, names or indices; every tool step by default), the later steps resampled by
     ``registry`` (or re-run by ``driver``: the chat loop, a live agent), each cell's rollouts
     scored by the registry's verifier. ``config`` gives the seed, ``max_rollouts`` per cell, the
-    budget, the fail threshold and the workers.
+    budget, the fail threshold and the workers; ``shipper`` runs the rollouts elsewhere (a
+    process pool, Ray: see `sweep_stored`), with the same result.
 
     Raises:
         VerifierError: no verifier is registered.
@@ -269,7 +278,7 @@ def sweep(
     planned = plan_sweep(run, registry, faults, steps, config, driver is not None)
     factual_score = score(registry.verifier, run)
     engine = Engine(
-        run, registry, registry.verifier, config, progress, driver, spending,
+        run, registry, registry.verifier, config, progress, driver, spending, shipper,
         resamplable=list(planned.resamplable),
     )  # fmt: skip
     if config.budget is not None:

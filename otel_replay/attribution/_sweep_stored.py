@@ -6,11 +6,13 @@ tool-calling run, a live ``--agent``, else the walk of the record)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 
 from otel_replay.attribution._config import AttributionConfig
 from otel_replay.attribution._engine import Progress, Spending
-from otel_replay.attribution._run import _prepare, job_of
+from otel_replay.attribution._run import Executor, RolloutWork, _prepare, job_of
 from otel_replay.attribution._sweep import SweepCost, SweepResult, sweep, sweep_cost
+from otel_replay.executors._base import ExecutorKind
 from otel_replay.resamplers import UserCode
 from otel_replay.resamplers._judge import Judge
 from otel_replay.store import Store
@@ -25,14 +27,23 @@ def sweep_stored(
     code: UserCode,
     progress: Progress | None = None,
     spending: Spending | None = None,
+    executor: Executor | None = None,
 ) -> SweepResult:
-    """`sweep` the stored run ``id_or_prefix`` with ``code`` (module docstring)."""
+    """`sweep` the stored run ``id_or_prefix`` with ``code`` (module docstring). ``executor`` (a
+    process pool, Ray) runs the rollouts elsewhere, in batches, each worker building the driver
+    once from the job, as `attribute_stored`'s do; the result is the same as on threads."""
     registry = code.registry()
-    prepared = _prepare(job_of(store, id_or_prefix, config, code), registry)
+    elsewhere = executor is not None and not executor.on_this_machine
+    job = job_of(store, id_or_prefix, config, code, elsewhere=elsewhere)
+    prepared = _prepare(job, registry)
+    shipper = None
+    if executor is not None and executor.kind is not ExecutorKind.THREADS:
+        shipper = partial(executor.map, RolloutWork(job))
     try:
         return sweep(
             prepared.trajectory, prepared.registry, faults, steps, config,
             driver=prepared.driver, progress=progress, spending=spending, how=prepared.how,
+            shipper=shipper,
         )  # fmt: skip
     finally:
         prepared.built.close()

@@ -27,6 +27,7 @@ from otel_replay.cli._code import (
 )
 from otel_replay.cli._common import JsonOption, StoreOption, user_errors
 from otel_replay.errors import ReplayError
+from otel_replay.executors._base import ExecutorKind
 from otel_replay.model import FAIL_THRESHOLD
 
 #: The most rollouts per cell when --rollouts is not given.
@@ -106,7 +107,19 @@ def sweep_command(
     fail_threshold: Annotated[
         float, typer.Option(help="Outcome below this is a failure.")
     ] = FAIL_THRESHOLD,
-    workers: Annotated[int, typer.Option(help="Threads at work (same results for any).")] = 1,
+    executor: Annotated[
+        ExecutorKind,
+        typer.Option(metavar="EXECUTOR", help="Where rollouts go: threads, process, ray."),
+    ] = ExecutorKind.THREADS,
+    ray_address: Annotated[
+        str | None,
+        typer.Option(
+            help="--executor ray: a cluster's address (default: a local Ray for the run)."
+        ),
+    ] = None,
+    workers: Annotated[
+        int, typer.Option(help="Threads, processes or Ray CPUs at work (same results for any).")
+    ] = 1,
     entry_points: Annotated[
         bool, typer.Option(help="Also load installed otel_replay.resamplers entry points.")
     ] = True,
@@ -148,14 +161,16 @@ def sweep_command(
         step_words = [w.strip() for s in steps or () for w in s.split(",") if w.strip()] or None
         if (run_id is None) == (where is None and since is None):
             raise ReplayError("name one run (ID), or choose runs with --where")
+    from otel_replay.cli._executing import Running
     from otel_replay.cli._sweep_view import run_many, run_one
 
+    running = Running(executor, ray_address)
     if run_id is not None:
         run_one(store, run_id, fault_names, step_words, config, code,
-                (json_out, html_out), json=json, dry_run=dry_run)  # fmt: skip
+                (json_out, html_out), running, json=json, dry_run=dry_run)  # fmt: skip
     else:
         if json_out is not None or html_out is not None or dry_run:
             with user_errors():
                 raise ReplayError("--out, --html and --dry-run take one run: name it (ID)")
         run_many(store, (where, since, limit, fail_threshold), fault_names, step_words,
-                 config, code, json=json)  # fmt: skip
+                 config, code, running, json=json)  # fmt: skip

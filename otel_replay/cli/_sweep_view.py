@@ -24,6 +24,7 @@ from otel_replay.cli._common import (
     shown,
     user_errors,
 )
+from otel_replay.cli._executing import Running, executing
 from otel_replay.errors import AttributionError, ReplayError
 from otel_replay.fleet import Selection
 from otel_replay.fleet._fragility import fragility
@@ -46,6 +47,7 @@ def run_one(
     config: AttributionConfig,
     code: UserCode,
     outputs: tuple[Path | None, Path | None],
+    running: Running,
     *,
     json: bool,
     dry_run: bool,
@@ -60,8 +62,14 @@ def run_one(
             return
         with open_store(store) as db:
             sweep_cost_stored(db, run_id, faults, steps, config, code)  # its mistakes, said first
-        with open_store(store) as db, progress_bar(config) as (progress, spending):
-            result = sweep_stored(db, run_id, faults, steps, config, code, progress, spending)
+        with (
+            open_store(store) as db,
+            executing(running, config.workers) as executor,
+            progress_bar(config) as (progress, spending),
+        ):
+            result = sweep_stored(
+                db, run_id, faults, steps, config, code, progress, spending, executor
+            )
         report = build_sweep_report(result, rerun_sweep(result, config, code, steps))
         data = dumps_sweep_report(report)
         if json_out is not None:
@@ -84,6 +92,7 @@ def run_many(
     steps: Sequence[str] | None,
     config: AttributionConfig,
     code: UserCode,
+    running: Running,
     *,
     json: bool,
 ) -> None:
@@ -93,7 +102,11 @@ def run_many(
     results: list[SweepResult] = []
     skipped: list[str] = []
     with user_errors():
-        with open_store(store) as db, progress_bar(config) as (progress, spending):
+        with (
+            open_store(store) as db,
+            executing(running, config.workers) as executor,
+            progress_bar(config) as (progress, spending),
+        ):
             selection = Selection(where=where, since=since, limit=limit, fail_threshold=threshold)
             ids = selection.runs(db)
             if not ids:
@@ -101,7 +114,9 @@ def run_many(
             for run_id in ids:
                 try:
                     results.append(
-                        sweep_stored(db, run_id, faults, steps, config, code, progress, spending)
+                        sweep_stored(
+                            db, run_id, faults, steps, config, code, progress, spending, executor
+                        )
                     )
                 except AttributionError as exc:  # --steps names none of this run's steps
                     skipped.append(f"{run_id[:12]}: {exc}")

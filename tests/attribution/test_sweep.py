@@ -268,3 +268,22 @@ def test_the_intervals_cover_the_planted_rates_over_seeds() -> None:
             cells += 1
             misses += not cell.low <= truth[(cell.step, cell.fault)] <= cell.high
     assert cells == 200 and misses <= 10, misses
+
+
+def test_same_report_on_a_process_pool(tmp_path: Path) -> None:
+    """The stored planted run swept on threads and on two processes: the same report, byte for
+    byte (a rollout is a pure function of the seed, the cell's plan and its number)."""
+    from otel_replay import Processes, Threads
+
+    code = UserCode(resamplers=(str(SCM / "faults.py"),), entry_points=False)
+    reports = []
+    with Store.open(tmp_path / "store.db") as store:
+        ingest(store, read_path(SCM / "faults.jsonl"))
+        for executor in (Threads(2), Processes(2)):
+            try:
+                made = sweep_stored(store, "scm-faults", FAULTS, None, _config(max_rollouts=16),
+                                    code, executor=executor)  # fmt: skip
+            finally:
+                executor.close()
+            reports.append(dumps_sweep_report(build_sweep_report(made)))
+    assert reports[0] == reports[1]
