@@ -202,9 +202,13 @@ def _render(result: SweepResult) -> None:
         same = [c for c in result.cells if c.verdict is CellVerdict.FAILS]
         console.print(
             f"faults that would not have mattered (it still fails): {len(same)} of "
-            f"{len(result.cells)} cells",
+            f"{len(result.cells)} cells{':' if same else ''}",
             highlight=False,
         )
+        for step in result.steps:
+            faults = [c.fault for c in same if c.step == step.index]
+            if faults:
+                console.print(f"  {shown(names[step.index])}: {shown(', '.join(faults))}")
     for note in result.notes:
         console.print(f"note: {shown(note)}", highlight=False)
     console.print(
