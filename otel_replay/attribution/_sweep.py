@@ -35,7 +35,13 @@ from otel_replay.attribution._engine import (
 from otel_replay.attribution._sequential import FIRST_LOOK, GROWTH, Rollouts
 from otel_replay.attribution._spend import NOTHING, Pricing, Spend
 from otel_replay.attribution._stats import EXACT_PROPORTION, proportion_interval
-from otel_replay.errors import AttributionError, InterventionError, VerifierError, setting
+from otel_replay.errors import (
+    AttributionError,
+    CanonicalJSONError,
+    InterventionError,
+    VerifierError,
+    setting,
+)
 from otel_replay.hashing import canonical_json
 from otel_replay.model import StepKind, Trajectory
 from otel_replay.replay import Plan
@@ -147,8 +153,7 @@ def chosen_steps(run: Trajectory, steps: Sequence[str] | None) -> list[int]:
                 )
             chosen.add(index)
             continue
-        hits = {s.index for s in run.steps if (s.kind.value == word if word in kinds else False)}
-        hits |= {s.index for s in run.steps if s.name == word}
+        hits = {s.index for s in run.steps if s.kind.value == word or s.name == word}
         if not hits:
             names = sorted({s.name for s in run.steps})
             raise AttributionError(
@@ -181,7 +186,7 @@ def fault_intervention(run: Trajectory, at: int, name: str, registry: Registry) 
         return Intervention.observe(None, str(made) or f"injected fault: {name}")
     try:
         canonical_json(made)
-    except Exception as exc:
+    except CanonicalJSONError as exc:
         raise InterventionError(
             f"fault {name!r} ({describe(function)}) returned a value that is not JSON at step "
             f"{at}: {exc}"

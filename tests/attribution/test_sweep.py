@@ -287,3 +287,13 @@ def test_same_report_on_a_process_pool(tmp_path: Path) -> None:
                 executor.close()
             reports.append(dumps_sweep_report(build_sweep_report(made)))
     assert reports[0] == reports[1]
+
+
+def test_a_user_fault_that_returns_no_json_value_is_refused_before_any_rollout() -> None:
+    run, registry = _planted()
+    registry.add_fault("odd", lambda step: {1, 2})
+    with pytest.raises(
+        InterventionError, match=r"fault 'odd' .* returned a value that is not JSON"
+    ):
+        sweep(run, registry, ["odd"], None, _config())
+    assert _module(registry)["CALLS"] == []
