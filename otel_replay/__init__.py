@@ -21,9 +21,12 @@ if TYPE_CHECKING:
         OnResamplerError,
         OnSuccess,
         Strategy,
+        SweepResult,
         Verdict,
         attribute,
         attribute_stored,
+        sweep,
+        sweep_stored,
     )
     from otel_replay.errors import (
         AgentError,
@@ -48,9 +51,11 @@ if TYPE_CHECKING:
         Threads,
     )
     from otel_replay.fleet import (
+        FragilityRow,
         Selection,
         attribute_runs,
         blame,
+        fragility,
         pairs,
     )
     from otel_replay.frame import (
@@ -155,6 +160,7 @@ __all__ = [
     "Driver",
     "EditedContentError",
     "Format",
+    "FragilityRow",
     "Intervention",
     "InterventionError",
     "Judge",
@@ -193,6 +199,7 @@ __all__ = [
     "Store",
     "StoreError",
     "Strategy",
+    "SweepResult",
     "Threads",
     "ToolSource",
     "TraceFormatError",
@@ -216,6 +223,7 @@ __all__ = [
     "fault",
     "fork",
     "fork_move",
+    "fragility",
     "html_report",
     "instrument",
     "keep_fork",
@@ -233,6 +241,8 @@ __all__ = [
     "score",
     "step",
     "steps_frame",
+    "sweep",
+    "sweep_stored",
     "tool",
     "uninstrument",
     "verifier",

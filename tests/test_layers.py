@@ -91,7 +91,7 @@ def test_cli_commands_are_thin() -> None:
 
 
 # The prefixes `otel_replay.replay.Plan` gives identities; nothing else spells them.
-_PLAN_PREFIXES = ("ablate_from:", "coalition:", "forced:", "repair-baseline:")
+_PLAN_PREFIXES = ("ablate_from:", "coalition:", "fault:", "forced:", "repair-baseline:")
 
 
 def test_plan_identities_are_made_only_by_plan() -> None:

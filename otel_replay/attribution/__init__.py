@@ -28,6 +28,8 @@ if TYPE_CHECKING:
     )
     from otel_replay.attribution._results import AttributionResult, Mode, Verdict
     from otel_replay.attribution._run import attribute_stored
+    from otel_replay.attribution._sweep import SweepResult, sweep
+    from otel_replay.attribution._sweep_stored import sweep_stored
     from otel_replay.replay import Driver
 
 __all__ = [
@@ -39,9 +41,12 @@ __all__ = [
     "OnResamplerError",
     "OnSuccess",
     "Strategy",
+    "SweepResult",
     "Verdict",
     "attribute",
     "attribute_stored",
+    "sweep",
+    "sweep_stored",
 ]
 
 __getattr__, __dir__ = lazy_exports(__name__, __all__)

@@ -89,6 +89,14 @@ COMMANDS: dict[str, LazyCommand] = {
         "Attribute a failed run to the step where its failure became inevitable; or many runs.",
         f"agent-replay attribute incident-fail {_TOOLS} --out report.json",
     ),
+    "sweep": _command(
+        "_sweep",
+        "sweep_command",
+        "Inject each fault at each chosen step of a run and estimate how often the run then "
+        "fails: which single fault breaks a passing run, which would not have mattered to a "
+        "failing one.",
+        f"agent-replay sweep incident-fail {_TOOLS} --success-if v841 --rollouts 8",
+    ),
     "blame": _command(
         "_blame",
         "blame_command",

@@ -24,8 +24,18 @@ report_app = typer.Typer(
 
 
 @report_app.command("schema")
-def schema_command() -> None:
+def schema_command(
+    sweep: Annotated[
+        bool,
+        typer.Option("--sweep", help="The sweep report's (agent-replay sweep --out) instead."),
+    ] = False,
+) -> None:
     """Print the JSON Schema of the attribution report."""
+    if sweep:
+        from otel_replay.report._sweep import SWEEP_SCHEMA
+
+        print_json(SWEEP_SCHEMA)
+        return
     from otel_replay.report import REPORT_SCHEMA
 
     print_json(REPORT_SCHEMA)

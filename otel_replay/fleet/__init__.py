@@ -1,5 +1,6 @@
 """Many runs: attribute a selection of stored runs over an executor, keep each report in the store,
-blame steps across the reports, and export contrastive pairs. Exports load on first use."""
+blame steps across the reports, add fragility maps up by step and fault, and export contrastive
+pairs. Exports load on first use."""
 
 from __future__ import annotations
 
@@ -10,13 +11,16 @@ from otel_replay._lazy import lazy_exports
 if TYPE_CHECKING:
     from otel_replay.fleet._batch import attribute_runs
     from otel_replay.fleet._blame import blame
+    from otel_replay.fleet._fragility import FragilityRow, fragility
     from otel_replay.fleet._pairs import pairs
     from otel_replay.fleet._select import Selection
 
 __all__ = [
+    "FragilityRow",
     "Selection",
     "attribute_runs",
     "blame",
+    "fragility",
     "pairs",
 ]
 

@@ -219,6 +219,14 @@ class Plan:
         return cls(f"forced:{index}:{what}:{then.action.value}", interventions)
 
     @classmethod
+    def faulted(cls, n_steps: int, index: int, fault: str, at: Intervention) -> Plan:
+        """A cell of the fragility map (``sweep``): hold before ``index``, inject the fault named
+        ``fault`` there (``at``: what it does), resample every later step."""
+        made = cls.intervene(n_steps, index, at)
+        what = made.identity.split(":")[2]
+        return cls(f"fault:{index}:{fault}:{what}", made.interventions)
+
+    @classmethod
     def swapped(
         cls,
         n_steps: int,

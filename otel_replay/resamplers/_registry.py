@@ -36,6 +36,19 @@ class RepairCandidatesFunction(Protocol):
     def __call__(self, step: Step, factual: Trajectory, /) -> Iterable[Any]: ...
 
 
+class FaultFunction(Protocol):
+    """A user-defined fault for ``agent-replay sweep``: given the recorded step, the output the
+    step returns instead; to make the step fail, raise (or return) `StepFailed`. Called once per
+    step it is injected at, when the sweep is planned: it must not depend on a rollout's draws."""
+
+    def __call__(self, step: Step, /) -> Any: ...
+
+
+#: The faults ``fork --fault`` and ``sweep`` build in (`otel_replay.replay._faults.FAULTS`): a
+#: user's fault may not take one of their names.
+BUILT_IN_FAULTS = ("empty", "error", "timeout", "truncate")
+
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 #: Modules loaded from a file path get a unique name with this prefix (see `load_resamplers`).
@@ -100,6 +113,7 @@ class Registry:
         self._resamplers: dict[tuple[StepKind, str | None], Registration] = {}
         self._verifier: VerifierFunction | None = None
         self._repair: list[RepairCandidatesFunction] = []
+        self._faults: dict[str, FaultFunction] = {}
 
     # --- registering -------------------------------------------------------------------------------
 
@@ -156,6 +170,36 @@ class Registry:
         self._repair.append(function)
         return function
 
+    def add_fault(self, name: str, function: FaultFunction) -> FaultFunction:
+        """Register ``function`` as the fault ``name`` (``sweep --faults name``)."""
+        if not isinstance(name, str) or not name or "," in name or name != name.strip():
+            raise RegistrationError(
+                f"fault name {name!r} must be a non-empty string without commas or edge spaces "
+                f"(registering {describe(function)})"
+            )
+        _check_signature(function, 1, "fault function", "(step)")
+        if name in BUILT_IN_FAULTS:
+            raise RegistrationError(
+                f"{describe(function)}: {name!r} is a built-in fault "
+                f"({', '.join(BUILT_IN_FAULTS)}); give yours another name"
+            )
+        if name in self._faults:
+            raise RegistrationError(
+                f"{describe(function)}: a fault named {name!r} is already registered "
+                f"({describe(self._faults[name])})"
+            )
+        self._faults[name] = function
+        return function
+
+    def fault(self, name: str) -> Callable[[F], F]:
+        """Decorator: ``@registry.fault("stale")``."""
+
+        def register(function: F) -> F:
+            self.add_fault(name, function)
+            return function
+
+        return register
+
     # --- reading -----------------------------------------------------------------------------------
 
     def lookup(self, step: Step) -> Registration | None:
@@ -175,6 +219,11 @@ class Registry:
     @property
     def repair_sources(self) -> tuple[RepairCandidatesFunction, ...]:
         return tuple(self._repair)
+
+    @property
+    def faults(self) -> dict[str, FaultFunction]:
+        """The user-defined faults, by name (a copy)."""
+        return dict(self._faults)
 
     def registered(self, kind: StepKind, name: str | None = None) -> bool:
         """Whether a resample function is registered for exactly ``(kind, name)``."""
