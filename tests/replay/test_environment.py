@@ -227,3 +227,26 @@ def test_reads_inside_a_step_belong_to_it_and_other_threads_are_untouched(clean:
     assert _names(run) == ["slow", "time.time"]  # nor the other thread's read
     assert run.steps[1].output == recording.answer and len(seen) == 1
     assert replay(run, stamping).identical
+
+
+def test_an_exported_recording_imports_with_its_reads_and_replays_identically(
+    runner: CliRunner, tmp_path: Path
+) -> None:
+    spec, spans = "tests.replay.clock_agents:ticket", tmp_path / "run.json"
+    recorded_in, imported_in = tmp_path / "a.db", tmp_path / "b.db"
+    made = invoke(
+        runner, recorded_in, "record", "--agent", spec, "--otlp-out", str(spans), "--json"
+    )
+    run_id = orjson.loads(ok(made).stdout)["id"]
+    ok(invoke(runner, imported_in, "import", str(spans)))
+    with Store.open(recorded_in, read_only=True) as db:
+        recorded = db.get(run_id)
+    with Store.open(imported_in, read_only=True) as db:
+        imported = db.get(run_id)
+    assert [(s.kind, s.name, s.inputs, s.output) for s in imported.steps] == [
+        (s.kind, s.name, s.inputs, s.output) for s in recorded.steps
+    ]  # the clock reads among the tool calls, as recorded
+    assert imported.final_hash == recorded.final_hash
+    said = orjson.loads(ok(invoke(runner, imported_in, "replay", run_id, "--agent", spec,
+                                  "--json")).stdout)  # fmt: skip
+    assert said["identical"] is True, said
