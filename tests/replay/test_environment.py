@@ -250,3 +250,33 @@ def test_an_exported_recording_imports_with_its_reads_and_replays_identically(
     said = orjson.loads(ok(invoke(runner, imported_in, "replay", run_id, "--agent", spec,
                                   "--json")).stdout)  # fmt: skip
     assert said["identical"] is True, said
+
+
+def test_runs_on_several_threads_share_the_patches_and_the_last_puts_them_back(
+    clean: None,
+) -> None:
+    started, go = threading.Barrier(4), threading.Event()
+
+    def waiting() -> float:
+        started.wait()  # every run under way, the patches applied by all four
+        go.wait()
+        return time.time()
+
+    otel_replay.instrument("time")
+    recordings: list[otel_replay.replay.Recording] = []
+    threads = [
+        threading.Thread(target=lambda: recordings.append(record(waiting))) for _ in range(4)
+    ]
+    for thread in threads:
+        thread.start()
+    while len(_environment._APPLIED) == 0:
+        time.sleep(0.001)
+    assert time.time is not _environment._ORIGINAL_TIME
+    go.set()
+    for thread in threads:
+        thread.join()
+    assert time.time is _environment._ORIGINAL_TIME and not _environment._APPLIED
+    assert len(recordings) == 4
+    for recording in recordings:
+        (read,) = recording.trajectory.steps
+        assert read.name == "time.time" and read.output == recording.answer
