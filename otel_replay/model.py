@@ -32,6 +32,7 @@ from otel_replay.hashing import (
 from otel_replay.messages import assistant_message
 
 __all__ = [
+    "ENVIRONMENT_STEPS",
     "FAIL_THRESHOLD",
     "SpanNode",
     "Step",
@@ -70,6 +71,25 @@ class StepStatus(str, Enum):
 
 _KINDS = ", ".join(k.value for k in StepKind)
 
+#: The names of the ``other`` steps that read the agent's environment: ``ctx.now()``,
+#: ``ctx.uuid()``, ``ctx.random()``, and what ``record --instrument time,uuid`` records of an agent
+#: not written for agent-replay. They are recorded and served like any step (a replay is hash for
+#: hash the record), but they are the world, not a decision: no attribution candidate, and the
+#: values they read are no part of a run's content (`step_contents`), so two runs recorded at
+#: other times, or a fork made later, compare as the same run.
+ENVIRONMENT_STEPS = frozenset(
+    {
+        "ctx.now",
+        "ctx.uuid",
+        "ctx.random",
+        "time.time",
+        "time.time_ns",
+        "datetime.now",
+        "datetime.utcnow",
+        "uuid.uuid4",
+    }
+)
+
 
 @dataclass(frozen=True, slots=True)
 class Step:
@@ -93,6 +113,12 @@ class Step:
     index: int = -1
     op_key: str = ""
     hash: str = ""
+
+    @property
+    def reads_environment(self) -> bool:
+        """Whether the step read the agent's environment (`ENVIRONMENT_STEPS`): a clock, a fresh
+        id, a random number from outside the run, not a decision."""
+        return self.kind is StepKind.OTHER and self.name in ENVIRONMENT_STEPS
 
     @property
     def duration_ns(self) -> int | None:
@@ -216,7 +242,10 @@ def step_contents(steps: Iterable[Step]) -> Iterator[tuple[dict[str, Any], Any]]
     """Each step's inputs and output as content: correlation ids (`CORRELATION_KEYS`) left out,
     and a model call's volatile fields (`otel_replay.hashing.content_form`: response and tool-call
     ids, clocks) taken out of both, its ids ranked across the steps in order, so two runs compare
-    up to a consistent renaming of their ids. Tools' inputs and outputs are content as they are."""
+    up to a consistent renaming of their ids. Tools' inputs and outputs are content as they are.
+    A step that read the environment (`Step.reads_environment`: a clock, a fresh id) has no
+    output as content: the read is, the value is not (a value passed on into a later call is
+    that call's content)."""
     names: dict[str, str] = {}
     for step in steps:
         inputs = step.inputs
@@ -224,6 +253,8 @@ def step_contents(steps: Iterable[Step]) -> Iterator[tuple[dict[str, Any], Any]]
             inputs = {k: v for k, v in inputs.items() if k not in CORRELATION_KEYS}
         if step.kind is StepKind.LLM:
             yield content_form(inputs, names), content_form(step.output, names)
+        elif step.kind is StepKind.OTHER and step.name in ENVIRONMENT_STEPS:
+            yield inputs, None
         else:
             yield inputs, step.output
 

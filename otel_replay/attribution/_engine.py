@@ -404,7 +404,13 @@ class Engine:
 
 def resamplable_steps(trajectory: Trajectory, registry: Registry, agent_driven: bool) -> list[int]:
     """Steps that can be resampled: those with a resample function, or with live agent code every
-    step the recording did not mark ``resamplable: false``."""
+    step the recording did not mark ``resamplable: false``; never a step that read the
+    environment (`Step.reads_environment`: a clock, a fresh id), which is the world, not a
+    decision."""
     if agent_driven:
-        return [s.index for s in trajectory.steps if s.resamplable]
-    return [s.index for s in trajectory.steps if registry.lookup(s) is not None]
+        return [s.index for s in trajectory.steps if s.resamplable and not s.reads_environment]
+    return [
+        s.index
+        for s in trajectory.steps
+        if registry.lookup(s) is not None and not s.reads_environment
+    ]

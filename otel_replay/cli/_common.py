@@ -42,8 +42,10 @@ InstrumentOption = Annotated[
         "--instrument",
         metavar="SDKS",
         help="Record the model calls of an agent not written for agent-replay, through these "
-        "SDKs (openai, anthropic): its function is then called without ctx. Running a recorded "
-        "run again, the default is the SDKs it was recorded through (none: none).",
+        "SDKs (openai, anthropic), and with time, uuid the clock and fresh ids it reads "
+        "(time.time, datetime.now, uuid.uuid4): its function is then called without ctx. "
+        "Running a recorded run again, the default is those it was recorded through (none: "
+        "none).",
     ),
 ]
 RedactOption = Annotated[

@@ -319,6 +319,14 @@ def fork_command(
             'gets it in step.inputs["model"]).',
         ),
     ] = None,
+    remove: Annotated[
+        bool,
+        typer.Option(
+            "--remove",
+            help="The step never happened: the run goes on without it (a removed tool call is "
+            "left out of the conversation the loop sends).",
+        ),
+    ] = False,
     agent: AgentOption = None,
     instrument: InstrumentOption = None,
     driver: Annotated[
@@ -350,7 +358,8 @@ def fork_command(
     json: JsonOption = False,
     store: StoreOption = None,
 ) -> None:
-    """Hold the steps before --at, change it (--do, --observe, --fault), continue, store the fork;
+    """Hold the steps before --at, change it (--do, --observe, --fault, --remove), continue, store
+    the fork;
     with --otlp-endpoint, also send it out as OTLP, linked to the run it forks."""
     from otel_replay.replay import keep_fork
     from otel_replay.replay._builtin import built_in_agent
@@ -367,14 +376,14 @@ def fork_command(
         )  # fmt: skip
         with open_store(store, write=True) as db:
             original = db.get(trajectory_id)
-            move = _move(output, do, observe, observe_error, edit, fault_name, swap_model)
+            move = _move(output, do, observe, observe_error, edit, fault_name, swap_model, remove)
             injected = injection(original, at, move)
             runner = (
                 agent_for(original, agent, instrument)
                 if agent
                 else built_in_agent(original, driver, max_turns)
             )
-            injected.check_agent(runner)  # before the resample functions load
+            injected.check_agent(runner, original)  # before the resample functions load
             with rollout_code(code, db, original, swap_model) as (registry, scorer):
                 forked = fork_injection(
                     original, injected, agent=runner, registry=registry,
@@ -423,11 +432,12 @@ def _move(
     edit: str | None,
     fault_name: str | None,
     swap_model: str | None,
+    remove: bool = False,
 ) -> Move:
     """The one move the options ask for."""
     from otel_replay.replay import Move, MoveKind
 
-    given = [
+    given: list[tuple[MoveKind, str | None]] = [
         (kind, text)
         for kind, text in (
             (MoveKind.OUTPUT, output),
@@ -440,10 +450,12 @@ def _move(
         )
         if text is not None
     ]
+    if remove:
+        given.append((MoveKind.REMOVE, None))
     if len(given) != 1:
         raise ReplayError(
             "give exactly one of --do, --observe, --observe-error, --edit, --swap-model, "
-            "--output, --fault"
+            "--output, --fault, --remove"
         )
     return Move.parse(*given[0])
 

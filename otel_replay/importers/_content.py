@@ -455,6 +455,14 @@ def _vercel_embeddings(attrs: dict[str, Any]) -> tuple[list[Any], list[Any]]:
 
 def other_content(span: SpanRecord, kind: StepKind) -> tuple[str, dict[str, Any], Any]:
     attrs = span.attributes
+    said = attrs.get("agent_replay.step.name")
+    if kind is StepKind.OTHER and isinstance(said, str):  # an other step agent-replay recorded
+        given, returned = _io_value(attrs, "input"), _io_value(attrs, "output")
+        return (
+            said,
+            given if isinstance(given, dict) else {},
+            None if returned is _MISSING else returned,
+        )
     if kind is StepKind.OTHER:
         return span.name, dict(attrs), None
     inputs: dict[str, Any] = {}

@@ -17,7 +17,11 @@ from otel_replay.importers._spans import STATUS_ERROR, SpanRecord
 from otel_replay.model import Step, StepKind, StepStatus
 
 CONTAINER_ROLES = frozenset({"agent", "chain"})
-STEP_KINDS = {k.value: k for k in StepKind if k is not StepKind.OTHER}
+#: roles that are steps (``other`` only where a span says so: `_by_agent_replay`)
+STEP_KINDS = {k.value: k for k in StepKind}
+#: what agent-replay's own spans say of an ``other`` step (`otel_replay.replay._tracing` writes it)
+AGENT_REPLAY_KIND = "agent_replay.step.kind"
+AGENT_REPLAY_NAME = "agent_replay.step.name"
 
 _OPENINFERENCE = {
     "llm": "llm",
@@ -61,6 +65,12 @@ _REQUEST_TYPES = {
 }
 
 Recogniser = Callable[[dict[str, Any], str], "str | None"]
+
+
+def _by_agent_replay(attrs: dict[str, Any], name: str) -> str | None:
+    """A step agent-replay recorded as ``other`` (a clock read, ``ctx.step("other", ...)``),
+    which its span also calls an OpenInference ``CHAIN``."""
+    return "other" if attrs.get(AGENT_REPLAY_KIND) == StepKind.OTHER.value else None
 
 
 def _by_openinference(attrs: dict[str, Any], name: str) -> str | None:
@@ -131,6 +141,7 @@ def _by_heuristics(attrs: dict[str, Any], name: str) -> str | None:
 
 
 _RECOGNISERS: tuple[tuple[str, Recogniser], ...] = (
+    ("agent-replay", _by_agent_replay),
     ("openinference", _by_openinference),
     ("langfuse", _by_langfuse),
     ("langsmith", _by_langsmith),

@@ -2,7 +2,12 @@
 ``op_key`` (kind, name, canonical inputs) against the recorded steps not yet consumed — a multiset
 consumed in recorded order, never by position alone — and applies a `Plan` to the recorded step
 it matched. A call that matches nothing means the timeline diverged: it runs live, or stops with a
-`NonDeterminismError` naming the step and the nearest recorded calls (the diagnostics below)."""
+`NonDeterminismError` naming the step and the nearest recorded calls (the diagnostics below).
+
+A step that read the environment (`Step.reads_environment`: ``ctx.now()``, an instrumented
+``time.time()``) is served as recorded before the first step the plan changes, and read afresh
+from there on (a fork's clock is the time it was made; tools that still match are served, but
+an environment read always matches, so serving it would make the time stand still)."""
 
 from __future__ import annotations
 
@@ -87,6 +92,9 @@ class ReplayContext(AgentContext):
         self.recorded = known.steps  # read, never changed
         self._by_index = known.by_index
         self.plan = plan
+        # where the plan first changes the record: the environment's reads from there on (a
+        # clock, a fresh id) are read afresh, the world's state now, never served stale
+        self._changes_from = _first_change(plan)
         self.on_miss = on_miss
         self.live_kinds = frozenset(live_kinds)
         self._cassette: dict[str, deque[Step]] = {}
@@ -149,6 +157,14 @@ class ReplayContext(AgentContext):
             action = Action.HOLD  # observed-only: always served from the record, as in trace mode
         if action is Action.HOLD and kind in self.live_kinds:
             action = Action.RESAMPLE
+        if (
+            action is Action.HOLD
+            and runnable
+            and self._changes_from is not None
+            and recorded.index >= self._changes_from
+            and recorded.reads_environment
+        ):
+            action = Action.RESAMPLE  # the clock after the change: read now, as the world is
         if action is Action.HOLD:
             return _Served(
                 self._record(
@@ -213,6 +229,19 @@ class ReplayContext(AgentContext):
             f"the record does not hold; nearest recorded calls:\n{listing}",
             step_index=index,
         )
+
+
+def _first_change(plan: Plan | None) -> int | None:
+    """The first step ``plan`` does not hold (its swapped model's first, if earlier); None: it
+    holds every step (a replay, a resumed run's prefix)."""
+    if plan is None:
+        return None
+    first = next(
+        (i for i, done in enumerate(plan.interventions) if done.action is not Action.HOLD), None
+    )
+    if plan.model_from is not None:
+        first = plan.model_from[0] if first is None else min(first, plan.model_from[0])
+    return first
 
 
 def _recorded_error(step: Step) -> str | None:

@@ -8,7 +8,8 @@ randomness all apply unchanged:
     a model turn; each tool call it asks for, in order, with the arguments it asked for; their results
     back into the conversation as ``role: tool`` messages in the store's one shape
     (`otel_replay.messages.tool_message`: the result's text, the call's id, the tool's name); again,
-    until a turn asks for no tool (the final answer) or the turn limit.
+    until a turn asks for no tool (the final answer) or the turn limit. A tool call a plan removes
+    never happened: it is left out of the turn's message and has no result after it.
 
 Until the run first departs from the record, every model call is made with its recorded inputs,
 verbatim (so an unmodified run replays hash for hash, whatever instrumentation wrote the messages);
@@ -143,6 +144,7 @@ def chat_agent(record: ChatRecord, goes_on: bool = False) -> Callable[[AgentCont
                 else:
                     kind, name, call_inputs = StepKind.TOOL, str(call.get("name")), _call(call)
                     on_record = False
+                before = len(ctx.ledger.steps)
                 try:
                     result = ctx.call(
                         kind, name, call_inputs, recorded=expected if as_recorded else None
@@ -153,6 +155,10 @@ def chat_agent(record: ChatRecord, goes_on: bool = False) -> Callable[[AgentCont
                         on_record and expected is not None and expected.error == str(failure)
                     )
                 else:
+                    if len(ctx.ledger.steps) == before:  # removed: the call never happened
+                        on_record = False
+                        after[0] = _without_call(after[0], call)
+                        continue
                     on_record = on_record and expected is not None and result == expected.output
                 after.append((result, call.get("name"), call.get("id")))
             for extra in record.extras[turn] if turn < len(record.extras) else ():
@@ -185,6 +191,14 @@ def chat_driver(
     )
     drive = agent_driver(marked, chat_agent(record), registry, seed)
     return drive, marked
+
+
+def _without_call(reply: dict[str, Any], call: dict[str, Any]) -> dict[str, Any]:
+    """A model's reply as the conversation goes on after ``call`` was removed: without it (a copy:
+    the reply may be the record's own)."""
+    calls = [c for c in reply.get("tool_calls") or [] if c is not call]
+    kept = {k: v for k, v in reply.items() if k != "tool_calls"}
+    return {**kept, "tool_calls": calls} if calls else kept
 
 
 def _call(call: dict[str, Any]) -> dict[str, Any]:

@@ -18,11 +18,33 @@ _FATAL: ContextVar[list[ReplayError] | None] = ContextVar("otel_replay_fatal", d
 # it follows the agent across `await` (asyncio tasks copy it when created); a thread the agent
 # starts sees it when started with ``contextvars.copy_context().run``.
 _CURRENT: ContextVar[Any] = ContextVar("otel_replay_context", default=None)
+# Set while the context performs one of the agent's steps (its own bookkeeping, and the step's
+# ``produce``): the clock reads and ids made meanwhile belong to that step, not to the agent
+# (`otel_replay.replay._environment`).
+_IN_STEP: ContextVar[bool] = ContextVar("otel_replay_in_step", default=False)
 
 
 def current() -> Any:
     """The context of the run under way here (None outside one); `current_context` types it."""
     return _CURRENT.get()
+
+
+def reading_agent() -> Any:
+    """The context of the run under way here when the agent itself is running (not a step of it,
+    nor a resample function): where an instrumented clock read or id is one of its steps."""
+    return None if _IN_STEP.get() else _CURRENT.get()
+
+
+class inside_a_step:  # lower case: a context manager, a class for the same reason as below
+    """The block performs one step of the agent: what it reads of the environment is that step's."""
+
+    __slots__ = ("_token",)
+
+    def __enter__(self) -> None:
+        self._token = _IN_STEP.set(True)
+
+    def __exit__(self, *exc_info: object) -> None:
+        _IN_STEP.reset(self._token)
 
 
 def remember_fatal(error: ReplayError) -> ReplayError:

@@ -17,6 +17,9 @@ record the same step as ``create(..., stream=True)``, and the structured-output 
 parsing the recorded response. (``client.responses.stream(response_id=...)`` resumes a response
 already made, not a model call: it is not recorded.)
 
+``instrument("time", "uuid")`` records the clock and fresh ids an agent reads, patched only while
+an agent runs (`otel_replay.replay._environment`).
+
 How responses become JSON and back is `otel_replay.replay._sdk_shapes`; the agent's own functions
 are made steps by `otel_replay.replay._decorators`.
 """
@@ -30,6 +33,7 @@ from typing import Any
 
 from otel_replay.errors import ReplayError
 from otel_replay.model import StepKind
+from otel_replay.replay import _environment
 from otel_replay.replay._running import current_context
 from otel_replay.replay._sdk_shapes import ANTHROPIC, OPENAI_CHAT, OPENAI_RESPONSES, SdkApi
 from otel_replay.replay._steps import shaped_inputs
@@ -45,7 +49,10 @@ _INSTRUMENTED: set[str] = set()  # the SDKs `instrument` patched (until `uninstr
 
 def instrument(*sdks: str) -> None:
     """Patch the named SDKs (``"openai"``, ``"anthropic"``) so their model calls are recorded and
-    replayed; calling it again changes nothing."""
+    replayed, and with ``"time"`` and ``"uuid"`` the clock and fresh ids an agent reads
+    (``time.time``, ``time.time_ns``, ``datetime.datetime.now`` and ``utcnow``; ``uuid.uuid4``:
+    patched only while an agent runs, each call one ``other`` step); calling it again changes
+    nothing."""
     for sdk in sdks:
         if sdk not in _SDKS:
             raise ReplayError(
@@ -66,6 +73,7 @@ def uninstrument() -> None:
         setattr(owner, name, original)
     _PATCHED.clear()
     _INSTRUMENTED.clear()
+    _environment.unwant()
 
 
 def _instrument_openai() -> None:
@@ -350,4 +358,6 @@ class _AReplayed:
 _SDKS: dict[str, Callable[[], None]] = {
     "openai": _instrument_openai,
     "anthropic": _instrument_anthropic,
+    "time": lambda: _environment.want("time"),
+    "uuid": lambda: _environment.want("uuid"),
 }

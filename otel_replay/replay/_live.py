@@ -375,8 +375,8 @@ def fork(
         "fork_at": at,
         "injected": {"output": intervention.output, "error": intervention.error},
     }
-    if intervention.move is not None:
-        metadata["move"] = intervention.move
+    if intervention.move is not None or intervention.action is Action.REMOVE:
+        metadata["move"] = intervention.name
     if agent is not None:
         instrument_for(original, agent, instrument)
         driver = f"agent:{describe(agent)}"
@@ -412,7 +412,10 @@ def fork(
         metadata["served_after_fork"] = [
             position
             for position, matched in enumerate(ctx.ledger.matched)
-            if position > at and matched is not None and matched != at
+            if position > at
+            and matched is not None
+            and matched != at
+            and not steps[position].reads_environment  # read afresh, not served
         ]
     else:
         driver = "resamplers:" + ",".join(registry.descriptions())
@@ -421,7 +424,9 @@ def fork(
         result = rollout(original, plan, registry, seed or 0, 0)
         steps = list(result.trajectory.steps)
         metadata["stale_steps"] = [
-            s.index for s in original.steps if s.index > at and registry.lookup(s) is None
+            s.index
+            for s in original.steps
+            if s.index > at and registry.lookup(s) is None and not s.reads_environment
         ]
     metadata.update(remembered_verifier(verifier, spec))
     fresh = [s.unlinked() for s in steps]

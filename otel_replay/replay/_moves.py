@@ -13,6 +13,11 @@ Python caller too (`fork_move`).
 * **output**: do on a model turn (its output is the action), observe on any other step.
 * **edit-context**: the step's inputs with a JSON Patch applied, the step run again on them.
 * **swap-model**: every model turn from the step on is answered by another model.
+* **remove**: the step never happened: the run goes on without it (`REMOVE`). The walk leaves it
+  out; a live agent's call is answered ``None`` and not recorded; the tool-calling loop leaves a
+  removed tool call out of the conversation (the call dropped from the turn that asked for it, no
+  result after it). A model turn removed leaves the loop nothing to go on from (its next step is
+  what the turn asked for), so that is refused there.
 
 A move that breaks a rule is an `InterventionError` naming the setting (`errors.setting`: ``do``,
 or the command's ``--do``).
@@ -37,9 +42,9 @@ from otel_replay.replay._builtin import built_in_agent
 from otel_replay.replay._drivers import Driver
 from otel_replay.replay._faults import fault
 from otel_replay.replay._live import fork
-from otel_replay.replay._made import AS_RECORDED, AgentFunction, Verifying
+from otel_replay.replay._made import AS_RECORDED, AgentFunction, Verifying, is_built_in
 from otel_replay.replay._patch import apply_patch
-from otel_replay.replay._plan import Intervention
+from otel_replay.replay._plan import REMOVE, Action, Intervention
 from otel_replay.resamplers import Registry
 from otel_replay.store import Store
 
@@ -54,6 +59,7 @@ class MoveKind(str, Enum):
     EDIT = "edit"  # a JSON Patch (RFC 6902) on the step's inputs
     FAULT = "fault"  # a built-in fault's name (`FAULTS`)
     SWAP_MODEL = "swap-model"  # the model that answers every model turn from the step on
+    REMOVE = "remove"  # the step never happened (no value)
 
 
 _JSON_KINDS = frozenset({MoveKind.OUTPUT, MoveKind.DO, MoveKind.OBSERVE, MoveKind.EDIT})
@@ -65,10 +71,10 @@ class Move:
 
     ``value`` is the move's argument: a JSON value for output, do and observe (do on a tool step
     takes ``{"arguments": {...}}``), a JSON Patch (a list of operations) for edit, and text for the
-    others: the failure of observe-error, the name of a fault, the model of swap-model. ``text``
-    holds the JSON of a JSON move as a command line gives it (`Move.parse`): it is read when the
-    rules reach it, so of several mistakes the first in the rules' order is the one reported, and
-    a value is shown as it was typed.
+    others: the failure of observe-error, the name of a fault, the model of swap-model; remove
+    takes none. ``text`` holds the JSON of a JSON move as a command line gives it (`Move.parse`):
+    it is read when the rules reach it, so of several mistakes the first in the rules' order is
+    the one reported, and a value is shown as it was typed.
     """
 
     kind: MoveKind
@@ -81,14 +87,22 @@ class Move:
         except ValueError:
             known = ", ".join(kind.value for kind in MoveKind)
             raise InterventionError(f"{self.kind!r} is not a move; moves: {known}") from None
-        if self.kind not in _JSON_KINDS and not isinstance(self.value, str):
+        if self.kind is MoveKind.REMOVE:
+            if self.value is not None or self.text is not None:
+                raise InterventionError(
+                    f"the remove move takes no value, got {preview(self.value or self.text)}"
+                )
+        elif self.kind not in _JSON_KINDS and not isinstance(self.value, str):
             raise InterventionError(
                 f"the {self.kind.value} move takes text, got {preview(self.value)}"
             )
 
     @classmethod
-    def parse(cls, kind: MoveKind, text: str) -> Move:
-        """The move as a command line gives it: JSON text for output, do, observe and edit."""
+    def parse(cls, kind: MoveKind, text: str | None) -> Move:
+        """The move as a command line gives it: JSON text for output, do, observe and edit, no
+        text for remove."""
+        if MoveKind(kind) is MoveKind.REMOVE and text is None:
+            return cls(kind)
         return cls(kind, text=text) if MoveKind(kind) in _JSON_KINDS else cls(kind, text)
 
     def json_value(self) -> Any:
@@ -122,8 +136,22 @@ class Injection:
         """Whether the move makes a call anew (do on a tool step): only an agent can."""
         return self.at != self.asked
 
-    def check_agent(self, agent: AgentFunction | None) -> None:
-        """Refuse a move that makes a call anew without an agent to make it (the walk cannot)."""
+    def check_agent(self, agent: AgentFunction | None, run: Trajectory | None = None) -> None:
+        """Refuse a move that makes a call anew without an agent to make it (the walk cannot), and
+        the removal of a model turn of ``run`` from the tool-calling loop (nothing to go on from)."""
+        if (
+            run is not None
+            and self.intervention.action is Action.REMOVE
+            and agent is not None
+            and is_built_in(agent)
+            and run.steps[self.at].kind is StepKind.LLM
+        ):
+            raise InterventionError(
+                f"{setting('remove')} on model turn {self.at}: the tool-calling loop's next step "
+                f"is what that turn asked for, so it has nothing to go on from; remove a tool "
+                f"step, change the turn with {setting('do')}, or walk the record "
+                f"({setting('driver', Driver.TRACE.value)})"
+            )
         if self.asks_anew and agent is None:
             raise InterventionError(
                 f"{setting('do')} on a tool step asks the model's call anew: it needs "
@@ -141,6 +169,8 @@ def injection(run: Trajectory, at: int, move: Move) -> Injection:
         raise InterventionError(f"{setting('at', at)}: {run.id} has steps 0..{len(run.steps) - 1}")
     if move.kind is MoveKind.SWAP_MODEL:
         return Injection(at, Intervention.swap_model(move.value), at)
+    if move.kind is MoveKind.REMOVE:
+        return Injection(at, REMOVE, at)
     if move.kind is MoveKind.EDIT:
         patch = move.json_value()
         apply_patch(run.steps[at].inputs, patch)  # a patch that does not apply: say so now
@@ -186,7 +216,7 @@ def fork_injection(
 ) -> Trajectory:
     """`fork` ``run`` with ``injected``: the fork of a call made anew names the tool step it was
     asked at in ``metadata["do_step"]``."""
-    injected.check_agent(agent)
+    injected.check_agent(agent, run)
     forked = fork(
         run,
         injected.at,

@@ -13,6 +13,7 @@ from typing import Any, cast
 
 from otel_replay.errors import ReplayError
 from otel_replay.replay._current import current, running
+from otel_replay.replay._environment import patched
 from otel_replay.replay._steps import AgentContext
 
 
@@ -63,7 +64,7 @@ def run_agent(
     ``None`` none. While the agent runs, `current_context` is ``ctx``; what the agent raised is
     ``ctx.raised`` after. Errors of agent-replay itself (non-determinism, invalid output) propagate.
     """
-    with running(ctx) as pending:
+    with running(ctx) as pending, patched(agent):
         try:
             answer = _call(agent, ctx, arguments)
             if inspect.isawaitable(answer):  # an async agent: run on a loop of its own
@@ -79,7 +80,7 @@ async def arun_agent(
 ) -> tuple[Any, str | None]:
     """`run_agent` on the running event loop: an ``async def`` agent is awaited there, so many
     rollouts share one loop (each task has its own `current_context`)."""
-    with running(ctx) as pending:
+    with running(ctx) as pending, patched(agent):
         try:
             answer = _call(agent, ctx, arguments)
             if inspect.isawaitable(answer):

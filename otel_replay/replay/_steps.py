@@ -15,6 +15,10 @@ zero-argument callable doing the real operation; without it the registered resam
   run is marked diverged) or raises `NonDeterminismError` naming the step and the nearest recorded
   calls.
 
+``ctx.now()``, ``ctx.uuid()`` and ``ctx.random()`` (``anow`` / ``auuid`` / ``arandom`` awaited) read
+the agent's environment, a clock, a fresh id, a random number from outside the run, as one
+``other`` step each: recorded live, served on replay (`otel_replay.model.ENVIRONMENT_STEPS`).
+
 ``ctx.rng`` is a separate stream per step position, derived from the run's seed: holding a step (its
 ``produce`` not called, its draws not taken) never shifts the numbers the rest of the run sees, so a
 seeded run records and replays draw for draw. A failing operation reaches the agent as `StepError` in
@@ -25,6 +29,7 @@ from __future__ import annotations
 
 import random
 import time
+import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -38,7 +43,7 @@ from otel_replay.errors import (
 )
 from otel_replay.model import Step, StepKind, StepStatus, Trajectory
 from otel_replay.redaction import Redactor
-from otel_replay.replay._current import outside_the_agent, remember_fatal
+from otel_replay.replay._current import inside_a_step, outside_the_agent, remember_fatal
 from otel_replay.replay._plan import Plan
 from otel_replay.replay._values import lossy, plain_json
 from otel_replay.resamplers import Registry, RolloutContext, StepFailed
@@ -48,6 +53,7 @@ from otel_replay.resamplers._registry import describe, ways_to_resample
 Produce = Callable[[], Any]
 
 _SAME = object()  # `AgentContext._record`: the recorded output is the one the agent gets
+_SYSTEM_RANDOM = random.SystemRandom()  # `AgentContext.random`: the world's, never a seeded stream
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,6 +223,17 @@ class AgentContext:
         key: str | None = None,
     ) -> Any:
         """Perform the operation; ``key`` is its op_key when the caller knows it already."""
+        with inside_a_step():  # the clock reads meanwhile are this step's (`_environment`)
+            return self._perform(kind, name, inputs, produce, key)
+
+    def _perform(
+        self,
+        kind: StepKind,
+        name: str,
+        inputs: dict[str, Any],
+        produce: Produce | None,
+        key: str | None,
+    ) -> Any:
         decided = self._decide(kind, name, inputs, produce is not None, key)
         if not isinstance(decided, _Live):
             return decided.output
@@ -241,22 +258,23 @@ class AgentContext:
         """`call` for an operation that is awaited: the record serves it without awaiting anything
         (no network under replay); only a live run awaits ``produce()``."""
         step_kind = StepKind(kind)
-        stored = self._snapshot(step_kind, name, inputs)
-        decided = self._decide(step_kind, name, stored, produce is not None, None)
-        if not isinstance(decided, _Live):
-            return decided.output
-        if decided.edited is not None:
-            stored, produce = decided.edited, None
-        try:
-            if produce is not None:
-                output = await produce()
-            else:
-                output = self._produce(step_kind, name, stored, None, decided)
-        except ReplayError:
-            raise
-        except Exception as exc:
-            return self._done(decided, step_kind, name, stored, None, exc)
-        return self._done(decided, step_kind, name, stored, output, None)
+        with inside_a_step():  # the clock reads meanwhile are this step's (`_environment`)
+            stored = self._snapshot(step_kind, name, inputs)
+            decided = self._decide(step_kind, name, stored, produce is not None, None)
+            if not isinstance(decided, _Live):
+                return decided.output
+            if decided.edited is not None:
+                stored, produce = decided.edited, None
+            try:
+                if produce is not None:
+                    output = await produce()
+                else:
+                    output = self._produce(step_kind, name, stored, None, decided)
+            except ReplayError:
+                raise
+            except Exception as exc:
+                return self._done(decided, step_kind, name, stored, None, exc)
+            return self._done(decided, step_kind, name, stored, output, None)
 
     async def allm(
         self, name: str, /, *, produce: Callable[[], Awaitable[Any]] | None = None, **inputs: Any
@@ -273,6 +291,39 @@ class AgentContext:
         return await self.acall(
             StepKind.TOOL, name, shaped_inputs(StepKind.TOOL, name, inputs), produce=produce
         )
+
+    # --- the environment: a clock, fresh ids, randomness from outside the run ----------------
+
+    def now(self) -> float:
+        """The time, in seconds since the epoch (``time.time()``), as one ``other`` step named
+        ``ctx.now``: recorded live, served on replay (`otel_replay.model.ENVIRONMENT_STEPS`)."""
+        return float(self._environment("ctx.now", time.time))
+
+    def uuid(self) -> str:
+        """A fresh random id (``str(uuid.uuid4())``), as one ``other`` step named ``ctx.uuid``:
+        recorded live, served on replay."""
+        return str(self._environment("ctx.uuid", lambda: str(uuid.uuid4())))
+
+    def random(self) -> float:
+        """A random number in [0, 1) from outside the run (not `rng`'s seeded stream: a value the
+        world chose, like a clock's), as one ``other`` step named ``ctx.random``: recorded live,
+        served on replay."""
+        return float(self._environment("ctx.random", _SYSTEM_RANDOM.random))
+
+    async def anow(self) -> float:
+        """`now`, awaited (nothing is awaited: for agents that await every step)."""
+        return self.now()
+
+    async def auuid(self) -> str:
+        """`uuid`, awaited."""
+        return self.uuid()
+
+    async def arandom(self) -> float:
+        """`random`, awaited."""
+        return self.random()
+
+    def _environment(self, name: str, produce: Produce) -> Any:
+        return self.call(StepKind.OTHER, name, {}, produce=produce, checked=True)
 
     def _decide(
         self, kind: StepKind, name: str, inputs: dict[str, Any], runnable: bool, key: str | None

@@ -39,6 +39,12 @@ if TYPE_CHECKING:
 
     from otel_replay.otlp_encode import Destination, Sent
 
+#: What an ``other`` step's span says of it beside OpenInference's ``CHAIN`` (which reads as a
+#: container): its kind and name, so an exported recording imports with the step, a clock read
+#: (`otel_replay.model.ENVIRONMENT_STEPS`) among them, and replays after import.
+OTHER_STEP_KIND = "agent_replay.step.kind"
+OTHER_STEP_NAME = "agent_replay.step.name"
+
 #: The metadata of how a run was made that its root span carries (``agent_replay.<key>``).
 MADE_ATTRIBUTES = ("instrument", "verifier", "redact")
 
@@ -75,6 +81,9 @@ def _json(value: Any) -> str:
 def _step_attributes(step: Step) -> dict[str, Any]:
     attributes: dict[str, Any] = {"openinference.span.kind": _SPAN_KINDS[step.kind]}
     inputs: Any = step.inputs
+    if step.kind is StepKind.OTHER:  # no convention has the kind: said so it imports as one
+        attributes[OTHER_STEP_KIND] = StepKind.OTHER.value
+        attributes[OTHER_STEP_NAME] = step.name
     if step.kind is StepKind.TOOL:
         attributes["tool.name"] = step.name
         inputs = step.inputs.get("arguments", step.inputs)

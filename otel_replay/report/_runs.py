@@ -54,13 +54,16 @@ def replay_record(result: Replay) -> dict[str, Any]:
 def fork_record(
     forked: Trajectory, result: TrajectoryDiff, kept: KeptFork | None = None
 ) -> dict[str, Any]:
-    """A fork: its id, how it differs from the run it was forked from, whether its agent raised,
-    and the fork made the same way before that the store keeps (``earlier``; ``same_as_earlier``
-    when this one came out the same and is that one)."""
+    """A fork: its id, the step it changed and the move there (``at``, ``move``: do, observe,
+    edit, remove, swap-model, or force), how it differs from the run it was forked from, whether
+    its agent raised, and the fork made the same way before that the store keeps (``earlier``;
+    ``same_as_earlier`` when this one came out the same and is that one)."""
     from otel_replay.replay import AgentRaised
 
     return {
         "id": forked.id,
+        "at": forked.metadata.get("fork_at"),
+        "move": forked.metadata.get("move", "force"),
         "diff": diff_record(result),
         "raised": raised_record(AgentRaised.of(forked)),
         "earlier": kept.earlier if kept else None,

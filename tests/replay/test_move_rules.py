@@ -71,6 +71,8 @@ MOVES: list[tuple[list[str], Move, int, Driver]] = [
         Driver.AUTO,
     ),
     (["--swap-model", "big"], Move(MoveKind.SWAP_MODEL, "big"), 1, Driver.AUTO),
+    (["--remove"], Move(MoveKind.REMOVE), DEPLOYS, Driver.AUTO),
+    (["--remove"], Move(MoveKind.REMOVE), DEPLOYS, Driver.TRACE),
 ]
 
 
