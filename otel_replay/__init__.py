@@ -111,6 +111,13 @@ if TYPE_CHECKING:
         tool,
         uninstrument,
     )
+    from otel_replay.replayable import (
+        Replayability,
+        ReplayabilityGap,
+        ReplayabilityReason,
+        ReplayabilityVerdict,
+        replayability,
+    )
     from otel_replay.report import (
         REPORT_SCHEMA,
         REPORT_VERSION,
@@ -186,6 +193,10 @@ __all__ = [
     "Registry",
     "Replay",
     "ReplayError",
+    "Replayability",
+    "ReplayabilityGap",
+    "ReplayabilityReason",
+    "ReplayabilityVerdict",
     "Resumed",
     "RolloutContext",
     "RolloutError",
@@ -235,6 +246,7 @@ __all__ = [
     "rebuild_messages",
     "record",
     "repair_candidates",
+    "replayability",
     "resampler",
     "resume",
     "run_agent",

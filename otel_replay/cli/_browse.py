@@ -24,6 +24,10 @@ from otel_replay.cli._common import (
 from otel_replay.cli._run_table import Seen, page_footer, print_json_rows, print_table
 from otel_replay.messages import assistant_message, conversation
 from otel_replay.model import Step, StepKind, StepStatus, Trajectory
+from otel_replay.replayable import Replayability, ReplayabilityVerdict, replayability
+
+#: How many of a run's replayability reasons ``show`` lists (``show --json`` has them all).
+SHOWN_REASONS = 10
 
 LimitOption = Annotated[
     int, typer.Option("--limit", "-n", help="How many runs to show (0: all of them).", min=0)
@@ -93,8 +97,15 @@ def show_command(
     """Show one trajectory step by step (--json: the whole trajectory, and its identity)."""
     with user_errors(), open_store(store) as db:
         trajectory = db.get(trajectory_id)
+    verdict_of_run = replayability(trajectory)
     if json:
-        print_json({**trajectory.to_record(), "identity": trajectory.identity})
+        print_json(
+            {
+                **trajectory.to_record(),
+                "identity": trajectory.identity,
+                "replayability": verdict_of_run.to_record(),
+            }
+        )
         return
     meta = trajectory.metadata
     outcome = "unknown" if trajectory.outcome is None else f"{trajectory.outcome:g}"
@@ -104,6 +115,7 @@ def show_command(
         f"{k}: {meta[k]}" for k in ("root_span", "service", "session", "source") if k in meta
     ]
     console.print(printable("  ".join(details)), highlight=False, markup=False)
+    print_replayability(verdict_of_run)
     rebuilt = set(meta.get("reconstructed_steps", []))
     caption = f"final hash {trajectory.final_hash[:16]}…  identity {trajectory.identity[:16]}…"
     if rebuilt:
@@ -129,6 +141,24 @@ def show_command(
     console.print(table)
     if tree:
         console.print(_span_tree(trajectory))
+
+
+_VERDICT_STYLE = {
+    ReplayabilityVerdict.REPLAYABLE: "green",
+    ReplayabilityVerdict.PARTIAL: "yellow",
+    ReplayabilityVerdict.NOT_REPLAYABLE: "red",
+}
+
+
+def print_replayability(verdict: Replayability, limit: int = SHOWN_REASONS) -> None:
+    """The run's replayability verdict, then its first ``limit`` reasons, one a line."""
+    line = Text("replayability: ")
+    line.append(verdict.verdict.value, style=_VERDICT_STYLE[verdict.verdict])
+    console.print(line, highlight=False)
+    for reason in verdict.reasons[:limit]:
+        console.print(Text(f"  {printable(str(reason))}"), highlight=False)
+    if len(verdict.reasons) > limit:
+        console.print(Text(f"  … and {len(verdict.reasons) - limit} more (--json lists them all)"))
 
 
 def _span_tree(trajectory: Trajectory) -> Tree:

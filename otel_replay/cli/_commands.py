@@ -64,6 +64,14 @@ COMMANDS: dict[str, LazyCommand] = {
         "traces of a Phoenix project (phoenix://HOST:PORT/PROJECT).",
         "agent-replay import sample_traces/incident.otlp.jsonl",
     ),
+    "lint": _command(
+        "_lint",
+        "lint_command",
+        "Check trace files for what replay and attribution need (model calls' input messages, "
+        "tool calls' arguments and results, values not cut by a length limit), without "
+        "importing them. Exit 1 when a run cannot be attributed.",
+        "agent-replay lint sample_traces",
+    ),
     "list": _command(
         "_browse",
         "list_command",

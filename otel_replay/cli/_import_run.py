@@ -29,6 +29,7 @@ from otel_replay.store import Store
 _PROGRESS_MIN_BYTES = 4 * 1024 * 1024
 _SKIP_FILES = {".md", ".txt", ".py", ".yaml", ".yml", ".toml", ".db", ".db-wal", ".db-shm"}
 _TABLE_ROWS = 40
+_LESS = ("partial", "not-replayable")
 
 
 @dataclass
@@ -122,6 +123,7 @@ def _imported(
                 "format": summary.format,
                 "result": ingested.result.value,
                 "final_hash": summary.final_hash,
+                "replayability": summary.replayability,
             }
         )
     result.skipped = [str(e) for e in options.report.skipped]
@@ -212,18 +214,29 @@ def render(results: list[FileResult]) -> None:
     table = trajectory_table(
         f"imported {plural(len(rows), 'trajectory', 'trajectories')} from "
         f"{plural(len(results), sources)}",
-        ("trajectory id", "steps", "outcome", "source", "result"),
+        ("trajectory id", "steps", "outcome", "replayability", "source", "result"),
     )
     for row in rows[:_TABLE_ROWS]:
         outcome = "—" if row["outcome"] is None else f"{row['outcome']:g}"
         style = "red" if is_failure(row["outcome"]) else None
-        cells = (row["id"], str(row["steps"]), outcome, display_path(row["source"]), row["result"])
+        cells = (
+            row["id"], str(row["steps"]), outcome, row["replayability"] or "?",
+            display_path(row["source"]), row["result"],
+        )  # fmt: skip
         table.add_row(*map(shown, cells), style=style)
     if len(rows) > _TABLE_ROWS:
         table.caption = f"… and {len(rows) - _TABLE_ROWS} more (agent-replay list shows all)"
     console.print(table)
     counts = {r.value: sum(1 for row in rows if row["result"] == r.value) for r in IngestResult}
     console.print(", ".join(f"{n} {what}" for what, n in counts.items()))
+    unplayable = [row for row in rows if row["replayability"] != "replayable"]
+    if unplayable:
+        said = {v: sum(1 for row in unplayable if row["replayability"] == v) for v in _LESS}
+        console.print(
+            ", ".join(f"{n} {v}" for v, n in said.items() if n)
+            + " (agent-replay show ID says what each lacks)",
+            highlight=False,
+        )
     for r in results:
         if r.skipped:
             err_console.print(

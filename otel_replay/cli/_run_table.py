@@ -25,8 +25,10 @@ from otel_replay.store._trajectories import TrajectorySummary
 MEASURED = 1000
 #: How many rows of JSON are made at once (orjson is quicker on a list than row by row).
 CHUNK = 1000
-COLUMNS = ("trajectory id", "steps", "outcome", "format", "source")
-_RIGHT = (False, True, True, False, False)
+COLUMNS = ("trajectory id", "steps", "outcome", "replayability", "format", "source")
+_RIGHT = (False, True, True, False, False, False)
+#: What the replayability column shows of a store older than the verdict (schema version 5).
+UNCHECKED = "?"
 _RED, _RESET = "\x1b[31m", "\x1b[0m"
 
 
@@ -36,6 +38,7 @@ def _cells(summary: TrajectorySummary) -> tuple[str, ...]:
         printable(summary.id),
         str(summary.n_steps),
         outcome,
+        summary.replayability or UNCHECKED,
         printable(summary.format or ""),
         printable(summary.source or ""),
     )
@@ -55,8 +58,8 @@ def _widths(rows: Sequence[tuple[str, ...]]) -> list[int]:
     left (at least 8: its file's name shows, `display_path` cuts from the left)."""
     widths = [max([cell_len(h), *(cell_len(r[i]) for r in rows)]) for i, h in enumerate(COLUMNS)]
     widths[0] = max(widths[0], 32)
-    fixed = sum(widths[:4]) + 3 * len(COLUMNS) + 1
-    widths[4] = max(8, min(widths[4], console.width - fixed))
+    fixed = sum(widths[:5]) + 3 * len(COLUMNS) + 1
+    widths[5] = max(8, min(widths[5], console.width - fixed))
     return widths
 
 
@@ -70,7 +73,7 @@ def print_table(runs: Iterable[TrajectorySummary]) -> int:
     head = list(itertools.islice(rows, MEASURED))
     measured = [_cells(s) for s in head]
     widths = _widths(measured)
-    spare = sum(widths[:4]) + 3 * len(COLUMNS) + 1 - 66  # what `display_path` leaves other columns
+    spare = sum(widths[:5]) + 3 * len(COLUMNS) + 1 - 66  # what `display_path` leaves other columns
     colour = console.is_terminal and console.color_system is not None and not console.no_color
     out = sys.stdout
     out.write(_line("┏", "┳", "┓\n", widths, "━"))
@@ -83,7 +86,7 @@ def print_table(runs: Iterable[TrajectorySummary]) -> int:
     count = 0
     for summary, cells in _with_cells(head, measured, rows):
         source = printable(display_path(summary.source, spare=spare))
-        shown = (*cells[:4], source)
+        shown = (*cells[:5], source)
         line = (
             "│"
             + "│".join(f" {_fit(c, w, r)} " for c, w, r in zip(shown, widths, _RIGHT, strict=True))
@@ -116,6 +119,7 @@ def json_row(summary: TrajectorySummary) -> dict[str, object]:
         "final_hash": summary.final_hash,
         "source": summary.source,
         "format": summary.format,
+        "replayability": summary.replayability,
     }
 
 

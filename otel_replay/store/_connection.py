@@ -28,6 +28,8 @@ import orjson
 
 from otel_replay.errors import StoreError
 from otel_replay.hashing import op_key
+from otel_replay.model import Step, Trajectory
+from otel_replay.replayable import replayability
 
 T = TypeVar("T")
 _Self = TypeVar("_Self", bound="Connected")
@@ -80,6 +82,45 @@ def current_op_key(version: int, kind: str, name: str, inputs: dict[str, Any], k
     if version >= CONTENT_OP_KEYS or kind != "llm":
         return key
     return op_key(kind, name, inputs)
+
+
+#: From this version on, each run's row holds its replayability verdict (`otel_replay.replayable`);
+#: a reading open of an older store reads it as unknown (None).
+REPLAYABILITY = 5
+
+
+def _replayability_column(db: sqlite3.Connection) -> None:
+    """5: each run's replayability verdict in its row, so ``list`` shows it without reading a
+    step. The runs already stored are judged here, once (a run's steps, one query each)."""
+    db.execute("ALTER TABLE trajectories ADD COLUMN replayability TEXT")
+    runs = db.execute(
+        "SELECT t.id, m.data FROM trajectories t JOIN blobs m ON m.digest = t.metadata_digest"
+    ).fetchall()
+    verdicts = []
+    for run_id, metadata in runs:
+        rows = db.execute(
+            "SELECT s.kind, s.name, i.data, s.inputs_layout, o.data, s.status, s.error "
+            "FROM steps s JOIN blobs i ON i.digest = s.inputs_digest "
+            "JOIN blobs o ON o.digest = s.output_digest WHERE s.trajectory_id = ? ORDER BY s.idx",
+            (run_id,),
+        )
+        steps = [
+            Step.from_record(
+                {
+                    "kind": kind,
+                    "name": name,
+                    "inputs": read_inputs(db, inputs, layout),
+                    "output": orjson.loads(output),
+                    "status": status,
+                    "error": error,
+                }
+            )
+            for kind, name, inputs, layout, output, status, error in rows
+        ]
+        meta = orjson.loads(metadata)
+        run = Trajectory.build(run_id, steps, metadata=meta if isinstance(meta, dict) else {})
+        verdicts.append((replayability(run).verdict.value, run_id))
+    db.executemany("UPDATE trajectories SET replayability = ? WHERE id = ?", verdicts)
 
 
 #: The schema, one migration per version: migration N takes a store from version N-1 to N.
@@ -171,6 +212,7 @@ CREATE INDEX trajectories_by_start ON trajectories(start_time_unix_nano, id, n_s
 CREATE INDEX trajectories_by_steps ON trajectories(n_steps, id, outcome, start_time_unix_nano);
 CREATE INDEX trajectories_by_outcome ON trajectories(outcome, id, n_steps, start_time_unix_nano);
 """,
+    _replayability_column,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

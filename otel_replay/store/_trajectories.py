@@ -24,8 +24,10 @@ import orjson
 from otel_replay.errors import NotFoundError, StoreError, setting
 from otel_replay.hashing import canonical_json, digest
 from otel_replay.model import SpanNode, Step, Trajectory
+from otel_replay.replayable import replayability
 from otel_replay.store._connection import (
     CONTENT_OP_KEYS,
+    REPLAYABILITY,
     Connected,
     chunks,
     current_op_key,
@@ -46,6 +48,8 @@ class TrajectorySummary:
     format: str | None
     start_time_unix_nano: int | None
     content_digest: str  # see `content_digest`
+    #: the run's replayability verdict (`otel_replay.replayable`); None in a store older than it
+    replayability: str | None = None
 
 
 def summarize(trajectory: Trajectory) -> TrajectorySummary:
@@ -76,12 +80,16 @@ def _summarize(trajectory: Trajectory, spans_digest: str) -> TrajectorySummary:
         content_digest=digest(
             canonical_json([trajectory.final_hash, trajectory.outcome, spans_digest])
         ),
+        replayability=replayability(trajectory).verdict.value,
     )
 
 
 _SUMMARY_COLUMNS = (
-    "id, n_steps, outcome, final_hash, source, format, start_time_unix_nano, content_digest"
+    "id, n_steps, outcome, final_hash, source, format, start_time_unix_nano, content_digest, "
+    "replayability"
 )
+#: What a store older than `REPLAYABILITY` (read as it is) gives for the same columns.
+_OLDER_SUMMARY_COLUMNS = _SUMMARY_COLUMNS.replace("replayability", "NULL AS replayability")
 # A step row, named as `Step.to_record` names its fields; inputs and output are blob data.
 _STEP_QUERY = (
     'SELECT s.idx AS "index", s.kind, s.name, i.data AS inputs, s.inputs_layout, '
@@ -114,6 +122,11 @@ def _result(row: sqlite3.Row) -> RecordedResult:
 
 class Trajectories(Connected):
     """The runs of a store (`otel_replay.store.Store` is one, with the other rooms)."""
+
+    @property
+    def _columns(self) -> str:
+        """A run's summary columns as this store holds them."""
+        return _SUMMARY_COLUMNS if self._version >= REPLAYABILITY else _OLDER_SUMMARY_COLUMNS
 
     # --- writing -----------------------------------------------------------------------------------
 
@@ -225,7 +238,7 @@ class Trajectories(Connected):
     def summary(self, trajectory_id: str) -> TrajectorySummary | None:
         """The stored run with exactly this id, without its steps; None if there is none."""
         row = self._db.execute(
-            f"SELECT {_SUMMARY_COLUMNS} FROM trajectories WHERE id = ?", (trajectory_id,)
+            f"SELECT {self._columns} FROM trajectories WHERE id = ?", (trajectory_id,)
         ).fetchone()
         return None if row is None else _summary(row)
 
@@ -233,7 +246,7 @@ class Trajectories(Connected):
         """Every trajectory, oldest run first (for callers that need all of them: a view shows a
         page of `runs`)."""
         rows = self._db.execute(
-            f"SELECT {_SUMMARY_COLUMNS} FROM trajectories "
+            f"SELECT {self._columns} FROM trajectories "
             "ORDER BY start_time_unix_nano IS NULL, start_time_unix_nano, id"
         )
         return [_summary(row) for row in rows]
@@ -263,9 +276,7 @@ class Trajectories(Connected):
         if after is not None:
             cursor, cursor_params = self._after(order, self.resolve(after))
             condition, params = f"({condition}) AND ({cursor})", params + cursor_params
-        query = (
-            f"SELECT {_SUMMARY_COLUMNS} FROM trajectories WHERE {condition} ORDER BY {order.sql}"
-        )
+        query = f"SELECT {self._columns} FROM trajectories WHERE {condition} ORDER BY {order.sql}"
         if limit is not None or offset:
             query += " LIMIT ? OFFSET ?"
             params += [-1 if limit is None else limit, offset]
@@ -421,6 +432,7 @@ def _summary(row: sqlite3.Row | dict[str, Any]) -> TrajectorySummary:
 
 
 _SUMMARY_FIELDS = tuple(name.strip() for name in _SUMMARY_COLUMNS.split(","))
+assert _SUMMARY_FIELDS[-1] == "replayability"  # `_OLDER_SUMMARY_COLUMNS` replaces the last
 
 
 def _insert(table: str, row: dict[str, Any]) -> str:

@@ -1,0 +1,355 @@
+"""Replayability: what a run's record lets agent-replay do with it, and what it lacks.
+
+`replayability(run)` reads a trajectory and says, step by step, what its instrumentation left out:
+
+* a model call without its input messages, or with messages whose content was not captured
+  (OTel GenAI instrumentations record none unless asked): it cannot be **re-asked**;
+* a tool call without its arguments: it cannot be **resampled** as the same call; a step without
+  its result (status ok, no output): it cannot be **served**;
+* a value the instrumentation cut: a truncation marker at its end (``[TRUNCATED]``, ``...
+  (truncated)``, ``<truncated 120 chars>``, ...), or **length clustering**: the OTel SDK's attribute
+  length limit (``OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT``, ``SpanLimits(max_attribute_length=N)``)
+  cuts every longer string at exactly N characters and says nothing, so two or more different
+  strings of one run ending at exactly the same length, none longer, were cut there (an ellipsis
+  appended after the cut is read as part of the same marker);
+* a value the instrumentation hid (OpenInference's ``__REDACTED__``, its ``OPENINFERENCE_HIDE_*``
+  settings);
+* a step no span recorded, rebuilt from the conversation (``metadata["reconstructed_steps"]``): it
+  has no span id or clock, its content is what the next turn showed.
+
+The verdict: **replayable** with nothing to say; **not-replayable** when the run has no steps, or
+not one of its steps can be re-run or served (attribution has nothing to work with: `lint`'s exit
+1, `attribute`'s refusal); **partial** otherwise. A pure function of the run: the store keeps the
+verdict of each run it holds (``list`` reads it from the row), ``show`` and ``lint`` compute the
+reasons again.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+from otel_replay.model import Step, StepKind, StepStatus, Trajectory
+
+__all__ = [
+    "Replayability",
+    "ReplayabilityGap",
+    "ReplayabilityReason",
+    "ReplayabilityVerdict",
+    "replayability",
+]
+
+
+class ReplayabilityVerdict(str, Enum):
+    """What a run's record allows: everything, part of it, or nothing attribution can use."""
+
+    REPLAYABLE = "replayable"
+    PARTIAL = "partial"
+    NOT_REPLAYABLE = "not-replayable"
+
+
+class ReplayabilityGap(str, Enum):
+    """What one step's record lacks (or, for the rebuilt and unrecognised, how it was made)."""
+
+    NO_MESSAGES = "no-input-messages"
+    NO_CONTENT = "no-message-content"
+    NO_ARGUMENTS = "no-arguments"
+    NO_INPUT = "no-input"
+    NO_RESULT = "no-result"
+    TRUNCATED_INPUT = "truncated-input"
+    TRUNCATED_OUTPUT = "truncated-output"
+    HIDDEN_INPUT = "hidden-input"
+    HIDDEN_OUTPUT = "hidden-output"
+    REBUILT = "rebuilt"
+    NO_OPERATIONS = "no-operations"
+    NO_STEPS = "no-steps"
+
+
+#: The gaps that keep a step from being re-run (re-asked, resampled as the same call).
+_NOT_RERUN = frozenset(
+    {
+        ReplayabilityGap.NO_MESSAGES,
+        ReplayabilityGap.NO_CONTENT,
+        ReplayabilityGap.NO_ARGUMENTS,
+        ReplayabilityGap.NO_INPUT,
+        ReplayabilityGap.TRUNCATED_INPUT,
+        ReplayabilityGap.HIDDEN_INPUT,
+    }
+)
+#: The gaps that keep a step from being served as it happened.
+_NOT_SERVED = frozenset(
+    {ReplayabilityGap.NO_RESULT, ReplayabilityGap.TRUNCATED_OUTPUT, ReplayabilityGap.HIDDEN_OUTPUT}
+)
+
+#: OpenInference's value for what its trace configuration hides (``REDACTED_VALUE``).
+HIDDEN_VALUE = "__REDACTED__"
+#: A truncation marker at the end of a value, as instrumentations and SDKs append them.
+TRUNCATION_MARKER = re.compile(
+    r"(?:(?:\.\.\.|…)\s*)?"
+    r"(?:[\[(<]\s*(?:\.\.\.\s*)?(?:truncated|\d+\s+(?:more\s+)?(?:chars?|characters|bytes|tokens)"
+    r"\s+(?:truncated|omitted|elided|removed))[^\])>\n]{0,60}[\])>]"
+    r"|(?:\.\.\.|…)\s*truncated)\s*$",
+    re.IGNORECASE,
+)
+#: The shortest length read as an attribute length limit: shorter strings of equal length are
+#: common (ids, dates, short answers), cut ones are not.
+MIN_CUT_LENGTH = 64
+_ELLIPSES = ("...", "…")
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayabilityReason:
+    """One thing a run's record lacks: the step (None: the run as a whole), what is missing, and
+    where (``where``: the value's path, as ``output.content`` or ``inputs.messages[1].content``)."""
+
+    step: int | None
+    kind: StepKind | None
+    name: str | None
+    gap: ReplayabilityGap
+    detail: str
+
+    @property
+    def rerun(self) -> bool:
+        """Whether the step can still be re-run despite this gap."""
+        return self.gap not in _NOT_RERUN
+
+    @property
+    def served(self) -> bool:
+        """Whether the step can still be served as it happened despite this gap."""
+        return self.gap not in _NOT_SERVED
+
+    def __str__(self) -> str:
+        if self.step is None:
+            return self.detail
+        return (
+            f"step {self.step} ({self.kind.value if self.kind else '?'} {self.name}): {self.detail}"
+        )
+
+    def to_record(self) -> dict[str, Any]:
+        return {
+            "step": self.step,
+            "kind": None if self.kind is None else self.kind.value,
+            "name": self.name,
+            "missing": self.gap.value,
+            "detail": self.detail,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Replayability:
+    """A run's verdict and the reasons for it, in step order (run-level reasons first)."""
+
+    verdict: ReplayabilityVerdict
+    reasons: tuple[ReplayabilityReason, ...] = ()
+
+    @property
+    def attributable(self) -> bool:
+        """Whether attribution has anything to work with (the verdict is not ``not-replayable``)."""
+        return self.verdict is not ReplayabilityVerdict.NOT_REPLAYABLE
+
+    def unserved(self, steps: Iterable[int]) -> tuple[ReplayabilityReason, ...]:
+        """The reasons that keep any of ``steps`` from being served as recorded."""
+        wanted = set(steps)
+        return tuple(r for r in self.reasons if r.step in wanted and not r.served)
+
+    def summary(self, limit: int = 3) -> str:
+        """One line: the verdict and its first ``limit`` reasons."""
+        if not self.reasons:
+            return self.verdict.value
+        shown = "; ".join(str(r) for r in self.reasons[:limit])
+        more = len(self.reasons) - limit
+        return f"{self.verdict.value}: {shown}" + (f"; and {more} more" if more > 0 else "")
+
+    def to_record(self) -> dict[str, Any]:
+        """The JSON form ``show --json``, ``lint --json`` and the viewer use."""
+        return {
+            "verdict": self.verdict.value,
+            "reasons": [r.to_record() for r in self.reasons],
+        }
+
+
+def replayability(run: Trajectory) -> Replayability:
+    """What ``run``'s record allows (see the module's docstring); never raises on a well-formed
+    trajectory, whatever its inputs and outputs hold."""
+    if not run.steps:
+        reason = ReplayabilityReason(
+            None, None, None, ReplayabilityGap.NO_STEPS, "the run has no steps"
+        )
+        return Replayability(ReplayabilityVerdict.NOT_REPLAYABLE, (reason,))
+    reasons: list[ReplayabilityReason] = []
+    if all(s.kind is StepKind.OTHER for s in run.steps):
+        reasons.append(
+            ReplayabilityReason(
+                None, None, None, ReplayabilityGap.NO_OPERATIONS,
+                "no span is an operation a convention recognises (a model call, a tool, a "
+                "retrieval): the trace's leaf spans were read as 'other' steps",
+            )
+        )  # fmt: skip
+    cut = _cut_length(run.steps)
+    rebuilt = _rebuilt(run)
+    blocked = 0
+    seen = _Resent()
+    for step in run.steps:
+        gaps = list(_step_gaps(step, cut, seen))
+        if step.index in rebuilt:
+            gaps.append(
+                (ReplayabilityGap.REBUILT, "rebuilt from the conversation (no span recorded it)")
+            )
+        reasons.extend(
+            ReplayabilityReason(step.index, step.kind, step.name, gap, detail)
+            for gap, detail in gaps
+        )
+        found = {gap for gap, _ in gaps}
+        if found & _NOT_RERUN and found & _NOT_SERVED:
+            blocked += 1
+    if blocked == len(run.steps):
+        verdict = ReplayabilityVerdict.NOT_REPLAYABLE
+    elif reasons:
+        verdict = ReplayabilityVerdict.PARTIAL
+    else:
+        verdict = ReplayabilityVerdict.REPLAYABLE
+    return Replayability(verdict, tuple(reasons))
+
+
+def _rebuilt(run: Trajectory) -> set[int]:
+    listed = run.metadata.get("reconstructed_steps")
+    if not isinstance(listed, list):
+        return set()
+    return {i for i in listed if isinstance(i, int) and not isinstance(i, bool)}
+
+
+def _step_gaps(
+    step: Step, cut: int | None, seen: _Resent
+) -> Iterator[tuple[ReplayabilityGap, str]]:
+    """What ``step`` lacks, each gap once (its first place)."""
+    yield from _missing(step)
+    for side, value in (("inputs", step.inputs), ("output", step.output)):
+        truncated, hidden = (
+            (ReplayabilityGap.TRUNCATED_INPUT, ReplayabilityGap.HIDDEN_INPUT)
+            if side == "inputs"
+            else (ReplayabilityGap.TRUNCATED_OUTPUT, ReplayabilityGap.HIDDEN_OUTPUT)
+        )
+        said: set[ReplayabilityGap] = set()
+        for where, text in seen.strings(step, side, value):
+            if hidden not in said and text == HIDDEN_VALUE:
+                said.add(hidden)
+                yield hidden, f"{where} hidden by the instrumentation ({HIDDEN_VALUE})"
+            elif truncated not in said and (marker := TRUNCATION_MARKER.search(text)):
+                said.add(truncated)
+                yield truncated, f"{where} cut: it ends with {marker.group().strip()!r}"
+            elif truncated not in said and cut is not None and _cut_at(text, cut):
+                said.add(truncated)
+                yield (
+                    truncated,
+                    (
+                        f"{where} cut at {cut} characters (the attribute length limit: values of "
+                        "the run end at exactly that length, none longer)"
+                    ),
+                )
+
+
+class _Resent:
+    """The strings of each step's values, a model call's messages that the previous model call
+    sent too read only once: an agent resends its history on every call, and reading it again
+    each time made the check quadratic in the run's length. Such a message's strings are given
+    again from the first reading (a cut message is cut in every call that resends it)."""
+
+    def __init__(self) -> None:
+        self._messages: list[Any] = []
+        self._strings: list[list[tuple[str, str]]] = []
+
+    def strings(self, step: Step, side: str, value: Any) -> Iterator[tuple[str, str]]:
+        messages = value.get("messages") if isinstance(value, dict) else None
+        if side != "inputs" or step.kind is not StepKind.LLM or not isinstance(messages, list):
+            yield from _strings(value, side)
+            return
+        yield from _strings({k: v for k, v in value.items() if k != "messages"}, side)
+        found: list[list[tuple[str, str]]] = []
+        for i, message in enumerate(messages):
+            where = f"{side}.messages[{i}]"
+            if i < len(self._messages) and self._messages[i] == message:
+                found.append(self._strings[i])
+            else:
+                found.append(list(_strings(message, where)))
+            yield from found[-1]
+        self._messages, self._strings = messages, found
+
+
+def _missing(step: Step) -> Iterator[tuple[ReplayabilityGap, str]]:
+    inputs = step.inputs
+    if step.kind is StepKind.LLM:
+        messages = inputs.get("messages")
+        if not isinstance(messages, list) or not messages:
+            yield ReplayabilityGap.NO_MESSAGES, "no input messages: the call cannot be asked again"
+        elif not any(_has_content(m) for m in messages):
+            yield (
+                ReplayabilityGap.NO_CONTENT,
+                (
+                    "input messages without their content (not captured): the call cannot be "
+                    "asked again"
+                ),
+            )
+    elif step.kind is StepKind.TOOL:
+        if inputs.get("arguments") is None:
+            yield (
+                ReplayabilityGap.NO_ARGUMENTS,
+                "no arguments: the call cannot be made again as it was",
+            )
+    elif step.kind is not StepKind.OTHER and not inputs:
+        yield ReplayabilityGap.NO_INPUT, "no input: it cannot be run again"
+    if step.kind is not StepKind.OTHER and step.status is StepStatus.OK and step.output is None:
+        yield ReplayabilityGap.NO_RESULT, "no result recorded: it cannot be served"
+
+
+def _has_content(message: Any) -> bool:
+    if not isinstance(message, dict):
+        return message not in (None, "")
+    return message.get("content") not in (None, "", []) or bool(message.get("tool_calls"))
+
+
+def _strings(value: Any, where: str) -> Iterator[tuple[str, str]]:
+    """Every string in ``value`` with its path, depth first (iteratively: a value may be deep)."""
+    stack: list[tuple[str, Any]] = [(where, value)]
+    while stack:
+        path, item = stack.pop()
+        if isinstance(item, str):
+            yield path, item
+        elif isinstance(item, dict):
+            stack.extend((f"{path}.{k}", v) for k, v in reversed(list(item.items())))
+        elif isinstance(item, list):
+            stack.extend((f"{path}[{i}]", v) for i, v in reversed(list(enumerate(item))))
+
+
+def _bare(text: str) -> str:
+    """``text`` without an ellipsis appended after a cut."""
+    for ellipsis in _ELLIPSES:
+        if text.endswith(ellipsis):
+            return text[: -len(ellipsis)]
+    return text
+
+
+def _cut_at(text: str, length: int) -> bool:
+    return len(text) == length or (len(_bare(text)) == length and _bare(text) != text)
+
+
+def _cut_length(steps: Sequence[Step]) -> int | None:
+    """The attribute length limit the run's strings show, if they show one: two or more distinct
+    strings (an appended ellipsis aside) of exactly the longest length, at least
+    `MIN_CUT_LENGTH`. A history resent on every turn repeats one string, so strings count once."""
+    longest = 0
+    at_longest: set[str] = set()
+    seen = _Resent()
+    for step in steps:
+        for side, value in (("inputs", step.inputs), ("output", step.output)):
+            for _, text in seen.strings(step, side, value):
+                bare = _bare(text)
+                if len(bare) > longest:
+                    longest, at_longest = len(bare), {bare}
+                elif len(bare) == longest:
+                    at_longest.add(bare)
+    if longest >= MIN_CUT_LENGTH and len(at_longest) >= 2:
+        return longest
+    return None
