@@ -42,6 +42,7 @@ if TYPE_CHECKING:
         RolloutError,
         StoreError,
         TraceFormatError,
+        UnreplayableError,
         UnservableError,
         VerifierError,
     )
@@ -216,6 +217,7 @@ __all__ = [
     "TraceFormatError",
     "Trajectory",
     "TrajectoryDiff",
+    "UnreplayableError",
     "UnservableError",
     "UserCode",
     "Verdict",

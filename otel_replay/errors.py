@@ -21,8 +21,10 @@
     ├── NonDeterminismError (RuntimeError) a replayed agent made a call the record does not have
     ├── AgentError (RuntimeError)        an agent cannot be loaded or run as asked
     ├── ExportError (ConnectionError)    an OTLP endpoint cannot be reached, or refuses what is sent
-    └── InterventionError (ValueError)   a fork or plan names a step the run does not have, or an
-                                         unknown fault or option
+    ├── InterventionError (ValueError)   a fork or plan names a step the run does not have, or an
+    │                                    unknown fault or option
+    └── UnreplayableError (ValueError)   a replay or fork needs steps whose record lacks their result
+                                         (the replayability reasons, `otel_replay.replayable`)
 
 Messages show the offending value, and name a setting as the caller gave it (`setting`): the
 keyword a Python caller passes (``swap_model='gpt-4o'``), or, while a command runs, the command
@@ -52,6 +54,7 @@ __all__ = [
     "RolloutError",
     "StoreError",
     "TraceFormatError",
+    "UnreplayableError",
     "UnservableError",
     "VerifierError",
     "preview",
@@ -359,6 +362,11 @@ class ExportError(ReplayError, ConnectionError):
 class InterventionError(ReplayError, ValueError):
     """A fork, fault or plan asks for something the run cannot take: a step it does not have, an
     unknown fault, an option outside its range."""
+
+
+class UnreplayableError(ReplayError, ValueError):
+    """A replay or fork would serve steps whose record lacks what serving needs (their result, cut
+    or hidden by the instrumentation); the message names the steps and what each lacks."""
 
 
 def _export_error(message: str, url: str, status: int | None) -> ExportError:

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
+from otel_replay.errors import AttributionError, UnreplayableError
 from otel_replay.model import Step, StepKind, StepStatus, Trajectory
 
 __all__ = [
@@ -39,6 +40,8 @@ __all__ = [
     "ReplayabilityGap",
     "ReplayabilityReason",
     "ReplayabilityVerdict",
+    "check_attributable",
+    "check_servable",
     "replayability",
 ]
 
@@ -353,3 +356,27 @@ def _cut_length(steps: Sequence[Step]) -> int | None:
     if longest >= MIN_CUT_LENGTH and len(at_longest) >= 2:
         return longest
     return None
+
+
+def check_attributable(run: Trajectory) -> Replayability:
+    """``run``'s replayability, or an `AttributionError` naming why attribution has nothing to
+    work with (the verdict ``not-replayable``)."""
+    verdict = replayability(run)
+    if not verdict.attributable:
+        raise AttributionError(f"run {run.id} cannot be attributed: {verdict.summary()}")
+    return verdict
+
+
+def check_servable(run: Trajectory, steps: Iterable[int], what: str) -> Replayability:
+    """``run``'s replayability, or an `UnreplayableError` when one of ``steps`` (those ``what``,
+    a replay or a fork, serves from the record) cannot be served: its result is missing, cut or
+    hidden."""
+    verdict = replayability(run)
+    lacking = verdict.unserved(steps)
+    if lacking:
+        listed = "; ".join(str(r) for r in lacking[:3])
+        more = f"; and {len(lacking) - 3} more" if len(lacking) > 3 else ""
+        raise UnreplayableError(
+            f"{what} of run {run.id} would serve steps its record cannot give: {listed}{more}"
+        )
+    return verdict

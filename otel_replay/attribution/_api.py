@@ -50,6 +50,7 @@ from otel_replay.errors import AttributionError, VerifierError, setting
 from otel_replay.model import StepKind, Trajectory
 from otel_replay.replay import Plan
 from otel_replay.replay._rollout import Rollout, score
+from otel_replay.replayable import check_attributable
 from otel_replay.resamplers import Registry
 from otel_replay.resamplers._judge import Judge
 from otel_replay.resamplers._registry import VerifierFunction, describe, ways_to_resample
@@ -93,7 +94,8 @@ def attribute(
 
     Raises:
         VerifierError: no verifier is registered, or it does not return a number.
-        AttributionError: the run passed and ``on_success`` is ``error``; nothing is resamplable.
+        AttributionError: the run passed and ``on_success`` is ``error``; nothing is resamplable;
+            the run's record allows nothing (`otel_replay.replayable`: ``not-replayable``).
         RolloutError: a resample function raised (unless ``on_resampler_error`` is ``fail-rollout``).
 
     ``progress(completed, total)`` follows the rollouts; ``total`` is exact before a repair search
@@ -105,6 +107,7 @@ def attribute(
     (see `otel_replay.attribution.attribute_stored`'s executor); the results are the same.
     """
     config = config or AttributionConfig()
+    check_attributable(trajectory)  # a run nothing of can be re-run or served: said, not tried
     started = time.perf_counter()
     resamplable = resamplable_steps(trajectory, registry, driver is not None)
     verifier = _verifier(trajectory, registry, resamplable)

@@ -21,13 +21,11 @@ from otel_replay.cli._common import (
     shown,
     user_errors,
 )
+from otel_replay.cli._replayable import print_replayability
 from otel_replay.cli._run_table import Seen, page_footer, print_json_rows, print_table
 from otel_replay.messages import assistant_message, conversation
 from otel_replay.model import Step, StepKind, StepStatus, Trajectory
-from otel_replay.replayable import Replayability, ReplayabilityVerdict, replayability
-
-#: How many of a run's replayability reasons ``show`` lists (``show --json`` has them all).
-SHOWN_REASONS = 10
+from otel_replay.replayable import replayability
 
 LimitOption = Annotated[
     int, typer.Option("--limit", "-n", help="How many runs to show (0: all of them).", min=0)
@@ -141,24 +139,6 @@ def show_command(
     console.print(table)
     if tree:
         console.print(_span_tree(trajectory))
-
-
-_VERDICT_STYLE = {
-    ReplayabilityVerdict.REPLAYABLE: "green",
-    ReplayabilityVerdict.PARTIAL: "yellow",
-    ReplayabilityVerdict.NOT_REPLAYABLE: "red",
-}
-
-
-def print_replayability(verdict: Replayability, limit: int = SHOWN_REASONS) -> None:
-    """The run's replayability verdict, then its first ``limit`` reasons, one a line."""
-    line = Text("replayability: ")
-    line.append(verdict.verdict.value, style=_VERDICT_STYLE[verdict.verdict])
-    console.print(line, highlight=False)
-    for reason in verdict.reasons[:limit]:
-        console.print(Text(f"  {printable(str(reason))}"), highlight=False)
-    if len(verdict.reasons) > limit:
-        console.print(Text(f"  … and {len(verdict.reasons) - limit} more (--json lists them all)"))
 
 
 def _span_tree(trajectory: Trajectory) -> Tree:

@@ -49,6 +49,7 @@ from otel_replay.cli._remembered import (
     sdks_given,
     spec_given,
 )
+from otel_replay.cli._replayable import warn_partial
 from otel_replay.cli._send import (
     OtlpCompressionOption,
     OtlpEndpointOption,
@@ -62,6 +63,7 @@ from otel_replay.errors import ReplayError
 from otel_replay.model import Step, StepKind, Trajectory
 from otel_replay.replay import Driver
 from otel_replay.replay._faults import FAULTS
+from otel_replay.replayable import check_servable
 from otel_replay.resamplers._judge import judged
 from otel_replay.transcript import compared_output
 
@@ -217,6 +219,9 @@ def replay_command(
     with user_errors():
         with open_store(store) as db:
             original = db.get(trajectory_id)
+        live_kinds = set(live or ())
+        served = [s.index for s in original.steps if s.kind not in live_kinds]
+        warn_partial(check_servable(original, served, "a replay"), original.id)
         function = agent_for(original, agent, instrument) if agent else chat_loop(original)
         sdks = sdks_for(original, instrument)
         result = replay(original, function, live_kinds=live or (), instrument=sdks)
@@ -376,6 +381,8 @@ def fork_command(
         )  # fmt: skip
         with open_store(store, write=True) as db:
             original = db.get(trajectory_id)
+            held = range(min(max(at, 0), len(original.steps)))
+            warn_partial(check_servable(original, held, "a fork"), original.id)
             move = _move(output, do, observe, observe_error, edit, fault_name, swap_model, remove)
             injected = injection(original, at, move)
             runner = (

@@ -14,6 +14,7 @@ from typing import Any
 
 from otel_replay.errors import NotFoundError
 from otel_replay.model import Step, StepStatus, Trajectory, is_failure
+from otel_replay.replayable import replayability
 from otel_replay.report._html import question, report_body
 from otel_replay.report._page import esc, page
 from otel_replay.report._timeline import run_section
@@ -90,7 +91,7 @@ def run_page(store: Store, run_id: str) -> str:
     reports = store.reports(trajectory.id)
     body = (
         f'<h1>Run <span class="mono">{esc(trajectory.id)}</span></h1>{_about(trajectory)}'
-        f"{run_section(trajectory)}"
+        f"{_replayability(trajectory)}{run_section(trajectory)}"
         f"<h2>Attribution reports</h2>{_report_list(trajectory.id, reports)}"
         f"<h2>Compare</h2>{_compare(store, trajectory)}{VIEWER_STYLE}"
     )
@@ -105,6 +106,24 @@ def _about(trajectory: Trajectory) -> str:
         if meta.get(key) is not None
     ]
     return f'<p class="muted">{" · ".join(fields)}</p>' if fields else ""
+
+
+#: How many replayability reasons a run's page lists (``agent-replay show --json`` has them all).
+_REASONS = 20
+
+
+def _replayability(trajectory: Trajectory) -> str:
+    """The run's replayability verdict, and what its record lacks, step by step."""
+    verdict = replayability(trajectory)
+    items = "".join(f"<li>{esc(str(r))}</li>" for r in verdict.reasons[:_REASONS])
+    more = len(verdict.reasons) - _REASONS
+    if more > 0:
+        items += f"<li class='muted'>… and {more} more (agent-replay show --json lists them)</li>"
+    return (
+        f'<section class="replayability" data-verdict="{esc(verdict.verdict.value)}">'
+        f"<p>replayability <b>{esc(verdict.verdict.value)}</b></p>"
+        f"{f'<ul>{items}</ul>' if items else ''}</section>"
+    )
 
 
 def _report_list(run_id: str, reports: list[dict[str, Any]]) -> str:
