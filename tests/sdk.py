@@ -17,7 +17,7 @@ import orjson
 from google.protobuf import json_format
 from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan, SpanLimits, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import Span, Status, StatusCode
@@ -36,9 +36,11 @@ MS = 1_000_000
 
 
 class Recorder:
-    def __init__(self, service: str = "test-agent") -> None:
+    def __init__(self, service: str = "test-agent", limits: SpanLimits | None = None) -> None:
         self.exporter = InMemorySpanExporter()
-        self.provider = TracerProvider(resource=Resource.create({"service.name": service}))
+        self.provider = TracerProvider(
+            resource=Resource.create({"service.name": service}), span_limits=limits
+        )
         self.provider.add_span_processor(SimpleSpanProcessor(self.exporter))
         self.tracer = self.provider.get_tracer("tests.sdk")
         self.clock = T0
