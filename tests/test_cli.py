@@ -152,8 +152,9 @@ def test_import_directory_prints_summary_table(
     rows = _rows(result.stdout, list(expected))
     assert set(rows) == set(expected)
     for trajectory_id, (trajectory, path) in expected.items():
-        _, steps, outcome, source, status = rows[trajectory_id]
+        _, steps, outcome, replayable, source, status = rows[trajectory_id]
         assert steps == str(len(trajectory.steps))
+        assert replayable == "replayable"
         assert outcome == ("—" if trajectory.outcome is None else f"{trajectory.outcome:g}")
         assert source.endswith(path.name)
         assert status == "added"
@@ -201,7 +202,7 @@ def test_list_shows_every_trajectory(runner: CliRunner, sample_store: Path) -> N
         assert rows[s.id][1] == str(s.n_steps)
     assert orjson.loads(as_json.stdout) == [
         {"id": s.id, "steps": s.n_steps, "outcome": s.outcome, "final_hash": s.final_hash,
-         "source": s.source, "format": s.format}
+         "source": s.source, "format": s.format, "replayability": s.replayability}
         for s in summaries
     ]  # fmt: skip
 

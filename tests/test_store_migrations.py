@@ -327,6 +327,41 @@ def test_a_reading_open_reads_a_version_1_store_and_changes_nothing(
     assert _version(path) == 1
 
 
+# --- version 5: each run's replayability in its row ----------------------------------------------
+
+
+def test_migration_5_judges_each_stored_run_and_a_reading_open_says_unknown(
+    tmp_path: Path,
+) -> None:
+    """The verdict ``list`` shows is in the row from version 5 on: a migration computes it for the
+    runs stored before; a reading open of an older store reads it as unknown (``?``)."""
+    whole, lacking = tmp_path / "whole.db", tmp_path / "lacking.db"
+    _write_version_1(whole, _old_run(), used=False)
+    old = _old_run()
+    tool = old.steps[1]
+    run = Trajectory.build(
+        old.id,
+        [old.steps[0], Step(tool.kind, tool.name, tool.inputs, None), old.steps[2]],
+        outcome=old.outcome,
+        metadata=old.metadata,
+    )  # the tool step recorded no result
+    _write_version_1(lacking, run, used=False)
+
+    with Store.open(lacking, read_only=True) as db:
+        assert db.summary("old-run").replayability is None  # type: ignore[union-attr]
+    listed = CliRunner().invoke(app, ["list", "--store", str(lacking)], env={"COLUMNS": "250"})
+    assert listed.exit_code == 0, listed.output
+    assert "│ ?" in listed.stdout
+    assert _version(lacking) == 1
+
+    with Store.open(whole) as db:
+        assert db.summary("old-run").replayability == "replayable"  # type: ignore[union-attr]
+    with Store.open(lacking) as db:
+        assert db.summary("old-run").replayability == "partial"  # type: ignore[union-attr]
+        assert [s.replayability for s in db.runs()] == ["partial"]
+    assert _version(lacking) == SCHEMA_VERSION
+
+
 # --- a newer store is refused ---------------------------------------------------------------------
 
 

@@ -222,7 +222,8 @@ def test_list_json_streams_every_run_in_the_shape_it_always_had(
     for row in rows[:100]:
         s = by_id[row["id"]]
         assert row == {"id": s.id, "steps": s.n_steps, "outcome": s.outcome,
-                       "final_hash": s.final_hash, "source": s.source, "format": s.format}  # fmt: skip
+                       "final_hash": s.final_hash, "source": s.source, "format": s.format,
+                       "replayability": s.replayability}  # fmt: skip
     # byte for byte what indenting the whole list at once prints
     assert (
         result.stdout
@@ -399,7 +400,7 @@ def test_a_store_before_the_indexes_pages_read_only_and_gains_them_when_written(
     with sqlite3.connect(path) as db:
         names = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type='index'")}
         assert names >= set(INDEXES)
-        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
     db.close()
 
 

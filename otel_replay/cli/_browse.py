@@ -95,25 +95,17 @@ def show_command(
     """Show one trajectory step by step (--json: the whole trajectory, and its identity)."""
     with user_errors(), open_store(store) as db:
         trajectory = db.get(trajectory_id)
-    verdict_of_run = replayability(trajectory)
     if json:
         print_json(
             {
                 **trajectory.to_record(),
                 "identity": trajectory.identity,
-                "replayability": verdict_of_run.to_record(),
+                "replayability": replayability(trajectory).to_record(),
             }
         )
         return
+    _print_head(trajectory)
     meta = trajectory.metadata
-    outcome = "unknown" if trajectory.outcome is None else f"{trajectory.outcome:g}"
-    verdict = {None: "", True: " [red](failed)[/]", False: " [green](passed)[/]"}[trajectory.failed]
-    console.print(f"[bold]{shown(trajectory.id)}[/]  outcome {outcome}{verdict}", highlight=False)
-    details = [
-        f"{k}: {meta[k]}" for k in ("root_span", "service", "session", "source") if k in meta
-    ]
-    console.print(printable("  ".join(details)), highlight=False, markup=False)
-    print_replayability(verdict_of_run)
     rebuilt = set(meta.get("reconstructed_steps", []))
     caption = f"final hash {trajectory.final_hash[:16]}…  identity {trajectory.identity[:16]}…"
     if rebuilt:
@@ -139,6 +131,19 @@ def show_command(
     console.print(table)
     if tree:
         console.print(_span_tree(trajectory))
+
+
+def _print_head(trajectory: Trajectory) -> None:
+    """The run's id and outcome, where it came from, and its replayability."""
+    meta = trajectory.metadata
+    outcome = "unknown" if trajectory.outcome is None else f"{trajectory.outcome:g}"
+    verdict = {None: "", True: " [red](failed)[/]", False: " [green](passed)[/]"}[trajectory.failed]
+    console.print(f"[bold]{shown(trajectory.id)}[/]  outcome {outcome}{verdict}", highlight=False)
+    details = [
+        f"{k}: {meta[k]}" for k in ("root_span", "service", "session", "source") if k in meta
+    ]
+    console.print(printable("  ".join(details)), highlight=False, markup=False)
+    print_replayability(replayability(trajectory))
 
 
 def _span_tree(trajectory: Trajectory) -> Tree:

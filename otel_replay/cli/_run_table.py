@@ -111,7 +111,7 @@ def _with_cells(
 
 
 def json_row(summary: TrajectorySummary) -> dict[str, object]:
-    """A run as ``list --json`` has always printed it."""
+    """A run as ``list --json`` prints it (``replayability``: None in a store older than it)."""
     return {
         "id": summary.id,
         "steps": summary.n_steps,

@@ -91,8 +91,11 @@ REPLAYABILITY = 5
 
 def _replayability_column(db: sqlite3.Connection) -> None:
     """5: each run's replayability verdict in its row, so ``list`` shows it without reading a
-    step. The runs already stored are judged here, once (a run's steps, one query each)."""
-    db.execute("ALTER TABLE trajectories ADD COLUMN replayability TEXT")
+    step. The runs already stored are judged here, once (a run's steps, one query each). A store
+    may have the column already (a newer one whose version was set back), hence the look."""
+    columns = {row[1] for row in db.execute("PRAGMA table_info(trajectories)")}
+    if "replayability" not in columns:
+        db.execute("ALTER TABLE trajectories ADD COLUMN replayability TEXT")
     runs = db.execute(
         "SELECT t.id, m.data FROM trajectories t JOIN blobs m ON m.digest = t.metadata_digest"
     ).fetchall()
