@@ -455,6 +455,10 @@ def test_import_list_and_show_say_the_verdict(runner: CliRunner, tmp_path: Path)
     )
     with Store.open(store, read_only=True) as db:
         assert db.summary(run_id).replayability == "partial"  # type: ignore[union-attr]
+        assert [s.id for s in db.runs("replayability = partial")] == [run_id]
+        assert db.count_runs("replayability = replayable") == 0
+    chosen = ok(invoke(runner, store, "list", "--where", "replayability=partial", "--json"))
+    assert [r["id"] for r in orjson.loads(chosen.stdout)] == [run_id]
 
     shown = ok(invoke(runner, store, "show", run_id))
     assert "replayability: partial" in shown.stdout

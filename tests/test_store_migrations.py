@@ -349,6 +349,8 @@ def test_migration_5_judges_each_stored_run_and_a_reading_open_says_unknown(
 
     with Store.open(lacking, read_only=True) as db:
         assert db.summary("old-run").replayability is None  # type: ignore[union-attr]
+        assert db.count_runs("replayability = partial") == 0  # unknown: admitted by none
+        assert [s.id for s in db.runs("replayability != partial")] == []
     listed = CliRunner().invoke(app, ["list", "--store", str(lacking)], env={"COLUMNS": "250"})
     assert listed.exit_code == 0, listed.output
     assert "│ ?" in listed.stdout

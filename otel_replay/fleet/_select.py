@@ -28,6 +28,7 @@ FIELDS: dict[str, Callable[[TrajectorySummary], Any]] = {
     "source": lambda s: s.source,
     "format": lambda s: s.format,
     "start": lambda s: s.start_time_unix_nano,
+    "replayability": lambda s: s.replayability,
 }
 _OPERATORS: dict[str, Callable[[Any, Any], bool]] = {
     "<=": operator.le,

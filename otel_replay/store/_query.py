@@ -41,6 +41,7 @@ FIELDS = {
     "source": "source",
     "format": "format",
     "start": "start_time_unix_nano",
+    "replayability": "replayability",
 }
 NUMBERS = frozenset({"outcome", "steps", "start"})
 #: The orders a view offers: key -> (column, the direction a key alone means).

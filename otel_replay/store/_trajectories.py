@@ -128,6 +128,14 @@ class Trajectories(Connected):
         """A run's summary columns as this store holds them."""
         return _SUMMARY_COLUMNS if self._version >= REPLAYABILITY else _OLDER_SUMMARY_COLUMNS
 
+    @property
+    def _runs_table(self) -> str:
+        """What a filter reads the runs from: the table, in a store older than `REPLAYABILITY`
+        (read as it is) with the verdict as unknown, so ``replayability = partial`` admits none."""
+        if self._version >= REPLAYABILITY:
+            return "trajectories"
+        return "(SELECT *, NULL AS replayability FROM trajectories) AS trajectories"
+
     # --- writing -----------------------------------------------------------------------------------
 
     def put(self, trajectory: Trajectory) -> TrajectorySummary:
@@ -276,7 +284,9 @@ class Trajectories(Connected):
         if after is not None:
             cursor, cursor_params = self._after(order, self.resolve(after))
             condition, params = f"({condition}) AND ({cursor})", params + cursor_params
-        query = f"SELECT {self._columns} FROM trajectories WHERE {condition} ORDER BY {order.sql}"
+        query = (
+            f"SELECT {self._columns} FROM {self._runs_table} WHERE {condition} ORDER BY {order.sql}"
+        )
         if limit is not None or offset:
             query += " LIMIT ? OFFSET ?"
             params += [-1 if limit is None else limit, offset]
@@ -287,7 +297,7 @@ class Trajectories(Connected):
         chosen = parse_filter(where, search)
         self._db.create_function("regexp", 2, regexp, deterministic=True)
         row = self._db.execute(
-            f"SELECT count(*) FROM trajectories WHERE {chosen.sql}", chosen.params
+            f"SELECT count(*) FROM {self._runs_table} WHERE {chosen.sql}", chosen.params
         )
         return int(row.fetchone()[0])
 

@@ -183,6 +183,9 @@ def test_a_run_opens_its_steps_messages_and_span_tree(site: Site, browser_page: 
     page.goto(f"{site.url}/")
     page.click(f"#runs a:text-is('{failing}')")
     page.wait_for_url(f"**/run/{failing}")
+    verdict = page.locator("section.replayability")
+    assert verdict.get_attribute("data-verdict") == "replayable"
+    assert verdict.inner_text().strip() == "replayability replayable"
     assert page.locator("#step-0 .msg").count() == 0  # built when opened
     _open_step(page, 0)
     messages = page.locator("#step-0 .msg")
