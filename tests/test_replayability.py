@@ -419,7 +419,7 @@ def test_lint_never_tracebacks_on_hostile_input(tmp_path: Path, document: object
         st.one_of(
             st.text(max_size=200),
             st.none(),
-            st.integers(),
+            st.integers(-(2**63), 2**63 - 1),
             st.dictionaries(st.text(max_size=5), st.text(max_size=80)),
         ),
         max_size=6,
