@@ -42,6 +42,7 @@ __all__ = [
     "ReplayabilityVerdict",
     "check_attributable",
     "check_servable",
+    "lacking_note",
     "replayability",
 ]
 
@@ -413,3 +414,14 @@ def check_servable(run: Trajectory, steps: Iterable[int], what: str) -> Replayab
             f"{what} of run {run.id} would serve steps its record cannot give: {listed}{more}"
         )
     return verdict
+
+
+def lacking_note(verdict: Replayability) -> list[str]:
+    """What a command notes of a run whose record lacks something a step needs to be re-run or
+    served (a step rebuilt from the conversation lacks neither): none, or one line."""
+    lacking = [r for r in verdict.reasons if not (r.rerun and r.served)]
+    if not lacking:
+        return []
+    listed = "; ".join(str(r) for r in lacking[:2])
+    more = f"; and {len(lacking) - 2} more" if len(lacking) > 2 else ""
+    return [f"the run's record is {verdict.verdict.value}: {listed}{more}"]

@@ -517,3 +517,28 @@ def test_replay_and_fork_refuse_to_serve_a_step_without_its_result(
     )
     forked = one_line_error(invoke(runner, store, "fork", run_id, "--at", "2", "--fault", "empty"))
     assert forked.startswith(f"error: a fork of run {run_id} would serve steps")
+
+
+def test_replay_warns_of_what_a_partial_run_lacks_before_it_starts(
+    runner: CliRunner, tmp_path: Path
+) -> None:
+    store = tmp_path / "store.db"
+    run_id = _stored(runner, store, _agent_trace(tmp_path / "t", messages=False))
+    result = invoke(runner, store, "replay", run_id)
+    warning, error = result.stderr.splitlines()
+    assert warning == (
+        f"warning: run {run_id}: the run's record is partial: step 0 (llm gpt-4o): no input "
+        "messages: the call cannot be asked again; step 2 (llm gpt-4o): no input messages: the "
+        "call cannot be asked again (agent-replay show lists all)"
+    )
+    assert error.startswith(f"error: {run_id} is not a tool-calling chat")  # as before
+
+
+def test_a_run_whose_steps_were_only_rebuilt_is_not_warned_of(
+    runner: CliRunner, tmp_path: Path
+) -> None:
+    store = tmp_path / "store.db"
+    ok(invoke(runner, store, "import", str(FRAMEWORKS / "anthropic.otlp.jsonl")))
+    run = next(iter(read_path(FRAMEWORKS / "anthropic.otlp.jsonl")))
+    result = invoke(runner, store, "replay", run.id)
+    assert "warning" not in result.stderr

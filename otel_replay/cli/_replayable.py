@@ -6,7 +6,7 @@ from __future__ import annotations
 from rich.text import Text
 
 from otel_replay.cli._common import console, err_console, printable
-from otel_replay.replayable import Replayability, ReplayabilityVerdict
+from otel_replay.replayable import Replayability, ReplayabilityVerdict, lacking_note
 
 #: How many of a run's replayability reasons ``show`` lists (``show --json`` has them all).
 SHOWN_REASONS = 10
@@ -32,13 +32,6 @@ def print_replayability(verdict: Replayability, limit: int = SHOWN_REASONS) -> N
 def warn_partial(verdict: Replayability, run_id: str) -> None:
     """One line on stderr when a run's record lacks something a step needs to be re-run or
     served (a step rebuilt from the conversation lacks neither: it is not warned of)."""
-    lacking = [r for r in verdict.reasons if not (r.rerun and r.served)]
-    if not lacking:
-        return
-    listed = "; ".join(str(r) for r in lacking[:2])
-    more = f"; and {len(lacking) - 2} more" if len(lacking) > 2 else ""
-    said = (
-        f"warning: run {run_id} is {verdict.verdict.value}: {listed}{more} "
-        "(agent-replay show lists all)"
-    )
-    err_console.print(Text(printable(said), style="yellow"), highlight=False)
+    for note in lacking_note(verdict):
+        said = f"warning: run {run_id}: {note} (agent-replay show lists all)"
+        err_console.print(Text(printable(said), style="yellow"), highlight=False)
