@@ -30,7 +30,7 @@ from otel_replay.replay._chat import chat_driver
 from otel_replay.replay._live import agent_driver
 from otel_replay.replay._made import instrumented_with
 from otel_replay.replay._rollout import Rollout, TraceDriver
-from otel_replay.replayable import check_attributable, lacking_note
+from otel_replay.replayable import check_attributable
 from otel_replay.resamplers import Registry, UserCode
 from otel_replay.resamplers._builtins import BuiltIns, add_built_ins, tool_draws
 from otel_replay.resamplers._judge import Judge
@@ -166,10 +166,10 @@ class _Prepared:
 
 def _prepare(job: RunJob, registry: Registry | None = None) -> _Prepared:
     code, config, trajectory = job.code, job.config, job.trajectory
-    verdict = check_attributable(trajectory)  # before any user code loads: the run decides it
+    check_attributable(trajectory)  # before any user code loads: the run alone decides it
     registry = registry if registry is not None else code.registry()
     built = add_built_ins(registry, code, trajectory, job.recorded, config.swap_model)
-    notes = list(built.notes) + lacking_note(verdict)
+    notes = list(built.notes)
     driver: Callable[[Plan, int], Rollout] | None = None
     how = "trace" if not code.agent else f"agent:{code.agent}"
     if code.agent:
