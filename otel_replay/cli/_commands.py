@@ -129,7 +129,7 @@ COMMANDS: dict[str, LazyCommand] = {
     "fork": _command(
         "_live",
         "fork_command",
-        "Hold the steps before --at, change it (--do, --observe, --fault), continue, store the "
+        "Hold the steps before --at, change it (--do, --observe, --fault, --remove), continue, store the "
         "fork; with --otlp-endpoint, also send it out as OTLP, linked to the run it forks.",
         f"agent-replay fork incident-fail --at 2 --fault empty {_TOOLS}",
     ),
