@@ -152,14 +152,14 @@ def test_import_directory_prints_summary_table(
     rows = _rows(result.stdout, list(expected))
     assert set(rows) == set(expected)
     for trajectory_id, (trajectory, path) in expected.items():
-        _, steps, outcome, replayable, source, status = rows[trajectory_id]
+        _, steps, outcome, source, status = rows[trajectory_id]  # all replayable: no column
         assert steps == str(len(trajectory.steps))
-        assert replayable == "replayable"
         assert outcome == ("—" if trajectory.outcome is None else f"{trajectory.outcome:g}")
         assert source.endswith(path.name)
         assert status == "added"
     assert "5 added" in result.stdout
     assert "README" not in result.output
+    assert "replayab" not in result.stdout
 
 
 def test_import_json_reports_each_file(

@@ -211,17 +211,21 @@ def _progress(total: int, quiet: bool) -> Progress:
 def render(results: list[FileResult]) -> None:
     rows = [row for r in results for row in r.rows]
     sources = "file" if all(isinstance(r.path, Path) for r in results) else "source"
+    unplayable = [row for row in rows if row["replayability"] != "replayable"]
+    # the verdict gets a column only when a run lacks something: the file's name keeps its room
+    verdicts = ("replayability",) if unplayable else ()
     table = trajectory_table(
         f"imported {plural(len(rows), 'trajectory', 'trajectories')} from "
         f"{plural(len(results), sources)}",
-        ("trajectory id", "steps", "outcome", "replayability", "source", "result"),
+        ("trajectory id", "steps", "outcome", *verdicts, "source", "result"),
     )
     for row in rows[:_TABLE_ROWS]:
         outcome = "—" if row["outcome"] is None else f"{row['outcome']:g}"
         style = "red" if is_failure(row["outcome"]) else None
+        verdict = (row["replayability"] or "?",) if unplayable else ()
         cells = (
-            row["id"], str(row["steps"]), outcome, row["replayability"] or "?",
-            display_path(row["source"]), row["result"],
+            row["id"], str(row["steps"]), outcome, *verdict, display_path(row["source"]),
+            row["result"],
         )  # fmt: skip
         table.add_row(*map(shown, cells), style=style)
     if len(rows) > _TABLE_ROWS:
@@ -229,7 +233,6 @@ def render(results: list[FileResult]) -> None:
     console.print(table)
     counts = {r.value: sum(1 for row in rows if row["result"] == r.value) for r in IngestResult}
     console.print(", ".join(f"{n} {what}" for what, n in counts.items()))
-    unplayable = [row for row in rows if row["replayability"] != "replayable"]
     if unplayable:
         said = {v: sum(1 for row in unplayable if row["replayability"] == v) for v in _LESS}
         console.print(
