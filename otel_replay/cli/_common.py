@@ -10,7 +10,7 @@ import sqlite3
 import sys
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -187,14 +187,16 @@ def print_json(value: Any) -> None:
 def display_path(path: str | None, spare: int = 0) -> str:
     """A source path relative to the working directory when it is below it, cut from the left so
     the file's own name always shows: to what a trajectory table leaves it on this terminal, less
-    ``spare`` characters for the table's other columns."""
+    ``spare`` characters for the table's other columns. A source that names a URL (a receiver's
+    ``otlp-http http://…``, a ``phoenix://`` project) is no path and is shown as it is: `Path` would
+    fold its ``//`` into one slash."""
     width = max(8, console.width - 66 - spare)
     if not path:
         return ""
-    try:
-        shown_path = str(Path(path).resolve().relative_to(Path.cwd()))
-    except ValueError:
-        shown_path = path
+    shown_path = path
+    if "://" not in path:
+        with suppress(ValueError):
+            shown_path = str(Path(path).resolve().relative_to(Path.cwd()))
     return shown_path if len(shown_path) <= width else "…" + shown_path[-(width - 1) :]
 
 
