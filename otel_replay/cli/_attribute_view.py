@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING
 import orjson
 import typer
 from rich import box
+from rich.cells import cell_len
+from rich.measure import Measurement
 from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
 from rich.progress import Progress as RichProgress
 from rich.table import Table
@@ -239,12 +241,19 @@ def _budget(result: AttributionResult, config: AttributionConfig) -> str:
 
 #: Below this many columns the table leaves out intervals and test bounds (the report has them).
 _WIDE_TABLE = 110
+#: Names up to this long are shown whole before the intervals are: a wider terminal than that
+#: table leaves them out to make room (a longer name is cut to this, beside the intervals).
+_NAME_ROOM = 40
+#: Wider than any table this prints: its columns measured whole, nothing cut.
+_UNBOUNDED = 10_000
 
 
-def _name_width(wide: bool, shapley: bool, causes: bool = False) -> int:
-    """What the name column may take: the terminal less the other columns and their padding."""
-    others = (88 if shapley else 76) if wide else (70 if shapley else 62)
-    return max(10, console.width - others - (12 if causes else 0))
+def _name_width(table: Table, longest: int) -> int:
+    """What the name column may take: all of its longest name when the table fits the terminal so,
+    else what the terminal leaves it beside the other columns, measured as rich lays them out."""
+    unbounded = console.options.update_width(_UNBOUNDED)
+    natural = Measurement.get(console, unbounded, table).maximum
+    return longest - max(0, natural - console.width)
 
 
 def _decision(
@@ -284,6 +293,71 @@ def _joint_caption(result: AttributionResult, wide: bool) -> str:
     return f" ({'; '.join(words)})" if words else ""
 
 
+def _fill(
+    table: Table,
+    result: AttributionResult,
+    names: Sequence[str],
+    wide: bool,
+    causes: bool,
+    name_width: int | None,
+) -> Table:
+    """``table`` given the steps' columns and rows; the name column cut to ``name_width`` (None:
+    never cut)."""
+    credit = result.mode is Mode.CREDIT
+    swap = result.swap_model
+    table.add_column("#", justify="right", no_wrap=True)
+    table.add_column("kind", no_wrap=True)
+    table.add_column(
+        "name",
+        overflow="ellipsis",
+        max_width=name_width,
+        no_wrap=True,
+    )
+    estimand = "credit" if credit or swap else "attribution"
+    table.add_column(estimand, justify="right", no_wrap=True)
+    table.add_column("P(fail)", justify="right", no_wrap=True)
+    table.add_column("test", no_wrap=True)
+    if causes:
+        table.add_column("PN / PS", justify="right", no_wrap=True)
+    shapley = result.shapley is not None
+    if shapley:
+        table.add_column("shapley", justify="right", no_wrap=True)
+    table.add_column("", no_wrap=True)
+    for step, name in zip(result.steps, names, strict=True):
+        marker = ""
+        if step.index == result.point_of_commitment:
+            marker = "◀"
+        if not step.resamplable:
+            cells = [str(step.index), step.kind, name, "observed-only", "", ""]
+            cells += [""] * (causes + shapley)
+            table.add_row(*cells, "", style="dim")
+            continue
+        estimate = ""
+        if step.attribution is not None:
+            estimate = f"{step.attribution:+.2f}"
+            if wide:
+                estimate += f" {_interval(step.ci_low, step.ci_high)}"
+        rates = (
+            f"{step.kept.value:.2f}/{step.ablated.value:.2f}" if step.kept and step.ablated else ""
+        )
+        cells = [str(step.index), step.kind, name, estimate, rates]
+        decision = _decision(step, wide, result.search, cleared_before(result, step))
+        left_out = sum(p.left_out for p in (step.kept, step.ablated) if p is not None)
+        cells.append(f"{decision}, {left_out} left out" if wide and left_out else decision)
+        if causes:
+            cells.append(pn_ps(step))
+        if shapley:
+            if step.shapley is not None and step.shapley_se is not None:
+                differs = " ≠" if step.shapley_disagrees else ""
+                se = f"±{step.shapley_se:.2f}" if wide else ""
+                cells.append(f"{step.shapley:+.2f}{se}{differs}")
+            else:
+                cells.append("")
+        style = ("bold green" if credit or swap else "bold red") if marker else None
+        table.add_row(*cells, marker, style=style)
+    return table
+
+
 def _render(result: AttributionResult, config: AttributionConfig) -> None:
     credit = result.mode is Mode.CREDIT
     swap = result.swap_model
@@ -300,8 +374,16 @@ def _render(result: AttributionResult, config: AttributionConfig) -> None:
         title = f"credit of a swap to {shown(swap)}, per step,"
         rates = f"P(fail) with {shown(swap)} from the next step / from this one"
         located = f"the latest step from which {shown(swap)} saves the run"
-    wide = console.width >= _WIDE_TABLE
-    causes = wide and any(s.necessity or s.sufficiency for s in result.steps)
+    names = [shown(step.name) for step in result.steps]
+    longest = max([cell_len(console.render_str(name).plain) for name in names] + [4])
+    # the intervals only when the terminal is wide and they leave the names their room
+    for wide in (True, False) if console.width >= _WIDE_TABLE else (False,):
+        causes = wide and any(s.necessity or s.sufficiency for s in result.steps)
+        room = _name_width(
+            _fill(Table(box=box.SIMPLE_HEAD), result, names, wide, causes, None), longest
+        )
+        if room >= min(longest, _NAME_ROOM):
+            break
     intervals = "95% intervals" if wide else "intervals and bounds in --json (or a wider terminal)"
     table = Table(
         box=box.SIMPLE_HEAD,
@@ -327,56 +409,9 @@ def _render(result: AttributionResult, config: AttributionConfig) -> None:
             )
         ),
     )
-    table.add_column("#", justify="right", no_wrap=True)
-    table.add_column("kind", no_wrap=True)
-    table.add_column(
-        "name",
-        overflow="ellipsis",
-        max_width=_name_width(wide, result.shapley is not None, causes),
-        no_wrap=True,
+    _fill(
+        table, result, names, wide, causes, max(room, min(longest, 10)) if room < longest else None
     )
-    estimand = "credit" if credit or swap else "attribution"
-    table.add_column(estimand, justify="right", no_wrap=True)
-    table.add_column("P(fail)", justify="right", no_wrap=True)
-    table.add_column("test", no_wrap=True)
-    if causes:
-        table.add_column("PN / PS", justify="right", no_wrap=True)
-    shapley = result.shapley is not None
-    if shapley:
-        table.add_column("shapley", justify="right", no_wrap=True)
-    table.add_column("", no_wrap=True)
-    for step in result.steps:
-        marker = ""
-        if step.index == result.point_of_commitment:
-            marker = "◀"
-        if not step.resamplable:
-            cells = [str(step.index), step.kind, shown(step.name), "observed-only", "", ""]
-            cells += [""] * (causes + shapley)
-            table.add_row(*cells, "", style="dim")
-            continue
-        estimate = ""
-        if step.attribution is not None:
-            estimate = f"{step.attribution:+.2f}"
-            if wide:
-                estimate += f" {_interval(step.ci_low, step.ci_high)}"
-        rates = (
-            f"{step.kept.value:.2f}/{step.ablated.value:.2f}" if step.kept and step.ablated else ""
-        )
-        cells = [str(step.index), step.kind, shown(step.name), estimate, rates]
-        decision = _decision(step, wide, result.search, cleared_before(result, step))
-        left_out = sum(p.left_out for p in (step.kept, step.ablated) if p is not None)
-        cells.append(f"{decision}, {left_out} left out" if wide and left_out else decision)
-        if causes:
-            cells.append(pn_ps(step))
-        if shapley:
-            if step.shapley is not None and step.shapley_se is not None:
-                differs = " ≠" if step.shapley_disagrees else ""
-                se = f"±{step.shapley_se:.2f}" if wide else ""
-                cells.append(f"{step.shapley:+.2f}{se}{differs}")
-            else:
-                cells.append("")
-        style = ("bold green" if credit or swap else "bold red") if marker else None
-        table.add_row(*cells, marker, style=style)
     console.print(table)
     console.print(f"[bold]{result.verdict.value}[/]: {shown(result.explanation)}")
     root = root_cause_line(result)
