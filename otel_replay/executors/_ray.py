@@ -9,6 +9,7 @@ import os
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from otel_replay._extras import install_command
 from otel_replay.errors import ReplayError, setting
 from otel_replay.executors._base import (
     RETRIES,
@@ -28,7 +29,7 @@ def _ray() -> Any:
         import ray
     except ImportError:
         raise ReplayError(
-            f"{setting('executor', 'ray')} needs Ray: pip install 'otel-replay[ray]'"
+            f"{setting('executor', 'ray')} needs Ray: {install_command('ray')}"
         ) from None
     _messages_to_stderr()
     return ray

@@ -31,6 +31,7 @@ import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
 
+from otel_replay._extras import install_command
 from otel_replay.errors import ReplayError
 from otel_replay.model import StepKind
 from otel_replay.replay import _environment
@@ -82,7 +83,7 @@ def _instrument_openai() -> None:
         from openai.resources.responses import AsyncResponses, Responses
     except ImportError:
         raise ReplayError(
-            "instrumenting openai needs the openai package: pip install 'otel-replay[openai]'"
+            f"instrumenting openai needs the openai package: {install_command('openai')}"
         ) from None
     _patch(Completions, "create", OPENAI_CHAT, asynchronous=False)
     _patch(AsyncCompletions, "create", OPENAI_CHAT, asynchronous=True)
@@ -102,8 +103,7 @@ def _instrument_anthropic() -> None:
         from anthropic.resources.messages import AsyncMessages, Messages
     except ImportError:
         raise ReplayError(
-            "instrumenting anthropic needs the anthropic package: "
-            "pip install 'otel-replay[anthropic]'"
+            f"instrumenting anthropic needs the anthropic package: {install_command('anthropic')}"
         ) from None
     _patch(Messages, "create", ANTHROPIC, asynchronous=False)
     _patch(AsyncMessages, "create", ANTHROPIC, asynchronous=True)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
+from otel_replay._extras import install_command
 from otel_replay.errors import PluginLoadError, RegistrationError, setting
 from otel_replay.messages import conversation, message_text
 from otel_replay.model import Step, StepKind, Trajectory
@@ -150,7 +151,7 @@ def openai_client(
         import openai
     except ImportError:
         raise PluginLoadError(
-            f"{needed_by} needs the openai client: pip install 'otel-replay[openai]'"
+            f"{needed_by} needs the openai client: {install_command('openai')}"
         ) from None
     client = openai.OpenAI(
         base_url=base_url,
