@@ -67,9 +67,9 @@ COMMANDS: dict[str, LazyCommand] = {
     "lint": _command(
         "_lint",
         "lint_command",
-        "Check trace files for what replay and attribution need (model calls' input messages, "
-        "tool calls' arguments and results, values not cut by a length limit), without "
-        "importing them. Exit 1 when a run cannot be attributed.",
+        "Check trace files, or stored runs, for what replay and attribution need (model calls' "
+        "input messages, tool calls' arguments and results, values not cut by a length limit), "
+        "without importing anything. Exit 1 when a run cannot be attributed.",
         "agent-replay lint sample_traces",
     ),
     "list": _command(

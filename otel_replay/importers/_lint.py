@@ -1,28 +1,34 @@
-"""Trace files checked for replayability without importing them: what ``agent-replay lint`` runs.
+"""Runs checked for replayability: what ``agent-replay lint`` runs, on trace files (nothing
+imported) or on runs the store holds.
 
 Each file is read by the importers' own readers (`read_path`), so a file is judged as ``import``
-would store it, and each run it holds gets `otel_replay.replayable.replayability`'s verdict.
-Nothing is written anywhere.
+would store it; a stored run is read back whole from the store. Each run gets
+`otel_replay.replayable.replayability`'s verdict, its reasons computed again from the run (the
+store's row keeps only the verdict). Nothing is written anywhere.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from otel_replay.errors import NotFoundError
 from otel_replay.importers._options import ReadOptions
 from otel_replay.importers._read import read_path
 from otel_replay.importers._sniff import Format
+from otel_replay.model import Trajectory
 from otel_replay.replayable import Replayability, ReplayabilityVerdict, replayability
+from otel_replay.store import Store
 
 
 @dataclass(frozen=True, slots=True)
 class LintedRun:
-    """One run of a trace file, as `lint_file` judged it."""
+    """One run, as `lint_file` or `lint_stored` judged it: ``path`` the file it was read from,
+    None for a run read from the store."""
 
-    path: Path
+    path: Path | None
     trajectory_id: str
     n_steps: int
     replayability: Replayability
@@ -36,13 +42,19 @@ class LintedRun:
         return verdict is ReplayabilityVerdict.NOT_REPLAYABLE
 
     def to_record(self) -> dict[str, Any]:
-        """What ``lint --json`` prints of the run."""
+        """What ``lint --json`` prints of the run (``path`` null and ``stored`` true for a stored
+        run)."""
         return {
-            "path": str(self.path),
+            "path": None if self.path is None else str(self.path),
+            "stored": self.path is None,
             "trajectory_id": self.trajectory_id,
             "steps": self.n_steps,
             **self.replayability.to_record(),
         }
+
+
+def _linted(run: Trajectory, path: Path | None) -> LintedRun:
+    return LintedRun(path, run.id, len(run.steps), replayability(run))
 
 
 def lint_file(
@@ -51,4 +63,26 @@ def lint_file(
     """Each run of ``path`` with its replayability, as the file is read (a file that cannot be
     read raises its `TraceFormatError`, as `read_path` does)."""
     for run in read_path(path, fmt, options):
-        yield LintedRun(path, run.id, len(run.steps), replayability(run))
+        yield _linted(run, path)
+
+
+def lint_stored(
+    store: Store, ids: Iterable[str] = (), where: str | None = None
+) -> Iterator[LintedRun]:
+    """The stored runs named by ``ids`` (each an id or a unique prefix), then those ``where``
+    admits (the filter language of ``list --where``, oldest first), each once, with their
+    replayability. An id no run has raises `NotFoundError`, as does a prefix that names several;
+    a filter that admits none yields none."""
+    seen: set[str] = set()
+    chosen = [store.resolve(run_id) for run_id in ids]
+    if where is not None:
+        chosen += [summary.id for summary in store.runs(where, "oldest")]
+    for run_id in chosen:
+        if run_id in seen:
+            continue
+        seen.add(run_id)
+        try:
+            run = store.get(run_id)
+        except NotFoundError:  # deleted since it was listed
+            continue
+        yield _linted(run, None)
