@@ -53,11 +53,13 @@ if TYPE_CHECKING:
     )
     from otel_replay.fleet import (
         FragilityRow,
+        Scored,
         Selection,
         attribute_runs,
         blame,
         fragility,
         pairs,
+        score_runs,
     )
     from otel_replay.frame import (
         steps_frame,
@@ -201,6 +203,7 @@ __all__ = [
     "Resumed",
     "RolloutContext",
     "RolloutError",
+    "Scored",
     "Selection",
     "SpanNode",
     "Step",
@@ -253,6 +256,7 @@ __all__ = [
     "resume",
     "run_agent",
     "score",
+    "score_runs",
     "step",
     "steps_frame",
     "sweep",

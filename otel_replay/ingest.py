@@ -13,6 +13,11 @@ policy, in the order it is applied:
   imported again): the first, richer copy is kept (a recording knows its input and seed).
 * **replaced** — anything else: the arriving run replaces the stored one.
 
+A run scored once stored (``agent-replay score``, an attribution: its ``outcome_source`` is neither
+``trace`` nor ``record``) keeps that outcome when the same steps arrive again without one: the
+arriving run takes it (and its source) before the policy sees it, so the trace imported again is
+unchanged, not a run whose outcome was forgotten.
+
 With ``redact`` patterns (``import --redact``, ``serve --redact``), every string of an arriving run
 is redacted before the policy sees it (`otel_replay.redaction.redact_run`: its hashes cover the
 redacted content); a merged run is redacted with the patterns of both parts, and keeps them all.
@@ -20,6 +25,7 @@ redacted content); a merged run is redacted with the patterns of both parts, and
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum
@@ -61,8 +67,9 @@ def ingest(
 def ingest_one(store: Store, trajectory: Trajectory, *, redact: Sequence[str] = ()) -> Ingested:
     """Apply the policy to one run (inside `Store.transaction`), ``redact`` applied first."""
     trajectory = redact_run(trajectory, redact)
-    arriving = summarize(trajectory)
     stored = store.summary(trajectory.id)
+    trajectory = _keeping_score(trajectory, stored)
+    arriving = summarize(trajectory)
     if stored is None:
         return Ingested(store.put(trajectory), IngestResult.ADDED)
     if stored.content_digest == arriving.content_digest:
@@ -78,3 +85,18 @@ def ingest_one(store: Store, trajectory: Trajectory, *, redact: Sequence[str] = 
     if (stored.final_hash, stored.outcome) == (arriving.final_hash, arriving.outcome):
         return Ingested(arriving, IngestResult.UNCHANGED)
     return Ingested(store.put(trajectory), IngestResult.REPLACED)
+
+
+def _keeping_score(trajectory: Trajectory, stored: TrajectorySummary | None) -> Trajectory:
+    """``trajectory`` with the outcome the stored run of the same steps was scored with, when it
+    arrives without one (see the module's docstring)."""
+    if (
+        stored is None
+        or trajectory.outcome is not None
+        or stored.outcome is None
+        or stored.outcome_source in (None, "trace", "record")
+        or stored.final_hash != trajectory.final_hash
+    ):
+        return trajectory
+    metadata = {**trajectory.metadata, "outcome_source": stored.outcome_source}
+    return dataclasses.replace(trajectory, outcome=stored.outcome, metadata=metadata)

@@ -15,7 +15,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsed
 from rich.progress import Progress as RichProgress
 from rich.table import Table
 
-from otel_replay.attribution import AttributionConfig
+from otel_replay.attribution import AttributionConfig, OnSuccess
 from otel_replay.attribution._config import config_digest
 from otel_replay.cli._common import (
     console,
@@ -31,6 +31,7 @@ from otel_replay.errors import ReplayError
 from otel_replay.fleet import Selection, attribute_runs
 from otel_replay.fleet._batch import Attributed, pending
 from otel_replay.fleet._kept import keep
+from otel_replay.fleet._score import triage
 from otel_replay.resamplers import UserCode
 
 
@@ -55,9 +56,23 @@ def run_many(
                 "them up)"
             )
         with open_store(store, write=True) as db:
-            runs = chosen.runs(db)
-            if not runs:
-                raise ReplayError("no stored run matches the selection")
+            # the verifier scores the selection first: runs that came without an outcome are
+            # scored (and keep it), and a passing run is set aside rather than failing its row
+            skip_passing = config.on_success is OnSuccess.ERROR or config.swap_model is not None
+            chose = triage(db, chosen, code, skip_passing=skip_passing)
+            runs = chose.runs
+            if not runs and (chosen.failing or not chose.passing):
+                passing = f" ({plural(len(chose.passing), 'passing run')})" if chose.passing else ""
+                raise ReplayError(f"no stored run matches the selection{passing}")
+            if chose.scored:
+                err_console.print(
+                    f"scored {plural(len(chose.scored), 'run')} that had no outcome "
+                    f"({sum(bool(s.failed) for s in chose.scored)} failing); the store keeps "
+                    "their outcomes",
+                    highlight=False,
+                )
+            if not chosen.failing:  # --all-failing never chose them
+                rows += [{"id": run, "status": "skipped: passing"} for run in chose.passing]
             todo, skipped = pending(db, runs, config, code, running.force)
             rows += [{"id": run, "status": "skipped: already answered"} for run in skipped]
             try:
@@ -138,9 +153,11 @@ def _show(rows: list[dict[str, Any]], json: bool) -> None:
     failed = sum(row["status"].startswith("error") for row in rows)
     lacking = sum(row.get("verdict") == "no-evidence" for row in rows)
     without = f" ({lacking} of them without evidence: see each report)" if lacking else ""
+    passing = sum(row["status"] == "skipped: passing" for row in rows)
+    passed = f" ({passing} passing: there is no failure to attribute)" if passing else ""
     console.print(
         f"{plural(done, 'report')} kept in the store{without}, {len(rows) - done - failed} "
-        f"skipped, {failed} failed; `agent-replay blame` adds them up"
+        f"skipped{passed}, {failed} failed; `agent-replay blame` adds them up"
     )
     if failed or lacking:
         sys.exit(1)

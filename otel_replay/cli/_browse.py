@@ -26,6 +26,7 @@ from otel_replay.cli._run_table import Seen, page_footer, print_json_rows, print
 from otel_replay.messages import assistant_message, conversation
 from otel_replay.model import Step, StepKind, StepStatus, Trajectory
 from otel_replay.replayable import replayability
+from otel_replay.store._connection import outcome_source
 
 LimitOption = Annotated[
     int, typer.Option("--limit", "-n", help="How many runs to show (0: all of them).", min=0)
@@ -138,7 +139,11 @@ def _print_head(trajectory: Trajectory) -> None:
     meta = trajectory.metadata
     outcome = "unknown" if trajectory.outcome is None else f"{trajectory.outcome:g}"
     verdict = {None: "", True: " [red](failed)[/]", False: " [green](passed)[/]"}[trajectory.failed]
-    console.print(f"[bold]{shown(trajectory.id)}[/]  outcome {outcome}{verdict}", highlight=False)
+    given = outcome_source(trajectory.outcome, meta)
+    source = f" from {shown(given)}" if given else ""
+    console.print(
+        f"[bold]{shown(trajectory.id)}[/]  outcome {outcome}{verdict}{source}", highlight=False
+    )
     details = [
         f"{k}: {meta[k]}" for k in ("root_span", "service", "session", "source") if k in meta
     ]

@@ -91,6 +91,14 @@ COMMANDS: dict[str, LazyCommand] = {
         "recorded run as a pytest regression test (with its recording beside it).",
         "agent-replay export incident-fail --out incident-fail.jsonl",
     ),
+    "score": _command(
+        "_score",
+        "score_command",
+        "Score stored runs with a verifier and keep each outcome with the verifier that gave it "
+        "(runs that arrived as traces often have none); runs with an outcome are skipped unless "
+        "--force.",
+        "agent-replay score --all --success-if v841",
+    ),
     "attribute": _command(
         "_attribute",
         "attribute_command",

@@ -26,14 +26,23 @@ MEASURED = 1000
 #: How many rows of JSON are made at once (orjson is quicker on a list than row by row).
 CHUNK = 1000
 COLUMNS = ("trajectory id", "steps", "outcome", "replayability", "format", "source")
-_RIGHT = (False, True, True, False, False, False)
+_RIGHT = (False, True, False, False, False, False)
 #: What the replayability column shows of a store older than the verdict (schema version 5).
 UNCHECKED = "?"
 _RED, _RESET = "\x1b[31m", "\x1b[0m"
 
 
+def outcome_cell(summary: TrajectorySummary) -> str:
+    """The outcome and, after it, what gave it (``0 judge``, ``1 trace``: the source's kind, the
+    part before its colon; ``list --json`` and ``show`` give it whole); ``—`` for none."""
+    if summary.outcome is None:
+        return "—"
+    kind = (summary.outcome_source or "").partition(":")[0]
+    return f"{summary.outcome:g} {printable(kind)}" if kind else f"{summary.outcome:g}"
+
+
 def _cells(summary: TrajectorySummary) -> tuple[str, ...]:
-    outcome = "—" if summary.outcome is None else f"{summary.outcome:g}"
+    outcome = outcome_cell(summary)
     return (
         printable(summary.id),
         str(summary.n_steps),
@@ -111,11 +120,13 @@ def _with_cells(
 
 
 def json_row(summary: TrajectorySummary) -> dict[str, object]:
-    """A run as ``list --json`` prints it (``replayability``: None in a store older than it)."""
+    """A run as ``list --json`` prints it (``replayability``, ``outcome_source``: None in a store
+    older than them)."""
     return {
         "id": summary.id,
         "steps": summary.n_steps,
         "outcome": summary.outcome,
+        "outcome_source": summary.outcome_source,
         "final_hash": summary.final_hash,
         "source": summary.source,
         "format": summary.format,

@@ -50,6 +50,13 @@ def serve_command(
             help="Largest request body, decompressed; larger ones get 413. K, M, G count 1024s.",
         ),
     ] = "64M",
+    outcome_attribute: Annotated[
+        str | None,
+        typer.Option(
+            help="Root-span attribute holding the run's score (1.0 success … 0.0 failure), as "
+            "for import."
+        ),
+    ] = None,
     redact: RedactOption = None,
     redact_common: RedactCommonOption = False,
     store: StoreOption = None,
@@ -72,6 +79,7 @@ def serve_command(
             on_request=_refused,
         )
         receiver.intake.redacting(patterns)  # before any request is taken
+        receiver.intake.scoring(outcome_attribute)
         receiver.start()
     where = store if store is not None else default_store_path()
     with stop_signals() as wait:

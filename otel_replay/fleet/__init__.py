@@ -1,4 +1,4 @@
-"""Many runs: attribute a selection of stored runs over an executor, keep each report in the store,
+"""Many runs: score stored runs with a verifier, attribute a selection of stored runs over an executor, keep each report in the store,
 blame steps across the reports, add fragility maps up by step and fault, and export contrastive
 pairs. Exports load on first use."""
 
@@ -13,15 +13,18 @@ if TYPE_CHECKING:
     from otel_replay.fleet._blame import blame
     from otel_replay.fleet._fragility import FragilityRow, fragility
     from otel_replay.fleet._pairs import pairs
+    from otel_replay.fleet._score import Scored, score_runs
     from otel_replay.fleet._select import Selection
 
 __all__ = [
     "FragilityRow",
+    "Scored",
     "Selection",
     "attribute_runs",
     "blame",
     "fragility",
     "pairs",
+    "score_runs",
 ]
 
 __getattr__, __dir__ = lazy_exports(__name__, __all__)

@@ -59,12 +59,20 @@ def report_rows(
 
 
 def keep(store: Store, report: bytes, trajectory: Trajectory, config_digest: str) -> None:
-    """Keep ``report`` (its JSON bytes) beside ``trajectory`` in ``store``, with its rows."""
+    """Keep ``report`` (its JSON bytes) beside ``trajectory`` in ``store``, with its rows; a run
+    stored without an outcome takes the one the attribution's verifier gave it (its source
+    ``attribution:VERIFIER``), in the same transaction."""
     data = orjson.loads(report)
-    store.keep_report(
-        trajectory.id,
-        config_digest,
-        report,
-        data.get("verdict"),
-        report_rows(data, trajectory, config_digest),
-    )
+    with store.transaction():
+        store.keep_report(
+            trajectory.id,
+            config_digest,
+            report,
+            data.get("verdict"),
+            report_rows(data, trajectory, config_digest),
+        )
+        stored = store.summary(trajectory.id)
+        outcome, config = data.get("outcome"), data.get("config")
+        verifier = config.get("verifier") if isinstance(config, Mapping) else None
+        if stored is not None and stored.outcome is None and isinstance(outcome, (int, float)):
+            store.set_outcome(trajectory.id, float(outcome), f"attribution:{verifier or '?'}")

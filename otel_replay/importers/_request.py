@@ -71,9 +71,15 @@ def span_from_bytes(data: bytes) -> SpanRecord:
     return SpanRecord(**fields)
 
 
-def assemble_trace(trajectory_id: str, spans: Iterable[SpanRecord], source: str) -> Trajectory:
+def assemble_trace(
+    trajectory_id: str,
+    spans: Iterable[SpanRecord],
+    source: str,
+    outcome_attribute: str | None = None,
+) -> Trajectory:
     """The run of one trace from its spans, in the order they arrived, received from ``source``; a
-    span delivered twice (OTLP delivery is at least once) counts once."""
+    span delivered twice (OTLP delivery is at least once) counts once. ``outcome_attribute``: the
+    root-span attribute holding the run's score (`ReadOptions.outcome_attribute`)."""
     seen: set[str] = set()
     kept: list[SpanRecord] = []
     for span in spans:
@@ -82,4 +88,5 @@ def assemble_trace(trajectory_id: str, spans: Iterable[SpanRecord], source: str)
         seen.add(span.span_id)
         span.order = len(kept)  # the spans are the receiver's own, decoded for this run
         kept.append(span)
-    return assemble(trajectory_id, kept, ReadOptions(), {"source": source, "format": _RECEIVED})
+    options = ReadOptions(outcome_attribute=outcome_attribute)
+    return assemble(trajectory_id, kept, options, {"source": source, "format": _RECEIVED})

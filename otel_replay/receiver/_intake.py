@@ -63,6 +63,12 @@ class Intake:
         self._ready: Future[None] = Future()
         self._thread = threading.Thread(target=self._run, name="agent-replay-writer")
         self._scrub = Redactor(())
+        self._outcome_attribute: str | None = None
+
+    def scoring(self, outcome_attribute: str | None) -> None:
+        """Read each run's outcome from the root-span attribute ``outcome_attribute`` (``serve
+        --outcome-attribute``, as ``import`` reads it), before `start`; None: the usual ones."""
+        self._outcome_attribute = outcome_attribute
 
     def redacting(self, patterns: Sequence[str]) -> None:
         """Redact every run received with ``patterns`` (`otel_replay.redaction`), before `start`:
@@ -153,7 +159,7 @@ class Intake:
         return self._heard(runs, waiting)
 
     def _store(self, store: Store, trace_id: str, spans: Sequence[SpanRecord]) -> Ingested:
-        run = assemble_trace(trace_id, spans, self._source)
+        run = assemble_trace(trace_id, spans, self._source, self._outcome_attribute)
         return ingest_one(store, run, redact=self._scrub.patterns)
 
     def _heard(self, runs: list[Ingested], waiting: int) -> Stored:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from otel_replay.model import Trajectory
+from otel_replay.store._connection import outcome_source
 
 if TYPE_CHECKING:
     from otel_replay.replay import AgentRaised, KeptFork, Recording, Replay, Resumed, TrajectoryDiff
@@ -94,11 +95,13 @@ def diff_record(result: TrajectoryDiff) -> dict[str, Any]:
             "id": result.left.id,
             "steps": len(result.left.steps),
             "outcome": result.left.outcome,
+            "outcome_source": outcome_source(result.left.outcome, result.left.metadata),
         },
         "right": {
             "id": result.right.id,
             "steps": len(result.right.steps),
             "outcome": result.right.outcome,
+            "outcome_source": outcome_source(result.right.outcome, result.right.metadata),
         },
         "identical": result.identical,
         "common_prefix": result.common,

@@ -27,10 +27,12 @@ from otel_replay.model import SpanNode, Step, Trajectory
 from otel_replay.replayable import replayability
 from otel_replay.store._connection import (
     CONTENT_OP_KEYS,
+    OUTCOME_SOURCES,
     REPLAYABILITY,
     Connected,
     chunks,
     current_op_key,
+    outcome_source,
     read_inputs,
 )
 from otel_replay.store._query import Order, QueryError, parse_filter, parse_sort, regexp
@@ -50,6 +52,10 @@ class TrajectorySummary:
     content_digest: str  # see `content_digest`
     #: the run's replayability verdict (`otel_replay.replayable`); None in a store older than it
     replayability: str | None = None
+    #: where the outcome came from (`otel_replay.store._connection.outcome_source`): ``trace``,
+    #: ``record``, ``verifier:…``, ``judge:…``, ``attribution:…``; None without an outcome, or in
+    #: a store older than it
+    outcome_source: str | None = None
 
 
 def summarize(trajectory: Trajectory) -> TrajectorySummary:
@@ -81,15 +87,27 @@ def _summarize(trajectory: Trajectory, spans_digest: str) -> TrajectorySummary:
             canonical_json([trajectory.final_hash, trajectory.outcome, spans_digest])
         ),
         replayability=replayability(trajectory).verdict.value,
+        outcome_source=outcome_source(trajectory.outcome, trajectory.metadata),
     )
 
 
 _SUMMARY_COLUMNS = (
     "id, n_steps, outcome, final_hash, source, format, start_time_unix_nano, content_digest, "
-    "replayability"
+    "replayability, outcome_source"
 )
-#: What a store older than `REPLAYABILITY` (read as it is) gives for the same columns.
-_OLDER_SUMMARY_COLUMNS = _SUMMARY_COLUMNS.replace("replayability", "NULL AS replayability")
+#: The columns a store gained after its first version, each with the version that added it: a
+#: store older than that (read as it is) gives NULL for it.
+_LATER_COLUMNS = {"replayability": REPLAYABILITY, "outcome_source": OUTCOME_SOURCES}
+
+
+def _columns_of(version: int) -> str:
+    """The summary columns as a store at ``version`` holds them."""
+    return ", ".join(
+        f"NULL AS {name}" if version < _LATER_COLUMNS.get(name, 0) else name
+        for name in (part.strip() for part in _SUMMARY_COLUMNS.split(","))
+    )
+
+
 # A step row, named as `Step.to_record` names its fields; inputs and output are blob data.
 _STEP_QUERY = (
     'SELECT s.idx AS "index", s.kind, s.name, i.data AS inputs, s.inputs_layout, '
@@ -126,15 +144,19 @@ class Trajectories(Connected):
     @property
     def _columns(self) -> str:
         """A run's summary columns as this store holds them."""
-        return _SUMMARY_COLUMNS if self._version >= REPLAYABILITY else _OLDER_SUMMARY_COLUMNS
+        return _columns_of(self._version)
 
     @property
     def _runs_table(self) -> str:
         """What a filter reads the runs from: the table, in a store older than `REPLAYABILITY`
-        (read as it is) with the verdict as unknown, so ``replayability = partial`` admits none."""
-        if self._version >= REPLAYABILITY:
+        or `OUTCOME_SOURCES` (read as it is) with what it lacks as unknown, so ``replayability =
+        partial`` admits none."""
+        lacking = [
+            f"NULL AS {name}" for name, since in _LATER_COLUMNS.items() if self._version < since
+        ]
+        if not lacking:
             return "trajectories"
-        return "(SELECT *, NULL AS replayability FROM trajectories) AS trajectories"
+        return f"(SELECT *, {', '.join(lacking)} FROM trajectories) AS trajectories"
 
     # --- writing -----------------------------------------------------------------------------------
 
@@ -159,6 +181,38 @@ class Trajectories(Connected):
         if steps:
             self._db.executemany(_insert("steps", steps[0]), steps)
         return _summary(row)
+
+    def set_outcome(self, trajectory_id: str, outcome: float, source: str) -> TrajectorySummary:
+        """Give the stored run ``trajectory_id`` the outcome ``outcome``, which ``source`` gave
+        (``verifier:…``, ``judge:…``, ``attribution:…``), kept in its metadata as
+        ``outcome_source``. Its steps, hashes and identity stay as they are (an outcome is in none
+        of them); its content digest takes the outcome in, as a stored run's does. Inside
+        `transaction`, or in one of its own."""
+        if not self._db.in_transaction:
+            with self.transaction():
+                return self.set_outcome(trajectory_id, outcome, source)
+        if self._version < OUTCOME_SOURCES:
+            raise StoreError(f"{self.path} is opened for reading: an outcome cannot be stored")
+        row = self._db.execute(
+            "SELECT final_hash, metadata_digest, spans_digest FROM trajectories WHERE id = ?",
+            (trajectory_id,),
+        ).fetchone()
+        if row is None:
+            raise NotFoundError(f"no trajectory {trajectory_id!r} in {self.path}")
+        meta = self._load(row["metadata_digest"])
+        meta = {**(meta if isinstance(meta, dict) else {}), "outcome_source": source}
+        blobs: dict[str, bytes] = {}
+        metadata_digest = _put_blob(blobs, orjson.dumps(meta))
+        self._db.executemany("INSERT OR IGNORE INTO blobs VALUES (?, ?)", list(blobs.items()))
+        content = digest(canonical_json([row["final_hash"], outcome, row["spans_digest"]]))
+        self._db.execute(
+            "UPDATE trajectories SET outcome = ?, outcome_source = ?, content_digest = ?, "
+            "metadata_digest = ? WHERE id = ?",
+            (outcome, source, content, metadata_digest, trajectory_id),
+        )
+        summary = self.summary(trajectory_id)
+        assert summary is not None
+        return summary
 
     def delete(self, trajectory_id: str) -> None:
         """Remove a run (its steps go with it; blobs stay, shared and content-addressed). Inside
@@ -442,7 +496,6 @@ def _summary(row: sqlite3.Row | dict[str, Any]) -> TrajectorySummary:
 
 
 _SUMMARY_FIELDS = tuple(name.strip() for name in _SUMMARY_COLUMNS.split(","))
-assert _SUMMARY_FIELDS[-1] == "replayability"  # `_OLDER_SUMMARY_COLUMNS` replaces the last
 
 
 def _insert(table: str, row: dict[str, Any]) -> str:

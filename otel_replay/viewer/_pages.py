@@ -19,6 +19,7 @@ from otel_replay.report._html import question, report_body
 from otel_replay.report._page import esc, page
 from otel_replay.report._timeline import run_section
 from otel_replay.store import Store
+from otel_replay.store._connection import outcome_source
 from otel_replay.viewer._urls import compare_url, diff_url, is_run_id, report_url, run_url
 
 #: What the viewer's own pages add to the shared style (the comparison's rows, the report list).
@@ -100,7 +101,13 @@ def run_page(store: Store, run_id: str) -> str:
 
 def _about(trajectory: Trajectory) -> str:
     meta = trajectory.metadata
+    given = outcome_source(trajectory.outcome, meta)
+    source = f" from <span class='mono'>{esc(given)}</span>" if given else ""
     fields = [
+        f"<span class='outcome' data-outcome='{outcome_class(trajectory.outcome)}'>outcome "
+        f"{esc(outcome_text(trajectory.outcome))}{source}</span>"
+    ]
+    fields += [
         f"{key} <span class='mono'>{esc(meta[key])}</span>"
         for key in ("service", "session", "root_span", "format")
         if meta.get(key) is not None

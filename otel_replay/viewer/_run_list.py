@@ -159,11 +159,17 @@ def _run_row(summary: TrajectorySummary, reports: int) -> str:
     search = f"{summary.id} {source}".lower()
     outcome = "" if summary.outcome is None else f"{summary.outcome:g}"
     started = "" if summary.start_time_unix_nano is None else str(summary.start_time_unix_nano)
+    given = (
+        f' <span class="muted" title="{esc(summary.outcome_source)}">'
+        f"{esc(summary.outcome_source.partition(':')[0])}</span>"
+        if summary.outcome_source
+        else ""
+    )
     return (
         f'<tr data-search="{esc(search)}" data-outcome="{outcome_class(summary.outcome)}">'
         f"<td>{run_link(summary.id)}</td>"
         f'<td class="mono" data-value="{summary.n_steps}">{summary.n_steps}</td>'
-        f'<td data-value="{esc(outcome)}">{esc(outcome_text(summary.outcome))}</td>'
+        f'<td data-value="{esc(outcome)}">{esc(outcome_text(summary.outcome))}{given}</td>'
         f'<td class="muted">{esc(source)}</td>'
         f'<td class="mono" data-value="{started}">{utc(summary.start_time_unix_nano)}</td>'
         f'<td class="mono" data-value="{reports}">{reports or ""}</td></tr>'
