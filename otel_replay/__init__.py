@@ -37,6 +37,7 @@ if TYPE_CHECKING:
         NonDeterminismError,
         NotFoundError,
         PluginLoadError,
+        RecorderError,
         RegistrationError,
         ReplayError,
         RolloutError,
@@ -53,13 +54,11 @@ if TYPE_CHECKING:
     )
     from otel_replay.fleet import (
         FragilityRow,
-        Scored,
         Selection,
         attribute_runs,
         blame,
         fragility,
         pairs,
-        score_runs,
     )
     from otel_replay.frame import (
         steps_frame,
@@ -193,6 +192,7 @@ __all__ = [
     "ReadOptions",
     "Recording",
     "RegistrationError",
+    "RecorderError",
     "Registry",
     "Replay",
     "ReplayError",
@@ -203,7 +203,6 @@ __all__ = [
     "Resumed",
     "RolloutContext",
     "RolloutError",
-    "Scored",
     "Selection",
     "SpanNode",
     "Step",
@@ -256,7 +255,6 @@ __all__ = [
     "resume",
     "run_agent",
     "score",
-    "score_runs",
     "step",
     "steps_frame",
     "sweep",

@@ -49,6 +49,7 @@ __all__ = [
     "NotFoundError",
     "OutputError",
     "PluginLoadError",
+    "RecorderError",
     "RegistrationError",
     "ReplayError",
     "RolloutError",
@@ -345,6 +346,12 @@ class NonDeterminismError(ReplayError, RuntimeError):
 
 class AgentError(ReplayError, RuntimeError):
     """An agent function cannot be loaded, or was called with inputs it does not accept."""
+
+
+class RecorderError(ReplayError, RuntimeError):
+    """agent-replay's own recording failed while an agent ran (its bookkeeping, or the ledger that
+    keeps the run as it is made): the agent was let go on untouched, but what was recorded is not
+    what it did, so the run is never kept as the agent's outcome."""
 
 
 class ExportError(ReplayError, ConnectionError):

@@ -1,10 +1,19 @@
 """Which context is current, per thread of execution and asyncio task: the context of the agent run
 under way (what instrumented SDK calls and decorated tools record through), and the errors of
 agent-replay itself raised inside it, which an agent's ``except Exception`` must not hide. The
-state alone: `otel_replay.replay._running` runs agents under it."""
+state alone: `otel_replay.replay._running` runs agents under it.
+
+A framework runs an agent's tools where it likes: on the agent's thread, in an asyncio task, on a
+worker thread (``asyncio.to_thread`` copies the context, a bare ``ThreadPoolExecutor`` does not). A
+thread that never had a context of its own sees the **sole run** of the process, when exactly one
+is under way that says it may be found so (`record`, `replay`, `fork` and `resume` run one agent
+at a time; attribution's rollouts, many at once, never do): a tool called there is a step of that
+run, not a call nobody records. Environment reads (a clock, an id) follow only a context the
+thread really has: a framework's own threads read the clock all the time."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -14,10 +23,17 @@ from otel_replay.errors import ReplayError
 
 # Errors of agent-replay itself raised during the current `run_agent` (per thread of execution).
 _FATAL: ContextVar[list[ReplayError] | None] = ContextVar("otel_replay_fatal", default=None)
+# A thread (or task) that was never given a context: told apart from one where a context was
+# taken away on purpose (`outside_the_agent` sets None).
+_NEVER_SET = object()
 # The context of the run under way (an `AgentContext`, which sits above this room). A ContextVar, so
 # it follows the agent across `await` (asyncio tasks copy it when created); a thread the agent
-# starts sees it when started with ``contextvars.copy_context().run``.
-_CURRENT: ContextVar[Any] = ContextVar("otel_replay_context", default=None)
+# starts sees it when started with ``contextvars.copy_context().run``, and else the sole run.
+_CURRENT: ContextVar[Any] = ContextVar("otel_replay_context", default=_NEVER_SET)
+# The runs under way that a thread without a context may find (each with its pending errors): a
+# tuple, replaced whole under the lock, so a reader never sees it half changed.
+_SOLE: tuple[tuple[Any, list[ReplayError]], ...] = ()
+_SOLE_LOCK = threading.Lock()
 # Set while the context performs one of the agent's steps (its own bookkeeping, and the step's
 # ``produce``): the clock reads and ids made meanwhile belong to that step, not to the agent
 # (`otel_replay.replay._environment`).
@@ -25,14 +41,23 @@ _IN_STEP: ContextVar[bool] = ContextVar("otel_replay_in_step", default=False)
 
 
 def current() -> Any:
-    """The context of the run under way here (None outside one); `current_context` types it."""
-    return _CURRENT.get()
+    """The context of the run under way here (None outside one), else the sole run of the process
+    (see above); `current_context` types it."""
+    ctx = _CURRENT.get()
+    if ctx is not _NEVER_SET:
+        return ctx
+    sole = _SOLE  # read once: a run may start or end meanwhile
+    return sole[0][0] if len(sole) == 1 else None
 
 
 def reading_agent() -> Any:
     """The context of the run under way here when the agent itself is running (not a step of it,
-    nor a resample function): where an instrumented clock read or id is one of its steps."""
-    return None if _IN_STEP.get() else _CURRENT.get()
+    nor a resample function): where an instrumented clock read or id is one of its steps. Only a
+    context this thread or task was given: never the sole run."""
+    if _IN_STEP.get():
+        return None
+    ctx = _CURRENT.get()
+    return None if ctx is _NEVER_SET else ctx
 
 
 class inside_a_step:  # lower case: a context manager, a class for the same reason as below
@@ -51,6 +76,9 @@ def remember_fatal(error: ReplayError) -> ReplayError:
     """Remember an error of agent-replay itself raised inside the agent: `run_agent` raises it when
     the agent returns, even if the agent caught it. Returns ``error``, to be raised."""
     pending = _FATAL.get()
+    if pending is None and _CURRENT.get() is _NEVER_SET:  # a thread that found the sole run
+        sole = _SOLE
+        pending = sole[0][1] if len(sole) == 1 else None
     if pending is not None and not pending:
         pending.append(error)
     return error
@@ -71,13 +99,22 @@ class outside_the_agent:  # lower case: used as the context manager it was
 
 
 @contextmanager
-def running(ctx: Any) -> Iterator[list[ReplayError]]:
-    """``ctx`` is the current context, and agent-replay's own errors are collected, meanwhile."""
+def running(ctx: Any, *, sole: bool = False) -> Iterator[list[ReplayError]]:
+    """``ctx`` is the current context, and agent-replay's own errors are collected, meanwhile.
+    ``sole``: threads without a context may find it (the one agent a command runs)."""
     pending: list[ReplayError] = []
     fatal = _FATAL.set(pending)
     running_here = _CURRENT.set(ctx)
+    entry = (ctx, pending)
+    global _SOLE
+    if sole:
+        with _SOLE_LOCK:
+            _SOLE = (*_SOLE, entry)
     try:
         yield pending
     finally:
+        if sole:
+            with _SOLE_LOCK:
+                _SOLE = tuple(e for e in _SOLE if e is not entry)
         _CURRENT.reset(running_here)
         _FATAL.reset(fatal)

@@ -7,7 +7,7 @@ import inspect
 import time
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from otel_replay.errors import (
     InterventionError,
@@ -42,7 +42,7 @@ from otel_replay.replay._made import (
 from otel_replay.replay._plan import HOLD, RESAMPLE, Action, Intervention, Plan
 from otel_replay.replay._rollout import Rollout, rollout, score
 from otel_replay.replay._running import arun_agent, run_agent
-from otel_replay.replay._steps import RecordingContext
+from otel_replay.replay._steps import Ledger, RecordingContext
 from otel_replay.replay._tracing import MADE_ATTRIBUTES, RecordedSpans, emit_spans
 from otel_replay.resamplers import Registry
 from otel_replay.resamplers._context import RolloutSeed
@@ -112,7 +112,7 @@ def record(
             ledger(partial_run(partial, steps, metadata))
 
         ctx.on_step = so_far
-    answer, _ = run_agent(agent, ctx, arguments)
+    answer, _ = run_agent(agent, ctx, arguments, sole=True)
     ended = time.time_ns()
     steps = ctx.ledger.steps
     answer = scrub(json_or_repr(answer))
@@ -253,7 +253,7 @@ def replay(
     problem: NonDeterminismError | None = None
     answer: Any = None
     try:
-        answer, _ = run_agent(agent, ctx, arguments)
+        answer, _ = run_agent(agent, ctx, arguments, sole=True)
     except NonDeterminismError as exc:
         problem = exc
     raised = raised_in(ctx, patterns) if problem is None else None
@@ -268,14 +268,48 @@ def replay(
             ending = (
                 f"the answer differs: {kept_answer!r} (recorded: {original.metadata['answer']!r})"
             )
+    steps = ctx.ledger.steps if problem else in_recorded_order(original, ctx.ledger)
     replayed = Trajectory.build(
         original.id,
-        ctx.ledger.steps,
+        steps,
         outcome=original.outcome,
         metadata={**original.metadata, "answer": kept_answer, "source": "replay"},
     )
     replayed = redact_run(replayed, patterns)  # every call it made, as the record's were
     return Replay(original, replayed, diff(original, replayed), problem, ending, answer, raised)
+
+
+def in_recorded_order(original: Trajectory, ledger: Ledger) -> list[Step]:
+    """The replay's steps, those of a burst in the order the record has them. Calls the record made
+    at once (a burst: steps whose times overlap, the parallel tool calls of one turn, a thread
+    pool's tasks) reach a replay in whatever order its threads run; served calls whose bursts are
+    the record's, position by position, are the same run. Anything else is left as it came: a
+    sequential agent that calls in another order diverged."""
+    matched = ledger.matched
+    if len(matched) != len(original.steps) or None in matched:
+        return ledger.steps
+    burst = _bursts(original.steps)
+    if [burst[cast(int, m)] for m in matched] != burst:
+        return ledger.steps
+    order = sorted(range(len(matched)), key=lambda position: cast(int, matched[position]))
+    return [ledger.steps[position] for position in order]
+
+
+def _bursts(steps: Sequence[Step]) -> list[int]:
+    """Each step's burst number: a step that started before the steps of the burst so far had all
+    ended ran with them (steps are recorded in the order they completed); a step without times is
+    a burst of its own."""
+    bursts: list[int] = []
+    ends = 0  # the latest end of the burst so far (0: none open)
+    for step in steps:
+        start, end = step.start_time_unix_nano, step.end_time_unix_nano
+        if bursts and ends and start and end and start < ends:
+            bursts.append(bursts[-1])
+            ends = max(ends, end)
+        else:
+            bursts.append(bursts[-1] + 1 if bursts else 0)
+            ends = end if start and end else 0
+    return bursts
 
 
 def _plan(original: Trajectory, at: int, intervention: Intervention, *, then: Intervention) -> Plan:
@@ -398,7 +432,7 @@ def fork(
             shares_record=is_built_in(agent),
             holds_observed_only=is_built_in(agent),
         )
-        answer, _ = run_agent(agent, ctx, arguments)
+        answer, _ = run_agent(agent, ctx, arguments, sole=True)
         steps = ctx.ledger.steps
         metadata["answer"] = Redactor(patterns)(json_or_repr(answer))
         raised = raised_in(ctx, patterns)

@@ -114,7 +114,7 @@ def resume(
             ledger(partial_run(run_id, steps, metadata))
 
         ctx.on_step = so_far
-    answer, _ = run_agent(agent, ctx, arguments)
+    answer, _ = run_agent(agent, ctx, arguments, sole=True)
     metadata["answer"] = Redactor(patterns)(json_or_repr(answer))
     raised = raised_in(ctx, patterns)
     if raised is not None:

@@ -54,7 +54,7 @@ def _first_parameter_is_ctx(agent: Callable[..., Any]) -> bool:
 
 
 def run_agent(
-    agent: Callable[..., Any], ctx: AgentContext, arguments: Any
+    agent: Callable[..., Any], ctx: AgentContext, arguments: Any, *, sole: bool = False
 ) -> tuple[Any, str | None]:
     """Call ``agent(ctx, ...)`` (``agent(...)`` when its first parameter is not named ``ctx``); an
     ``async def`` agent runs on an event loop of its own (`arun_agent` runs it on the caller's).
@@ -62,17 +62,21 @@ def run_agent(
 
     ``arguments``: a JSON object becomes keyword arguments, anything else one positional argument,
     ``None`` none. While the agent runs, `current_context` is ``ctx``; what the agent raised is
-    ``ctx.raised`` after. Errors of agent-replay itself (non-determinism, invalid output) propagate.
+    ``ctx.raised`` after. Errors of agent-replay itself (non-determinism, invalid output, the
+    recording's own failure: ``ctx.failed``) propagate.
+
+    ``sole``: the one agent the process runs (`record`, `replay`, `fork`, `resume`): a thread the
+    agent's framework made without copying the context (a bare thread pool) finds ``ctx`` too.
     """
-    with running(ctx) as pending, patched(agent):
+    with running(ctx, sole=sole) as pending, patched(agent):
         try:
             answer = _call(agent, ctx, arguments)
             if inspect.isawaitable(answer):  # an async agent: run on a loop of its own
                 answer = asyncio.run(_awaited(answer))
         except Exception as exc:
             ctx.raised = exc
-            return _failed(exc, pending)
-    return _returned(answer, pending)
+            return _failed(exc, pending, ctx)
+    return _returned(answer, pending, ctx)
 
 
 async def arun_agent(
@@ -87,8 +91,8 @@ async def arun_agent(
                 answer = await answer
         except Exception as exc:
             ctx.raised = exc
-            return _failed(exc, pending)
-    return _returned(answer, pending)
+            return _failed(exc, pending, ctx)
+    return _returned(answer, pending, ctx)
 
 
 def _call(agent: Callable[..., Any], ctx: AgentContext, arguments: Any) -> Any:
@@ -100,8 +104,12 @@ def _call(agent: Callable[..., Any], ctx: AgentContext, arguments: Any) -> Any:
     return agent(*head, arguments)
 
 
-def _failed(exc: Exception, pending: list[ReplayError]) -> tuple[Any, str | None]:
+def _failed(
+    exc: Exception, pending: list[ReplayError], ctx: AgentContext
+) -> tuple[Any, str | None]:
     """The agent raised: agent-replay's own errors propagate, the agent's is the run's end."""
+    if ctx.failed is not None:  # the recording failed first: nothing after it is what it seems
+        raise ctx.failed from exc
     if isinstance(exc, ReplayError):
         raise exc
     if pending:
@@ -109,7 +117,9 @@ def _failed(exc: Exception, pending: list[ReplayError]) -> tuple[Any, str | None
     return None, f"{type(exc).__name__}: {exc}"
 
 
-def _returned(answer: Any, pending: list[ReplayError]) -> tuple[Any, str | None]:
+def _returned(answer: Any, pending: list[ReplayError], ctx: AgentContext) -> tuple[Any, str | None]:
+    if ctx.failed is not None:
+        raise ctx.failed
     if pending:  # the agent caught it, but the run is not what it seems
         raise pending[0]
     return answer, None

@@ -23,11 +23,19 @@ the agent's environment, a clock, a fresh id, a random number from outside the r
 ``produce`` not called, its draws not taken) never shifts the numbers the rest of the run sees, so a
 seeded run records and replays draw for draw. A failing operation reaches the agent as `StepError` in
 both contexts, so its error handling replays too.
+
+A framework may call the agent's tools from any thread, several at once (the parallel tool calls
+of one model turn): a context takes calls from every thread, matching and appending under one
+lock, so each step is appended whole, in the order the calls completed, and handed to ``on_step``
+(the durable ledger) in that order. A failure of the recording itself (its own bookkeeping, or
+``on_step``) never reaches the agent's code: the agent gets what the operation returned, and the
+run ends with that failure (`AgentContext.failed`, raised by `run_agent` when the agent is done).
 """
 
 from __future__ import annotations
 
 import random
+import threading
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
@@ -36,6 +44,7 @@ from typing import Any, cast
 
 from otel_replay.errors import (
     CanonicalJSONError,
+    RecorderError,
     ReplayError,
     RolloutError,
     UnservableError,
@@ -115,8 +124,13 @@ class AgentContext:
         #: the rollout this run is, for the streams of the resample functions it calls
         self.rollout = rollout or RolloutSeed(seed)
         self.ledger = Ledger()
-        #: Called with the ledger's steps each time one is added (the durable ledger of `record`).
+        #: Called with the ledger's steps each time one is added (the durable ledger of `record`),
+        #: from the thread that completed the step, one call at a time.
         self.on_step: Callable[[Sequence[Step]], None] | None = None
+        #: The recording's own failure, once it failed (see the module's docstring).
+        self.failed: ReplayError | None = None
+        # calls come from any thread: matching against the record and appending happen under it
+        self._lock = threading.RLock()
         #: What the agent raised, once `run_agent` has run it (None: it returned).
         self.raised: Exception | None = None
         self.redact = tuple(redact)
@@ -234,7 +248,8 @@ class AgentContext:
         produce: Produce | None,
         key: str | None,
     ) -> Any:
-        decided = self._decide(kind, name, inputs, produce is not None, key)
+        with self._lock:
+            decided = self._decide(kind, name, inputs, produce is not None, key)
         if not isinstance(decided, _Live):
             return decided.output
         if decided.edited is not None:
@@ -244,8 +259,44 @@ class AgentContext:
         except ReplayError:
             raise
         except Exception as exc:
-            return self._done(decided, kind, name, inputs, None, exc)
-        return self._done(decided, kind, name, inputs, output, None)
+            return self._finish(decided, kind, name, inputs, None, exc)
+        return self._finish(decided, kind, name, inputs, output, None)
+
+    def _finish(
+        self,
+        live: _Live,
+        kind: StepKind,
+        name: str,
+        inputs: dict[str, Any],
+        output: Any,
+        failure: Exception | None,
+    ) -> Any:
+        """`_done` under the lock; a failure of the recording itself stops the recording, and the
+        agent gets what the operation gave (its output, or its own exception) as if unrecorded."""
+        try:
+            with self._lock:
+                return self._done(live, kind, name, inputs, output, failure)
+        except (ReplayError, StepError):
+            raise
+        except Exception as exc:
+            self._stop(kind, name, exc, len(self.ledger.steps))
+            if failure is not None:
+                raise failure from None
+            return output
+
+    def _stop(self, kind: StepKind, name: str, exc: BaseException, index: int) -> None:
+        """The recording failed at step ``index``: remember the first failure, keep nothing more
+        durable."""
+        self.on_step = None
+        if self.failed is not None:
+            return
+        if isinstance(exc, ReplayError):
+            self.failed = exc
+            return
+        self.failed = RecorderError(
+            f"agent-replay's recorder failed at step {index} ({kind.value} {name!r}): "
+            f"{type(exc).__name__}: {exc}; the agent ran on, but the run is not kept as what it did"
+        )
 
     async def acall(
         self,
@@ -260,7 +311,8 @@ class AgentContext:
         step_kind = StepKind(kind)
         with inside_a_step():  # the clock reads meanwhile are this step's (`_environment`)
             stored = self._snapshot(step_kind, name, inputs)
-            decided = self._decide(step_kind, name, stored, produce is not None, None)
+            with self._lock:
+                decided = self._decide(step_kind, name, stored, produce is not None, None)
             if not isinstance(decided, _Live):
                 return decided.output
             if decided.edited is not None:
@@ -273,8 +325,8 @@ class AgentContext:
             except ReplayError:
                 raise
             except Exception as exc:
-                return self._done(decided, step_kind, name, stored, None, exc)
-            return self._done(decided, step_kind, name, stored, output, None)
+                return self._finish(decided, step_kind, name, stored, None, exc)
+            return self._finish(decided, step_kind, name, stored, output, None)
 
     async def allm(
         self, name: str, /, *, produce: Callable[[], Awaitable[Any]] | None = None, **inputs: Any
@@ -434,7 +486,10 @@ class AgentContext:
         )
         self.ledger.matched.append(matched)
         if self.on_step is not None:
-            self.on_step(self.ledger.steps)
+            try:
+                self.on_step(self.ledger.steps)
+            except Exception as exc:  # the ledger failed: the agent is not told (module docstring)
+                self._stop(kind, name, exc, index)
         if error is not None:
             raise StepError(error, index)
         return output

@@ -17,7 +17,7 @@ import contextlib
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
@@ -126,42 +126,6 @@ def _replayability_column(db: sqlite3.Connection) -> None:
     db.executemany("UPDATE trajectories SET replayability = ? WHERE id = ?", verdicts)
 
 
-#: From this version on, each run's row says where its outcome came from (`outcome_source`); a
-#: reading open of an older store reads it as unknown (None).
-OUTCOME_SOURCES = 6
-
-
-def outcome_source(outcome: float | None, metadata: Mapping[str, Any]) -> str | None:
-    """Where a run's outcome came from: what its metadata says (``outcome_source``: a verifier or
-    judge that scored it, an attribution), else, for a run that has one, the trace it was read
-    from (``trace``: a root span's score or error status) or its recording (``record``)."""
-    if outcome is None:
-        return None
-    said = metadata.get("outcome_source")
-    if isinstance(said, str) and said:
-        return said
-    fmt = metadata.get("format")
-    return "trace" if isinstance(fmt, str) and fmt != "jsonl" else "record"
-
-
-def _outcome_source_column(db: sqlite3.Connection) -> None:
-    """6: each run's row says where its outcome came from, so ``list`` shows it without reading
-    the run. The runs stored before are read once: a run with an outcome got it from its trace or
-    its recording (nothing scored a stored run before this version)."""
-    columns = {row[1] for row in db.execute("PRAGMA table_info(trajectories)")}
-    if "outcome_source" not in columns:
-        db.execute("ALTER TABLE trajectories ADD COLUMN outcome_source TEXT")
-    runs = db.execute(
-        "SELECT t.id, t.outcome, m.data FROM trajectories t "
-        "JOIN blobs m ON m.digest = t.metadata_digest WHERE t.outcome IS NOT NULL"
-    ).fetchall()
-    sources = []
-    for run_id, outcome, metadata in runs:
-        meta = orjson.loads(metadata)
-        sources.append((outcome_source(outcome, meta if isinstance(meta, dict) else {}), run_id))
-    db.executemany("UPDATE trajectories SET outcome_source = ? WHERE id = ?", sources)
-
-
 #: The schema, one migration per version: migration N takes a store from version N-1 to N.
 MIGRATIONS: tuple[str | Callable[[sqlite3.Connection], None], ...] = (
     # 1: runs, their steps and the blobs they are made of
@@ -252,7 +216,6 @@ CREATE INDEX trajectories_by_steps ON trajectories(n_steps, id, outcome, start_t
 CREATE INDEX trajectories_by_outcome ON trajectories(outcome, id, n_steps, start_time_unix_nano);
 """,
     _replayability_column,
-    _outcome_source_column,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -397,7 +360,9 @@ def _connect(path: Path) -> sqlite3.Connection:
     # would cap it at 0644), and its -wal and -shm files take the store's
     with contextlib.suppress(FileExistsError):
         os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666))
-    db = sqlite3.connect(path, isolation_level=None)  # write_lock() issues BEGIN/COMMIT
+    # write_lock() issues BEGIN/COMMIT; a handle may be used from any thread, one at a time (a
+    # recording's tools run on a framework's worker threads: `replay/_durable.py`)
+    db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     db.row_factory = sqlite3.Row  # rows are read by column name, never by position
     db.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")  # then `_patiently` looks again
     return db
@@ -408,7 +373,7 @@ def _connect_read_only(path: Path) -> sqlite3.Connection:
     that cannot be made (a read-only disk or folder) and no ``-wal`` holds unmerged commits, the
     file alone is the whole store and is opened as immutable."""
     uri = f"file:{quote(str(path.resolve()))}?mode=ro"
-    db = sqlite3.connect(uri, uri=True, isolation_level=None)
+    db = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
     try:
         db.execute("PRAGMA user_version").fetchone()
     except sqlite3.OperationalError:
@@ -420,7 +385,9 @@ def _connect_read_only(path: Path) -> sqlite3.Connection:
                 "written (any agent-replay command), or copy the store and its -wal file "
                 "somewhere writable"
             ) from None
-        db = sqlite3.connect(uri + "&immutable=1", uri=True, isolation_level=None)
+        db = sqlite3.connect(
+            uri + "&immutable=1", uri=True, isolation_level=None, check_same_thread=False
+        )
     db.row_factory = sqlite3.Row
     db.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
     return db

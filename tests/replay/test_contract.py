@@ -74,8 +74,13 @@ class Spy:
         self.touched: set[str] = set()
 
     def __getattr__(self, name: str) -> Any:
-        self.touched.add(name)
+        if name not in RUNNER_READS:
+            self.touched.add(name)
         return getattr(self._inner, name)
+
+
+#: What `run_agent` itself reads of the context when the agent is done (the recording's failure).
+RUNNER_READS = frozenset({"failed"})
 
 
 def test_one_function_runs_under_both_contexts_through_the_context_api_only() -> None:

@@ -1,0 +1,119 @@
+"""Recording is transparent to the agent wherever its framework runs the tools: on worker threads
+(``asyncio.to_thread``, a bare thread pool), many at once, with the durable ledger writing to a
+real store from whichever thread completed a step. A failure of the recording itself never
+reaches the agent's code: the run ends with `RecorderError`, and the store keeps no outcome."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from otel_replay.errors import RecorderError
+from otel_replay.replay import record, replay
+from otel_replay.replay._durable import DurableLedger
+from otel_replay.store import Store
+from tests.cli_helpers import invoke, ok, one_line_error
+from tests.replay import thread_agents
+
+AGENTS = Path(thread_agents.__file__)
+
+
+def test_tools_on_worker_threads_are_recorded_and_the_agent_gets_what_it_would(
+    store_path: Path,
+) -> None:
+    unrecorded = asyncio.run(thread_agents.to_thread_agent())
+    with Store.open(store_path) as db, DurableLedger(db) as ledger:
+        done = record(thread_agents.to_thread_agent, ledger=ledger.keep)
+        assert ledger.kept_steps == 5  # every step kept as it completed, from its worker thread
+        ledger.finish(done.trajectory)
+        stored = db.get(done.trajectory.id)
+    assert done.error is None
+    assert done.answer == unrecorded  # the same answer as without agent-replay
+    assert [s.name for s in stored.steps] == ["free_slots"] * 4 + ["book"]
+    assert [s.index for s in stored.steps] == list(range(5))
+    dates = sorted(s.inputs["arguments"]["date"] for s in stored.steps[1:4])
+    assert dates == ["2026-12-08", "2026-12-09", "2026-12-10"]  # the parallel calls, all three
+    assert replay(stored, thread_agents.to_thread_agent).identical
+
+
+def test_a_bare_thread_pool_records_every_call_once_in_the_order_they_completed(
+    store_path: Path,
+) -> None:
+    with Store.open(store_path) as db, DurableLedger(db) as ledger:
+        done = record(thread_agents.pool_agent, ledger=ledger.keep)
+        ledger.finish(done.trajectory)
+    steps = done.trajectory.steps
+    assert done.error is None and len(steps) == 24  # threads that never had a context: found
+    assert [s.index for s in steps] == list(range(24))
+    assert sorted(s.inputs["arguments"]["date"] for s in steps) == [
+        f"2026-12-{day:02d}" for day in range(1, 25)
+    ]
+    ends = [s.end_time_unix_nano for s in steps]
+    assert ends == sorted(ends)  # appended as they completed
+    assert replay(done.trajectory, thread_agents.pool_agent).identical
+
+
+def test_a_ledger_that_fails_on_a_worker_thread_stops_the_recording_not_the_agent() -> None:
+    calls: list[int] = []
+
+    def failing_ledger(run: object) -> None:
+        calls.append(1)
+        raise RuntimeError("the disk went away")
+
+    with pytest.raises(RecorderError, match=r"recorder failed at step 0 .*the disk went away"):
+        record(thread_agents.to_thread_agent, ledger=failing_ledger)
+    assert calls == [1]  # stopped at once: nothing more handed to it
+
+
+def test_the_recorders_own_failure_never_reaches_the_agent(store_path: Path) -> None:
+    seen: list[object] = []
+
+    def agent() -> object:
+        answer = thread_agents.tripping_agent()
+        seen.append(answer)
+        return answer
+
+    with Store.open(store_path) as db:
+        with pytest.raises(RecorderError, match=r"step 1 \(tool 'odd_tool'\)"):
+            with DurableLedger(db) as ledger:
+                record(agent, ledger=ledger.keep)
+        (left,) = db.summaries()
+        kept = db.get(left.id)
+    # the agent saw every tool answer as it would have without agent-replay
+    assert seen == [{"seen": ["ok", "_Unreadable", "ok"]}]
+    assert kept.outcome is None and "recorder failed" in kept.metadata["recorder_error"]
+    assert len(kept.steps) == 1  # what was kept before the failure
+
+
+def test_record_exits_1_on_a_recorder_failure_and_stores_no_outcome(
+    store_path: Path,
+) -> None:
+    runner = CliRunner()
+    result = invoke(
+        runner,
+        store_path,
+        "record",
+        "--agent",
+        f"{AGENTS}:tripping_agent",
+        "--success-if",
+        "never",
+    )
+    line = one_line_error(result)
+    assert "recorder failed at step 1" in line and "odd_tool" in line
+    with Store.open(store_path, read_only=True) as db:
+        (left,) = db.summaries()
+        assert db.get(left.id).outcome is None
+    listed = ok(invoke(runner, store_path, "list", "--where", "failed"))
+    assert left.id not in listed.output
+
+
+def test_record_of_tools_on_worker_threads_through_the_cli(store_path: Path) -> None:
+    runner = CliRunner()
+    result = ok(invoke(runner, store_path, "record", "--agent", f"{AGENTS}:to_thread_agent"))
+    assert "5 steps" in result.output
+    with Store.open(store_path, read_only=True) as db:
+        (run,) = db.summaries()
+        assert len(db.get(run.id).steps) == 5
