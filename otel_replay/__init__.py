@@ -54,11 +54,13 @@ if TYPE_CHECKING:
     )
     from otel_replay.fleet import (
         FragilityRow,
+        Scored,
         Selection,
         attribute_runs,
         blame,
         fragility,
         pairs,
+        score_runs,
     )
     from otel_replay.frame import (
         steps_frame,
@@ -203,6 +205,7 @@ __all__ = [
     "Resumed",
     "RolloutContext",
     "RolloutError",
+    "Scored",
     "Selection",
     "SpanNode",
     "Step",
@@ -255,6 +258,7 @@ __all__ = [
     "resume",
     "run_agent",
     "score",
+    "score_runs",
     "step",
     "steps_frame",
     "sweep",

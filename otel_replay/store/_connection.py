@@ -17,7 +17,7 @@ import contextlib
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
@@ -126,6 +126,42 @@ def _replayability_column(db: sqlite3.Connection) -> None:
     db.executemany("UPDATE trajectories SET replayability = ? WHERE id = ?", verdicts)
 
 
+#: From this version on, each run's row says where its outcome came from (`outcome_source`); a
+#: reading open of an older store reads it as unknown (None).
+OUTCOME_SOURCES = 6
+
+
+def outcome_source(outcome: float | None, metadata: Mapping[str, Any]) -> str | None:
+    """Where a run's outcome came from: what its metadata says (``outcome_source``: a verifier or
+    judge that scored it, an attribution), else, for a run that has one, the trace it was read
+    from (``trace``: a root span's score or error status) or its recording (``record``)."""
+    if outcome is None:
+        return None
+    said = metadata.get("outcome_source")
+    if isinstance(said, str) and said:
+        return said
+    fmt = metadata.get("format")
+    return "trace" if isinstance(fmt, str) and fmt != "jsonl" else "record"
+
+
+def _outcome_source_column(db: sqlite3.Connection) -> None:
+    """6: each run's row says where its outcome came from, so ``list`` shows it without reading
+    the run. The runs stored before are read once: a run with an outcome got it from its trace or
+    its recording (nothing scored a stored run before this version)."""
+    columns = {row[1] for row in db.execute("PRAGMA table_info(trajectories)")}
+    if "outcome_source" not in columns:
+        db.execute("ALTER TABLE trajectories ADD COLUMN outcome_source TEXT")
+    runs = db.execute(
+        "SELECT t.id, t.outcome, m.data FROM trajectories t "
+        "JOIN blobs m ON m.digest = t.metadata_digest WHERE t.outcome IS NOT NULL"
+    ).fetchall()
+    sources = []
+    for run_id, outcome, metadata in runs:
+        meta = orjson.loads(metadata)
+        sources.append((outcome_source(outcome, meta if isinstance(meta, dict) else {}), run_id))
+    db.executemany("UPDATE trajectories SET outcome_source = ? WHERE id = ?", sources)
+
+
 #: The schema, one migration per version: migration N takes a store from version N-1 to N.
 MIGRATIONS: tuple[str | Callable[[sqlite3.Connection], None], ...] = (
     # 1: runs, their steps and the blobs they are made of
@@ -216,6 +252,7 @@ CREATE INDEX trajectories_by_steps ON trajectories(n_steps, id, outcome, start_t
 CREATE INDEX trajectories_by_outcome ON trajectories(outcome, id, n_steps, start_time_unix_nano);
 """,
     _replayability_column,
+    _outcome_source_column,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
