@@ -10,9 +10,15 @@ A rollout is scored by the verifier unless it is no evidence about the task (`Ou
 one that could not be served (a call nothing can answer) and one whose agent crashed are neither
 successes nor failures, left out of every estimate and counted. Once half the rollouts of a plan
 (or of all) are such, the engine stops (`EvidenceMissing`): more batches could decide nothing.
-What ``--tools recorded`` drew for each rollout is noted with it (`noting_draws`), on whichever
+What ``--tools recorded`` drew for each rollout is noted with it (`rolled_out`), on whichever
 worker it ran, and added up here in task order, as everything else is; so is what each rollout
 spent (`otel_replay.attribution._spend`: model calls and their tokens, tool calls, free draws).
+Every call a rollout makes is paid, whether or not its rollout is evidence: a rollout an error
+ended (a call nothing could answer, a resample function's error) comes back with what it had
+called by then (`Ended`), and the rollouts left out of the estimates are counted in the cost all
+the same, their part shown apart (`Engine.left_out_spend`). No rollout is ever run and then
+dropped: a batch's rollouts are all collected before a test reads them, so the cost is what the
+model server answered, on any executor and for any number of workers.
 The first ``keep_rollouts`` rollouts of each plan are kept (`kept`), each a run of its own naming
 the run and the plan it rolled out.
 """
@@ -70,9 +76,18 @@ class Outcome:
         return self.unservable is None and self.crash is None
 
 
-#: ``ship(tasks)``: the rollouts of ``tasks`` made elsewhere, in order; a rollout a resample
-#: function's error ended comes back as that error.
-Shipper = Callable[[list[tuple[Plan, int]]], Iterable[Rollout | RolloutError]]
+@dataclass(frozen=True, slots=True)
+class Ended:
+    """A rollout an error ended (a call nothing could answer, a resample function's error): the
+    error, and what the rollout had drawn and called before it (its calls were paid)."""
+
+    error: RolloutError
+    draws: Draws = NO_DRAWS
+
+
+#: ``ship(tasks)``: the rollouts of ``tasks`` made elsewhere, in order (`rolled_out` of each); a
+#: rollout an error ended comes back as `Ended`.
+Shipper = Callable[[list[tuple[Plan, int]]], Iterable[Rollout | Ended]]
 
 #: ``progress(completed, total)``: rollouts run so far, and rollouts announced in all.
 Progress = Callable[[int, int], None]
@@ -120,16 +135,22 @@ class EvidenceMissing(Exception):
 _WORLD_FAILED = f"{StepError.__name__}: "
 
 
-def noting_draws(drive: Callable[[Plan, int], Rollout], plan: Plan, index: int) -> Rollout:
-    """``drive(plan, index)``, with what the built-in tool functions drew for it (on the
-    `UnservableError` that ended it, when one did)."""
+def rolled_out(drive: Callable[[Plan, int], Rollout], plan: Plan, index: int) -> Rollout | Ended:
+    """``drive(plan, index)``, with what the built-in tool functions drew for it and the calls it
+    made; a rollout an error ended as `Ended`, with what it drew and called before the error."""
     with drawing() as log:
         try:
             made = drive(plan, index)
-        except UnservableError as exc:
-            exc.draws = log.draws()
-            raise
+        except RolloutError as exc:
+            return _ended(exc, log)
     return _with(made, log)
+
+
+def _ended(exc: RolloutError, log: DrawLog) -> Ended:
+    draws = log.draws()
+    if isinstance(exc, UnservableError):
+        exc.draws = draws
+    return Ended(exc, draws)
 
 
 def _with(made: Rollout, log: DrawLog) -> Rollout:
@@ -174,6 +195,7 @@ class Engine:
         self.planned = 0
         self.step_executions = 0
         self.spend = NOTHING  # the same calls, split by what they cost
+        self.left_out_spend = NOTHING  # of them, what the rollouts left out of the estimates spent
         self.resampler_errors = 0
         self.resampling = 0  # rollouts that called a resample function (or tried to)
         # what the rollouts could not tell, and where ``--tools recorded`` drew from, in task order
@@ -222,27 +244,33 @@ class Engine:
         return plan if model is None else plan.under_model(model, self.config.swap_from)
 
     def _one(self, task: tuple[Plan, int]) -> Outcome:
-        try:
-            result = noting_draws(self._drive, self.asked(task[0]), task[1])
-        except RolloutError as exc:
-            return self._lost(task, exc)
-        return self._scored(task[0], result)
+        return self._received(task, rolled_out(self._drive, self.asked(task[0]), task[1]))
 
-    def _received(self, task: tuple[Plan, int], got: Rollout | RolloutError) -> Outcome:
-        if isinstance(got, RolloutError):
+    def _received(self, task: tuple[Plan, int], got: Rollout | Ended) -> Outcome:
+        if isinstance(got, Ended):
             return self._lost(task, got)
         return self._scored(task[0], got)
 
-    def _lost(self, task: tuple[Plan, int], exc: RolloutError) -> Outcome:
+    def _lost(self, task: tuple[Plan, int], ended: Ended) -> Outcome:
         """A rollout an error ended: unservable (a call nothing can answer), or a resample
-        function's error: a failure, or (by default) the end."""
+        function's error: a failure, or (by default) the end. Either way the calls it made
+        before the error count (`Ended.draws`): the call nothing could answer among the free
+        draws (nothing was called for it)."""
+        exc, draws = ended.error, ended.draws
         if isinstance(exc, UnservableError):
-            draws = exc.draws if isinstance(exc.draws, Draws) else NO_DRAWS
+            spend = self.pricing.spent(draws.calls, draws.model_steps, draws.free + 1, draws.tokens)
             call = Call(exc.tool, exc.arguments)
-            return Outcome(task[0], task[1], 0.0, False, 0, None, unservable=call, draws=draws)
+            return Outcome(
+                task[0], task[1], 0.0, False, draws.calls, None,
+                unservable=call, draws=draws, spend=spend,
+            )  # fmt: skip
         if self.config.on_resampler_error is not OnResamplerError.FAIL_ROLLOUT:
             raise exc
-        return Outcome(task[0], task[1], 0.0, True, 0, None, self.scrub.text(str(exc)))
+        spend = self.pricing.spent(draws.calls, draws.model_steps, draws.free, draws.tokens)
+        return Outcome(
+            task[0], task[1], 0.0, True, draws.calls, None, self.scrub.text(str(exc)),
+            draws=draws, spend=spend,
+        )  # fmt: skip
 
     def _scored(self, plan: Plan, result: Rollout) -> Outcome:
         crash = result.trajectory.metadata.get("agent_error")
@@ -321,15 +349,11 @@ class Engine:
 
             async def one(task: tuple[Plan, int]) -> Outcome:
                 async with gate:
-                    try:
-                        with drawing() as log:
-                            try:
-                                made = await rollout(self.asked(task[0]), task[1])
-                            except UnservableError as exc:
-                                exc.draws = log.draws()
-                                raise
-                    except RolloutError as exc:
-                        return self._lost(task, exc)
+                    with drawing() as log:
+                        try:
+                            made = await rollout(self.asked(task[0]), task[1])
+                        except RolloutError as exc:
+                            return self._lost(task, _ended(exc, log))
                 return self._scored(task[0], _with(made, log))
 
             return list(await asyncio.gather(*(one(task) for task in tasks)))
@@ -342,8 +366,13 @@ class Engine:
             self.rollouts += 1
             self.step_executions += outcome.step_executions
             self.spend += outcome.spend
+            if not outcome.counts:
+                self.left_out_spend += outcome.spend
             self.resampler_errors += outcome.resampler_error is not None
-            self.resampling += outcome.step_executions > 0 or outcome.resampler_error is not None
+            # (a rollout a call nothing could answer ended is not one that resampled)
+            self.resampling += outcome.unservable is None and (
+                outcome.step_executions > 0 or outcome.resampler_error is not None
+            )
             self.draws.update(outcome.draws.runs)
             self.faults.update(outcome.draws.faults)
             if outcome.unservable is not None:

@@ -44,6 +44,7 @@ def evidence_of(engine: Engine, found: Localisation | None, stopped: bool) -> Ev
         draws=_most_first(engine.draws),
         faults=_most_first(engine.faults),
         missing=missing,
+        spent=engine.left_out_spend,
     )
 
 

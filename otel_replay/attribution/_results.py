@@ -253,6 +253,9 @@ class Evidence:
         faults: the calls nothing recorded that the faults fallback failed, with how often.
         missing: so many rollouts were left out (half of them, or half of a plan an estimate
             reads) that the estimates cannot be relied on: the verdict is ``no-evidence``.
+        spent: what the rollouts left out spent (the calls an unservable one made before the
+            call nothing answered, a crashed one's): part of the result's ``spend``, since every
+            call made was paid.
     """
 
     unservable: tuple[tuple[Call, int], ...] = ()
@@ -261,6 +264,7 @@ class Evidence:
     draws: tuple[tuple[str, int], ...] = ()
     faults: tuple[tuple[Call, int], ...] = ()
     missing: bool = False
+    spent: Spend = NOTHING
 
     @property
     def unservable_rollouts(self) -> int:

@@ -19,9 +19,9 @@ from typing import Any
 from otel_replay.attribution._api import attribute
 from otel_replay.attribution._config import AttributionConfig
 from otel_replay.attribution._cost import PlannedCost, planned_cost
-from otel_replay.attribution._engine import Progress, Spending, noting_draws
+from otel_replay.attribution._engine import Progress, Spending, rolled_out
 from otel_replay.attribution._results import AttributionResult
-from otel_replay.errors import AttributionError, RolloutError, setting
+from otel_replay.errors import AttributionError, setting
 from otel_replay.executors import Processes, RayExecutor, Threads
 from otel_replay.executors._base import ExecutorKind
 from otel_replay.model import Trajectory
@@ -124,7 +124,7 @@ def job_of(
 
 class RolloutWork:
     """An executor's `otel_replay.executors.Work`: the rollouts of one `RunJob`, the driver built
-    once per worker, a rollout a resample function's error ended handed back as that error."""
+    once per worker, a rollout an error ended handed back as `Ended` (with what it had called)."""
 
     def __init__(self, job: RunJob) -> None:
         self.job = job
@@ -136,10 +136,7 @@ class RolloutWork:
         return TraceDriver(prepared.trajectory, prepared.registry, self.job.config.seed)
 
     def run(self, drive: Callable[[Plan, int], Rollout], task: tuple[Plan, int]) -> Any:
-        try:
-            return noting_draws(drive, *task)
-        except RolloutError as exc:
-            return exc
+        return rolled_out(drive, *task)
 
 
 def planned_cost_stored(

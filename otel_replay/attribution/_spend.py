@@ -141,6 +141,16 @@ class Spend:
             said += f", {_counted(self.free, 'free draw')} from the store"
         return said
 
+    def calls_words(self) -> str:
+        """The calls alone, those there are: ``12 model calls, 18 free draws`` (model calls
+        always)."""
+        said = [_counted(self.model, "model call")]
+        if self.tool:
+            said.append(_counted(self.tool, "tool call"))
+        if self.free:
+            said.append(_counted(self.free, "free draw"))
+        return ", ".join(said)
+
     def tokens_words(self) -> str:
         """What the model calls' tokens are, and where the figure comes from."""
         if self.measured + self.estimated == 0:

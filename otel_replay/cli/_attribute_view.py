@@ -460,11 +460,19 @@ def _render(result: AttributionResult, config: AttributionConfig) -> None:
 
 
 def cost_line(result: AttributionResult) -> str:
-    """What the attribution spent, in what users pay (the judge's calls are on its own line)."""
-    return (
+    """What the attribution spent, in what users pay (the judge's calls are on its own line),
+    and the part of it the rollouts left out of the estimates spent (every call made is paid)."""
+    line = (
         f"cost: {plural(result.rollouts, 'rollout')}; {result.spend.words()} "
         f"({result.step_executions:,} resample-function calls)"
     )
+    left_out, spent = result.evidence.left_out, result.evidence.spent
+    if left_out and spent.calls:
+        line += (
+            f"; of which {spent.calls_words()} in the {plural(left_out, 'rollout')} left out "
+            "(unservable or crashed)"
+        )
+    return line
 
 
 def evidence_lines(result: AttributionResult) -> list[str]:

@@ -25,6 +25,7 @@ from otel_replay.replay._plan import Action, Plan
 from otel_replay.replay._steps import AgentContext, _Live, _Served
 from otel_replay.resamplers import Registry
 from otel_replay.resamplers._context import RolloutSeed
+from otel_replay.resamplers._draws import current_log
 
 
 class Record:
@@ -102,6 +103,9 @@ class ReplayContext(AgentContext):
             self._cassette.setdefault(key, deque()).append(step)
         # operations with a recorded step marked ``resamplable: false`` (see `_observed_only`)
         self._marked = known.marked
+        # the log of the rollout this context runs (attribution's), if any: every call it makes
+        # is noted there, from whichever thread the agent makes it (see `_decide`)
+        self._log = current_log()
 
     def factual(self) -> Trajectory:
         return self._factual
@@ -115,6 +119,22 @@ class ReplayContext(AgentContext):
         return [s for s in self.recorded if id(s) in left]
 
     def _decide(
+        self, kind: StepKind, name: str, inputs: dict[str, Any], runnable: bool, key: str | None
+    ) -> _Served | _Live:
+        decided = self._deciding(kind, name, inputs, runnable, key)
+        if self._log is not None and isinstance(decided, _Live) and self._resampled(decided):
+            # a call the rollout makes, noted before it is made: paid even if the rollout ends
+            self._log.called(kind is StepKind.LLM, decided.matched)
+        return decided
+
+    def _resampled(self, live: _Live) -> bool:
+        """Whether a call run live is one the plan resamples (or one the record does not hold):
+        what a rollout counts as run (`otel_replay.replay.AgentDriver`)."""
+        if live.matched is None:
+            return True
+        return self.plan is not None and self.plan.at(live.matched).action is Action.RESAMPLE
+
+    def _deciding(
         self, kind: StepKind, name: str, inputs: dict[str, Any], runnable: bool, key: str | None
     ) -> _Served | _Live:
         started = time.time_ns()

@@ -29,7 +29,7 @@ from otel_replay.replay._patch import apply_patch
 from otel_replay.replay._plan import Action, Plan
 from otel_replay.resamplers import Registry, RolloutContext, StepFailed
 from otel_replay.resamplers._context import History, RolloutSeed, standing_in
-from otel_replay.resamplers._draws import NO_DRAWS, Draws
+from otel_replay.resamplers._draws import NO_DRAWS, Draws, noted_call
 from otel_replay.resamplers._registry import Registration, describe, ways_to_resample
 
 
@@ -108,6 +108,7 @@ def rollout(
         executions += 1
         if step.kind is StepKind.LLM:
             model_steps.append(step.index)
+        noted_call(step.kind is StepKind.LLM, step.index)  # paid even if the rollout ends here
         try:
             output = registration.function(step, ctx)
         except StepFailed as failure:

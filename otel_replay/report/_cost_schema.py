@@ -6,6 +6,40 @@ from __future__ import annotations
 
 from typing import Any
 
+_TOKENS: dict[str, Any] = {
+    "type": "object",
+    "required": ["total", "measured", "estimated", "unknown"],
+    "additionalProperties": False,
+    "description": "the model calls' tokens (input and output; --budget N:tokens)",
+    "properties": {
+        "total": {
+            "type": "integer",
+            "minimum": 0,
+            "description": "tokens of the model calls whose figure is known",
+        },
+        "measured": {
+            "type": "integer",
+            "minimum": 0,
+            "description": "model calls whose tokens the model's server counted",
+        },
+        "estimated": {
+            "type": "integer",
+            "minimum": 0,
+            "description": (
+                "model calls priced from the recorded usage of the step they stood in for"
+            ),
+        },
+        "unknown": {
+            "type": "integer",
+            "minimum": 0,
+            "description": (
+                "model calls with no known figure (no recorded usage), left out of total, never "
+                "counted as 0"
+            ),
+        },
+    },
+}
+
 COST_SCHEMA: dict[str, Any] = {
     "type": "object",
     "required": [
@@ -15,6 +49,7 @@ COST_SCHEMA: dict[str, Any] = {
         "tool_calls",
         "free_draws",
         "tokens",
+        "left_out",
         "resampler_errors",
         "judge_calls",
         "wall_seconds",
@@ -51,37 +86,23 @@ COST_SCHEMA: dict[str, Any] = {
                 "not paid"
             ),
         },
-        "tokens": {
+        "tokens": _TOKENS,
+        "left_out": {
             "type": "object",
-            "required": ["total", "measured", "estimated", "unknown"],
+            "required": ["rollouts", "model_calls", "tool_calls", "free_draws", "tokens"],
             "additionalProperties": False,
-            "description": "the model calls' tokens (input and output; --budget N:tokens)",
+            "description": (
+                "what the rollouts left out of the estimates (evidence: unservable or crashed) "
+                "spent, already counted in the totals above: every call made is paid, whether "
+                "or not its rollout could be used (an unservable rollout's calls before the one "
+                "nothing answered, which is counted with the free draws)"
+            ),
             "properties": {
-                "total": {
-                    "type": "integer",
-                    "minimum": 0,
-                    "description": "tokens of the model calls whose figure is known",
-                },
-                "measured": {
-                    "type": "integer",
-                    "minimum": 0,
-                    "description": "model calls whose tokens the model's server counted",
-                },
-                "estimated": {
-                    "type": "integer",
-                    "minimum": 0,
-                    "description": (
-                        "model calls priced from the recorded usage of the step they stood in for"
-                    ),
-                },
-                "unknown": {
-                    "type": "integer",
-                    "minimum": 0,
-                    "description": (
-                        "model calls with no known figure (no recorded usage), left out "
-                        "of total, never counted as 0"
-                    ),
-                },
+                "rollouts": {"type": "integer", "minimum": 0},
+                "model_calls": {"type": "integer", "minimum": 0},
+                "tool_calls": {"type": "integer", "minimum": 0},
+                "free_draws": {"type": "integer", "minimum": 0},
+                "tokens": _TOKENS,
             },
         },
         "resampler_errors": {"type": "integer"},

@@ -42,7 +42,9 @@ from otel_replay.resamplers._draws import Call
 #: the matters and no-effect confidences apart), the reported 95 % intervals valid wherever a
 #: sequential strategy stopped; verdict ``settled``; ``root_cause``; each step's ``necessity`` and
 #: ``sufficiency``.
-REPORT_VERSION = 6
+#: 7: ``cost.left_out``: what the rollouts left out of the estimates spent, counted in the totals
+#: (every call made).
+REPORT_VERSION = 7
 #: How Shapley standard errors are made (see `otel_replay.attribution._shapley`).
 SHAPLEY_SE = "monte-carlo-antithetic-pairs-pooled-t-se"
 
@@ -309,6 +311,10 @@ def build_report(
             "rollouts": result.rollouts,
             "step_executions": result.step_executions,
             **result.spend.to_record(),
+            "left_out": {
+                "rollouts": result.evidence.left_out,
+                **result.evidence.spent.to_record(),
+            },
             "resampler_errors": result.resampler_errors,
             "judge_calls": 0 if result.judge is None else result.judge.calls,
             "wall_seconds": round(result.wall_seconds, 3),

@@ -4,7 +4,9 @@ Whoever runs a rollout (the engine, a worker of another process) opens a log aro
 `drawing`; ``--tools recorded`` notes there which stored run each result it served came from, and
 which calls its faults fallback answered, and every call it answered (`noted_free`: nothing was
 called, so nothing was paid); the built-in model notes the tokens each of its calls used, as the
-server reported them (`noted_tokens`). The log follows the rollout the way the agent's context
+server reported them (`noted_tokens`); the drivers note every call the rollout makes, as they make
+it (`DrawLog.called`: a resample function's, or a live agent's own), so what a rollout that an
+error ended had spent by then is known too. The log follows the rollout the way the agent's context
 does (a ContextVar: per thread of execution and asyncio task), so rollouts on threads or on one
 event loop each note their own; outside a log nothing is noted.
 """
@@ -30,13 +32,17 @@ class Draws:
     """What the built-in resample functions drew in one rollout: the run each recorded result
     came from, in draw order, the calls nothing recorded that the faults fallback answered, how
     many calls ``--tools recorded`` answered in all (``free``: drawn, held as recorded, or failed
-    as faults), and the tokens of each model call the built-in model made that its server
-    counted (``tokens``, in call order)."""
+    as faults), the tokens of each model call the built-in model made that its server counted
+    (``tokens``, in call order), and the calls the rollout made (``calls``: resample-function
+    calls and a live agent's own, of them the model calls by the recorded step each stood in for,
+    ``model_steps``, None for a call the record does not hold)."""
 
     runs: tuple[str, ...] = ()
     faults: tuple[Call, ...] = ()
     free: int = 0
     tokens: tuple[int, ...] = ()
+    calls: int = 0
+    model_steps: tuple[int | None, ...] = ()
 
 
 #: A rollout's draws when nothing was drawn (or nothing noted them).
@@ -51,14 +57,31 @@ class DrawLog:
     faults: list[Call] = field(default_factory=list)
     free: int = 0
     tokens: list[int] = field(default_factory=list)
+    calls: int = 0
+    model_steps: list[int | None] = field(default_factory=list)
 
     @property
     def noted(self) -> bool:
         """Whether anything was noted (a rollout that noted nothing keeps `NO_DRAWS`)."""
-        return bool(self.runs or self.faults or self.free or self.tokens)
+        return bool(self.runs or self.faults or self.free or self.tokens or self.calls)
+
+    def called(self, model: bool, stands_for: int | None) -> None:
+        """The rollout makes a call (a model call when ``model``, standing in for the recorded
+        step ``stands_for``; None: a call the record does not hold). Noted before the call is
+        made, so a call under way when an error ended the rollout is counted: it was paid."""
+        self.calls += 1
+        if model:
+            self.model_steps.append(stands_for)
 
     def draws(self) -> Draws:
-        return Draws(tuple(self.runs), tuple(self.faults), self.free, tuple(self.tokens))
+        return Draws(
+            tuple(self.runs),
+            tuple(self.faults),
+            self.free,
+            tuple(self.tokens),
+            self.calls,
+            tuple(self.model_steps),
+        )
 
 
 # The log of the rollout under way, per thread of execution and asyncio task (as the agent's
@@ -75,6 +98,19 @@ def drawing() -> Iterator[DrawLog]:
         yield log
     finally:
         _LOG.reset(token)
+
+
+def current_log() -> DrawLog | None:
+    """The log of the rollout under way here (None: none), for a context that notes the calls of
+    a rollout whose agent may make them on threads of its own."""
+    return _LOG.get()
+
+
+def noted_call(model: bool, stands_for: int | None) -> None:
+    """The rollout under way makes a call (`DrawLog.called`)."""
+    log = _LOG.get()
+    if log is not None:
+        log.called(model, stands_for)
 
 
 def noted_draw(run: str) -> None:

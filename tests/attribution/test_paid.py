@@ -1,0 +1,154 @@
+"""The cost is what was paid (issue 38): every request a rollout made is counted, those of the
+rollouts left out of the estimates too, and the report's model calls are what a counting model
+server answered, with rollouts on four threads or in a process pool.
+
+The run is the OpenAI Agents support run whose ``lookup_order`` failed
+(``tests/fixtures/frameworks/openai-agents.otlp.jsonl``), re-driven as its loop and asked again of
+the fake model server of ``scripts/frameworks/fake_models.py`` (the built-in model), its tool calls
+drawn from the store (``--tools recorded``). Some rollouts ask for a call no stored run made, after
+model calls were paid for: they end unservable, which is where the calls went missing. The fake
+server's policy is deterministic and a rollout is a pure function of the seed, the plan and its
+number, so the tally is exact whatever order the workers run in."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+import pytest
+from jsonschema import Draft202012Validator
+from typer.testing import CliRunner
+
+from otel_replay import Store, UserCode
+from otel_replay.attribution import AttributionConfig, Driver, Strategy, attribute_stored
+from otel_replay.attribution._config import OnResamplerError
+from otel_replay.executors import Processes
+from otel_replay.importers import read_path
+from otel_replay.report import REPORT_SCHEMA
+from otel_replay.resamplers._openai import ChatModelOptions
+from tests.cli_helpers import invoke
+from tests.conftest import ROOT
+from tests.fake_models import fake_models
+
+RUNS = ROOT / "tests" / "fixtures" / "frameworks" / "openai-agents.otlp.jsonl"
+FLAKY = str(ROOT / "tests" / "attribution" / "flaky_lookup.py")
+SUCCESS = "2026-12-04"
+
+
+class Counting:
+    """The fake model server, counting the model calls it answers."""
+
+    def __init__(self) -> None:
+        self.answered = 0
+        lock = threading.Lock()
+        counter = self
+
+        class Handler(fake_models().Handler):  # type: ignore[misc,name-defined]
+            def do_POST(self) -> None:
+                if self.path.split("?")[0].endswith("/chat/completions"):
+                    with lock:
+                        counter.answered += 1
+                super().do_POST()
+
+        self.server, base = fake_models().serve(handler=Handler)
+        self.url = f"{base}/v1"
+
+
+@pytest.fixture
+def server() -> Iterator[Counting]:
+    counting = Counting()
+    try:
+        yield counting
+    finally:
+        counting.server.shutdown()
+        counting.server.server_close()
+
+
+def _failed(store_path: Path) -> str:
+    runs = list(read_path(RUNS))
+    with Store.open(store_path) as store:
+        store.put_all(runs)
+    (failed,) = [r.id for r in runs if r.metadata["root_span"] == "support run tool-error"]
+    return failed
+
+
+@pytest.mark.parametrize("executor", ["threads", "process"])
+def test_the_model_calls_are_what_the_server_answered(
+    store_path: Path, server: Counting, executor: str
+) -> None:
+    run = _failed(store_path)
+    code = UserCode(success_if=SUCCESS, tools="recorded", llm=ChatModelOptions(base_url=server.url))
+    pool = Processes(4) if executor == "process" else None
+    try:
+        with Store.open(store_path, create=False, read_only=True) as store:
+            result = attribute_stored(store, run, AttributionConfig(workers=4), code, executor=pool)
+    finally:
+        if pool is not None:
+            pool.close()
+    assert result.spend.model == server.answered
+    assert result.driver.startswith("chat")
+    left_out = result.evidence
+    # the case the count missed: rollouts that paid for model calls, then met a call nothing
+    # recorded, and were left out of the estimates
+    assert left_out.unservable_rollouts > 0 and left_out.spent.model > 0
+    assert result.spend.measured == result.spend.model  # each call's tokens, as the server said
+    # the call nothing answered is a free draw: nothing was called for it
+    assert left_out.spent.free >= left_out.unservable_rollouts and left_out.spent.tool == 0
+    assert result.step_executions == result.spend.calls
+
+
+def test_the_report_and_the_cost_line_count_the_rollouts_left_out(
+    runner: CliRunner, store_path: Path, server: Counting
+) -> None:
+    run = _failed(store_path)
+    args = ["attribute", run, "--tools", "recorded", "--llm", "openai"]
+    args += ["--llm-base-url", server.url, "--success-if", SUCCESS, "--workers", "4"]
+    done = invoke(runner, store_path, *args, "--json")
+    assert done.exit_code == 1  # no-evidence: too many rollouts of a plan were left out
+    report = orjson.loads(done.stdout)
+    assert report["verdict"] == "no-evidence"
+    Draft202012Validator(REPORT_SCHEMA).validate(report)
+    cost, evidence = report["cost"], report["evidence"]
+    assert cost["model_calls"] == server.answered
+    part = cost["left_out"]
+    assert part["rollouts"] == evidence["left_out"] > 0
+    assert 0 < part["model_calls"] < cost["model_calls"]
+    assert part["tokens"]["total"] < cost["tokens"]["total"]
+    answered = server.answered
+    text = invoke(runner, store_path, *args).stdout
+    assert server.answered == 2 * answered  # the same attribution asks the same calls again
+    assert (
+        f"{cost['model_calls']:,} model calls (" in text
+        and f"of which {part['model_calls']} model calls, {part['free_draws']} free draws in the "
+        f"{part['rollouts']} rollouts left out (unservable or crashed)"
+        in " ".join(text.split())
+    )
+
+
+def test_a_rollout_a_resample_function_ended_counts_the_calls_it_made(
+    store_path: Path, server: Counting
+) -> None:
+    """The trace walk: a rollout a user's function ended by raising (counted as a failure) had
+    asked the model first; those calls are paid, and counted."""
+    run = _failed(store_path)
+    code = UserCode(
+        resamplers=(FLAKY,), success_if=SUCCESS, llm=ChatModelOptions(base_url=server.url)
+    )
+    config = AttributionConfig(
+        driver=Driver.TRACE,
+        strategy=Strategy.SWEEP,
+        rollouts=12,
+        workers=4,
+        on_resampler_error=OnResamplerError.FAIL_ROLLOUT,
+    )
+    with Store.open(store_path, create=False, read_only=True) as store:
+        result = attribute_stored(store, run, config, code)
+    assert result.resampler_errors > 0
+    assert result.spend.model == server.answered
+    # resampling from step 0 asks the first turn, the tool, the last turn; from 1 the tool, the
+    # last turn; from 2 the last turn: 4 model calls in 3 rollouts, unless the tool ended one
+    # (after the first turn, which was paid, and is counted)
+    assert result.spend.model < 12 * 4
+    assert result.evidence.spent.calls == 0  # a failure is evidence: none was left out

@@ -1,0 +1,76 @@
+"""The OpenAI Agents SDK recorded as it is, with `record --instrument openai`: its sync function
+tools run on the SDK's worker threads, two at once in one turn, its model on the Responses API,
+against a local server that gives fresh ids. Recording changes nothing the agent does: the same
+answer as without agent-replay, every tool call a step, and the run replays identically."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from otel_replay.model import StepKind
+from otel_replay.store import Store
+from tests.cli_helpers import invoke, ok
+from tests.fake_models import fake_models
+
+try:
+    from tests.scenarios import agents_sdk_agent
+except ImportError:  # the test extra has it; under CI its absence is a failure
+    if os.environ.get("CI"):
+        raise
+    pytest.skip("the OpenAI Agents SDK is not installed (the test extra)", allow_module_level=True)
+
+AGENT = f"{Path(agents_sdk_agent.__file__)}:support"
+QUESTION = "Where is my order A-1001, and can I get a refund if it arrives late?"
+
+
+@pytest.fixture
+def server() -> Iterator[str]:
+    models = fake_models()
+    httpd, url = models.serve(handler=models.EchoingHandler)
+    try:
+        yield f"{url}/v1"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def _inputs(url: str, question: str = QUESTION) -> str:
+    return json.dumps({"question": question, "base_url": url})
+
+
+def _recorded(store: Path, url: str, question: str) -> Any:
+    runner = CliRunner()
+    result = ok(
+        invoke(runner, store, "record", "--agent", AGENT, "--instrument", "openai",
+               "--input", _inputs(url, question))
+    )  # fmt: skip
+    run_id = result.output.strip().splitlines()[-1]
+    with Store.open(store, read_only=True) as db:
+        return db.get(run_id)
+
+
+@pytest.mark.parametrize("question", [QUESTION, fake_models().PARALLEL_QUESTION])
+def test_recording_the_agents_sdk_changes_nothing_it_does(
+    server: str, store_path: Path, question: str
+) -> None:
+    without = asyncio.run(agents_sdk_agent.support(question, server))
+    agents_sdk_agent.TOOL_THREADS.clear()
+    run = _recorded(store_path, server, question)
+    assert run.metadata["answer"] == without == fake_models().FINAL_ANSWER
+    assert "agent_error" not in run.metadata and "recorder_error" not in run.metadata
+    tools = sorted(s.name for s in run.steps if s.kind is StepKind.TOOL)
+    assert tools == ["lookup_order", "search_policies", "track_shipment"]
+    assert all(s.status.value == "ok" for s in run.steps)
+    assert any(name != "MainThread" for name in agents_sdk_agent.TOOL_THREADS)
+    models = [s for s in run.steps if s.kind is StepKind.LLM]
+    assert len(models) == (3 if question != QUESTION else 4)
+    replayed = ok(invoke(CliRunner(), store_path, "replay", run.id))
+    assert "identical" in replayed.output
