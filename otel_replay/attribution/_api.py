@@ -46,6 +46,14 @@ from otel_replay.attribution._results import (
 )
 from otel_replay.attribution._shapley import shapley, shapley_plans
 from otel_replay.attribution._spend import NOTHING
+from otel_replay.attribution._variation import (
+    cannot_tell,
+    is_live,
+    resting_on,
+    variations,
+    varied_steps,
+    with_variation,
+)
 from otel_replay.errors import AttributionError, VerifierError, setting
 from otel_replay.model import StepKind, Trajectory
 from otel_replay.replay import Plan
@@ -76,8 +84,8 @@ def planned_rollouts(
 ) -> int:
     """How many rollouts `attribute` runs before any repair search (which adds at most
     `otel_replay.attribution.repair_bound`)."""
-    resamplable = resamplable_steps(trajectory, registry, agent_driven)
-    plans = method_plans(len(trajectory.steps), resamplable, config, not agent_driven)
+    varied = varied_steps(variations(trajectory, registry, agent_driven))
+    plans = method_plans(len(trajectory.steps), varied, config, not agent_driven)
     return sum(count for _, count in plans)
 
 
@@ -111,6 +119,10 @@ def attribute(
     started = time.perf_counter()
     resamplable = resamplable_steps(trajectory, registry, driver is not None)
     verifier = _verifier(trajectory, registry, resamplable)
+    # plans are built around the steps resampling can vary; the engine prices every step a plan
+    # resamples (a held draw is a call too)
+    found_variations = variations(trajectory, registry, is_live(driver))
+    varied = [i for i in resamplable if found_variations[i].varied]
     if config.swap_model is not None:
         _check_swap(trajectory, registry, config.swap_model, config.swap_from)
     judge = verifier if isinstance(verifier, Judge) else None
@@ -122,7 +134,7 @@ def attribute(
     )
     if config.budget is not None:
         engine.pricing.check_budget(config.budget_unit, trajectory.id)
-    plans = method_plans(len(trajectory.steps), resamplable, config, engine.walks_record)
+    plans = method_plans(len(trajectory.steps), varied, config, engine.walks_record)
     engine.announce(
         sum(count for _, count in plans),
         sum(
@@ -132,13 +144,15 @@ def attribute(
     )
     found, notes, credit, stopped = None, list[str](), None, None
     try:
-        if config.method in (Method.CONTRASTIVE, Method.ALL):
+        if not varied:  # every plan would resample only steps that cannot vary: none is run
+            pass
+        elif config.method in (Method.CONTRASTIVE, Method.ALL):
             if config.strategy.sequential:
-                found, notes = adaptive(engine, resamplable, mode, config)
+                found, notes = adaptive(engine, varied, mode, config)
             else:
-                found = localise(engine, resamplable, mode, config)
-        if config.method in (Method.SHAPLEY, Method.ALL):
-            credit = shapley(engine, resamplable, mode, config)
+                found = localise(engine, varied, mode, config)
+        if varied and config.method in (Method.SHAPLEY, Method.ALL):
+            credit = shapley(engine, varied, mode, config)
     except EvidenceMissing as missing:  # what ran is reported; nothing is estimated from it
         found, credit, stopped = None, None, missing
         notes = [f"stopped after {engine.rollouts} rollouts: too many could not be used"]
@@ -154,24 +168,40 @@ def attribute(
         found = dataclasses.replace(
             found, point_of_commitment=None, bracket=None, rollouts_needed=None, calls_needed=None
         )
+    verdict = Verdict.NO_EVIDENCE if evidence.missing else _verdict(mode, found, config)
+    unvaried = resting_on(found_variations, varied, found, verdict, mode, config)
+    if unvaried is not None:
+        verdict = Verdict.CANNOT_TELL
+        if found is not None:  # a step shown to matter is no culprit while a later one is open
+            poc = found.point_of_commitment
+            found = dataclasses.replace(
+                found,
+                point_of_commitment=None,
+                bracket=None if poc is None else (poc, unvaried[-1].index),
+                rollouts_needed=None,
+                calls_needed=None,
+            )
     repair, repair_note = None, None
     if config.repair and mode is Mode.FAILURE:
-        repair, repair_note = _repair(engine, found, resamplable, config)
+        repair, repair_note = _repair(engine, found, varied, config)
     if repair is not None and engine.scrub:  # what a resample function returned, as the run is
         repair = dataclasses.replace(
             repair, output=engine.scrub(repair.output), plan=engine.scrub.text(repair.plan)
         )
-    explanation = told(
-        _explain(trajectory, mode, found, config), engine.rollouts, evidence, stopped
+    explained = (
+        cannot_tell(trajectory, found, unvaried, varied, config)
+        if unvaried is not None
+        else _explain(trajectory, mode, found, config)
     )
+    explanation = told(explained, engine.rollouts, evidence, stopped)
     return AttributionResult(
         trajectory_id=trajectory.id,
         mode=mode,
         outcome=factual_score,
         failed=mode is Mode.FAILURE,
-        steps=_steps(trajectory, resamplable, found, credit),
+        steps=with_variation(_steps(trajectory, varied, found, credit), found_variations),
         point_of_commitment=found.point_of_commitment if found else None,
-        verdict=Verdict.NO_EVIDENCE if evidence.missing else _verdict(mode, found, config),
+        verdict=verdict,
         explanation=explanation,
         bracket=found.bracket if found else None,
         rollouts_needed=found.rollouts_needed if found else None,

@@ -27,6 +27,7 @@ from otel_replay.attribution._search import questions
 from otel_replay.attribution._sequential import schedule
 from otel_replay.attribution._spend import NOTHING, Pricing, Spend
 from otel_replay.attribution._stats import decisive_rollouts
+from otel_replay.attribution._variation import Variation, variations
 from otel_replay.model import Trajectory
 from otel_replay.replay import Plan
 from otel_replay.resamplers import Registry
@@ -50,6 +51,8 @@ class PlannedCost:
     spend: Spend = NOTHING
     worst_spend: Spend = NOTHING
     typical_spend: Spend | None = None
+    #: every step: whether resampling can vary it, and by what (`_variation`)
+    variations: tuple[Variation, ...] = ()
 
     @property
     def worst_rollouts(self) -> int:
@@ -65,14 +68,20 @@ def planned_cost(
     registry: Registry,
     config: AttributionConfig,
     agent_driven: bool = False,
+    live: bool | None = None,
 ) -> PlannedCost:
-    """The cost of ``attribute(trajectory, registry, config)`` (with a driver: ``agent_driven``)."""
+    """The cost of ``attribute(trajectory, registry, config)`` (with a driver: ``agent_driven``;
+    ``live``: the driver runs the user's agent, not the chat loop; by default ``agent_driven``)."""
     resamplable = resamplable_steps(trajectory, registry, agent_driven)
     pricing = Pricing.of(trajectory, registry, resamplable)
     if config.budget is not None:
         pricing.check_budget(config.budget_unit, trajectory.id)
     n_steps = len(trajectory.steps)
-    plans = method_plans(n_steps, resamplable, config, not agent_driven)
+    # plans are built around the steps resampling can vary (`_variation`), as `attribute` builds
+    # them; each is priced by every step it resamples
+    found = variations(trajectory, registry, agent_driven if live is None else live)
+    varied = [i for i in resamplable if found[i].varied]
+    plans = method_plans(n_steps, varied, config, not agent_driven)
     kinds = {s.index: s.kind.value for s in trajectory.steps}
     by_kind: dict[str, int] = {}
     for plan, count in plans:
@@ -83,18 +92,22 @@ def planned_cost(
     typical_spend = None
     if config.strategy.sequential and config.method is not Method.SHAPLEY:
         # every plan the search and the scan may run, at the most rollouts each (or the budget)
-        sweep = contrastive_plans(
-            n_steps, resamplable, config.max_rollouts, walks_record=not agent_driven
+        sweep = (
+            contrastive_plans(n_steps, varied, config.max_rollouts, walks_record=not agent_driven)
+            if varied
+            else []
         )
         extra_rollouts += _rollouts(sweep)
         extra += _priced(sweep, resamplable, pricing).at_most(config.budget_unit, config.budget)
-        typical_spend = typical_cost(resamplable, config, pricing, exact=not agent_driven)
-    if config.repair:  # a baseline and each candidate, every later step resampled at most
+        typical_spend = typical_cost(
+            varied, config, pricing, exact=not agent_driven, priced=resamplable
+        )
+    if config.repair and varied:  # a baseline and each candidate, every later step resampled
         extra_rollouts += repair_bound(config)
         extra += pricing.rollout(resamplable, repair_bound(config))
     if config.shapley_se is not None and config.method is not Method.CONTRASTIVE:
         most = dataclasses.replace(config, permutations=max(config.permutations, MAX_PERMUTATIONS))
-        widest = method_plans(n_steps, resamplable, most, not agent_driven)
+        widest = method_plans(n_steps, varied, most, not agent_driven)
         extra_rollouts += _rollouts(widest) - _rollouts(plans)
         extra += _priced(widest, resamplable, pricing) - spend
     return PlannedCost(
@@ -109,6 +122,7 @@ def planned_cost(
         spend=spend,
         worst_spend=spend + extra,
         typical_spend=typical_spend,
+        variations=found,
     )
 
 
@@ -121,13 +135,24 @@ def typical(m: int, config: AttributionConfig, *, exact: bool) -> int:
 
 
 def typical_cost(
-    resamplable: Sequence[int], config: AttributionConfig, pricing: Pricing, *, exact: bool
+    resamplable: Sequence[int],
+    config: AttributionConfig,
+    pricing: Pricing,
+    *,
+    exact: bool,
+    priced: Sequence[int] | None = None,
 ) -> Spend:
     """`typical`, split by what the calls cost: the plan resampling from each position on (the
-    ``position``-th resamplable step and every later one), priced from the record."""
+    ``position``-th resamplable step and every later one), priced from the record: each step of
+    ``priced`` (default ``resamplable``) from that step on is one call."""
     runs = _typical_runs(len(resamplable), config, exact=exact)
+    every = resamplable if priced is None else priced
     return sum(
-        (pricing.rollout(resamplable[position:], n) for position, n in runs.items()), NOTHING
+        (
+            pricing.rollout([i for i in every if i >= resamplable[position]], n)
+            for position, n in runs.items()
+        ),
+        NOTHING,
     )
 
 

@@ -34,6 +34,9 @@ class Verdict(str, Enum):
     # observed-only step); not an open bracket, which is inconclusive
     SETTLED = "settled"
     NO_FAILURE = "no-failure"
+    # the verdict would rest on steps resampling could not vary (`_variation`): named, with
+    # what would vary them, never "no effect" or "settled"
+    CANNOT_TELL = "cannot-tell"
     # too many rollouts could not be served or crashed for the estimates to say anything
     NO_EVIDENCE = "no-evidence"
 
@@ -100,6 +103,10 @@ class StepAttribution:
     # run); sufficiency, that keeping it brings the outcome about where resampling it avoided it
     necessity: Share | None = None
     sufficiency: Share | None = None
+    # Whether resampling the step can vary it (`otel_replay.attribution._variation`), and by what
+    # or why not (None: not asked, a result made before the question was)
+    varied: bool | None = None
+    variation: str | None = None
 
     @property
     def matters_confidence(self) -> float | None:

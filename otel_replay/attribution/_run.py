@@ -21,6 +21,7 @@ from otel_replay.attribution._config import AttributionConfig
 from otel_replay.attribution._cost import PlannedCost, planned_cost
 from otel_replay.attribution._engine import Progress, Spending, rolled_out
 from otel_replay.attribution._results import AttributionResult
+from otel_replay.attribution._variation import Variation, is_live, variations
 from otel_replay.errors import AttributionError, setting
 from otel_replay.executors import Processes, RayExecutor, Threads
 from otel_replay.executors._base import ExecutorKind
@@ -49,16 +50,23 @@ def attribute_stored(
     progress: Progress | None = None,
     spending: Spending | None = None,
     executor: Executor | None = None,
+    told: Told | None = None,
 ) -> AttributionResult:
     """Load ``code`` (its mistakes are reported before anything runs), then the run, then attribute
     it: by re-running ``code.agent`` under the replay context when one is named, else by walking
     the record with the registered resample functions (with ``code.tools``, a built-in one for the
     tool steps no registration covers: a user's own wins). ``executor`` (a process pool, Ray) runs
-    the rollouts elsewhere, in batches; the result is the same as on this process's threads."""
+    the rollouts elsewhere, in batches; the result is the same as on this process's threads.
+    ``told(variations, run)``: called before any rollout with which steps resampling can vary,
+    and by what (`otel_replay.attribution._variation`), of the run as the rollouts see it."""
     registry = code.registry()  # loaded once, first: its mistakes before anything is read
     elsewhere = executor is not None and not executor.on_this_machine
     job = job_of(store, id_or_prefix, config, code, elsewhere=elsewhere)
-    return attribute_job(job, progress, spending, executor, registry)
+    return attribute_job(job, progress, spending, executor, registry, told)
+
+
+#: What is told, before any rollout, of the steps resampling can vary (`attribute_stored`).
+Told = Callable[[tuple[Variation, ...], Trajectory], None]
 
 
 def attribute_job(
@@ -67,10 +75,14 @@ def attribute_job(
     spending: Spending | None = None,
     executor: Executor | None = None,
     registry: Registry | None = None,
+    told: Told | None = None,
 ) -> AttributionResult:
     """`attribute_stored` of a run already read (in whichever process the job was shipped to);
     ``registry``: the job's code, loaded already (else it is loaded here)."""
     prepared = _prepare(job, registry)
+    if told is not None:
+        live = is_live(prepared.driver)
+        told(variations(prepared.trajectory, prepared.registry, live), prepared.trajectory)
     shipper = None
     if executor is not None and executor.kind is not ExecutorKind.THREADS:
         work = RolloutWork(job)
@@ -148,7 +160,10 @@ def planned_cost_stored(
     prepared = _prepare(job_of(store, id_or_prefix, config, code), registry)
     prepared.built.close()
     driven = prepared.driver is not None
-    return planned_cost(prepared.trajectory, prepared.registry, config, driven), prepared.how
+    cost = planned_cost(
+        prepared.trajectory, prepared.registry, config, driven, is_live(prepared.driver)
+    )
+    return cost, prepared.how
 
 
 @dataclass

@@ -95,7 +95,9 @@ class Rollouts:
         return sum(
             (
                 self.engine.pricing.rollout(
-                    plan.resampled(self.resamplable),
+                    # every step the engine prices: a step no plan is built around (one that
+                    # cannot vary) is still called when a plan resamples it
+                    plan.resampled(self.engine.pricing.kinds),
                     max(0, want - len(self.outcomes.get(plan, []))),
                 )
                 for plan, want in wants

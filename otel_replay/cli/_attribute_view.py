@@ -47,6 +47,7 @@ from otel_replay.cli._common import (
 )
 from otel_replay.cli._executing import Running, executing
 from otel_replay.cli._send import said_sent, send_runs
+from otel_replay.cli._variation_view import held_cells, tell, variation_lines
 from otel_replay.errors import StoreError
 from otel_replay.model import StepKind, Trajectory
 from otel_replay.resamplers import UserCode
@@ -96,7 +97,9 @@ def run(
             executing(running or Running(), config.workers) as executor,
             progress_bar(config) as (progress, spending),
         ):
-            result = attribute_stored(db, trajectory_id, config, code, progress, spending, executor)
+            result = attribute_stored(
+                db, trajectory_id, config, code, progress, spending, executor, told=tell(json)
+            )
             wanted = html_out is not None or to is not None or annotate is not None
             run_of = db.get(result.trajectory_id) if wanted else None
         report = dumps_report(build_report(result, config, code))
@@ -328,7 +331,7 @@ def _fill(
         if step.index == result.point_of_commitment:
             marker = "◀"
         if not step.resamplable:
-            cells = [str(step.index), step.kind, name, "observed-only", "", ""]
+            cells = [str(step.index), step.kind, name, *held_cells(step)]
             cells += [""] * (causes + shapley)
             table.add_row(*cells, "", style="dim")
             continue
@@ -549,6 +552,7 @@ def print_cost(
                 "typical_spend": None if typical is None else typical.to_record(),
                 "worst_spend": cost.worst_spend.to_record(),
                 **({} if judge_calls is None else {"worst_judge_calls": judge_calls}),
+                "steps": [v.to_record() for v in cost.variations],
             }
         )
         return
@@ -582,6 +586,8 @@ def print_cost(
                 f"{cost.worst_spend.words(about=not cost.exact)}",
                 highlight=False,
             )
+    for line in variation_lines(cost.variations):
+        console.print(shown(line), highlight=False)
     if judge_calls is not None:
         console.print(
             f"and the judge's model calls, one per distinct final answer: at most "

@@ -20,6 +20,7 @@ import orjson
 from otel_replay.attribution._config import BudgetUnit, budget_words
 from otel_replay.attribution._results import percent
 from otel_replay.attribution._spend import Spend
+from otel_replay.attribution._variation import WORLD
 from otel_replay.model import StepKind, Trajectory
 from otel_replay.report._causes import pn_ps, root_cause
 from otel_replay.report._page import esc, page
@@ -113,6 +114,17 @@ def _banner(report: dict[str, Any], asked: Question) -> str:
             f'<div class="banner settled" id="verdict"><b>Settled: no resamplable step changes '
             f"the {failure} rate.</b>{explanation}</div>"
         )
+    if verdict == "cannot-tell":
+        named = [
+            f"#{s.get('index')} {s.get('kind', '')} {s.get('name', '')}".strip()
+            for s in report.get("steps") or []
+            if isinstance(s, dict) and s.get("varied") is False and _holds(s)
+        ]
+        which = f" ({', '.join(named)})" if named else ""
+        return (
+            f'<div class="banner undecided" id="verdict"><b>Cannot tell: the verdict would rest '
+            f"on steps that were not varied{esc(which)}.</b>{explanation}</div>"
+        )
     if verdict == "no-evidence":
         return (
             f'<div class="banner undecided" id="verdict"><b>No evidence: too many rollouts were '
@@ -205,6 +217,9 @@ def _run(report: dict[str, Any], trajectory: Trajectory | None, asked: Question)
     repair = report.get("repair")
     if isinstance(repair, dict) and isinstance(repair.get("step_index"), int):
         marks.setdefault(repair["step_index"], []).append(Mark("repaired below", "repaired"))
+    for s in report.get("steps") or []:
+        if isinstance(s, dict) and s.get("varied") is False and _holds(s):
+            marks.setdefault(s["index"], []).append(Mark("not varied", "unvaried"))
     root = report.get("root_cause")
     step = root.get("step") if isinstance(root, dict) else None
     if isinstance(step, int) and step != asked.located and report.get("mode") != "swap-model":
@@ -311,6 +326,8 @@ def _decision(s: dict[str, Any], before: Any = None) -> str:
             f"no effect, with every step before #{esc(before)} "
             "<span class='muted'>(the root cause's search)</span>"
         )
+    if s.get("varied") is False:
+        return f'<b>not varied</b> <span class="muted">{esc(s.get("variation") or "")}</span>'
     if not s.get("resamplable", True):
         return '<span class="muted">observed only: never resampled</span>'
     if s.get("significant") and tests.get("matters"):
@@ -329,6 +346,13 @@ def _decision(s: dict[str, Any], before: Any = None) -> str:
     if tests:
         return '<span class="muted">undecided at these rollouts</span>'
     return '<span class="muted">not estimated</span>'
+
+
+def _holds(s: dict[str, Any]) -> bool:
+    """Whether a not-varied step was to be resampled and could not (not an observed-only step,
+    not a read of the environment): those a verdict cannot rest on."""
+    why = str(s.get("variation") or "")
+    return isinstance(s.get("index"), int) and not why.startswith(WORLD)
 
 
 def _cleared_before(s: dict[str, Any], before: Any) -> bool:

@@ -42,8 +42,9 @@ from otel_replay.resamplers._draws import Call
 #: the matters and no-effect confidences apart), the reported 95 % intervals valid wherever a
 #: sequential strategy stopped; verdict ``settled``; ``root_cause``; each step's ``necessity`` and
 #: ``sufficiency``.
-#: 7: ``cost.left_out``: what the rollouts left out of the estimates spent, counted in the totals
-#: (every call made).
+#: 7: each step's ``varied`` and ``variation`` (whether resampling can vary it: by what, or why
+#: not); verdict ``cannot-tell`` (it would rest on steps that were not varied). ``cost.left_out``:
+#: what the rollouts left out of the estimates spent, counted in the totals (every call made).
 REPORT_VERSION = 7
 #: How Shapley standard errors are made (see `otel_replay.attribution._shapley`).
 SHAPLEY_SE = "monte-carlo-antithetic-pairs-pooled-t-se"
@@ -95,6 +96,8 @@ def _step(step: StepAttribution, margin: float) -> dict[str, Any]:
         "kind": step.kind,
         "name": step.name,
         "resamplable": step.resamplable,
+        "varied": step.varied,
+        "variation": step.variation,
         "estimated": step.attribution is not None,
         "cleared_by": step.cleared_by,
         "attribution": _r(step.attribution),

@@ -81,6 +81,7 @@ background:#fff;margin-left:.3em;white-space:nowrap}
 align-items:center;padding:.3em .5em;cursor:pointer;list-style:none}
 .step>details>summary::-webkit-details-marker{display:none}
 .step.observed{opacity:.62;background:var(--soft)}
+.badge.unvaried{color:var(--warn);border-color:var(--warn)}
 .step.poc{border:2px solid var(--bad);background:var(--mark)}
 .step.root{border:2px dashed var(--bad)}
 .badge.root{border-color:var(--bad);color:var(--bad);border-style:dashed}

@@ -55,6 +55,8 @@ _STEP: dict[str, Any] = {
         "kind",
         "name",
         "resamplable",
+        "varied",
+        "variation",
         "estimated",
         "cleared_by",
         "attribution",
@@ -81,7 +83,22 @@ _STEP: dict[str, Any] = {
         "name": {"type": "string"},
         "resamplable": {
             "type": "boolean",
-            "description": "false: observed-only, served from the record",
+            "description": (
+                "false: served from the record in every rollout (observed-only, or not varied)"
+            ),
+        },
+        "varied": {
+            "type": ["boolean", "null"],
+            "description": (
+                "whether resampling the step can give anything but its record, decided before "
+                "any rollout: false for a call --tools recorded holds no other result for, an "
+                "observed-only step, a read of the environment; a step not varied is never "
+                "estimated and never reported as having no effect (null: not asked)"
+            ),
+        },
+        "variation": {
+            "type": ["string", "null"],
+            "description": "what varies the step (varied), or why nothing can (not varied)",
         },
         "estimated": {
             "type": "boolean",
@@ -398,12 +415,23 @@ REPORT_SCHEMA: dict[str, Any] = {
             },
         },
         "verdict": {
-            "enum": ["culprit", "saved", "inconclusive", "settled", "no-failure", "no-evidence"],
+            "enum": [
+                "culprit",
+                "saved",
+                "inconclusive",
+                "settled",
+                "no-failure",
+                "no-evidence",
+                "cannot-tell",
+            ],
             "description": (
                 "settled: shown that no resamplable step changes the failure rate (it was "
                 "settled before them, or by an observed-only step); inconclusive: the tests "
                 "left the commitment open (bracket); no-evidence: too many rollouts were left "
-                "out to conclude (evidence)"
+                "out to conclude (evidence); cannot-tell: the verdict would rest on steps "
+                "resampling could not vary (each step's varied and variation; the explanation "
+                "names them and what would vary them; a step shown to matter before them is "
+                "bracket[0])"
             ),
         },
         "swap": {

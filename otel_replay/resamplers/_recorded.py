@@ -97,6 +97,21 @@ class RecordedOutcomes:
         """Every result the store recorded for the operation ``key``, in store order."""
         return self._lookup(key).results
 
+    def alternatives(self, step: Step) -> tuple[RecordedResult, ...]:
+        """The distinct results a rollout resampling ``step`` of the attributed run may be served
+        (one of each, in store order): none or one means the step is held as recorded, so
+        resampling it cannot vary it."""
+        if step.name not in self._tools:
+            return ()
+        seen: dict[bytes, RecordedResult] = {}
+        for result in self.results(step.op_key or _key(step)):
+            seen.setdefault(canonical_json([result.output, result.status, result.error]), result)
+        return tuple(seen.values())
+
+    def runs(self, step: Step) -> frozenset[str]:
+        """The stored runs that recorded ``step``'s call."""
+        return frozenset(r.run for r in self.results(step.op_key or _key(step)))
+
     def _lookup(self, key: str) -> _Known:
         known = self._known.get(key)
         if known is not None:
