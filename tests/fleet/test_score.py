@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -30,6 +31,7 @@ from otel_replay.otlp_encode import spans_to_request, write_otlp_json_lines
 from otel_replay.store._trajectories import summarize
 from tests.cli_helpers import invoke, ok, one_line_error
 from tests.conftest import ROOT
+from tests.resamplers.rule_server import serving
 from tests.sdk import Recorder, dumps
 
 #: The runs: the slots the calendar tool returned, and the answer the model gave.
@@ -364,3 +366,25 @@ def test_serve_reads_the_outcome_attribute_as_import_does(tmp_path: Path) -> Non
         (0.0 if i in FAILING else 1.0, "trace") for i in range(len(RUNS))
     ]
     assert err.decode().count(", outcome 0)") == 2
+
+
+def _booked_or_not(body: dict[str, Any]) -> dict[str, Any]:
+    """A judge model that says yes exactly when the answer it is shown books the meeting."""
+    answer = body["messages"][-1]["content"].split("The agent's final answer:\n", 1)[1]
+    verdict = "yes" if "Booked" in answer else "no"
+    return {"role": "assistant", "content": orjson.dumps({"verdict": verdict}).decode()}
+
+
+def test_a_judge_scores_each_run_once_and_is_named_as_the_source(
+    runner: CliRunner, store: Path
+) -> None:
+    question = "Does the answer confirm a booking?"
+    with serving(_booked_or_not) as server:
+        options = ["--judge", question, "--judge-base-url", server.url, "--judge-model", "judge"]
+        scored = ok(invoke(runner, store, "score", "--all", *options, "--json"))
+        assert len(server.requests) == len(RUNS)  # five distinct answers, each asked once
+    failing = _failing(store)
+    assert {row["id"]: row["outcome"] for row in orjson.loads(scored.stdout)} == {
+        run: 0.0 if run in failing else 1.0 for run in _ids(store)
+    }
+    assert {source for _, source in _outcomes(store).values()} == {f"judge:{question}"}
