@@ -9,7 +9,8 @@ names: `otel_replay.fleet.shape`). For each, over each run's newest report:
 * ``mean_attribution``: its mean estimate over the runs where it was estimated, with a 95 %
   normal interval across runs (a run's estimate appears once per occurrence of the step);
 * ``inconclusive``: runs in which it occurs whose verdict is inconclusive (or no-evidence: too
-  many of their rollouts could not be served or crashed). Those runs blame no step: their
+  many of their rollouts could not be served or crashed; or cannot-tell: it would rest on steps
+  resampling could not vary). Those runs blame no step: their
   estimates do not enter the mean and they name no commitment;
 * ``repairs``: runs whose repair changes it, and their mean success rate.
 
@@ -48,8 +49,9 @@ def blame(store: Store, runs: Collection[str] | None = None) -> pl.DataFrame:
     to those runs."""
     sums = pl.DataFrame(store.blame_sums(runs), schema=_SUMS, orient="row")
     decided = store.decided_runs(runs)
-    # an inconclusive run's estimates blame nothing, nor do those of a run without evidence
-    undecided = pl.col("verdict").is_in(["inconclusive", "no-evidence"])
+    # an inconclusive run's estimates blame nothing, nor do those of a run without evidence or
+    # of one whose verdict would rest on steps that were not varied
+    undecided = pl.col("verdict").is_in(["inconclusive", "no-evidence", "cannot-tell"])
     counted = sums.with_columns(
         pl.when(undecided).then(0.0).otherwise(pl.col(c)).alias(c) for c in ("total", "squares")
     ).with_columns(
