@@ -100,6 +100,7 @@ def show_command(
         print_json(
             {
                 **trajectory.to_record(),
+                "outcome_source": outcome_source(trajectory.outcome, trajectory.metadata),
                 "identity": trajectory.identity,
                 "replayability": replayability(trajectory).to_record(),
             }

@@ -17,6 +17,7 @@ from otel_replay.model import Step, Trajectory
 from otel_replay.replay import TrajectoryDiff, diff
 from otel_replay.report._page import esc, page
 from otel_replay.store import Store
+from otel_replay.store._connection import outcome_source
 from otel_replay.transcript import compared_output
 from otel_replay.viewer._pages import VIEWER_STYLE, nav, outcome_text, run_link, step_label
 from otel_replay.viewer._urls import diff_url, is_run_id, run_url
@@ -44,7 +45,9 @@ def diff_page(store: Store, left_id: str, right_id: str) -> str:
 
 
 def _side(run: Trajectory) -> str:
-    return f"{run_link(run.id)} <span class='muted'>{len(run.steps)} steps, outcome {esc(outcome_text(run.outcome))}</span>"
+    given = outcome_source(run.outcome, run.metadata)
+    source = f" from {esc(given)}" if given else ""
+    return f"{run_link(run.id)} <span class='muted'>{len(run.steps)} steps, outcome {esc(outcome_text(run.outcome))}{source}</span>"
 
 
 def _banner(result: TrajectoryDiff) -> str:

@@ -28,7 +28,11 @@ from otel_replay.fleet import Selection
 from otel_replay.importers import read_path
 from otel_replay.ingest import IngestResult, ingest
 from otel_replay.otlp_encode import spans_to_request, write_otlp_json_lines
+from otel_replay.report._page import esc
 from otel_replay.store._trajectories import summarize
+from otel_replay.viewer._compare import diff_page
+from otel_replay.viewer._pages import run_page
+from otel_replay.viewer._run_list import run_list_page
 from tests.cli_helpers import invoke, ok, one_line_error
 from tests.conftest import ROOT
 from tests.resamplers.rule_server import serving
@@ -178,6 +182,15 @@ def test_imported_runs_have_no_outcome_until_scored(runner: CliRunner, store: Pa
     assert table.count("0 verifier") == 2 and table.count("1 verifier") == 3
     shown = ok(invoke(runner, store, "show", sorted(failing)[0])).stdout
     assert f"outcome 0 (failed) from {SOURCE}" in shown
+    record = orjson.loads(ok(invoke(runner, store, "show", sorted(failing)[0], "--json")).stdout)
+    assert (record["outcome"], record["outcome_source"]) == (0.0, SOURCE)
+    with Store.open(store, read_only=True) as db:
+        page = run_page(db, sorted(failing)[0])
+        listing = run_list_page(db)
+        compared = diff_page(db, *sorted(failing))
+    assert f"outcome 0 failed from <span class='mono'>{esc(SOURCE)}</span>" in page
+    assert listing.count(f'title="{esc(SOURCE)}">verifier</span>') == len(RUNS)
+    assert compared.count(f"outcome 0 failed from {esc(SOURCE)}") == 2
     compared = orjson.loads(ok(invoke(runner, store, "diff", *sorted(failing), "--json")).stdout)
     assert compared["left"]["outcome_source"] == compared["right"]["outcome_source"] == SOURCE
 
