@@ -364,6 +364,43 @@ def test_migration_5_judges_each_stored_run_and_a_reading_open_says_unknown(
     assert _version(lacking) == SCHEMA_VERSION
 
 
+# --- version 6: where each run's outcome came from ------------------------------------------------
+
+
+def test_migration_6_names_each_stored_outcome_s_source_and_a_reading_open_says_unknown(
+    tmp_path: Path,
+) -> None:
+    """A run stored before version 6 got its outcome from its trace or its recording (nothing
+    scored a stored run before): the migration says which, and a reading open reads it as unknown.
+    A score stored afterwards names its own source and changes no hash."""
+    traced, recorded = tmp_path / "traced.db", tmp_path / "recorded.db"
+    old = _old_run()
+    _write_version_1(recorded, old, used=False)
+    _write_version_1(
+        traced,
+        Trajectory.build(old.id, old.steps, outcome=0.0,
+                         metadata={"source": "t.otlp.jsonl", "format": "otlp-jsonl"}),
+        used=False,
+    )  # fmt: skip
+    with Store.open(traced, read_only=True) as db:
+        assert db.summary("old-run").outcome_source is None  # type: ignore[union-attr]
+    assert _version(traced) == 1
+
+    with Store.open(recorded) as db:
+        assert db.summary("old-run").outcome_source == "record"  # type: ignore[union-attr]
+    with Store.open(traced) as db:
+        assert db.summary("old-run").outcome_source == "trace"  # type: ignore[union-attr]
+        before = db.summary("old-run")
+        db.set_outcome("old-run", 1.0, "verifier:checks.ok")
+        after = db.summary("old-run")
+        assert after is not None and before is not None
+        assert (after.outcome, after.outcome_source) == (1.0, "verifier:checks.ok")
+        assert after.final_hash == before.final_hash
+        assert after.content_digest == content_digest(db.get("old-run"))
+        assert db.get("old-run").metadata["outcome_source"] == "verifier:checks.ok"
+    assert _version(traced) == SCHEMA_VERSION
+
+
 # --- a newer store is refused ---------------------------------------------------------------------
 
 
