@@ -256,6 +256,26 @@ def _request(kwargs: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     return model, shaped_inputs(StepKind.LLM, model, call)
 
 
+#: The header both SDKs' ``with_raw_response`` sets on a call: its answer is the HTTP response,
+#: parsed when the caller asks (``.parse()``), not the parsed object. OpenAI's says ``true`` (a
+#: response that parses at once); Anthropic's ``raw`` (an async client's parses when awaited).
+_RAW_RESPONSE = "x-stainless-raw-response"
+
+
+def _raw(kwargs: dict[str, Any]) -> bool:
+    """Whether the call came through ``with_raw_response`` (LangChain's clients call so)."""
+    headers = kwargs.get("extra_headers")
+    if not isinstance(headers, dict):
+        return False
+    return any(str(k).lower() == _RAW_RESPONSE and v in ("true", "raw") for k, v in headers.items())
+
+
+def _awaits_parse(kwargs: dict[str, Any]) -> bool:
+    """An async client's raw response whose ``parse()`` is awaited (Anthropic's)."""
+    headers = kwargs.get("extra_headers") or {}
+    return any(str(k).lower() == _RAW_RESPONSE and v == "raw" for k, v in headers.items())
+
+
 def _wrapped(original: Callable[..., Any], api: SdkApi) -> Callable[..., Any]:
     def create(self: Any, *args: Any, **kwargs: Any) -> Any:
         ctx = current_context()
@@ -263,9 +283,14 @@ def _wrapped(original: Callable[..., Any], api: SdkApi) -> Callable[..., Any]:
             return original(self, *args, **kwargs)
         model, inputs = _request(kwargs)
         streaming = bool(kwargs.get("stream"))
+        raw = _raw(kwargs)
+        answered: list[Any] = []  # the raw HTTP response of a call made live
 
         def produce() -> Any:
             response = original(self, **kwargs)
+            if raw:  # the step is the parsed response; the caller gets the raw one it asked for
+                answered.append(response)
+                response = response.parse()
             return (
                 api.assemble([as_sent(item) for item in response])
                 if streaming
@@ -273,7 +298,10 @@ def _wrapped(original: Callable[..., Any], api: SdkApi) -> Callable[..., Any]:
             )
 
         output = ctx.call(StepKind.LLM, model, inputs, produce=produce)
-        return _Replayed(api.items(output)) if streaming else api.completion(output)
+        if answered:
+            return answered[0]
+        served = _Replayed(api.items(output)) if streaming else api.completion(output)
+        return _RawServed(served) if raw else served
 
     return create
 
@@ -287,15 +315,27 @@ def _awrapped(
             return await original(self, *args, **kwargs)
         model, inputs = _request(kwargs)
         streaming = bool(kwargs.get("stream"))
+        raw = _raw(kwargs)
+        answered: list[Any] = []  # the raw HTTP response of a call made live
 
         async def produce() -> Any:
             response = await original(self, **kwargs)
+            if raw:  # parsed as the caller would
+                answered.append(response)
+                response = response.parse()
+                if inspect.isawaitable(response):
+                    response = await response
             if streaming:
                 return api.assemble([as_sent(item) async for item in response])
             return as_sent(response)
 
         output = await ctx.acall(StepKind.LLM, model, inputs, produce=produce)
-        return _AReplayed(api.items(output)) if streaming else api.completion(output)
+        if answered:
+            return answered[0]
+        served = _AReplayed(api.items(output)) if streaming else api.completion(output)
+        if not raw:
+            return served
+        return _ARawServed(served) if _awaits_parse(kwargs) else _RawServed(served)
 
     return create
 
@@ -312,6 +352,29 @@ class _NoResponse:
 
     async def aclose(self) -> None:
         return None
+
+
+class _RawServed:
+    """What ``with_raw_response`` answers with when the record serves the call: no HTTP response
+    was had, so no headers; ``parse()`` gives the recorded response as the SDK's object."""
+
+    status_code = 200
+    headers: dict[str, str] = {}  # noqa: RUF012 (read-only: nothing writes it)
+    request_id = None
+
+    def __init__(self, parsed: Any) -> None:
+        self._parsed = parsed
+        self.http_response = _NoResponse()
+
+    def parse(self, **_: Any) -> Any:
+        return self._parsed
+
+
+class _ARawServed(_RawServed):
+    """`_RawServed` for an async client whose raw response parses when awaited."""
+
+    async def parse(self, **_: Any) -> Any:
+        return self._parsed
 
 
 class _Replayed:

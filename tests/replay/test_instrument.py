@@ -1027,3 +1027,75 @@ def test_the_built_in_model_resampler_answers_a_turn_of_any_sdk(server: Server, 
     assert forked.metadata["answer"] == recording.trajectory.metadata["answer"] == FAKE.FINAL_ANSWER
     assert forked.steps[last].output["model"] == "fake-model"  # the turn was asked again
     assert len(forked.steps) == len(recording.trajectory.steps)  # and answered, asking no tool
+
+
+# --- with_raw_response: how LangChain's clients call both SDKs ------------------------------------
+
+
+def raw_chat_agent(question: str, base_url: str) -> str | None:
+    """Chat completions through ``with_raw_response`` (``langchain-openai`` calls so): the raw
+    HTTP response, its headers read, parsed by the caller."""
+    client = OpenAI(base_url=f"{base_url}/v1", api_key=SECRET)
+    messages: list[Any] = [{"role": "user", "content": question}]
+    try:
+        while True:
+            raw = client.chat.completions.with_raw_response.create(
+                model="fake-model", messages=messages, tools=TOOLS
+            )
+            assert isinstance(dict(raw.headers), dict)
+            message = raw.parse().choices[0].message
+            messages.append(message.model_dump(exclude_none=True))
+            if not message.tool_calls:
+                return message.content
+            for call in message.tool_calls:
+                result = RUN_TOOL[call.function.name](**json.loads(call.function.arguments))
+                messages.append(
+                    {"role": "tool", "tool_call_id": call.id, "content": json.dumps(result)}
+                )
+    finally:
+        client.close()
+
+
+def raw_claude_agent(question: str, base_url: str) -> str:
+    """Anthropic messages through ``with_raw_response`` (``langchain-anthropic`` calls so)."""
+    client = anthropic.Anthropic(base_url=base_url, api_key=SECRET)
+    messages: list[Any] = [{"role": "user", "content": question}]
+    try:
+        while True:
+            raw = client.messages.with_raw_response.create(
+                model="fake-claude", max_tokens=512, messages=messages, tools=ANTHROPIC_TOOLS
+            )
+            assert isinstance(dict(raw.headers), dict)
+            blocks = [block.model_dump(exclude_none=True) for block in raw.parse().content]
+            messages.append({"role": "assistant", "content": blocks})
+            uses = [b for b in blocks if b["type"] == "tool_use"]
+            if not uses:
+                return "".join(b.get("text", "") for b in blocks)
+            results = [
+                {
+                    "type": "tool_result",
+                    "tool_use_id": b["id"],
+                    "content": json.dumps(RUN_TOOL[b["name"]](**b["input"])),
+                }
+                for b in uses
+            ]
+            messages.append({"role": "user", "content": results})
+    finally:
+        client.close()
+
+
+@pytest.mark.parametrize(
+    ("sdk", "agent"), [("openai", raw_chat_agent), ("anthropic", raw_claude_agent)]
+)
+def test_with_raw_response_records_the_parsed_response_and_replays(
+    server: Server, sdk: str, agent: Any
+) -> None:
+    otel_replay.instrument(sdk)
+    recording = record(agent, arguments={"question": QUESTION, "base_url": server.url})
+    assert recording.error is None and recording.answer == FAKE.FINAL_ANSWER
+    steps = recording.trajectory.steps
+    assert [s.kind for s in steps] == [StepKind.LLM, StepKind.TOOL] * 3 + [StepKind.LLM]
+    assert assistant_message(steps[-1].output)["content"] == FAKE.FINAL_ANSWER
+    server.stop()
+    again = replay(recording.trajectory, agent)
+    assert again.identical, again
