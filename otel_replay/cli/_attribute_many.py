@@ -61,9 +61,8 @@ def run_many(
             skip_passing = config.on_success is OnSuccess.ERROR or config.swap_model is not None
             chose = triage(db, chosen, code, skip_passing=skip_passing)
             runs = chose.runs
-            if not runs and (chosen.failing or not chose.passing):
-                passing = f" ({plural(len(chose.passing), 'passing run')})" if chose.passing else ""
-                raise ReplayError(f"no stored run matches the selection{passing}")
+            if not runs and not chose.passing:
+                raise ReplayError("no stored run matches the selection")
             if chose.scored:
                 err_console.print(
                     f"scored {plural(len(chose.scored), 'run')} that had no outcome "
@@ -71,8 +70,7 @@ def run_many(
                     "their outcomes",
                     highlight=False,
                 )
-            if not chosen.failing:  # --all-failing never chose them
-                rows += [{"id": run, "status": "skipped: passing"} for run in chose.passing]
+            rows += [{"id": run, "status": "skipped: passing"} for run in chose.passing]
             todo, skipped = pending(db, runs, config, code, running.force)
             rows += [{"id": run, "status": "skipped: already answered"} for run in skipped]
             try:

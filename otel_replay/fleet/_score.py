@@ -165,12 +165,13 @@ def triage(
     *,
     skip_passing: bool = True,
 ) -> Triage:
-    """What a many-run attribution with ``code``'s verifier works on: every run of ``selection``
-    is scored by the verifier, the runs without an outcome have theirs stored, and (with
-    ``skip_passing``, or when ``selection.failing``) the runs the verifier passes are set aside.
-    ``selection.failing`` picks by the verifier's score, so runs that arrived without an outcome
-    are found; ``selection.limit`` counts the runs kept. Without a verifier the selection is
-    taken as it is (its failing runs by their stored outcome)."""
+    """What a many-run attribution with ``code``'s verifier works on. The runs of ``selection``
+    without an outcome are scored by the verifier and their outcomes stored; with
+    ``selection.failing`` the runs whose outcome (stored, or just scored) is a failure are picked,
+    so runs that arrived without one are found, and a run with a passing outcome stored is never
+    read. Each run picked is scored by the verifier the attribution uses, and (with
+    ``skip_passing``) one it passes is set aside rather than attributed. ``selection.limit``
+    counts the runs kept. Without a verifier the selection is taken as it is."""
     verifier = code.registry().verifier
     if verifier is None:
         return Triage(selection.runs(store), [], [])
@@ -183,15 +184,20 @@ def triage(
         passing: list[str] = []
         scored: list[Scored] = []
         for run in wide.runs(store):
-            trajectory = store.get(run)
+            summary = store.summary(run)
+            stored = None if summary is None else summary.outcome
+            if selection.failing and stored is not None and stored >= selection.fail_threshold:
+                continue  # not failing: --all-failing never chose it
             try:
-                outcome = score(verifier, trajectory)
+                outcome = score(verifier, store.get(run))
             except ReplayError:
                 kept.append(run)  # its attribution says what went wrong, as its error
                 continue
-            if trajectory.outcome is None:
+            if stored is None:
                 scored.append(Scored(run, ScoreStatus.SCORED, outcome, source))
-            if outcome < selection.fail_threshold or not (skip_passing or selection.failing):
+                if selection.failing and outcome >= selection.fail_threshold:
+                    continue  # scored now, and passing: not chosen
+            if outcome < selection.fail_threshold or not skip_passing:
                 kept.append(run)
             else:
                 passing.append(run)

@@ -401,3 +401,31 @@ def test_a_judge_scores_each_run_once_and_is_named_as_the_source(
         run: 0.0 if run in failing else 1.0 for run in _ids(store)
     }
     assert {source for _, source in _outcomes(store).values()} == {f"judge:{question}"}
+
+
+def test_all_failing_reads_stored_outcomes_and_asks_the_verifier_about_the_runs_it_picks(
+    runner: CliRunner, store: Path
+) -> None:
+    """A run stored as passing is not chosen (nor read); one stored as failing that the verifier
+    passes is skipped and counted, never attributed into an error row."""
+    ids = _ids(store)
+    ok(invoke(runner, store, "score", "--all", "--fail-if", "Sorry"))  # run 3 passes by this one
+    ok(invoke(runner, store, "score", ids[0], "--fail-if", "Booked", "--force"))  # run 0 fails
+    done = orjson.loads(
+        ok(
+            invoke(
+                runner,
+                store,
+                "attribute",
+                "--all-failing",
+                "--success-if",
+                "Booked",
+                *QUICK,
+                "--json",
+            )
+        ).stdout
+    )
+    assert sorted((row["id"], row["status"]) for row in done) == sorted(
+        [(ids[0], "skipped: passing"), (ids[1], "done")]
+    )
+    assert _reported(store) == {ids[1]}
