@@ -33,6 +33,7 @@ from enum import Enum
 from typing import Any
 
 from otel_replay.errors import AttributionError, UnreplayableError
+from otel_replay.messages import conversation
 from otel_replay.model import Step, StepKind, StepStatus, Trajectory
 
 __all__ = [
@@ -317,8 +318,12 @@ class _Resent:
 def _missing(step: Step) -> Iterator[tuple[ReplayabilityGap, str]]:
     inputs = step.inputs
     if step.kind is StepKind.LLM:
+        # whichever API the call was made in: chat messages, the Responses API's input items
+        # and instructions, Anthropic's messages after its system prompt
         messages = inputs.get("messages")
         if not isinstance(messages, list) or not messages:
+            messages = conversation(inputs)
+        if not messages:
             yield ReplayabilityGap.NO_MESSAGES, "no input messages: the call cannot be asked again"
         elif not any(_has_content(m) for m in messages):
             yield (

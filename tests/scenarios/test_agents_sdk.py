@@ -74,3 +74,8 @@ def test_recording_the_agents_sdk_changes_nothing_it_does(
     assert len(models) == (3 if question != QUESTION else 4)
     replayed = ok(invoke(CliRunner(), store_path, "replay", run.id))
     assert "identical" in replayed.output
+    # its model calls are Responses API requests (input items, instructions): a conversation that
+    # can be asked again, as a chat's messages are
+    assert all("input" in s.inputs.get("parameters", s.inputs) for s in models)
+    listed = ok(invoke(CliRunner(), store_path, "lint", run.id))
+    assert "1 replayable" in listed.output and "no input messages" not in listed.output
