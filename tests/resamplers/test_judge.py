@@ -5,6 +5,7 @@ and the verdict and its reason are kept with the run."""
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,6 +26,7 @@ from otel_replay import (
     Trajectory,
     VerifierError,
 )
+from otel_replay._extras import install_command
 from otel_replay.attribution import AttributionConfig, Driver, Strategy, attribute
 from otel_replay.report import REPORT_SCHEMA, build_report
 from otel_replay.resamplers import Judge, JudgeOptions, UserCode
@@ -200,7 +202,8 @@ def test_no_server_and_no_client_are_said(
     assert "llm_base_url=URL" in str(caught.value) and "OPENAI_API_KEY" in str(caught.value)
     judge = _judge(judge_server)
     monkeypatch.setitem(sys.modules, "openai", None)  # the optional extra is not installed
-    with pytest.raises(PluginLoadError, match=r"pip install 'otel-replay\[openai\]'"):
+    hint = f"judge needs the openai client: {install_command('openai')}"  # for this copy
+    with pytest.raises(PluginLoadError, match=re.escape(hint)):
         judge(_run(FOUND))
 
 
