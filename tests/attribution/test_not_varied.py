@@ -29,11 +29,18 @@ from jsonschema import Draft202012Validator
 from typer.testing import CliRunner
 
 from otel_replay import Step, StepKind, Trajectory
-from otel_replay.attribution import AttributionConfig, Verdict, attribute_stored
+from otel_replay.attribution import (
+    AttributionConfig,
+    Driver,
+    Verdict,
+    attribute,
+    attribute_stored,
+)
 from otel_replay.attribution._variation import Variation
 from otel_replay.report import REPORT_SCHEMA, html_report
-from otel_replay.resamplers import UserCode
+from otel_replay.resamplers import Registry, RolloutContext, UserCode
 from otel_replay.resamplers._loading import ToolSource
+from otel_replay.resamplers._recorded import recorded_outcomes
 from otel_replay.store import Store
 from tests.cli_helpers import invoke, ok
 from tests.resamplers.rule_server import RuleServer, serving
@@ -254,3 +261,57 @@ def _row(page: str, index: int) -> str:
         '<tr class="', page.index(f'data-step="{index}"><td class="mono">#{index}') - 40
     )
     return page[start : page.index("</tr>", start)]
+
+
+def _lookup(step: Step, ctx: RolloutContext) -> str:
+    """The lookup, resampled: the right record half the time."""
+    return str(ctx.rng.choice(["good", "bad"]))
+
+
+def _good(run: Trajectory) -> float:
+    return 1.0 if run.steps[0].output == "good" else 0.0
+
+
+def _notify_run(run_id: str, sent: str, lookup: str = "bad") -> Trajectory:
+    return Trajectory.build(
+        run_id,
+        [
+            Step(StepKind.TOOL, "lookup", {"arguments": {"q": "ann"}}, lookup),
+            Step(StepKind.TOOL, "notify", {"arguments": {"to": "ann"}}, sent),
+        ],
+        outcome=1.0 if lookup == "good" else 0.0,
+    )
+
+
+@pytest.mark.parametrize("other_result", [None, "bounced"])
+def test_a_culprit_with_a_later_step_that_was_not_varied_cannot_be_named(
+    store_path: Path, other_result: str | None
+) -> None:
+    """Step 0 matters (resampled, it saves the run half the time). With step 1 held (the store has
+    only this run's notify result) the commitment may lie at step 1 too: cannot tell, step 0 the
+    bracket's start. With another stored run answered otherwise, step 1 is varied, shown to have no
+    effect, and step 0 is the culprit."""
+    run = _notify_run("notify-held", "sent")
+    with Store.open(store_path) as store:
+        store.put(run)
+        if other_result is not None:
+            store.put(_notify_run("notify-other", other_result, lookup="good"))
+        registry = Registry()
+        registry.add_resampler(StepKind.TOOL, recorded_outcomes(store, run))
+        registry.add_resampler(StepKind.TOOL, _lookup, name="lookup")
+        registry.set_verifier(_good)
+        result = attribute(run, registry, AttributionConfig(seed=5, driver=Driver.TRACE))
+    step = result.steps[1]
+    if other_result is None:
+        assert result.verdict is Verdict.CANNOT_TELL, result.explanation
+        assert result.point_of_commitment is None and result.bracket == (0, 1)
+        assert step.varied is False and step.no_effect is None and step.attribution is None
+        assert result.explanation.startswith("Cannot tell: step 0 (tool lookup) is shown to matter")
+        held = 'step 1 (tool notify): the store holds only this run\'s result for notify(to="ann")'
+        assert held in result.explanation
+        assert "no effect" not in result.explanation.split("Not varied:")[1]
+        assert result.steps[0].significant
+    else:
+        assert result.verdict is Verdict.CULPRIT, result.explanation
+        assert result.point_of_commitment == 0
+        assert step.varied is True and step.no_effect is True

@@ -122,7 +122,9 @@ def _named_apart(report: dict[str, Any]) -> dict[str, Any]:
         k: v for k, v in report["config"].items() if k not in ("resamplers", "verifier", "rerun")
     }
     repair = {k: v for k, v in (report["repair"] or {}).items() if k != "source"}
-    return {**report, "config": config, "repair": repair}
+    # each step's variation names the resample function that varies it, module and all
+    steps = [{k: v for k, v in s.items() if k != "variation"} for s in report["steps"]]
+    return {**report, "config": config, "repair": repair, "steps": steps}
 
 
 class Square:
