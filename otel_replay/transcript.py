@@ -22,10 +22,16 @@ messages, not as a response against a message.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from otel_replay.messages import Message, assistant_message, message_text, tool_message
+from otel_replay.messages import (
+    Message,
+    assistant_message,
+    conversation,
+    message_text,
+    tool_message,
+)
 from otel_replay.model import Step, StepKind, StepStatus
 
 __all__ = [
@@ -35,6 +41,7 @@ __all__ = [
     "model_turn",
     "rebuilt",
     "said",
+    "task",
     "tool_result",
 ]
 
@@ -103,3 +110,25 @@ def rebuilt(opening: Iterable[Message], steps: Iterable[Step]) -> list[Message]:
                 pending.remove(call)
             messages.append(tool_result(step, (call or {}).get("id")))
     return messages
+
+
+def task(steps: Iterable[Step], metadata: Mapping[str, Any]) -> str | None:
+    """What the agent was asked: the text of the first user message of its first model turn that
+    has one (a message's text parts joined), else its recorded input (``metadata["input"]``, what
+    ``record`` keeps), else None. The judge shows it, the store keeps it in the run's row."""
+    for step in steps:
+        if step.kind is not StepKind.LLM:
+            continue
+        for message in conversation(step.inputs):
+            if message.get("role") == "user":
+                return _content_text(message.get("content"))
+    recorded = metadata.get("input")
+    return None if recorded is None else message_text(recorded)
+
+
+def _content_text(content: Any) -> str:
+    if isinstance(content, list):
+        return "".join(
+            str(part.get("text", "")) for part in content if isinstance(part, dict)
+        ) or message_text(content)
+    return message_text(content if content is not None else "")

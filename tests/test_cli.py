@@ -203,7 +203,7 @@ def test_list_shows_every_trajectory(runner: CliRunner, sample_store: Path) -> N
     assert orjson.loads(as_json.stdout) == [
         {"id": s.id, "steps": s.n_steps, "outcome": s.outcome, "final_hash": s.final_hash,
          "source": s.source, "format": s.format, "replayability": s.replayability,
-         "outcome_source": s.outcome_source}
+         "outcome_source": s.outcome_source, "task": s.task}
         for s in summaries
     ]  # fmt: skip
 

@@ -224,7 +224,7 @@ def test_list_json_streams_every_run_in_the_shape_it_always_had(
         assert row == {"id": s.id, "steps": s.n_steps, "outcome": s.outcome,
                        "final_hash": s.final_hash, "source": s.source, "format": s.format,
                        "replayability": s.replayability,
-                       "outcome_source": s.outcome_source}  # fmt: skip
+                       "outcome_source": s.outcome_source, "task": s.task}  # fmt: skip
     # byte for byte what indenting the whole list at once prints
     assert (
         result.stdout
@@ -401,7 +401,7 @@ def test_a_store_before_the_indexes_pages_read_only_and_gains_them_when_written(
     with sqlite3.connect(path) as db:
         names = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type='index'")}
         assert names >= set(INDEXES)
-        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 6
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 7
     db.close()
 
 

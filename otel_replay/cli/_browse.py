@@ -37,9 +37,10 @@ WhereOption = Annotated[
         "--where",
         metavar="FILTER",
         help="Only the runs that meet every condition, as attribute --where reads them: "
-        "FIELD OP VALUE joined by and (fields id outcome steps source format start replayability; OP one of "
-        "< <= > >= = != and ~, a regular expression search), and FIELD^PREFIX (id^ef28); the "
-        "words failed, passed, unknown; any other word: the id or source contains it.",
+        "FIELD OP VALUE joined by and (fields id outcome steps source format start replayability "
+        "task, the run's first user message; OP one of < <= > >= = != and ~, a regular "
+        "expression search), and FIELD^PREFIX (id^ef28); the words failed, passed, unknown; any "
+        "other word: the id, source or task contains it.",
     ),
 ]
 SortOption = Annotated[

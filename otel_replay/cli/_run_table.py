@@ -29,6 +29,8 @@ COLUMNS = ("trajectory id", "steps", "outcome", "replayability", "format", "sour
 _RIGHT = (False, True, False, False, False, False)
 #: What the replayability column shows of a store older than the verdict (schema version 5).
 UNCHECKED = "?"
+#: The least room the task column is shown in (the terminal's width left after the others).
+TASK_ROOM = 16
 _RED, _RESET = "\x1b[31m", "\x1b[0m"
 
 
@@ -51,6 +53,19 @@ def _cells(summary: TrajectorySummary) -> tuple[str, ...]:
         printable(summary.format or ""),
         printable(summary.source or ""),
     )
+
+
+def task_cell(summary: TrajectorySummary) -> str:
+    """The run's task (its first user message) on one line, control characters escaped."""
+    return printable(" ".join((summary.task or "").split()))
+
+
+def _task_width(head: Sequence[TrajectorySummary], widths: Sequence[int]) -> int:
+    """How wide the task column is: its widest measured cell, in what the terminal leaves after
+    the other columns, or 0 (no column) when that is less than `TASK_ROOM` or no run has a task."""
+    widest = max((cell_len(task_cell(s)) for s in head), default=0)
+    room = console.width - sum(widths) - 3 * (len(widths) + 1) - 1
+    return 0 if widest == 0 or room < TASK_ROOM else max(4, min(widest, room))
 
 
 def _fit(text: str, width: int, right: bool) -> str:
@@ -83,22 +98,26 @@ def print_table(runs: Iterable[TrajectorySummary]) -> int:
     measured = [_cells(s) for s in head]
     widths = _widths(measured)
     spare = sum(widths[:5]) + 3 * len(COLUMNS) + 1 - 66  # what `display_path` leaves other columns
+    task = _task_width(head, widths)
+    columns, right = (*COLUMNS, "task") if task else COLUMNS, (*_RIGHT, False) if task else _RIGHT
+    if task:
+        widths.append(task)
     colour = console.is_terminal and console.color_system is not None and not console.no_color
     out = sys.stdout
     out.write(_line("┏", "┳", "┓\n", widths, "━"))
     out.write(
         "┃"
-        + "┃".join(f" {_fit(h, w, False)} " for h, w in zip(COLUMNS, widths, strict=True))
+        + "┃".join(f" {_fit(h, w, False)} " for h, w in zip(columns, widths, strict=True))
         + "┃\n"
     )
     out.write(_line("┡", "╇", "┩\n", widths, "━"))
     count = 0
     for summary, cells in _with_cells(head, measured, rows):
         source = printable(display_path(summary.source, spare=spare))
-        shown = (*cells[:5], source)
+        shown = (*cells[:5], source, task_cell(summary)) if task else (*cells[:5], source)
         line = (
             "│"
-            + "│".join(f" {_fit(c, w, r)} " for c, w, r in zip(shown, widths, _RIGHT, strict=True))
+            + "│".join(f" {_fit(c, w, r)} " for c, w, r in zip(shown, widths, right, strict=True))
             + "│"
         )
         if colour and is_failure(summary.outcome):
@@ -120,8 +139,8 @@ def _with_cells(
 
 
 def json_row(summary: TrajectorySummary) -> dict[str, object]:
-    """A run as ``list --json`` prints it (``replayability``, ``outcome_source``: None in a store
-    older than them)."""
+    """A run as ``list --json`` prints it (``replayability``, ``outcome_source``, ``task``: None
+    in a store older than them)."""
     return {
         "id": summary.id,
         "steps": summary.n_steps,
@@ -131,6 +150,7 @@ def json_row(summary: TrajectorySummary) -> dict[str, object]:
         "source": summary.source,
         "format": summary.format,
         "replayability": summary.replayability,
+        "task": summary.task,
     }
 
 

@@ -29,6 +29,7 @@ FIELDS: dict[str, Callable[[TrajectorySummary], Any]] = {
     "format": lambda s: s.format,
     "start": lambda s: s.start_time_unix_nano,
     "replayability": lambda s: s.replayability,
+    "task": lambda s: s.task,
 }
 _OPERATORS: dict[str, Callable[[Any, Any], bool]] = {
     "<=": operator.le,

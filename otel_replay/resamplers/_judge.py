@@ -31,9 +31,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from otel_replay.errors import VerifierError, setting
-from otel_replay.messages import conversation, message_text
+from otel_replay.messages import message_text
 from otel_replay.model import StepKind, Trajectory
 from otel_replay.resamplers._openai import failed_request, openai_client, server
+from otel_replay.transcript import task as task_asked
 
 #: What the judge is told it is; the question, the task and the answer follow in the user message.
 INSTRUCTIONS = (
@@ -271,18 +272,10 @@ def _yes_no(value: Any) -> str | None:
 
 
 def task_of(trajectory: Trajectory) -> str:
-    """What the agent was asked: the first user message of its first model turn that has one,
-    else its recorded input, else a note that neither was recorded."""
-    for step in trajectory.steps:
-        if step.kind is not StepKind.LLM:
-            continue
-        for message in conversation(step.inputs):
-            if message.get("role") == "user":
-                return _text(message.get("content"))
-    recorded = trajectory.metadata.get("input")
-    if recorded is not None:
-        return message_text(recorded)
-    return "(not recorded)"
+    """What the agent was asked (`otel_replay.transcript.task`), or a note that it was not
+    recorded."""
+    asked = task_asked(trajectory.steps, trajectory.metadata)
+    return "(not recorded)" if asked is None else asked
 
 
 def recorded_model(trajectory: Trajectory) -> str:
@@ -311,11 +304,3 @@ def judged(trajectory: Trajectory, verifier: object) -> Trajectory:
     )
     metadata = {**trajectory.metadata, "judge": {"question": verifier.options.question, **said}}
     return dataclasses.replace(trajectory, metadata=metadata)
-
-
-def _text(content: Any) -> str:
-    if isinstance(content, list):
-        return "".join(
-            str(part.get("text", "")) for part in content if isinstance(part, dict)
-        ) or message_text(content)
-    return message_text(content if content is not None else "")

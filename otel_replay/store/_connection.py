@@ -30,6 +30,7 @@ from otel_replay.errors import StoreError
 from otel_replay.hashing import op_key
 from otel_replay.model import Step, Trajectory
 from otel_replay.replayable import replayability
+from otel_replay.transcript import task
 
 T = TypeVar("T")
 _Self = TypeVar("_Self", bound="Connected")
@@ -93,13 +94,46 @@ def _replayability_column(db: sqlite3.Connection) -> None:
     """5: each run's replayability verdict in its row, so ``list`` shows it without reading a
     step. The runs already stored are judged here, once (a run's steps, one query each). A store
     may have the column already (a newer one whose version was set back), hence the look."""
+    _add_column(db, "replayability")
+    verdicts = [(replayability(run).verdict.value, run.id) for run in _stored_runs(db)]
+    db.executemany("UPDATE trajectories SET replayability = ? WHERE id = ?", verdicts)
+
+
+#: From this version on, each run's row holds its task (`task_text`); a reading open of an older
+#: store reads it as unknown (None).
+TASKS = 7
+#: How much of a run's task its row keeps (what ``list`` shows and ``--where task~…`` searches).
+TASK_LENGTH = 1000
+
+
+def task_text(run: Trajectory) -> str | None:
+    """What the run was asked (`otel_replay.transcript.task`: its first user message), its first
+    `TASK_LENGTH` characters, as the run's row keeps it; None when the run recorded none."""
+    asked = task(run.steps, run.metadata)
+    return None if asked is None else asked[:TASK_LENGTH]
+
+
+def _task_column(db: sqlite3.Connection) -> None:
+    """7: each run's task (its first user message) in its row, so ``list`` and the viewer show it
+    and a filter searches it without reading a step. The runs already stored are read here, once."""
+    _add_column(db, "task")
+    tasks = [(task_text(run), run.id) for run in _stored_runs(db)]
+    db.executemany("UPDATE trajectories SET task = ? WHERE id = ?", tasks)
+
+
+def _add_column(db: sqlite3.Connection, name: str) -> None:
+    """The runs' table given the text column ``name``, unless it has it (a newer store whose
+    version was set back)."""
     columns = {row[1] for row in db.execute("PRAGMA table_info(trajectories)")}
-    if "replayability" not in columns:
-        db.execute("ALTER TABLE trajectories ADD COLUMN replayability TEXT")
+    if name not in columns:
+        db.execute(f"ALTER TABLE trajectories ADD COLUMN {name} TEXT")
+
+
+def _stored_runs(db: sqlite3.Connection) -> Iterator[Trajectory]:
+    """Every stored run, its steps and metadata (no span tree), one query for each run's steps."""
     runs = db.execute(
         "SELECT t.id, m.data FROM trajectories t JOIN blobs m ON m.digest = t.metadata_digest"
     ).fetchall()
-    verdicts = []
     for run_id, metadata in runs:
         rows = db.execute(
             "SELECT s.kind, s.name, i.data, s.inputs_layout, o.data, s.status, s.error "
@@ -121,9 +155,7 @@ def _replayability_column(db: sqlite3.Connection) -> None:
             for kind, name, inputs, layout, output, status, error in rows
         ]
         meta = orjson.loads(metadata)
-        run = Trajectory.build(run_id, steps, metadata=meta if isinstance(meta, dict) else {})
-        verdicts.append((replayability(run).verdict.value, run_id))
-    db.executemany("UPDATE trajectories SET replayability = ? WHERE id = ?", verdicts)
+        yield Trajectory.build(run_id, steps, metadata=meta if isinstance(meta, dict) else {})
 
 
 #: From this version on, each run's row says where its outcome came from (`outcome_source`); a
@@ -253,6 +285,7 @@ CREATE INDEX trajectories_by_outcome ON trajectories(outcome, id, n_steps, start
 """,
     _replayability_column,
     _outcome_source_column,
+    _task_column,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -10,8 +10,9 @@ outcome) matches no comparison on it. What ``list`` and the viewer add:
 * ``failed``, ``passed``, ``unknown``: the run's outcome (below the failure threshold, at or above
   it, none recorded);
 * ``FIELD^PREFIX``: the field starts with PREFIX (a run id prefix, as ``show`` takes one);
-* any other word: the run's id or source contains it, in any case (the viewer's search box, which
-  callers pass as ``search`` so its words are never read as conditions).
+* any other word: the run's id, source or task (its first user message) contains it, in any case
+  (the viewer's search box, which callers pass as ``search`` so its words are never read as
+  conditions).
 
 Every value reaches SQLite as a bound parameter, never as SQL text; what the language does not
 read is a `QueryError` naming the part. An order is a key and a direction (``steps:desc``);
@@ -42,6 +43,7 @@ FIELDS = {
     "format": "format",
     "start": "start_time_unix_nano",
     "replayability": "replayability",
+    "task": "task",
 }
 NUMBERS = frozenset({"outcome", "steps", "start"})
 #: The orders a view offers: key -> (column, the direction a key alone means).
@@ -65,7 +67,7 @@ _WORDS = {
     "passed": f"outcome >= {FAIL_THRESHOLD!r}",
     "unknown": "outcome IS NULL",
 }
-_SEARCH = "id LIKE ? ESCAPE '\\' OR source LIKE ? ESCAPE '\\'"
+_SEARCH = "id LIKE ? ESCAPE '\\' OR source LIKE ? ESCAPE '\\' OR task LIKE ? ESCAPE '\\'"
 _HOW = (
     f"; a condition is FIELD OP VALUE, FIELD one of {', '.join(FIELDS)}, OP one of "
     "< <= > >= = != ~ ^ (e.g. 'outcome < 0.5 and steps > 5'), or failed, passed, unknown"
@@ -125,7 +127,7 @@ def parse_filter(text: str | None, search: str | None = None) -> Filter:
     if search and search.strip():
         like = f"%{_like_escaped(search.strip())}%"
         conditions.append(_SEARCH)
-        params.extend((like, like))
+        params.extend((like, like, like))
     return Filter(" AND ".join(f"({c})" for c in conditions) or "1", tuple(params), text)
 
 
@@ -141,7 +143,7 @@ def _condition(found: re.Match[str], text: str) -> tuple[str, tuple[object, ...]
         if any(c in part for c in "<>=!~^"):
             raise QueryError(f"{_where(text)}: cannot read {part!r}{_HOW}")
         like = f"%{_like_escaped(part.strip(chr(39) + chr(34)))}%"
-        return _SEARCH, (like, like)
+        return _SEARCH, (like, like, like)
     field, op, raw = found["field"].lower(), found["op"], found["value"].strip("'\"")
     if field not in FIELDS:
         raise QueryError(f"{_where(text)}: no field {field!r}; fields: {', '.join(FIELDS)}")

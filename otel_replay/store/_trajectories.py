@@ -29,11 +29,13 @@ from otel_replay.store._connection import (
     CONTENT_OP_KEYS,
     OUTCOME_SOURCES,
     REPLAYABILITY,
+    TASKS,
     Connected,
     chunks,
     current_op_key,
     outcome_source,
     read_inputs,
+    task_text,
 )
 from otel_replay.store._query import Order, QueryError, parse_filter, parse_sort, regexp
 
@@ -56,6 +58,9 @@ class TrajectorySummary:
     #: ``record``, ``verifier:…``, ``judge:…``, ``attribution:…``; None without an outcome, or in
     #: a store older than it
     outcome_source: str | None = None
+    #: what the run was asked, its first user message (`otel_replay.store._connection.task_text`);
+    #: None when it recorded none, or in a store older than it
+    task: str | None = None
 
 
 def summarize(trajectory: Trajectory) -> TrajectorySummary:
@@ -88,16 +93,21 @@ def _summarize(trajectory: Trajectory, spans_digest: str) -> TrajectorySummary:
         ),
         replayability=replayability(trajectory).verdict.value,
         outcome_source=outcome_source(trajectory.outcome, trajectory.metadata),
+        task=task_text(trajectory),
     )
 
 
 _SUMMARY_COLUMNS = (
     "id, n_steps, outcome, final_hash, source, format, start_time_unix_nano, content_digest, "
-    "replayability, outcome_source"
+    "replayability, outcome_source, task"
 )
 #: The columns a store gained after its first version, each with the version that added it: a
 #: store older than that (read as it is) gives NULL for it.
-_LATER_COLUMNS = {"replayability": REPLAYABILITY, "outcome_source": OUTCOME_SOURCES}
+_LATER_COLUMNS = {
+    "replayability": REPLAYABILITY,
+    "outcome_source": OUTCOME_SOURCES,
+    "task": TASKS,
+}
 
 
 def _columns_of(version: int) -> str:
@@ -149,8 +159,8 @@ class Trajectories(Connected):
     @property
     def _runs_table(self) -> str:
         """What a filter reads the runs from: the table, in a store older than `REPLAYABILITY`
-        or `OUTCOME_SOURCES` (read as it is) with what it lacks as unknown, so ``replayability =
-        partial`` admits none."""
+        or `OUTCOME_SOURCES` or `TASKS` (read as it is) with what it lacks as unknown, so
+        ``replayability = partial`` admits none."""
         lacking = [
             f"NULL AS {name}" for name, since in _LATER_COLUMNS.items() if self._version < since
         ]

@@ -1,7 +1,7 @@
 """The viewer's run list: one page of runs, filtered, ordered and counted by the store.
 
 The page's address holds the question (``/?q=TEXT&outcome=failed&where=steps>10&sort=steps&offset=50``):
-``q`` is the search box (the run's id or source contains it), ``outcome`` one of the outcome words,
+``q`` is the search box (the run's id, source or task contains it), ``outcome`` one of the outcome words,
 ``where`` the filter language ``list --where`` reads (`otel_replay.store._query`), ``sort`` an order
 it names. The store answers with `PAGE_SIZE` runs and how many match, so the page weighs the same at
 any store size; links lead to the pages before and after. Within a page, the shared script still
@@ -21,6 +21,9 @@ from otel_replay.viewer._pages import nav, outcome_class, outcome_text, run_link
 
 #: Runs on one page of the list.
 PAGE_SIZE = 50
+#: How much of a run's task (its first user message) its row shows; the cell's title holds what
+#: the store keeps of it.
+TASK_SHOWN = 100
 _OUTCOMES = ("failed", "passed", "unknown")
 
 
@@ -103,7 +106,8 @@ def query_form_page(query: str, message: str) -> str:
 _HEAD = (
     '<tr><th data-sort="text">run</th><th data-sort="number">steps</th>'
     '<th data-sort="number">outcome</th><th data-sort="text">source</th>'
-    '<th data-sort="number">started</th><th data-sort="number">reports</th></tr>'
+    '<th data-sort="number">started</th><th data-sort="number">reports</th>'
+    '<th data-sort="text">task</th></tr>'
 )
 _STYLE = (
     "<style>nav.pages{display:flex;gap:1em;margin:.4em 0}nav.pages .off{color:var(--muted)}"
@@ -122,8 +126,8 @@ def _form(asked: ListQuery, on_page: int) -> str:
     )
     return (
         '<form class="filters" id="run-query" method="get" action="/">'
-        f'<input id="filter-text" name="q" type="search" placeholder="id or source" '
-        f'aria-label="filter by id or source" size="24" value="{esc(asked.q)}">'
+        f'<input id="filter-text" name="q" type="search" placeholder="id, source or task" '
+        f'aria-label="filter by id, source or task" size="24" value="{esc(asked.q)}">'
         '<select id="filter-outcome" name="outcome" aria-label="filter by outcome">'
         f'<option value="">any outcome</option>{outcomes}</select>'
         f'<input id="filter-where" name="where" placeholder="steps&gt;10 format=otlp-json" '
@@ -156,7 +160,9 @@ def _page_links(asked: ListQuery, total: int) -> str:
 
 def _run_row(summary: TrajectorySummary, reports: int) -> str:
     source = summary.source or summary.format or "recorded"
-    search = f"{summary.id} {source}".lower()
+    task = " ".join((summary.task or "").split())  # one line
+    search = f"{summary.id} {source} {task}".lower()
+    cut = task if len(task) <= TASK_SHOWN else task[: TASK_SHOWN - 1] + "…"
     outcome = "" if summary.outcome is None else f"{summary.outcome:g}"
     started = "" if summary.start_time_unix_nano is None else str(summary.start_time_unix_nano)
     given = (
@@ -172,5 +178,6 @@ def _run_row(summary: TrajectorySummary, reports: int) -> str:
         f'<td data-value="{esc(outcome)}">{esc(outcome_text(summary.outcome))}{given}</td>'
         f'<td class="muted">{esc(source)}</td>'
         f'<td class="mono" data-value="{started}">{utc(summary.start_time_unix_nano)}</td>'
-        f'<td class="mono" data-value="{reports}">{reports or ""}</td></tr>'
+        f'<td class="mono" data-value="{reports}">{reports or ""}</td>'
+        f'<td class="task" title="{esc(task)}">{esc(cut)}</td></tr>'
     )

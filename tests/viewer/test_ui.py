@@ -278,6 +278,59 @@ def test_markup_from_a_trace_is_text_on_every_page(site: Site, browser_page: Any
     _nothing_injected(page)
 
 
+def _ticket_runs() -> list[Trajectory]:
+    """Runs told apart only by what they were asked: a booking agent's tickets."""
+
+    def asked(run_id: str, task: str, outcome: float) -> Trajectory:
+        messages = [
+            {"role": "system", "content": "You book meetings."},
+            {"role": "user", "content": task},
+        ]
+        steps = [
+            Step(StepKind.LLM, "chat", {"model": "m", "messages": messages}, {"content": "ok"})
+        ]
+        return Trajectory.build(
+            run_id, steps, outcome=outcome, metadata={"source": "tickets.jsonl"}
+        )
+
+    return [
+        asked("run-1", "Book a room for ticket CAL-1002 on Monday", 1.0),
+        asked("run-2", "Ticket CAL-1003: move the standup to 10:00 " + "and more " * 40, 0.0),
+        asked("run-3", f"Ticket CAL-1004 {HOSTILE}", 1.0),
+    ]
+
+
+def test_a_run_is_found_by_its_task(tmp_path: Path, browser_page: Any) -> None:
+    """The run list shows each run's first user message, cut and escaped, and the search box finds
+    a run by it, on the page as it is typed and in the store when sent."""
+    store = tmp_path / "tickets.db"
+    with Store.open(store) as db:
+        db.put_all(_ticket_runs())
+    page = browser_page
+    with Viewer(store, "127.0.0.1", 0) as viewer:
+        page.goto(f"{viewer.url}/")
+        tasks = {
+            row.locator("td").nth(0).inner_text(): row.locator("td.task")
+            for row in page.locator("#runs tbody tr").all()
+        }
+        assert tasks["run-1"].inner_text() == "Book a room for ticket CAL-1002 on Monday"
+        shown = tasks["run-2"].inner_text()
+        assert shown.startswith("Ticket CAL-1003: move the standup") and shown.endswith("…")
+        assert len(shown) < 120 and tasks["run-2"].get_attribute("title").startswith(shown[:-1])
+        assert tasks["run-3"].inner_text() == f"Ticket CAL-1004 {HOSTILE}"  # text, not markup
+        _nothing_injected(page)
+
+        page.fill("#filter-text", "cal-1003")  # any case, as it is typed
+        assert _column(page, 0) == ["run-2"]
+        page.click("#run-query button[type=submit]")  # asked of the store
+        page.wait_for_url(lambda url: "q=cal-1003" in url)
+        assert _column(page, 0) == ["run-2"]
+        assert "showing 1–1 of 1 runs that match" in page.locator("#page-place").inner_text()
+
+        page.goto(f"{viewer.url}/?where=task~CAL-100%5B24%5D")
+        assert sorted(_column(page, 0)) == ["run-1", "run-3"]
+
+
 # --- over HTTP -------------------------------------------------------------------------------------
 
 
