@@ -49,6 +49,7 @@ from otel_replay.attribution._spend import NOTHING
 from otel_replay.attribution._variation import (
     cannot_tell,
     is_live,
+    open_root,
     resting_on,
     variations,
     varied_steps,
@@ -170,6 +171,8 @@ def attribute(
         )
     verdict = Verdict.NO_EVIDENCE if evidence.missing else _verdict(mode, found, config)
     unvaried = resting_on(found_variations, varied, found, verdict, mode, config)
+    if found is not None:
+        found = open_root(found, found_variations)
     if unvaried is not None:
         verdict = Verdict.CANNOT_TELL
         if found is not None:  # a step shown to matter is no culprit while a later one is open

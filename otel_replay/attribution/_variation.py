@@ -24,7 +24,7 @@ import orjson
 
 from otel_replay.attribution._config import AttributionConfig
 from otel_replay.attribution._contrastive import Localisation
-from otel_replay.attribution._results import Mode, StepAttribution, Verdict
+from otel_replay.attribution._results import Mode, RootCause, StepAttribution, Verdict
 from otel_replay.errors import setting
 from otel_replay.model import Step, StepKind, Trajectory
 from otel_replay.resamplers import Registry
@@ -257,3 +257,18 @@ def cannot_tell(
         f"Cannot tell: no varied step changes the failure rate by more than ±{config.margin:g}, "
         f"but that says nothing of the steps that were not varied. {tail}"
     )
+
+
+def open_root(found: Localisation, found_variations: Sequence[Variation]) -> Localisation:
+    """``found`` with its root cause left open when a step before it was to be resampled and was
+    not varied: "every earlier step shown not to matter" would rest on it."""
+    root = found.root_cause
+    if root is None or root.index is None:
+        return found
+    before = [v for v in blocking(found_variations, -1) if v.index < root.index]
+    if not before:
+        return found
+    held = "; ".join(f"step {v.index} ({v.kind} {v.name}): {v.how}" for v in before)
+    why = f"an earlier step was not varied, so it may be the root cause ({held})"
+    opened = RootCause(None, True, bracket=(before[0].index, root.index), calls=root.calls, why=why)
+    return dataclasses.replace(found, root_cause=opened)

@@ -32,6 +32,7 @@ from otel_replay import Step, StepKind, Trajectory
 from otel_replay.attribution import (
     AttributionConfig,
     Driver,
+    Strategy,
     Verdict,
     attribute,
     attribute_stored,
@@ -315,3 +316,36 @@ def test_a_culprit_with_a_later_step_that_was_not_varied_cannot_be_named(
         assert result.verdict is Verdict.CULPRIT, result.explanation
         assert result.point_of_commitment == 0
         assert step.varied is True and step.no_effect is True
+
+
+def test_a_root_cause_with_an_earlier_step_that_was_not_varied_stays_open(
+    store_path: Path,
+) -> None:
+    """The notification first, then the lookup that matters: the culprit (the latest step that
+    matters, nothing after it) is named, but "every earlier step shown not to matter" would rest
+    on the held notification, so the root cause stays open, saying why."""
+    run = Trajectory.build(
+        "notify-first",
+        [
+            Step(StepKind.TOOL, "notify", {"arguments": {"to": "ann"}}, "sent"),
+            Step(StepKind.TOOL, "lookup", {"arguments": {"q": "ann"}}, "bad"),
+        ],
+        outcome=0.0,
+    )
+
+    def good(made: Trajectory) -> float:
+        return 1.0 if made.steps[1].output == "good" else 0.0
+
+    with Store.open(store_path) as store:
+        store.put(run)
+        registry = Registry()
+        registry.add_resampler(StepKind.TOOL, recorded_outcomes(store, run))
+        registry.add_resampler(StepKind.TOOL, _lookup, name="lookup")
+        registry.set_verifier(good)
+        config = AttributionConfig(seed=2, driver=Driver.TRACE, strategy=Strategy.SWEEP)
+        result = attribute(run, registry, config)
+    assert result.verdict is Verdict.CULPRIT and result.point_of_commitment == 1
+    root = result.root_cause
+    assert root is not None and root.index is None and root.bracket == (0, 1)
+    assert "step 0 (tool notify): the store holds only this run's result" in root.why
+    assert "undecided: an earlier step was not varied" in result.explanation
