@@ -118,6 +118,10 @@ class SweepResult:
     interval_method: str = EXACT_PROPORTION
     driver: str = "trace"
     notes: tuple[str, ...] = ()
+    # of ``rollouts`` and ``spend``, the rollouts left out of every cell's rate (unservable or
+    # crashed) and what they spent: every call made is paid, and counted
+    left_out: int = 0
+    left_out_spend: Spend = NOTHING
 
     def cell(self, step: int, fault: str) -> SweepCell:
         return next(c for c in self.cells if c.step == step and c.fault == fault)
@@ -326,6 +330,8 @@ def sweep(
         calls=engine.step_executions,
         spend=engine.spend,
         out_of_budget=rollouts.out_of_budget,
+        left_out=engine.left_out,
+        left_out_spend=engine.left_out_spend,
         driver=how,
         notes=tuple(notes),
     )

@@ -211,9 +211,15 @@ def _render(result: SweepResult) -> None:
                 console.print(f"  {shown(names[step.index])}: {shown(', '.join(faults))}")
     for note in result.notes:
         console.print(f"note: {shown(note)}", highlight=False)
+    left_out = (
+        f"; of which {result.left_out_spend.calls_words()} in the "
+        f"{plural(result.left_out, 'rollout')} left out (unservable or crashed)"
+        if result.left_out and result.left_out_spend.calls
+        else ""
+    )
     console.print(
         f"cost: {plural(result.rollouts, 'rollout')}, {result.calls:,} resample-function calls "
-        f"(seed {result.seed})",
+        f"(seed {result.seed}){left_out}",
         highlight=False,
     )
 

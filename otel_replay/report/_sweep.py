@@ -18,8 +18,9 @@ from otel_replay.attribution._sweep import CellVerdict, SweepCell, SweepResult
 from otel_replay.report._page import esc, page
 from otel_replay.resamplers import UserCode
 
-#: 1: the first sweep report.
-SWEEP_VERSION = 1
+#: 1: the first sweep report. 2: ``cost.left_out``: the rollouts left out of the cells' rates
+#: and what they spent, counted in the totals (every call made).
+SWEEP_VERSION = 2
 SWEEP_FORMAT = "agent-replay.sweep"
 
 
@@ -82,6 +83,7 @@ def build_sweep_report(result: SweepResult, rerun: str = "") -> dict[str, Any]:
             "rollouts": result.rollouts,
             "calls": result.calls,
             "spend": result.spend.to_record(),
+            "left_out": {"rollouts": result.left_out, **result.left_out_spend.to_record()},
             "out_of_budget": result.out_of_budget,
         },
         "notes": list(result.notes),
@@ -199,11 +201,20 @@ SWEEP_SCHEMA: dict[str, Any] = {
         "cost": {
             "type": "object",
             "additionalProperties": False,
-            "required": ["rollouts", "calls", "spend", "out_of_budget"],
+            "required": ["rollouts", "calls", "spend", "left_out", "out_of_budget"],
             "properties": {
                 "rollouts": _COUNT,
                 "calls": {**_COUNT, "description": "resample-function calls"},
                 "spend": {"type": "object"},
+                "left_out": {
+                    "type": "object",
+                    "required": ["rollouts", "model_calls", "tool_calls", "free_draws", "tokens"],
+                    "description": (
+                        "the rollouts left out of the cells' rates (unservable or crashed) and "
+                        "what they spent, already counted in calls and spend: every call made "
+                        "is paid"
+                    ),
+                },
                 "out_of_budget": {"type": "boolean"},
             },
         },

@@ -24,9 +24,11 @@ from typer.testing import CliRunner
 from otel_replay import Store, UserCode
 from otel_replay.attribution import AttributionConfig, Driver, Strategy, attribute_stored
 from otel_replay.attribution._config import OnResamplerError
+from otel_replay.attribution._sweep_stored import sweep_stored
 from otel_replay.executors import Processes
 from otel_replay.importers import read_path
 from otel_replay.report import REPORT_SCHEMA
+from otel_replay.report._sweep import SWEEP_SCHEMA, build_sweep_report
 from otel_replay.resamplers._openai import ChatModelOptions
 from tests.cli_helpers import invoke
 from tests.conftest import ROOT
@@ -66,12 +68,13 @@ def server() -> Iterator[Counting]:
         counting.server.server_close()
 
 
-def _failed(store_path: Path) -> str:
+def _failed(store_path: Path, name: str = "support run tool-error") -> str:
+    """The framework's runs in a store; the one whose lookup failed (or the one named)."""
     runs = list(read_path(RUNS))
     with Store.open(store_path) as store:
         store.put_all(runs)
-    (failed,) = [r.id for r in runs if r.metadata["root_span"] == "support run tool-error"]
-    return failed
+    (run,) = [r.id for r in runs if r.metadata["root_span"] == name]
+    return run
 
 
 @pytest.mark.parametrize("executor", ["threads", "process"])
@@ -152,3 +155,25 @@ def test_a_rollout_a_resample_function_ended_counts_the_calls_it_made(
     # (after the first turn, which was paid, and is counted)
     assert result.spend.model < 12 * 4
     assert result.evidence.spent.calls == 0  # a failure is evidence: none was left out
+
+
+def test_the_sweep_counts_the_calls_of_the_rollouts_an_error_ended(
+    store_path: Path, server: Counting
+) -> None:
+    """The fragility map rolls out through the same engine: the passing run with its lookup
+    failed, the rest resampled in the trace walk; a rollout the shipment tracker's error ended
+    had paid for the model turn before it."""
+    run = _failed(store_path, "support run pass")
+    code = UserCode(
+        resamplers=(FLAKY,), success_if=SUCCESS, llm=ChatModelOptions(base_url=server.url)
+    )
+    config = AttributionConfig(
+        driver=Driver.TRACE, workers=4, on_resampler_error=OnResamplerError.FAIL_ROLLOUT
+    )
+    with Store.open(store_path, create=False, read_only=True) as store:
+        result = sweep_stored(store, run, ("error",), ("lookup_order",), config, code)
+    assert result.spend.model == server.answered > 0
+    assert result.left_out == 0 and result.left_out_spend.calls == 0  # failures are evidence
+    report = build_sweep_report(result)
+    Draft202012Validator(SWEEP_SCHEMA).validate(report)
+    assert report["cost"]["spend"]["model_calls"] == server.answered

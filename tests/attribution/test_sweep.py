@@ -32,7 +32,12 @@ from otel_replay import (
 from otel_replay.attribution._sweep import CellVerdict, sweep_cost
 from otel_replay.fleet._fragility import fragility
 from otel_replay.ingest import ingest
-from otel_replay.report._sweep import SWEEP_SCHEMA, build_sweep_report, dumps_sweep_report
+from otel_replay.report._sweep import (
+    SWEEP_SCHEMA,
+    SWEEP_VERSION,
+    build_sweep_report,
+    dumps_sweep_report,
+)
 from otel_replay.resamplers._loading import load_resamplers
 from tests.attribution.models import SCM
 from tests.conftest import ROOT, SAMPLES
@@ -106,7 +111,7 @@ def test_the_report_meets_its_schema() -> None:
     report = build_sweep_report(sweep(run, registry, FAULTS, None, _config(max_rollouts=8)), "x")
     Draft202012Validator.check_schema(SWEEP_SCHEMA)
     Draft202012Validator(SWEEP_SCHEMA).validate(report)
-    assert report["format"] == "agent-replay.sweep" and report["version"] == 1
+    assert report["format"] == "agent-replay.sweep" and report["version"] == SWEEP_VERSION == 2
     assert len(report["cells"]) == 10
 
 
