@@ -67,11 +67,18 @@ ToolsOption = Annotated[
 ]
 LlmOption = Annotated[
     ModelSource | None,
-    typer.Option(help="Resample model steps with an OpenAI-compatible chat server."),
+    typer.Option(
+        help="Resample model steps with a model server, in the API each step was asked in: "
+        "openai (an OpenAI-compatible server: chat completions, or the Responses API) or "
+        "anthropic (the Messages API)."
+    ),
 ]
 LlmBaseUrlOption = Annotated[
     str | None,
-    typer.Option(help="The server's /v1 URL (default $OPENAI_BASE_URL; $OPENAI_API_KEY: OpenAI)."),
+    typer.Option(
+        help="The server's URL: openai's /v1 URL (default $OPENAI_BASE_URL; $OPENAI_API_KEY: "
+        "OpenAI), anthropic's root (default $ANTHROPIC_BASE_URL; $ANTHROPIC_API_KEY: Anthropic)."
+    ),
 ]
 LlmModelOption = Annotated[str | None, typer.Option(help="Model (default: the recorded one).")]
 LlmTemperatureOption = Annotated[float, typer.Option(help="Sampling temperature.")]
@@ -99,7 +106,9 @@ def user_code(
     store is opened or anything runs. The judge asks ``--judge-base-url`` (else the
     ``--llm-base-url`` server) for ``--judge-model`` (else ``--llm-model``)."""
     model = (
-        ChatModelOptions(base_url=llm_base_url, model=llm_model, temperature=llm_temperature)
+        ChatModelOptions(
+            base_url=llm_base_url, model=llm_model, temperature=llm_temperature, source=llm
+        )
         if llm
         else None
     )

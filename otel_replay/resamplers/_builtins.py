@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 
 from otel_replay.errors import RegistrationError, setting
 from otel_replay.model import StepKind, Trajectory
+from otel_replay.resamplers._anthropic import AnthropicMessagesModel
 from otel_replay.resamplers._loading import Loaded, ToolSource, UserCode
-from otel_replay.resamplers._openai import OpenAIChatModel
+from otel_replay.resamplers._openai import ChatModelOptions, ModelSource, OpenAIChatModel
 from otel_replay.resamplers._recorded import RecordedOutcomes, recorded_outcomes
 from otel_replay.resamplers._registry import Registry
 from otel_replay.store import Store
@@ -28,7 +29,7 @@ class BuiltIns:
     """What `add_built_ins` added: the model (its client to close when the rollouts are done)
     and what a person should know before paying for its calls."""
 
-    model: OpenAIChatModel | None = None
+    model: OpenAIChatModel | AnthropicMessagesModel | None = None
     notes: list[str] = field(default_factory=list)
 
     def close(self) -> None:
@@ -72,10 +73,17 @@ def add_built_ins(
         registry.add_resampler(StepKind.TOOL, draws)
     built = BuiltIns()
     if code.llm is not None and not registry.registered(StepKind.LLM):
-        built.model = OpenAIChatModel(code.llm)
+        built.model = chat_model(code.llm)
         registry.add_resampler(StepKind.LLM, built.model)
         built.notes += built.model.notes(trajectory)
     return built
+
+
+def chat_model(options: ChatModelOptions) -> OpenAIChatModel | AnthropicMessagesModel:
+    """The built-in model ``--llm`` names: an OpenAI-compatible server, or the Messages API."""
+    if ModelSource(options.source) is ModelSource.ANTHROPIC:
+        return AnthropicMessagesModel(options)
+    return OpenAIChatModel(options)
 
 
 @contextmanager

@@ -17,8 +17,9 @@ from types import ModuleType
 from typing import Any, NamedTuple
 
 from otel_replay.errors import PluginLoadError, ReplayError, setting
+from otel_replay.resamplers._anthropic import anthropic_server
 from otel_replay.resamplers._judge import JudgeOptions, judge
-from otel_replay.resamplers._openai import ChatModelOptions, server
+from otel_replay.resamplers._openai import ChatModelOptions, ModelSource, server
 from otel_replay.resamplers._registry import USER_MODULE_PREFIX, Registry, VerifierFunction
 from otel_replay.resamplers._verifiers import answer_verifier
 
@@ -59,7 +60,8 @@ class UserCode:
             recorded holding its rollout as unservable; ``recorded,faults``: such a call fails
             as an injected fault instead). A string is read as a `ToolSource`.
         llm: a built-in model for every model step no registration covers (``--llm openai``:
-            `otel_replay.resamplers.OpenAIChatModel`).
+            `otel_replay.resamplers.OpenAIChatModel`, chat completions or the Responses API as
+            each step was asked; ``--llm anthropic``: the Messages API).
         agent: ``module:function`` of a live agent, when rollouts re-run it.
         instrument: SDKs whose model calls the agent makes unmodified (``--instrument``).
         entry_points: whether installed ``otel_replay.resamplers`` entry points are loaded too.
@@ -99,7 +101,9 @@ class UserCode:
                 f"{' and '.join(ways)} {'both' if len(ways) == 2 else 'all'} say how to score a "
                 "run; give one of them"
             )
-        if self.llm is not None:
+        if self.llm is not None and ModelSource(self.llm.source) is ModelSource.ANTHROPIC:
+            anthropic_server(self.llm.base_url, setting("llm", "anthropic"))
+        elif self.llm is not None:
             server(self.llm.base_url, setting("llm", "openai"))
         if self.judge is not None:
             named = setting("judge_base_url", "URL", text="URL")
@@ -156,7 +160,13 @@ class UserCode:
             "tools": None if self.tools is None else self.tools.value,
             "llm": None
             if llm is None
-            else {"base_url": llm.base_url, "model": llm.model, "temperature": llm.temperature},
+            else {
+                "base_url": llm.base_url,
+                "model": llm.model,
+                "temperature": llm.temperature,
+                # the API asked: named only when not the default, so kept reports still match
+                **({"source": "anthropic"} if llm.source == ModelSource.ANTHROPIC else {}),
+            },
             "instrument": list(self.instrument),
             # only when given: the digests of questions asked without a judge stay as they were
             **({} if self.judge is None else {"judge": self.judge.canonical()}),

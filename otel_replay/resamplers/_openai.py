@@ -1,6 +1,8 @@
-"""An OpenAI-compatible chat model as a resample function: ``--llm openai``.
+"""An OpenAI-compatible model as a resample function: ``--llm openai``.
 
-Any server speaking ``/v1/chat/completions`` will do (OpenAI, vLLM, Ollama, LiteLLM, ...). A model
+Any server speaking ``/v1/chat/completions`` will do (OpenAI, vLLM, Ollama, LiteLLM, ...); a step
+recorded through the Responses API (its inputs are ``input`` items and ``instructions``) is asked
+again in that API (``/v1/responses``), so a run is re-asked in the API it was recorded in. A model
 step is asked again with the conversation of *this* rollout (`rebuild_messages`), the recorded tools
 and parameters, and the model (the recorded one unless another is named) at the requested
 temperature; the reply becomes the step's output in the importer's message shape. The ``openai``
@@ -21,7 +23,7 @@ from typing import Any
 
 from otel_replay._extras import install_command
 from otel_replay.errors import PluginLoadError, RegistrationError, setting
-from otel_replay.messages import conversation, message_text
+from otel_replay.messages import assistant_message, conversation, message_text
 from otel_replay.model import Step, StepKind, Trajectory
 from otel_replay.resamplers._context import RolloutContext
 from otel_replay.resamplers._draws import noted_tokens
@@ -34,19 +36,23 @@ _PARAMETERS = ("max_tokens", "top_p", "stop", "presence_penalty", "frequency_pen
 class ModelSource(str, Enum):
     """Which built-in model ``--llm`` names."""
 
-    OPENAI = "openai"  # any OpenAI-compatible /v1/chat/completions server
+    OPENAI = "openai"  # any OpenAI-compatible server: chat completions, or the Responses API
+    ANTHROPIC = "anthropic"  # the Anthropic Messages API (`otel_replay.resamplers._anthropic`)
 
 
 @dataclass(frozen=True, slots=True)
 class ChatModelOptions:
     """
     Attributes:
-        base_url: the server (``…/v1``); default ``$OPENAI_BASE_URL``, else OpenAI's.
+        base_url: the server (``…/v1``); default ``$OPENAI_BASE_URL``, else OpenAI's (for
+            ``source`` anthropic: the server's root, default ``$ANTHROPIC_BASE_URL``, else
+            Anthropic's).
         model: the model to ask; default the recorded one.
         temperature: 1.0 by default: at 0 a model answers the same every time, and resampling it
             changes nothing.
         max_retries: retries (with backoff) of a rate-limited or failed request.
         timeout_s: how long one request may take.
+        source: which API the model speaks (``--llm openai`` or ``--llm anthropic``).
     """
 
     base_url: str | None = None
@@ -54,9 +60,10 @@ class ChatModelOptions:
     temperature: float = 1.0
     max_retries: int = 4
     timeout_s: float = 60.0
+    source: ModelSource = ModelSource.OPENAI
 
     def flags(self) -> list[str]:
-        flags = ["--llm", ModelSource.OPENAI.value]
+        flags = ["--llm", ModelSource(self.source).value]
         if self.base_url:
             flags += ["--llm-base-url", self.base_url]
         if self.model:
@@ -79,9 +86,12 @@ class OpenAIChatModel:
         self.__module__ = "builtin"
 
     def __call__(self, step: Step, ctx: RolloutContext) -> Any:
+        said = rebuild_messages(step, ctx.history, ctx.live)
+        if asked_in_responses(recorded_request(step, ctx).inputs):
+            return self._respond(step, said)
         request: dict[str, Any] = {
             "model": self.options.model or step.inputs.get("model") or step.name,
-            "messages": [_openai_message(m) for m in rebuild_messages(step, ctx.history, ctx.live)],
+            "messages": [_openai_message(m) for m in said],
             "temperature": self.options.temperature,
         }
         tools = step.inputs.get("tools")
@@ -100,6 +110,34 @@ class OpenAIChatModel:
             noted_tokens(sum(n for n in spent if isinstance(n, int)))
         choice = response.choices[0]
         return {**_message(choice.message, choice.finish_reason), "model": request["model"]}
+
+    def _respond(self, step: Step, said: list[dict[str, Any]]) -> Any:
+        """Ask the Responses API, as the step was asked: the conversation as input items."""
+        instructions, items = response_items(said)
+        request: dict[str, Any] = {
+            "model": self.options.model or step.inputs.get("model") or step.name,
+            "input": items,
+            "temperature": self.options.temperature,
+        }
+        if instructions:
+            request["instructions"] = instructions
+        tools = step.inputs.get("tools")
+        if isinstance(tools, list) and tools:
+            request["tools"] = [_responses_tool(t) for t in tools]
+        parameters = step.inputs.get("parameters")
+        if isinstance(parameters, dict) and "max_output_tokens" in parameters:
+            request["max_output_tokens"] = parameters["max_output_tokens"]
+        try:
+            response = self._client.responses.create(**request)
+        except self._errors as exc:
+            raise RuntimeError(failed_request(self.base_url, exc)) from None
+        usage = getattr(response, "usage", None)
+        spent = [getattr(usage, name, None) for name in ("input_tokens", "output_tokens")]
+        if all(isinstance(n, int) for n in spent):
+            noted_tokens(sum(n for n in spent if isinstance(n, int)))
+        reply = assistant_message(response.model_dump(mode="json", exclude_none=True))
+        message = reply if reply is not None else {"role": "assistant", "content": None}
+        return {**message, "model": request["model"]}
 
     def close(self) -> None:
         """Close the client's connections."""
@@ -195,6 +233,74 @@ def rebuild_messages(
             break
         opening.append(message)
     return rebuilt(opening, history)
+
+
+def recorded_request(step: Step, ctx: RolloutContext) -> Step:
+    """The model call whose API a re-asked turn speaks: the recorded step it stands in for, else
+    the run's first model call (a turn off the record, which the chat loop builds as messages),
+    else the call itself."""
+    if ctx.recorded is not None:
+        return ctx.recorded
+    first = next((s for s in ctx.factual.steps if s.kind is StepKind.LLM), None)
+    return first if first is not None else step
+
+
+def asked_in_responses(inputs: dict[str, Any]) -> bool:
+    """Whether a model call was made through the Responses API: its inputs hold ``input`` (at the
+    top, or under ``parameters`` where ``--instrument`` keeps it) and no chat ``messages``."""
+    if isinstance(inputs.get("messages"), list):
+        return False
+    parameters = inputs.get("parameters")
+    kept = parameters if isinstance(parameters, dict) else {}
+    return "input" in inputs or "input" in kept
+
+
+def response_items(said: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
+    """A conversation in the store's shape as the Responses API's ``instructions`` (the system
+    messages) and ``input`` items: messages, an assistant turn's calls as ``function_call`` items,
+    tool results as ``function_call_output`` items."""
+    system: list[str] = []
+    items: list[dict[str, Any]] = []
+    for message in said:
+        role = message.get("role")
+        content = message.get("content")
+        if role == "system":
+            system.append(message_text(content))
+        elif role == "tool":
+            items.append(
+                {
+                    "type": "function_call_output",
+                    "call_id": str(message.get("tool_call_id") or ""),
+                    "output": message_text(content),
+                }
+            )
+        elif role == "assistant":
+            if content:
+                items.append({"role": "assistant", "content": message_text(content)})
+            for call in wire_tool_calls(message.get("tool_calls")):
+                items.append(
+                    {
+                        "type": "function_call",
+                        "call_id": call["id"],
+                        "name": call["function"]["name"],
+                        "arguments": call["function"]["arguments"],
+                    }
+                )
+        else:
+            items.append({"role": str(role or "user"), "content": message_text(content)})
+    return "\n\n".join(system), items
+
+
+def _responses_tool(tool: Any) -> Any:
+    """A recorded tool definition in the Responses API's flat ``{"type": "function", "name", ...}``
+    form (from a chat tool's ``function`` or an Anthropic tool's ``input_schema``)."""
+    if not isinstance(tool, dict) or tool.get("type") not in (None, "function"):
+        return tool
+    definition = tool["function"] if isinstance(tool.get("function"), dict) else tool
+    flat = {k: definition[k] for k in ("name", "description", "parameters") if k in definition}
+    if "parameters" not in flat and "input_schema" in definition:
+        flat["parameters"] = definition["input_schema"]
+    return {"type": "function", **flat}
 
 
 def _openai_message(message: dict[str, Any]) -> dict[str, Any]:
