@@ -168,13 +168,21 @@ def _draws(evidence: Any) -> str | None:
 
 def _cost(cost: dict[str, Any]) -> str:
     """The report's cost: rollouts, then what users pay (model calls and their tokens, tool calls,
-    free draws), the judge's calls, the time; a report from before the split says calls alone."""
+    free draws) and the part the rollouts left out spent, the judge's calls, the time; a report
+    from before the split says calls alone."""
     split = Spend.from_record(cost)
     paid = (
         f"{split.words()} ({cost.get('step_executions')} resample-function calls)"
         if split is not None
         else f"{cost.get('step_executions')} step executions"
     )
+    left_out = cost.get("left_out") if isinstance(cost.get("left_out"), dict) else {}
+    part = Spend.from_record(left_out)
+    if part is not None and part.calls and left_out.get("rollouts"):
+        paid += (
+            f"; of which {part.calls_words()} in the {left_out['rollouts']} rollouts left out "
+            "(unservable or crashed)"
+        )
     return (
         f"{cost.get('rollouts')} rollouts; {paid}, "
         + (f"{cost['judge_calls']} judge calls, " if cost.get("judge_calls") else "")

@@ -27,7 +27,7 @@ from otel_replay.attribution._config import OnResamplerError
 from otel_replay.attribution._sweep_stored import sweep_stored
 from otel_replay.executors import Processes
 from otel_replay.importers import read_path
-from otel_replay.report import REPORT_SCHEMA
+from otel_replay.report import REPORT_SCHEMA, html_report
 from otel_replay.report._sweep import SWEEP_SCHEMA, build_sweep_report
 from otel_replay.resamplers._openai import ChatModelOptions
 from tests.cli_helpers import invoke
@@ -119,6 +119,11 @@ def test_the_report_and_the_cost_line_count_the_rollouts_left_out(
     assert part["rollouts"] == evidence["left_out"] > 0
     assert 0 < part["model_calls"] < cost["model_calls"]
     assert part["tokens"]["total"] < cost["tokens"]["total"]
+    page = " ".join(html_report(report).split())
+    assert (
+        f"of which {part['model_calls']} model calls, {part['free_draws']} free draws in the "
+        f"{part['rollouts']} rollouts left out" in page
+    )
     answered = server.answered
     text = invoke(runner, store_path, *args).stdout
     assert server.answered == 2 * answered  # the same attribution asks the same calls again
