@@ -47,6 +47,12 @@ def platform_addresses(paths: list[str], since: str | None) -> tuple[list[str], 
     from otel_replay.platforms.phoenix import is_phoenix_url, parse_phoenix_url
 
     urls = [p for p in paths if is_phoenix_url(p)]
+    other = next((p for p in paths if "://" in p and not is_phoenix_url(p)), None)
+    if other is not None:  # read as a path, its // would fold into one slash
+        raise ReplayError(
+            f"{other} is a URL: import reads trace files and folders, and Phoenix projects "
+            "(phoenix://HOST:PORT/PROJECT); agent-replay serve receives traces sent over HTTP"
+        )
     for url in urls:
         if parse_phoenix_url(url).project is None:
             raise ReplayError(f"{url} names no project: phoenix://HOST:PORT/PROJECT")

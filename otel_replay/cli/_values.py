@@ -11,7 +11,9 @@ Typer's own checks of the path, ``coerce_cli_path``, the function its adapter ca
 spells otherwise, ``""`` or ``./a`` or ``a/``, names another path or is quoted otherwise in
 Typer's messages, and a parameter that takes ``-`` for standard input is checked differently).
 Those are converted here; every other value, or a parameter of another type or with a parser, goes
-to the adapter Typer builds, built when such a value first comes. ``tests/test_cli_startup.py`` sets the two side by side for every
+to the adapter Typer builds, built when such a value first comes. One refusal is this CLI's own: a
+URL given for a ``Path`` parameter (``--out http://host/x``) is a usage error naming it, where
+``Path`` would fold its ``//`` into one slash and a file would be read or written at ``http:/host/x``. ``tests/test_cli_startup.py`` sets the two side by side for every
 parameter of every command.
 
 The hook is Typer's lazily built ``_runtime_param``: where a Typer version has no such slot,
@@ -25,8 +27,10 @@ from typing import Any
 
 try:  # typer vendors click from 0.20 on; earlier it depends on click itself
     from typer import _click as click
+    from typer._click.exceptions import BadParameter
 except ImportError:  # pragma: no cover - older typer
     import click  # type: ignore[no-redef,import-not-found,unused-ignore]
+    from click import BadParameter  # type: ignore[no-redef,import-not-found,assignment,unused-ignore]
 
 from typer.core import TyperCommand
 
@@ -46,6 +50,7 @@ class PlainValues:
             descriptor.annotation is Path and info.path_type is None and not info.allow_dash
         )
         self._path = plain and plain_path
+        self._takes_path = descriptor.annotation is Path
         # a number option's default: an int or float of the option's own type, within its bounds
         self._number = (
             descriptor.annotation if plain and descriptor.annotation in (int, float) else None
@@ -62,6 +67,8 @@ class PlainValues:
             low, high = self._bounds
             if (low is None or value >= low) and (high is None or value <= high):
                 return value  # else Typer's adapter says what is wrong with it (or clamps it)
+        if isinstance(value, str) and "://" in value and self._takes_path:
+            raise BadParameter(f"{value} is a URL, not a file path", ctx=ctx, param=param)
         if isinstance(value, str) and not many:
             if self._str:
                 return value
