@@ -24,9 +24,12 @@ from typer.testing import CliRunner
 from otel_replay import Store, UserCode
 from otel_replay.attribution import AttributionConfig, Driver, Strategy, attribute_stored
 from otel_replay.attribution._config import OnResamplerError
+from otel_replay.attribution._engine import Ended, rolled_out
+from otel_replay.attribution._run import RolloutWork, job_of
 from otel_replay.attribution._sweep_stored import sweep_stored
 from otel_replay.executors import Processes
 from otel_replay.importers import read_path
+from otel_replay.replay import Plan
 from otel_replay.report import REPORT_SCHEMA, html_report
 from otel_replay.report._sweep import SWEEP_SCHEMA, build_sweep_report
 from otel_replay.resamplers._openai import ChatModelOptions
@@ -182,3 +185,29 @@ def test_the_sweep_counts_the_calls_of_the_rollouts_an_error_ended(
     report = build_sweep_report(result)
     Draft202012Validator(SWEEP_SCHEMA).validate(report)
     assert report["cost"]["spend"]["model_calls"] == server.answered
+
+
+@pytest.mark.parametrize("driver", [Driver.CHAT, Driver.TRACE])
+def test_the_calls_noted_as_made_are_the_calls_a_rollout_counts(
+    store_path: Path, server: Counting, driver: Driver
+) -> None:
+    """What a rollout an error ended is charged comes from the calls noted as they were made; for
+    the rollouts that ended, those notes agree with what the rollout itself counts."""
+    run = _failed(store_path)
+    code = UserCode(success_if=SUCCESS, tools="recorded", llm=ChatModelOptions(base_url=server.url))
+    with Store.open(store_path, create=False, read_only=True) as store:
+        job = job_of(store, run, AttributionConfig(driver=driver), code)
+    drive = RolloutWork(job).prepare()
+    steps = len(job.trajectory.steps)
+    ended = finished = 0
+    for start in range(steps):
+        for number in range(6):
+            made = rolled_out(drive, Plan.ablate_from(steps, start), number)
+            if isinstance(made, Ended):
+                ended += 1
+                assert made.draws.calls > 0
+                continue
+            finished += 1
+            assert made.draws.calls == made.step_executions
+            assert made.draws.model_steps == made.model_steps
+    assert finished > 0 and (ended > 0 or driver is Driver.TRACE)
