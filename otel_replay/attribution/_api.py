@@ -48,6 +48,7 @@ from otel_replay.attribution._shapley import shapley, shapley_plans
 from otel_replay.attribution._spend import NOTHING
 from otel_replay.attribution._variation import (
     cannot_tell,
+    held_words,
     is_live,
     open_root,
     resting_on,
@@ -196,6 +197,9 @@ def attribute(
         if unvaried is not None
         else _explain(trajectory, mode, found, config)
     )
+    if unvaried is None and verdict in (Verdict.CULPRIT, Verdict.SETTLED) and found is not None:
+        poc = found.point_of_commitment
+        explained += held_words(found_variations, poc if poc is not None else varied[0])
     explanation = told(explained, engine.rollouts, evidence, stopped)
     return AttributionResult(
         trajectory_id=trajectory.id,

@@ -7,10 +7,12 @@ only give back its record: ``--tools recorded`` with no other result for the cal
 (the draws hold the step), an observed-only step (no resample function, or marked
 ``resamplable: false``), a read of the environment (a clock, a fresh id). A not-varied step is never
 estimated (its effect would be zero by construction, which is no evidence of "no effect") and no
-plan is built around it. A step something was asked to resample and cannot vary (`Variation.blocks`:
-the draws of ``--tools recorded`` holding it) leaves any verdict that rests on it at "cannot tell"
-(`blocking`); an observed-only step is the world as recorded by the user's choice or the record's,
-as it always was (a verdict "settled" says the failure may have been settled by one).
+plan is built around it. A step something was asked to resample and cannot vary for want of
+evidence (`Variation.blocks`: ``--tools recorded`` holding a call no other stored run made) leaves
+any verdict that rests on it at "cannot tell" (`blocking`). A call every stored run that made it
+was answered the same way is held as the recorded world answers it, and said beside the verdict
+(`held_words`); an observed-only step is the world as recorded by the user's choice or the
+record's, as it always was (a verdict "settled" says the failure may have been settled by one).
 """
 
 from __future__ import annotations
@@ -77,7 +79,7 @@ def variations(trajectory: Trajectory, registry: Registry, live: bool) -> tuple[
     record marks ``resamplable: false`` (the chat loop is no such code: its steps are run by their
     resample functions)."""
     return tuple(
-        Variation(s.index, s.kind.value, s.name, *_variation(s, registry, live))
+        Variation(s.index, s.kind.value, s.name, *_variation(s, registry, live, trajectory.id))
         for s in trajectory.steps
     )
 
@@ -98,7 +100,7 @@ def blocking(found: Sequence[Variation], after: int) -> list[Variation]:
     return [v for v in found if v.blocks and v.index > after]
 
 
-def _variation(step: Step, registry: Registry, live: bool) -> _Found:
+def _variation(step: Step, registry: Registry, live: bool, run_id: str) -> _Found:
     if step.reads_environment:
         return _Found(False, f"{WORLD[1]} (a clock, a fresh id): the world, never resampled")
     registration = registry.lookup(step)
@@ -113,13 +115,13 @@ def _variation(step: Step, registry: Registry, live: bool) -> _Found:
         return _Found(False, f"{WORLD[0]}: no resample function for {step.kind.value} {step.name}")
     function = registration.function
     if isinstance(function, RecordedOutcomes):
-        return _drawn(step, function)
+        return _drawn(step, function, run_id)
     if step.kind is StepKind.LLM and describe(function).startswith("builtin."):
         return _Found(True, "the built-in model, asked again")
     return _Found(True, f"resample function {describe(function)}")
 
 
-def _drawn(step: Step, draws: RecordedOutcomes) -> _Found:
+def _drawn(step: Step, draws: RecordedOutcomes, run_id: str) -> _Found:
     """A tool step ``--tools recorded`` answers: varied when the store holds another result for
     its call than this run's."""
     found = draws.alternatives(step)
@@ -131,13 +133,18 @@ def _drawn(step: Step, draws: RecordedOutcomes) -> _Found:
             f"{len(found)} distinct recorded results for {call} (from {len(runs)} stored runs)",
             len(found),
         )
-    if not runs:
-        why = f"the store holds no result for {call}: resampling it can only give its record"
-    elif len(runs) == 1:
-        why = f"the store holds only this run's result for {call}"
-    else:
-        why = f"the store's results for {call} ({len(runs)} runs) are all the same as this run's"
-    return _Found(False, why, len(found), True)
+    others = runs - {run_id}
+    if not others:  # nothing but this run says what the call returns: it blocks a verdict
+        why = (
+            f"the store holds only this run's result for {call}"
+            if runs
+            else f"the store holds no result for {call}: resampling it can only give its record"
+        )
+        return _Found(False, why, len(found), True)
+    # other runs made the call and were answered the same: the recorded world answers it one way
+    everyone = f"all {len(runs)} stored runs" if len(runs) > 1 else "the one stored run"
+    why = f"{everyone} that called {call} were answered the same"
+    return _Found(False, why, len(found))
 
 
 def call_words(step: Step, width: int = 100) -> str:
@@ -272,3 +279,20 @@ def open_root(found: Localisation, found_variations: Sequence[Variation]) -> Loc
     why = f"an earlier step was not varied, so it may be the root cause ({held})"
     opened = RootCause(None, True, bracket=(before[0].index, root.index), calls=root.calls, why=why)
     return dataclasses.replace(found, root_cause=opened)
+
+
+def held_words(found_variations: Sequence[Variation], after: int) -> str:
+    """A sentence on the steps after step ``after`` that ``--tools recorded`` held because every
+    stored run that made the call was answered the same (empty when there are none)."""
+    held = [
+        v
+        for v in found_variations
+        if v.index > after and not v.varied and not v.blocks and v.alternatives is not None
+    ]
+    if not held:
+        return ""
+    named = "; ".join(f"step {v.index} ({v.kind} {v.name}): {v.how}" for v in held)
+    return (
+        f" Not varied, held as the stored runs were answered: {named} (a resample function, or a "
+        "stored run answered otherwise, would vary it)."
+    )

@@ -284,14 +284,15 @@ def _notify_run(run_id: str, sent: str, lookup: str = "bad") -> Trajectory:
     )
 
 
-@pytest.mark.parametrize("other_result", [None, "bounced"])
+@pytest.mark.parametrize("other_result", [None, "bounced", "sent"])
 def test_a_culprit_with_a_later_step_that_was_not_varied_cannot_be_named(
     store_path: Path, other_result: str | None
 ) -> None:
     """Step 0 matters (resampled, it saves the run half the time). With step 1 held (the store has
     only this run's notify result) the commitment may lie at step 1 too: cannot tell, step 0 the
     bracket's start. With another stored run answered otherwise, step 1 is varied, shown to have no
-    effect, and step 0 is the culprit."""
+    effect, and step 0 is the culprit. With another stored run answered the same, step 1 is not
+    varied but held as the recorded world answers it: the culprit is named, and the step beside it."""
     run = _notify_run("notify-held", "sent")
     with Store.open(store_path) as store:
         store.put(run)
@@ -312,10 +313,20 @@ def test_a_culprit_with_a_later_step_that_was_not_varied_cannot_be_named(
         assert held in result.explanation
         assert "no effect" not in result.explanation.split("Not varied:")[1]
         assert result.steps[0].significant
-    else:
+    elif other_result == "bounced":
         assert result.verdict is Verdict.CULPRIT, result.explanation
         assert result.point_of_commitment == 0
         assert step.varied is True and step.no_effect is True
+    else:  # both stored runs were answered "sent": the recorded world answers the call one way
+        assert result.verdict is Verdict.CULPRIT, result.explanation
+        assert result.point_of_commitment == 0
+        assert step.varied is False and step.no_effect is None and step.attribution is None
+        said = 'all 2 stored runs that called notify(to="ann") were answered the same'
+        assert step.variation == said
+        assert (
+            f"Not varied, held as the stored runs were answered: step 1 (tool notify): {said}"
+            in (result.explanation)
+        )
 
 
 def test_a_root_cause_with_an_earlier_step_that_was_not_varied_stays_open(
