@@ -176,7 +176,8 @@ def _cost(cost: dict[str, Any]) -> str:
         if split is not None
         else f"{cost.get('step_executions')} step executions"
     )
-    left_out = cost.get("left_out") if isinstance(cost.get("left_out"), dict) else {}
+    found = cost.get("left_out")
+    left_out: dict[str, Any] = found if isinstance(found, dict) else {}
     part = Spend.from_record(left_out)
     if part is not None and part.calls and left_out.get("rollouts"):
         paid += (
