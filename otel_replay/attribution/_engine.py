@@ -254,11 +254,11 @@ class Engine:
     def _lost(self, task: tuple[Plan, int], ended: Ended) -> Outcome:
         """A rollout an error ended: unservable (a call nothing can answer), or a resample
         function's error: a failure, or (by default) the end. Either way the calls it made
-        before the error count (`Ended.draws`): the call nothing could answer among the free
-        draws (nothing was called for it)."""
+        before the error count (`Ended.draws`; the call nothing could answer is not among them:
+        nothing was called for it)."""
         exc, draws = ended.error, ended.draws
         if isinstance(exc, UnservableError):
-            spend = self.pricing.spent(draws.calls, draws.model_steps, draws.free + 1, draws.tokens)
+            spend = self.pricing.spent(draws.calls, draws.model_steps, draws.free, draws.tokens)
             call = Call(exc.tool, exc.arguments)
             return Outcome(
                 task[0], task[1], 0.0, False, draws.calls, None,

@@ -16,7 +16,7 @@ from collections import deque
 from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
-from otel_replay.errors import InterventionError, NonDeterminismError
+from otel_replay.errors import InterventionError, NonDeterminismError, UnservableError
 from otel_replay.hashing import content_form, op_key
 from otel_replay.model import Step, StepKind, StepStatus, Trajectory
 from otel_replay.replay._diff import flat_inputs
@@ -126,6 +126,21 @@ class ReplayContext(AgentContext):
             # a call the rollout makes, noted before it is made: paid even if the rollout ends
             self._log.called(kind is StepKind.LLM, decided.matched)
         return decided
+
+    def _produce(
+        self,
+        kind: StepKind,
+        name: str,
+        inputs: dict[str, Any],
+        produce: Callable[[], Any] | None,
+        live: _Live,
+    ) -> Any:
+        try:
+            return super()._produce(kind, name, inputs, produce, live)
+        except UnservableError:
+            if self._log is not None and self._resampled(live):  # nothing was called for it
+                self._log.unanswered(kind is StepKind.LLM, live.matched)
+            raise
 
     def _resampled(self, live: _Live) -> bool:
         """Whether a call run live is one the plan resamples (or one the record does not hold):

@@ -29,7 +29,7 @@ from otel_replay.replay._patch import apply_patch
 from otel_replay.replay._plan import Action, Plan
 from otel_replay.resamplers import Registry, RolloutContext, StepFailed
 from otel_replay.resamplers._context import History, RolloutSeed, standing_in
-from otel_replay.resamplers._draws import NO_DRAWS, Draws, noted_call
+from otel_replay.resamplers._draws import NO_DRAWS, Draws, noted_call, noted_unanswered
 from otel_replay.resamplers._registry import Registration, describe, ways_to_resample
 
 
@@ -115,6 +115,7 @@ def rollout(
             history.append(step.with_result(None, StepStatus.ERROR, str(failure) or "failed"))
             continue
         except UnservableError:
+            noted_unanswered(step.kind is StepKind.LLM, step.index)  # nothing was called
             raise  # nothing can answer the call: the rollout ends here
         except Exception as exc:
             raise _failure(step, registration, f"raised {type(exc).__name__}: {exc}") from exc

@@ -95,7 +95,7 @@ COST_SCHEMA: dict[str, Any] = {
                 "what the rollouts left out of the estimates (evidence: unservable or crashed) "
                 "spent, already counted in the totals above: every call made is paid, whether "
                 "or not its rollout could be used (an unservable rollout's calls before the one "
-                "nothing answered, which is counted with the free draws)"
+                "nothing answered, which is not counted: nothing was called for it)"
             ),
             "properties": {
                 "rollouts": {"type": "integer", "minimum": 0},

@@ -73,6 +73,14 @@ class DrawLog:
         if model:
             self.model_steps.append(stands_for)
 
+    def unanswered(self, model: bool, stands_for: int | None) -> None:
+        """The call just noted (`called`) was answered by nothing (`UnservableError`): nothing
+        was called for it, so it is not counted."""
+        self.calls -= 1
+        if model:
+            at = len(self.model_steps) - 1 - self.model_steps[::-1].index(stands_for)
+            del self.model_steps[at]
+
     def draws(self) -> Draws:
         return Draws(
             tuple(self.runs),
@@ -111,6 +119,13 @@ def noted_call(model: bool, stands_for: int | None) -> None:
     log = _LOG.get()
     if log is not None:
         log.called(model, stands_for)
+
+
+def noted_unanswered(model: bool, stands_for: int | None) -> None:
+    """The call just noted was answered by nothing (`DrawLog.unanswered`)."""
+    log = _LOG.get()
+    if log is not None:
+        log.unanswered(model, stands_for)
 
 
 def noted_draw(run: str) -> None:

@@ -100,8 +100,8 @@ def test_the_model_calls_are_what_the_server_answered(
     # recorded, and were left out of the estimates
     assert left_out.unservable_rollouts > 0 and left_out.spent.model > 0
     assert result.spend.measured == result.spend.model  # each call's tokens, as the server said
-    # the call nothing answered is a free draw: nothing was called for it
-    assert left_out.spent.free >= left_out.unservable_rollouts and left_out.spent.tool == 0
+    # the call nothing answered is not counted (nothing was called for it), and no tool was paid
+    assert left_out.spent.tool == 0
     assert result.step_executions == result.spend.calls
 
 
@@ -205,7 +205,7 @@ def test_the_calls_noted_as_made_are_the_calls_a_rollout_counts(
             made = rolled_out(drive, Plan.ablate_from(steps, start), number)
             if isinstance(made, Ended):
                 ended += 1
-                assert made.draws.calls > 0
+                assert made.draws.calls >= len(made.draws.model_steps)
                 continue
             finished += 1
             assert made.draws.calls == made.step_executions
