@@ -26,6 +26,7 @@ from otel_replay.replay._steps import AgentContext, _Live, _Served
 from otel_replay.resamplers import Registry
 from otel_replay.resamplers._context import RolloutSeed
 from otel_replay.resamplers._draws import current_log
+from otel_replay.resamplers._registry import ways_to_resample
 
 
 class Record:
@@ -247,9 +248,27 @@ class ReplayContext(AgentContext):
             if id(step) in left and step.kind is kind and step.name == name:
                 if runnable and step.resamplable:
                     return None
+                if kind is StepKind.LLM and step.resamplable:
+                    raise self._fatal(self._stale_answer(step, name))
                 self._cassette[step.op_key or _key(step)].remove(step)
                 return step
         return None
+
+    def _stale_answer(self, recorded: Step, name: str) -> UnservableError:
+        """A model turn asked a conversation the record does not hold (a step before it changed)
+        with nothing to ask the model again: its recorded answer answers another question, so it
+        is never served as this one's (the rollout is unservable, a fork says so)."""
+        position = len(self.ledger.steps)
+        return UnservableError(
+            f"model turn {position} ({name!r}) is asked a conversation the record does not hold "
+            f"(a step before it changed), and nothing can ask the model again: its recorded "
+            f"answer (step {recorded.index}) answers another question; to re-ask it, "
+            f"{ways_to_resample(StepKind.LLM, name)}",
+            step_index=position,
+            function="(none: the model is not re-asked)",
+            tool=name,
+            arguments="",
+        )
 
     def _miss(self, kind: StepKind, name: str, inputs: dict[str, Any]) -> NonDeterminismError:
         index = len(self.ledger.steps)

@@ -172,8 +172,15 @@ def outcome_source(outcome: float | None, metadata: Mapping[str, Any]) -> str | 
     said = metadata.get("outcome_source")
     if isinstance(said, str) and said:
         return said
+    made = metadata.get("source")
+    if made in _MADE_HERE:  # a run agent-replay made, scored by the verifier it was made with
+        return str(made)
     fmt = metadata.get("format")
     return "trace" if isinstance(fmt, str) and fmt != "jsonl" else "record"
+
+
+#: The ``source`` of the runs agent-replay makes itself (`otel_replay.replay`).
+_MADE_HERE = frozenset({"record", "fork", "resume"})  # as `replay._made.MADE_HERE`
 
 
 def _outcome_source_column(db: sqlite3.Connection) -> None:

@@ -137,12 +137,14 @@ def test_a_fork_follows_the_model(runner: CliRunner, samples: Path) -> None:
     searched = ["tool search_logs", "llm rule-based-investigator"]
     assert {k: v for k, v in _fork(runner, samples, "e88b7591", []).items() if k != "id"} == {
         "outcome": 0.0,
+        "outcome_source": "fork",  # scored by the verifier the fork was made with
         "steps": 7,
         "structure": [{"only_in": "right", "steps": [5, 6], "operations": searched}],
     }
     # with it the failing run answers at once: the walk would have run 7 steps, the model stops at 5
     assert {k: v for k, v in _fork(runner, samples, "ef2843ff", [V841]).items() if k != "id"} == {
         "outcome": 1.0,
+        "outcome_source": "fork",
         "steps": 5,
         "structure": [{"only_in": "left", "steps": [5, 6], "operations": searched}],
     }

@@ -110,15 +110,19 @@ def test_fork_asks_the_model_and_scores_by_the_answer(
     assert forked.outcome == 1.0 and forked.final_answer == ELIGIBLE
     (request,) = server.requests  # the one turn after the fork, asked with this fork's result
     assert request["model"] == "support-model" and "delivered" in request["messages"][-1]["content"]
-    # without a model to ask, the turn after the fork is served as recorded: scored, not unknown
-    held = _fork(
-        runner, support_store, "--at", "1", "--observe", observed, "--success-if", "eligible"
-    )
-    assert held.outcome == 0.0
-    failed = _fork(
-        runner, support_store, "--at", "1", "--observe", observed, "--fail-if", "could not check"
-    )
-    assert failed.outcome == 0.0
+    # without a model to ask, the turn after the fork is never served its recorded answer to
+    # another question as if it were this one's: the fork says so, and stores nothing
+    with Store.open(support_store, read_only=True) as db:
+        before = db.count_runs()
+    for scoring in (("--success-if", "eligible"), ("--fail-if", "could not check")):
+        line = one_line_error(
+            invoke(runner, support_store, "fork", "support-fail", "--at", "1",
+                   "--observe", observed, *scoring)
+        )  # fmt: skip
+        assert "model turn 2 ('support-model')" in line and "answers another question" in line
+        assert "--llm openai" in line and "--resamplers" in line
+    with Store.open(support_store, read_only=True) as db:
+        assert db.count_runs() == before
 
 
 def test_fork_judges_the_answer_on_a_server_of_its_own(
