@@ -8,13 +8,18 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import IO
 
 import orjson
 
-from otel_replay.model import Trajectory
+from otel_replay.errors import UnreplayableError
+from otel_replay.model import StepKind, Trajectory
 
-__all__ = ["pytest_module", "write_jsonl"]
+__all__ = ["agent_for_test", "check_testable", "pytest_module", "write_jsonl"]
+
+#: What marks a project's root folder: a test names its agent by its path from there.
+PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 
 
 def write_jsonl(trajectories: Iterable[Trajectory], out: IO[bytes]) -> int:
@@ -25,6 +30,55 @@ def write_jsonl(trajectories: Iterable[Trajectory], out: IO[bytes]) -> int:
         out.write(b"\n")
         count += 1
     return count
+
+
+def check_testable(run: Trajectory, agent: str) -> None:
+    """Raise `UnreplayableError` at once when ``run`` cannot become a test that replays ``agent``:
+    a run imported from a trace was not made by running an agent. Its model calls hold what the
+    instrumentation captured (the conversation, and whatever parameters it saw: LangChain's own
+    settings, never the request the SDK sends), which a replay cannot match the agent's calls
+    against, and the trace does not hold the arguments the agent was called with."""
+    if "input" in run.metadata:  # recorded by running an agent (record, fork, resume)
+        return
+    origin = str(run.metadata.get("format") or "unknown format")
+    models = sum(1 for step in run.steps if step.kind is StepKind.LLM)
+    what = (
+        f"its {models} model call{'s' if models != 1 else ''} hold what the instrumentation "
+        "captured, not the requests the SDK sends, so a replay cannot match the agent's calls "
+        "to them, and "
+        if models
+        else ""
+    )
+    raise UnreplayableError(
+        f"run {run.id} was imported from a trace ({origin}), not recorded by running its agent: "
+        f"{what}the trace does not hold the arguments the agent was called with; record the "
+        f"agent on the same task (agent-replay record --agent {agent} --input JSON) and export "
+        "that run"
+    )
+
+
+def agent_for_test(spec: str, test_folder: Path) -> str:
+    """How a test in ``test_folder`` names the agent ``spec``: a ``file.py:function`` spec by the
+    file's path from its project's root (the nearest folder above it holding pyproject.toml,
+    setup.py, setup.cfg or .git) when the test is in the same project, so the test finds it from
+    wherever it is moved inside the project; else by its absolute path. Module specs as they are."""
+    module, _, name = spec.rpartition(":")
+    if not module.endswith(".py"):
+        return spec
+    agent = Path(module).resolve()
+    root = project_root(agent.parent)
+    folder = test_folder.resolve()
+    if root is not None and folder.is_relative_to(root):
+        return f"{agent.relative_to(root).as_posix()}:{name}"
+    return f"{agent}:{name}"
+
+
+def project_root(folder: Path) -> Path | None:
+    """The nearest folder from ``folder`` up that holds a project marker (`PROJECT_MARKERS`)."""
+    for candidate in (folder, *folder.parents):
+        if any((candidate / marker).exists() for marker in PROJECT_MARKERS):
+            return candidate
+    return None
 
 
 def pytest_module(
@@ -41,9 +95,10 @@ def pytest_module(
     test) against the current code of ``agent``, its model calls served through the SDKs
     ``instrument`` names: ``identical`` asserts it replays step for step; ``pass`` serves tools
     from the record, runs model calls live (and any call the record does not hold: a retry the fix
-    added), and asserts the agent returns and ``verifier`` now scores the run a success. A failure says why in one sentence (the agent raising names the
-    step and the exception). ``agent`` and ``verifier`` are specs as the command line takes them;
-    a ``file.py:function`` spec is relative to the test's folder. ``answer``: without a
+    added), and asserts the agent returns and ``verifier`` now scores the run a success. A failure
+    says why in one sentence (the agent raising names the step and the exception). ``agent`` and
+    ``verifier`` are specs as `agent_for_test` gives them: a relative ``file.py:function`` spec is
+    the file's path from the project's root, which the test finds from its own folder up. ``answer``: without a
     ``verifier``, the ``--success-if`` / ``--fail-if`` patterns that score it. A recording
     edited after the export is refused (`EditedContentError`), as a cassette is."""
     slug = re.sub(r"\W+", "_", run_id[:12]).strip("_") or "run"
@@ -100,9 +155,17 @@ INSTRUMENT = {_literal(tuple(instrument))}
 def _load(spec: str | None, what: str) -> Any:
     assert spec is not None, f"this test needs {{what}}"
     module, _, name = spec.rpartition(":")
-    if module.endswith(".py"):
-        spec = f"{{HERE / module}}:{{name}}"
+    if module.endswith(".py") and not Path(module).is_absolute():
+        spec = f"{{_project_root() / module}}:{{name}}"
     return load_object(spec, what)
+
+
+def _project_root() -> Path:
+    """The project this test is in: the nearest folder up holding {" or ".join(PROJECT_MARKERS)}."""
+    for folder in (HERE, *HERE.parents):
+        if any((folder / marker).exists() for marker in {_literal(PROJECT_MARKERS)}):
+            return folder
+    raise AssertionError(f"{{HERE}} is in no project (no {" or ".join(PROJECT_MARKERS)} above it)")
 
 
 def _recorded() -> Trajectory:

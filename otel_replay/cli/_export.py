@@ -4,7 +4,6 @@ run as a pytest regression test, or the repaired runs' contrastive pairs."""
 from __future__ import annotations
 
 import io
-import os
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -23,7 +22,7 @@ from otel_replay.cli._common import (
 )
 from otel_replay.cli._remembered import sdks_for, spec_given
 from otel_replay.errors import ReplayError
-from otel_replay.export import pytest_module, write_jsonl
+from otel_replay.export import agent_for_test, check_testable, pytest_module, write_jsonl
 from otel_replay.store import Store
 
 if TYPE_CHECKING:
@@ -133,6 +132,7 @@ def _pytest(
     from otel_replay.replay._made import recorded_answer, recorded_verifier
 
     run = db.get(ids[0])
+    check_testable(run, agent)
     scorer, answer = None, None
     if expect is Expect.PASS:  # --verifier, else the one the run was scored with
         scorer = spec_given(verifier) or (recorded_verifier(run) if verifier is None else None)
@@ -147,9 +147,9 @@ def _pytest(
     text = pytest_module(
         run_id=run.id,
         recording=recording.name,
-        agent=_beside(agent, folder),
+        agent=agent_for_test(agent, folder),
         instrument=sdks_for(run, instrument),
-        verifier=_beside(scorer, folder) if scorer else None,
+        verifier=agent_for_test(scorer, folder) if scorer else None,
         answer=answer,
         expect=expect.value,
     )
@@ -197,11 +197,3 @@ def _why_none(missing: list[Unpaired], everything: bool) -> str:
         said.append(f"{runs[0] if len(runs) == 1 else f'{len(runs)} runs ({named})'}: {reason}")
     head = "no run in the store has a repair" if everything else "no run asked for has a repair"
     return f"{head}; " + "; ".join(said)
-
-
-def _beside(spec: str, folder: Path) -> str:
-    """A ``file.py:function`` spec relative to the test's folder (module specs as they are)."""
-    module, _, name = spec.rpartition(":")
-    if not module.endswith(".py"):
-        return spec
-    return f"{os.path.relpath(Path(module).resolve(), folder)}:{name}"
