@@ -98,7 +98,14 @@ def run(
             progress_bar(config) as (progress, spending),
         ):
             result = attribute_stored(
-                db, trajectory_id, config, code, progress, spending, executor, told=tell(json)
+                db,
+                trajectory_id,
+                config,
+                code,
+                progress,
+                spending,
+                executor,
+                told=tell(json or str(json_out) == "-"),  # stdout: the report alone
             )
             wanted = html_out is not None or to is not None or annotate is not None
             run_of = db.get(result.trajectory_id) if wanted else None
