@@ -97,15 +97,9 @@ def run(
             executing(running or Running(), config.workers) as executor,
             progress_bar(config) as (progress, spending),
         ):
+            told = tell(json or str(json_out) == "-")  # standard output: the report alone
             result = attribute_stored(
-                db,
-                trajectory_id,
-                config,
-                code,
-                progress,
-                spending,
-                executor,
-                told=tell(json or str(json_out) == "-"),  # stdout: the report alone
+                db, trajectory_id, config, code, progress, spending, executor, told=told
             )
             wanted = html_out is not None or to is not None or annotate is not None
             run_of = db.get(result.trajectory_id) if wanted else None

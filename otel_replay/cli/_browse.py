@@ -108,8 +108,14 @@ def show_command(
         )
         return
     _print_head(trajectory)
-    meta = trajectory.metadata
-    rebuilt = set(meta.get("reconstructed_steps", []))
+    console.print(_step_table(trajectory, width))
+    if tree:
+        console.print(_span_tree(trajectory))
+
+
+def _step_table(trajectory: Trajectory, width: int) -> Table:
+    """The run step by step, its inputs and outputs cut to ``width``."""
+    rebuilt = set(trajectory.metadata.get("reconstructed_steps", []))
     caption = f"final hash {trajectory.final_hash[:16]}…  identity {trajectory.identity[:16]}…"
     if rebuilt:
         caption = f"† reconstructed from the conversation (no span recorded it); {caption}"
@@ -131,9 +137,7 @@ def show_command(
             short(step.error if failed else _output_preview(step.output), width),
         )
         table.add_row(*map(shown, cells), style="red" if failed else None)
-    console.print(table)
-    if tree:
-        console.print(_span_tree(trajectory))
+    return table
 
 
 def _print_head(trajectory: Trajectory) -> None:
