@@ -140,6 +140,21 @@ def test_traced_runs_import_and_the_outage_is_attributed_to_its_tool_with_no_cod
         _Counted.asked
     )
 
+    # the what-if with no code: the tracking tool answers, the model asked again goes on
+    answered = json.dumps(langgraph_agent.SHIPMENT)
+    forked = ok(
+        invoke(runner, store_path, "fork", ids[1], "--at", "3", "--observe", answered, "--llm",
+               "anthropic", "--llm-base-url", server, "--tools", "recorded", "--success-if",
+               SUCCESS, "--json")
+    )  # fmt: skip
+    fork = _stored(store_path, json.loads(forked.stdout)["id"])
+    assert fork.outcome == 1.0
+    assert [s.name for s in fork.steps[4:]] == [
+        "support-claude",
+        "search_policies",
+        "support-claude",
+    ]
+
 
 def test_the_outage_alone_in_its_store_cannot_be_told_from_the_record(
     server: str, store_path: Path, tmp_path: Path
