@@ -124,6 +124,13 @@ def test_traced_runs_import_and_the_outage_is_attributed_to_its_tool_with_no_cod
         ok(invoke(runner, store_path, "list", "--where", "failed", "--json")).stdout
     )
     assert [row["id"] for row in failed] == [ids[1]]
+    no_code = ["--llm", "anthropic", "--llm-base-url", server, "--tools", "recorded"]
+    many = ok(invoke(runner, store_path, "attribute", "--all-failing", *no_code, "--success-if",
+                     SUCCESS, "--json"))  # fmt: skip
+    rows = json.loads(many.stdout)
+    assert [(r["id"], r["status"], r["verdict"], r["step"]) for r in rows] == [
+        (ids[1], "done", "culprit", "tool track_shipment")
+    ]
 
     _Counted.asked.clear()
     result = ok(
