@@ -52,8 +52,7 @@ def check_testable(run: Trajectory, agent: str) -> None:
     raise UnreplayableError(
         f"run {run.id} was imported from a trace ({origin}), not recorded by running its agent: "
         f"{what}the trace does not hold the arguments the agent was called with; record the "
-        f"agent on the same task (agent-replay record --agent {agent} --input JSON) and export "
-        "that run"
+        f"agent ({agent}) on the same task and export that run"
     )
 
 

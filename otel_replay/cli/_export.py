@@ -4,6 +4,7 @@ run as a pytest regression test, or the repaired runs' contrastive pairs."""
 from __future__ import annotations
 
 import io
+import shlex
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -21,7 +22,7 @@ from otel_replay.cli._common import (
     user_errors,
 )
 from otel_replay.cli._remembered import sdks_for, spec_given
-from otel_replay.errors import ReplayError
+from otel_replay.errors import ReplayError, UnreplayableError
 from otel_replay.export import agent_for_test, check_testable, pytest_module, write_jsonl
 from otel_replay.store import Store
 
@@ -132,7 +133,12 @@ def _pytest(
     from otel_replay.replay._made import recorded_answer, recorded_verifier
 
     run = db.get(ids[0])
-    check_testable(run, agent)
+    try:
+        check_testable(run, agent)
+    except UnreplayableError as exc:  # the command names the command that makes such a run
+        raise UnreplayableError(
+            f"{exc}: agent-replay record --agent {shlex.quote(agent)} --input JSON"
+        ) from None
     scorer, answer = None, None
     if expect is Expect.PASS:  # --verifier, else the one the run was scored with
         scorer = spec_given(verifier) or (recorded_verifier(run) if verifier is None else None)
