@@ -205,6 +205,8 @@ class Engine:
         self.first_crash: str | None = None
         self.draws: Counter[str] = Counter()  # stored run -> results drawn from it
         self.faults: Counter[Call] = Counter()  # calls nothing recorded, failed as faults
+        self.simulated: Counter[Call] = Counter()  # tool calls a model played (--tools simulate)
+        self.simulated_tokens: int | None = 0  # their tokens (None: some were not counted)
         self._tally: dict[Plan, tuple[int, int]] = {}  # per plan: rollouts run, left out
         self._kept: dict[tuple[str, int], KeptRollout] = {}  # by plan (as it ran) and number
         # the trace-driven rollout unless a driver (the chat loop, a live agent) is given
@@ -375,6 +377,10 @@ class Engine:
             )
             self.draws.update(outcome.draws.runs)
             self.faults.update(outcome.draws.faults)
+            self.simulated.update(outcome.draws.simulated)
+            for tokens in outcome.draws.simulated_tokens:
+                known = self.simulated_tokens
+                self.simulated_tokens = None if known is None or tokens is None else known + tokens
             if outcome.unservable is not None:
                 self.unservable[outcome.unservable] += 1
             if outcome.crash is not None:

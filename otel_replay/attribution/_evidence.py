@@ -45,6 +45,8 @@ def evidence_of(engine: Engine, found: Localisation | None, stopped: bool) -> Ev
         faults=_most_first(engine.faults),
         missing=missing,
         spent=engine.left_out_spend,
+        simulated=_most_first(engine.simulated),
+        simulated_tokens=engine.simulated_tokens,
     )
 
 
@@ -66,6 +68,14 @@ def told(
         explanation += (
             f" {failed} calls that no stored run recorded failed as injected faults "
             f"({setting('tools', 'recorded,faults')}): the estimates take those tools to fail."
+        )
+    if evidence.simulated and not evidence.missing:
+        tools = ", ".join(sorted({call.tool for call, _ in evidence.simulated}))
+        explanation += (
+            f" The rollouts' results of {tools} were played by the model "
+            f"({evidence.simulations} simulated calls, {setting('tools', 'simulate')}): the "
+            "verdict rests on what the model made up for those tools, not on results the world "
+            "gave."
         )
     return explanation
 

@@ -258,6 +258,9 @@ class Evidence:
         draws: each stored run the recorded tool results came from, with how many were drawn
             from it (most first).
         faults: the calls nothing recorded that the faults fallback failed, with how often.
+        simulated: the tool calls a model played (``--tools simulate``), with how often; each
+            was one request of the model server, ``simulated_tokens`` their tokens as it counted
+            them (None: some it did not count).
         missing: so many rollouts were left out (half of them, or half of a plan an estimate
             reads) that the estimates cannot be relied on: the verdict is ``no-evidence``.
         spent: what the rollouts left out spent (the calls an unservable one made before the
@@ -272,6 +275,13 @@ class Evidence:
     faults: tuple[tuple[Call, int], ...] = ()
     missing: bool = False
     spent: Spend = NOTHING
+    simulated: tuple[tuple[Call, int], ...] = ()
+    simulated_tokens: int | None = 0
+
+    @property
+    def simulations(self) -> int:
+        """The model server's requests that played a tool."""
+        return sum(n for _, n in self.simulated)
 
     @property
     def unservable_rollouts(self) -> int:

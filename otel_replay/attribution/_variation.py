@@ -33,6 +33,7 @@ from otel_replay.resamplers import Registry
 from otel_replay.resamplers._loading import ToolSource
 from otel_replay.resamplers._recorded import RecordedOutcomes, call_of
 from otel_replay.resamplers._registry import describe
+from otel_replay.resamplers._simulate import SimulatedTools
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +115,10 @@ def _variation(step: Step, registry: Registry, live: bool, run_id: str) -> _Foun
             return _Found(False, f"{WORLD[0]}: its record marks it resamplable: false")
         return _Found(False, f"{WORLD[0]}: no resample function for {step.kind.value} {step.name}")
     function = registration.function
+    if isinstance(function, SimulatedTools):
+        if function.draws is not None and function.recorded_first(step):
+            return _drawn(step, function.draws, run_id)
+        return _Found(True, f"the model playing {step.name} ({setting('tools', 'simulate')})")
     if isinstance(function, RecordedOutcomes):
         return _drawn(step, function, run_id)
     if step.kind is StepKind.LLM and describe(function).startswith("builtin."):

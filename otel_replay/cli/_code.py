@@ -62,7 +62,8 @@ ToolsOption = Annotated[
         metavar="SOURCE",  # the help names both: as a metavar they break mid-word
         help="Resample tool calls from the results the store recorded for the same call "
         "(recorded: a call no run recorded leaves its rollout unservable; recorded,faults: "
-        "it fails as an injected fault).",
+        "it fails as an injected fault), or have the --llm model play the tools (simulate; "
+        "recorded,simulate: recorded alternatives first).",
     ),
 ]
 LlmOption = Annotated[

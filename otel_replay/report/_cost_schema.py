@@ -203,5 +203,23 @@ EVIDENCE_SCHEMA: dict[str, Any] = {
                 ),
             },
         },
+        "simulated": {
+            "type": "object",
+            "required": ["calls", "tokens", "tools"],
+            "additionalProperties": False,
+            "description": (
+                "the tool calls a model played (--tools simulate): each one request of the "
+                "model server, counted apart from the model's own turns"
+            ),
+            "properties": {
+                "calls": {"type": "integer", "minimum": 0},
+                "tokens": {
+                    "type": ["integer", "null"],
+                    "minimum": 0,
+                    "description": "their tokens as the server counted them (null: unknown)",
+                },
+                "tools": _calls("calls", "times the model played the call"),
+            },
+        },
     },
 }

@@ -44,7 +44,8 @@ from otel_replay.resamplers._draws import Call
 #: ``sufficiency``.
 #: 7: each step's ``varied`` and ``variation`` (whether resampling can vary it: by what, or why
 #: not); verdict ``cannot-tell`` (it would rest on steps that were not varied). ``cost.left_out``:
-#: what the rollouts left out of the estimates spent, counted in the totals (every call made).
+#: what the rollouts left out of the estimates spent, counted in the totals (every call made);
+#: ``evidence.simulated``: the tool calls a model played (``--tools simulate``).
 REPORT_VERSION = 7
 #: How Shapley standard errors are made (see `otel_replay.attribution._shapley`).
 SHAPLEY_SE = "monte-carlo-antithetic-pairs-pooled-t-se"
@@ -82,6 +83,11 @@ def _evidence(result: AttributionResult) -> dict[str, Any]:
             "total": sum(n for _, n in e.draws),
             "runs": [{"run": run, "draws": n} for run, n in e.draws],
             "faults": [_call(call, n, "draws") for call, n in e.faults],
+        },
+        "simulated": {
+            "calls": e.simulations,
+            "tokens": e.simulated_tokens,
+            "tools": [_call(call, n, "calls") for call, n in e.simulated],
         },
     }
 

@@ -90,6 +90,29 @@ class AnthropicMessagesModel:
         message = reply if reply is not None else {"role": "assistant", "content": None}
         return {**message, "model": request["model"]}
 
+    def ask(self, model: str, system: str, user: str) -> tuple[str, int | None]:
+        """One question outside any conversation of the run (a tool it plays), of ``model`` unless
+        another is named: the reply's text, and the tokens the server counted (None: unsaid)."""
+        try:
+            response = self._client.messages.create(
+                model=self.options.model or model,
+                system=system,
+                messages=[{"role": "user", "content": user}],
+                max_tokens=DEFAULT_MAX_TOKENS,
+                extra_body={"temperature": self.options.temperature},
+            )
+        except self._errors as exc:
+            raise RuntimeError(failed_request(self.base_url or "the Anthropic API", exc)) from None
+        usage = getattr(response, "usage", None)
+        spent = [getattr(usage, name, None) for name in ("input_tokens", "output_tokens")]
+        tokens = (
+            sum(n for n in spent if isinstance(n, int))
+            if all(isinstance(n, int) for n in spent)
+            else None
+        )
+        reply = assistant_message(response.model_dump(mode="json", exclude_none=True))
+        return message_text((reply or {}).get("content") or ""), tokens
+
     def close(self) -> None:
         """Close the client's connections."""
         self._client.close()

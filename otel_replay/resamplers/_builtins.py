@@ -21,6 +21,7 @@ from otel_replay.resamplers._loading import Loaded, ToolSource, UserCode
 from otel_replay.resamplers._openai import ChatModelOptions, ModelSource, OpenAIChatModel
 from otel_replay.resamplers._recorded import RecordedOutcomes, recorded_outcomes
 from otel_replay.resamplers._registry import Registry
+from otel_replay.resamplers._simulate import SimulatedTools
 from otel_replay.store import Store
 
 
@@ -31,10 +32,12 @@ class BuiltIns:
 
     model: OpenAIChatModel | AnthropicMessagesModel | None = None
     notes: list[str] = field(default_factory=list)
+    #: the model that plays the tools (``--tools simulate``), when it is not ``model``
+    player: OpenAIChatModel | AnthropicMessagesModel | None = None
 
     def close(self) -> None:
-        if self.model is not None:
-            self.model.close()
+        for client in {id(c): c for c in (self.model, self.player) if c is not None}.values():
+            client.close()
 
 
 def tool_draws(
@@ -44,7 +47,7 @@ def tool_draws(
     rollouts (None: ``code`` names no tool source). ``elsewhere``: the rollouts run where the
     store cannot be read (a Ray cluster), so every recorded result of the run's tools is read now
     (`recorded_outcomes`' ``complete``)."""
-    if code.tools is None:
+    if code.tools is None or not ToolSource(code.tools).draws:
         return None
     return recorded_outcomes(
         store, trajectory, fallback=ToolSource(code.tools).fallback, complete=elsewhere
@@ -59,8 +62,9 @@ def add_built_ins(
     swap_model: str | None = None,
 ) -> BuiltIns:
     """Add to ``registry`` the built-ins ``code`` names for ``trajectory``'s rollouts: the tool
-    results ``draws`` holds (`tool_draws`) for tool steps, the OpenAI-compatible model of
-    ``code.llm`` for model steps, each only where no registration covers the kind.
+    results ``draws`` holds (`tool_draws`) for tool steps, the model of ``code.llm`` for model
+    steps, and with ``--tools simulate`` that model playing the tools (the recorded draws first
+    with ``recorded,simulate``), each only where no registration covers the kind.
     ``swap_model``: the model a swap asks the re-run turns of, which ``code.llm.model`` would
     overrule (an error)."""
     if code.llm is not None and code.llm.model and swap_model is not None:
@@ -69,13 +73,20 @@ def add_built_ins(
             f"{setting('swap_model', swap_model)} asks the re-run ones of another model: "
             "give one of them"
         )
-    if draws is not None and not registry.registered(StepKind.TOOL):
-        registry.add_resampler(StepKind.TOOL, draws)
+    simulates = code.tools is not None and ToolSource(code.tools).simulates
     built = BuiltIns()
+    if draws is not None and not simulates and not registry.registered(StepKind.TOOL):
+        registry.add_resampler(StepKind.TOOL, draws)
     if code.llm is not None and not registry.registered(StepKind.LLM):
         built.model = chat_model(code.llm)
         registry.add_resampler(StepKind.LLM, built.model)
         built.notes += built.model.notes(trajectory)
+    if simulates and code.llm is not None and not registry.registered(StepKind.TOOL):
+        # the built-in model's client, or (a registration answers the model turns) one of its own
+        player = built.model
+        if player is None:
+            player = built.player = chat_model(code.llm)
+        registry.add_resampler(StepKind.TOOL, SimulatedTools(player, trajectory, draws))
     return built
 
 

@@ -43,6 +43,10 @@ class Draws:
     tokens: tuple[int, ...] = ()
     calls: int = 0
     model_steps: tuple[int | None, ...] = ()
+    #: the tool calls a model played (``--tools simulate``), each one request of the model
+    #: server, and the tokens each used as the server counted them (None: it did not say)
+    simulated: tuple[Call, ...] = ()
+    simulated_tokens: tuple[int | None, ...] = ()
 
 
 #: A rollout's draws when nothing was drawn (or nothing noted them).
@@ -59,11 +63,15 @@ class DrawLog:
     tokens: list[int] = field(default_factory=list)
     calls: int = 0
     model_steps: list[int | None] = field(default_factory=list)
+    simulated: list[Call] = field(default_factory=list)
+    simulated_tokens: list[int | None] = field(default_factory=list)
 
     @property
     def noted(self) -> bool:
         """Whether anything was noted (a rollout that noted nothing keeps `NO_DRAWS`)."""
-        return bool(self.runs or self.faults or self.free or self.tokens or self.calls)
+        return bool(
+            self.runs or self.faults or self.free or self.tokens or self.calls or self.simulated
+        )
 
     def called(self, model: bool, stands_for: int | None) -> None:
         """The rollout makes a call (a model call when ``model``, standing in for the recorded
@@ -89,6 +97,8 @@ class DrawLog:
             tuple(self.tokens),
             self.calls,
             tuple(self.model_steps),
+            tuple(self.simulated),
+            tuple(self.simulated_tokens),
         )
 
 
@@ -147,6 +157,15 @@ def noted_free() -> None:
     log = _LOG.get()
     if log is not None:
         log.free += 1
+
+
+def noted_simulation(call: Call, tokens: int | None) -> None:
+    """A model played the tool ``call`` (one request of its server, ``tokens`` as it counted
+    them; None: it did not say)."""
+    log = _LOG.get()
+    if log is not None:
+        log.simulated.append(call)
+        log.simulated_tokens.append(tokens)
 
 
 def noted_tokens(tokens: int) -> None:

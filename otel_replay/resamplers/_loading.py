@@ -32,11 +32,24 @@ class ToolSource(str, Enum):
     RECORDED = "recorded"  # what the store recorded for the same tool and arguments
     # the same, and a call no run recorded fails as an injected fault (else: unservable)
     RECORDED_THEN_FAULTS = "recorded,faults"
+    SIMULATE = "simulate"  # the --llm model plays the tool (`otel_replay.resamplers._simulate`)
+    # recorded alternatives first, and the model plays a call the store cannot vary
+    RECORDED_THEN_SIMULATE = "recorded,simulate"
 
     @property
     def fallback(self) -> bool:
         """Whether a call nothing recorded is answered by the faults fallback."""
         return self is ToolSource.RECORDED_THEN_FAULTS
+
+    @property
+    def draws(self) -> bool:
+        """Whether results are drawn from the store."""
+        return self is not ToolSource.SIMULATE
+
+    @property
+    def simulates(self) -> bool:
+        """Whether the model plays tools."""
+        return self in (ToolSource.SIMULATE, ToolSource.RECORDED_THEN_SIMULATE)
 
 
 class Loaded(NamedTuple):
@@ -100,6 +113,12 @@ class UserCode:
             raise PluginLoadError(
                 f"{' and '.join(ways)} {'both' if len(ways) == 2 else 'all'} say how to score a "
                 "run; give one of them"
+            )
+        if self.tools is not None and ToolSource(self.tools).simulates and self.llm is None:
+            raise PluginLoadError(
+                f"{setting('tools', ToolSource(self.tools).value)} has a model play the tools, "
+                f"and none is named: give {setting('llm', 'openai', text='openai')} or "
+                f"{setting('llm', 'anthropic', text='anthropic')} (and its server)"
             )
         if self.llm is not None and ModelSource(self.llm.source) is ModelSource.ANTHROPIC:
             anthropic_server(self.llm.base_url, setting("llm", "anthropic"))

@@ -139,6 +139,27 @@ class OpenAIChatModel:
         message = reply if reply is not None else {"role": "assistant", "content": None}
         return {**message, "model": request["model"]}
 
+    def ask(self, model: str, system: str, user: str) -> tuple[str, int | None]:
+        """One question outside any conversation of the run (a tool it plays), of ``model`` unless
+        another is named: the reply's text, and the tokens the server counted (None: unsaid)."""
+        request = {
+            "model": self.options.model or model,
+            "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}],
+            "temperature": self.options.temperature,
+        }
+        try:
+            response = self._client.chat.completions.create(**request)
+        except self._errors as exc:
+            raise RuntimeError(failed_request(self.base_url, exc)) from None
+        usage = getattr(response, "usage", None)
+        spent = [getattr(usage, name, None) for name in ("prompt_tokens", "completion_tokens")]
+        tokens = (
+            sum(n for n in spent if isinstance(n, int))
+            if all(isinstance(n, int) for n in spent)
+            else None
+        )
+        return str(response.choices[0].message.content or ""), tokens
+
     def close(self) -> None:
         """Close the client's connections."""
         self._client.close()
