@@ -6,6 +6,12 @@ same pure function of the conversation the other examples use, so an unmodified 
 Like every real server it gives each response and each tool call a fresh id and stamps ``created``
 with the clock: what the model says is a function of the conversation, its ids are not.
 
+Asked to play one of the investigator's tools (``--tools simulate``: a question that gives the
+tool's name, the call's arguments and the results it returned before), it answers as a model that
+knows the world would, and samples as one does: the deploy API's answer is sometimes empty, as the
+flaky deploy API of `examples.incident.tools` is (a draw per request, from a generator seeded when
+the server starts, so a run of the docs sees the same world every time it is made serially).
+
     python -m examples.incident.openai_server --port 8000     # then base_url http://127.0.0.1:8000/v1
 """
 
@@ -14,17 +20,58 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import random
 import threading
 import time
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from . import world
 from .model import MODEL_NAME, respond
+
+_DRAWS = random.Random(0)  # the stand-in model's sampling
+_DRAWS_LOCK = threading.Lock()
+
+
+def play(question: dict[str, Any]) -> Any:
+    """A tool's result, played: the world's answer to the call, the deploy API's sometimes empty."""
+    tool, arguments = question.get("tool"), question.get("arguments") or {}
+    real = {
+        "list_deploys": world.list_deploys,
+        "query_metrics": world.query_metrics,
+        "search_logs": world.search_logs,
+    }.get(str(tool))
+    if real is None:
+        return {"error": f"no such tool: {tool}"}
+    with _DRAWS_LOCK:
+        empty = _DRAWS.random() < world.EMPTY_DEPLOYS_RATE
+    if tool == "list_deploys" and empty:
+        return []
+    try:
+        return real(**arguments)
+    except (TypeError, world.ToolError) as exc:
+        return {"error": str(exc)}
+
+
+def _played(body: dict[str, Any]) -> dict[str, Any] | None:
+    """The question of a request that asks the model to play a tool, else None."""
+    messages = body.get("messages") or []
+    if len(messages) != 2 or messages[0].get("role") != "system":
+        return None
+    with contextlib.suppress(ValueError, TypeError):
+        question = json.loads(messages[1].get("content") or "")
+        if isinstance(question, dict) and {"tool", "arguments", "examples"} <= set(question):
+            return question
+    return None
 
 
 def completion(body: dict[str, Any]) -> dict[str, Any]:
-    """One chat completion: the OpenAI conversation in the model's own shape, its reply back."""
+    """One chat completion: the OpenAI conversation in the model's own shape, its reply back (or,
+    asked to play a tool, the tool's result as JSON text)."""
+    question = _played(body)
+    if question is not None:
+        return _completed(body, {"content": json.dumps(play(question))})
     conversation = []
     for message in body.get("messages", []):
         calls = [
@@ -36,7 +83,10 @@ def completion(body: dict[str, Any]) -> dict[str, Any]:
             for call in message.get("tool_calls") or []
         ]
         conversation.append({**message, "tool_calls": calls} if calls else dict(message))
-    reply = respond(conversation)
+    return _completed(body, respond(conversation))
+
+
+def _completed(body: dict[str, Any], reply: dict[str, Any]) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": reply.get("content")}
     if reply.get("tool_calls"):
         message["tool_calls"] = [

@@ -26,13 +26,12 @@ from otel_replay import Step, Trajectory, conversation
 from otel_replay.resamplers import RolloutContext, repair_candidates, resampler, verifier
 
 from .model import respond
+from .world import EMPTY_DEPLOYS_RATE
 from .world import list_deploys as real_list_deploys
 from .world import query_metrics as real_query_metrics
 from .world import search_logs as real_search_logs
 
 CULPRIT = "v841"
-#: How often the deploy API comes back empty.
-EMPTY_DEPLOYS_RATE = 0.25
 
 
 @resampler("llm")

@@ -45,6 +45,7 @@ from otel_replay.cli._common import (
     shown,
     user_errors,
 )
+from otel_replay.cli._evidence_view import cost_line, evidence_lines
 from otel_replay.cli._executing import Running, executing
 from otel_replay.cli._send import said_sent, send_runs
 from otel_replay.cli._variation_view import held_cells, tell, variation_lines
@@ -461,48 +462,6 @@ def _render(result: AttributionResult, config: AttributionConfig) -> None:
         )
     for line in evidence_lines(result):
         console.print(shown(line), style="yellow" if "left out" in line else None)
-
-
-def cost_line(result: AttributionResult) -> str:
-    """What the attribution spent, in what users pay (the judge's calls are on its own line),
-    and the part of it the rollouts left out of the estimates spent (every call made is paid)."""
-    line = (
-        f"cost: {plural(result.rollouts, 'rollout')}; {result.spend.words()} "
-        f"({result.step_executions:,} resample-function calls)"
-    )
-    left_out, spent = result.evidence.left_out, result.evidence.spent
-    if left_out and spent.calls:
-        line += (
-            f"; of which {spent.calls_words()} in the {plural(left_out, 'rollout')} left out "
-            "(unservable or crashed)"
-        )
-    return line
-
-
-def evidence_lines(result: AttributionResult) -> list[str]:
-    """What the rollouts left out and where ``--tools recorded`` drew from, one line each."""
-    e, lines = result.evidence, []
-    if e.draws:
-        runs = ", ".join(f"{short(run, 24)} {n}" for run, n in e.draws[:5])
-        more = f", {len(e.draws) - 5} more runs" if len(e.draws) > 5 else ""
-        total = sum(n for _, n in e.draws)
-        lines.append(f"tool results drawn from the store: {total:,} ({runs}{more})")
-    if e.faults:
-        calls = "; ".join(f"{c.tool}({short(c.arguments, 60)}) {n}x" for c, n in e.faults[:3])
-        lines.append(f"calls no run recorded, failed as injected faults: {calls}")
-    if e.unservable:
-        calls = "; ".join(f"{c.tool}({short(c.arguments, 60)}) in {n}" for c, n in e.unservable[:3])
-        more = f"; {len(e.unservable) - 3} more calls" if len(e.unservable) > 3 else ""
-        lines.append(
-            f"{plural(e.unservable_rollouts, 'rollout')} left out as unservable (no stored run "
-            f"recorded the call): {calls}{more}"
-        )
-    if e.crashed:
-        lines.append(
-            f"{plural(e.crashed, 'rollout')} left out as crashed (the agent raised; the first: "
-            f"{short(e.first_crash or '', 120)})"
-        )
-    return lines
 
 
 def _print_judge(judge: JudgeSummary) -> None:
