@@ -139,7 +139,13 @@ def _show(results: list[Scored], json: bool) -> None:
             f"scored {plural(scored, 'run')} ({failing} failing), "
             f"skipped {plural(skipped, 'run')} with an outcome already"
             f"{' (--force scores them again)' if skipped else ''}, "
-            f"{counts[ScoreStatus.ERROR]} failed",
+            f"{counts[ScoreStatus.ERROR]} failed"
+            + (
+                f", {plural(counts[ScoreStatus.UNFINISHED], 'run')} that never finished left "
+                "without one"
+                if counts[ScoreStatus.UNFINISHED]
+                else ""
+            ),
             highlight=False,
         )
     if any(result.status is ScoreStatus.ERROR for result in results):

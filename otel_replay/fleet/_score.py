@@ -23,7 +23,7 @@ from enum import Enum
 
 from otel_replay.errors import ReplayError, VerifierError, setting
 from otel_replay.fleet._select import Selection
-from otel_replay.model import FAIL_THRESHOLD
+from otel_replay.model import FAIL_THRESHOLD, Trajectory
 from otel_replay.replay._rollout import score
 from otel_replay.resamplers import UserCode
 from otel_replay.resamplers._judge import Judge
@@ -38,6 +38,19 @@ class ScoreStatus(str, Enum):
     RESCORED = "rescored"  # it had one; ``force`` replaced it with the verifier's
     SKIPPED = "skipped"  # it had one, kept (no ``force``)
     ERROR = "error"  # the verifier could not score it (its message says why); nothing stored
+    # it never finished (its recording stopped, or agent-replay's recorder failed): what it holds
+    # is not what its agent did to the end, so no outcome is the agent's; nothing stored
+    UNFINISHED = "unfinished"
+
+
+def unfinished(run: Trajectory) -> str | None:
+    """Why ``run`` cannot be scored as its agent's outcome: the recorder failed while it ran, or
+    its recording stopped before the agent returned (None: it finished)."""
+    if run.metadata.get("recorder_error"):
+        return f"the recorder failed: {run.metadata['recorder_error']}"
+    if run.metadata.get("ended_early"):
+        return f"it ended early: {run.metadata['ended_early']}"
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,8 +134,16 @@ def score_runs(
                     Scored(run, ScoreStatus.SKIPPED, before, before_source, before, before_source)
                 )
                 continue
+            stored = store.get(run)
+            why = unfinished(stored)
+            if why is not None:
+                results.append(
+                    Scored(run, ScoreStatus.UNFINISHED, before, before_source, before,
+                           before_source, why)
+                )  # fmt: skip
+                continue
             try:
-                outcome = score(verifier, store.get(run))
+                outcome = score(verifier, stored)
             except ReplayError as exc:
                 results.append(
                     Scored(run, ScoreStatus.ERROR, before, before_source, before, before_source,
@@ -188,8 +209,11 @@ def triage(
             stored = None if summary is None else summary.outcome
             if selection.failing and stored is not None and stored >= selection.fail_threshold:
                 continue  # not failing: --all-failing never chose it
+            read = store.get(run)
+            if stored is None and unfinished(read) is not None:
+                continue  # never finished: no outcome to find failing (score says why)
             try:
-                outcome = score(verifier, store.get(run))
+                outcome = score(verifier, read)
             except ReplayError:
                 kept.append(run)  # its attribution says what went wrong, as its error
                 continue

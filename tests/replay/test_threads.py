@@ -6,6 +6,7 @@ reaches the agent's code: the run ends with `RecorderError`, and the store keeps
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 
 import pytest
@@ -108,6 +109,12 @@ def test_record_exits_1_on_a_recorder_failure_and_stores_no_outcome(
         assert db.get(left.id).outcome is None
     listed = ok(invoke(runner, store_path, "list", "--where", "failed"))
     assert left.id not in listed.output
+    # scoring never gives it the agent's outcome: what it holds is not what the agent did
+    scored = ok(invoke(runner, store_path, "score", "--all", "--success-if", "never", "--json"))
+    (said,) = json.loads(scored.stdout)
+    assert said["status"] == "unfinished" and "the recorder failed" in said["error"]
+    with Store.open(store_path, read_only=True) as db:
+        assert db.get(left.id).outcome is None
 
 
 def test_record_of_tools_on_worker_threads_through_the_cli(store_path: Path) -> None:
