@@ -65,6 +65,7 @@ from otel_replay.replay import Driver
 from otel_replay.replay._faults import FAULTS
 from otel_replay.replayable import check_servable
 from otel_replay.resamplers._judge import judged
+from otel_replay.store._connection import outcome_source
 from otel_replay.transcript import compared_output
 
 if TYPE_CHECKING:
@@ -524,6 +525,12 @@ def _outcome(trajectory: Trajectory) -> str:
     return "unknown" if trajectory.outcome is None else f"{trajectory.outcome:g}"
 
 
+def _outcome_from(trajectory: Trajectory) -> str:
+    """The outcome and where it came from (``0 (verifier:builtin.success_if('v841'))``)."""
+    source = outcome_source(trajectory.outcome, trajectory.metadata)
+    return _outcome(trajectory) + (f" ({source})" if source else "")
+
+
 def _print_diff(result: TrajectoryDiff) -> None:
     left, right = result.left, result.right
     if result.identical:
@@ -549,7 +556,7 @@ def _print_diff(result: TrajectoryDiff) -> None:
     for name, x, y in rows:
         table.add_row(name, shown(x), shown(y))
     table.add_row("steps", str(len(left.steps)), str(len(right.steps)))
-    table.add_row("outcome", _outcome(left), _outcome(right))
+    table.add_row("outcome", *(_outcome_from(run) for run in (left, right)))
     console.print(table)
     for only in result.structure:
         run = left if only.side == "left" else right

@@ -167,7 +167,8 @@ def test_fork_without_v841_takes_the_log_branch_and_blames_the_database(
     assert "v841" not in answer
     assert forked.metadata["forked_from"] == original.id
     assert re.search(r"│ steps\s+│ 5\s+│ 7\s+│", result.stdout)
-    assert re.search(r"│ outcome\s+│ 1\s+│ 0\s+│", result.stdout)
+    # each outcome with where it came from: the recording's verifier, the fork's
+    assert re.search(r"│ outcome\s+│ 1 \(record\)\s+│ 0 \(fork\)\s+│", result.stdout)
 
 
 def test_diff_text_and_json_agree(recorded: Recorded) -> None:
