@@ -58,10 +58,20 @@ def report_rows(
     return rows
 
 
+def unfinished(run: Trajectory) -> str | None:
+    """Why ``run`` cannot be scored as its agent's outcome: the recorder failed while it ran, or
+    its recording stopped before the agent returned (None: it finished)."""
+    if run.metadata.get("recorder_error"):
+        return f"the recorder failed: {run.metadata['recorder_error']}"
+    if run.metadata.get("ended_early"):
+        return f"it ended early: {run.metadata['ended_early']}"
+    return None
+
+
 def keep(store: Store, report: bytes, trajectory: Trajectory, config_digest: str) -> None:
     """Keep ``report`` (its JSON bytes) beside ``trajectory`` in ``store``, with its rows; a run
     stored without an outcome takes the one the attribution's verifier gave it (its source
-    ``attribution:VERIFIER``), in the same transaction."""
+    ``attribution:VERIFIER``), in the same transaction, unless it never finished (`unfinished`)."""
     data = orjson.loads(report)
     with store.transaction():
         store.keep_report(
@@ -74,5 +84,11 @@ def keep(store: Store, report: bytes, trajectory: Trajectory, config_digest: str
         stored = store.summary(trajectory.id)
         outcome, config = data.get("outcome"), data.get("config")
         verifier = config.get("verifier") if isinstance(config, Mapping) else None
-        if stored is not None and stored.outcome is None and isinstance(outcome, (int, float)):
+        finished = unfinished(trajectory) is None  # a run that never finished gets none
+        if (
+            stored is not None
+            and stored.outcome is None
+            and finished
+            and isinstance(outcome, (int, float))
+        ):
             store.set_outcome(trajectory.id, float(outcome), f"attribution:{verifier or '?'}")

@@ -22,8 +22,9 @@ from dataclasses import dataclass
 from enum import Enum
 
 from otel_replay.errors import ReplayError, VerifierError, setting
+from otel_replay.fleet._kept import unfinished
 from otel_replay.fleet._select import Selection
-from otel_replay.model import FAIL_THRESHOLD, Trajectory
+from otel_replay.model import FAIL_THRESHOLD
 from otel_replay.replay._rollout import score
 from otel_replay.resamplers import UserCode
 from otel_replay.resamplers._judge import Judge
@@ -41,16 +42,6 @@ class ScoreStatus(str, Enum):
     # it never finished (its recording stopped, or agent-replay's recorder failed): what it holds
     # is not what its agent did to the end, so no outcome is the agent's; nothing stored
     UNFINISHED = "unfinished"
-
-
-def unfinished(run: Trajectory) -> str | None:
-    """Why ``run`` cannot be scored as its agent's outcome: the recorder failed while it ran, or
-    its recording stopped before the agent returned (None: it finished)."""
-    if run.metadata.get("recorder_error"):
-        return f"the recorder failed: {run.metadata['recorder_error']}"
-    if run.metadata.get("ended_early"):
-        return f"it ended early: {run.metadata['ended_early']}"
-    return None
 
 
 @dataclass(frozen=True, slots=True)
