@@ -84,9 +84,11 @@ class DurableLedger:
         """Store the finished run and, in the same transaction, remove the partial one."""
         try:
             with self.db.transaction():
-                self.db.put(run)
-                if self.partial is not None and self.partial != run.id:
+                # the partial run goes first: one of the same id (a resumed run's) holds the same
+                # steps, and `put` would leave its metadata (ended early, no answer) in place
+                if self.partial is not None:
                     self.db.delete(self.partial)
+                self.db.put(run)
         except StoreError as exc:
             raise self._kept(exc) from None
         self.partial = None

@@ -120,6 +120,14 @@ def test_a_recording_killed_between_steps_keeps_its_whole_steps_and_resumes(
         ).stdout
     )  # fmt: skip
     assert done["served"] == 5 and done["steps"] == 6 and ran() == {5: 1}
+    # resumed without a verifier (no outcome, so the same content as its last partial run): the
+    # stored run is the finished one, its answer kept, nothing left to resume
+    with Store.open(store_path, read_only=True) as db:
+        finished = db.get(done["id"])
+    assert ended_early(finished) is None and "answer" in finished.metadata
+    again = invoke(runner, store_path, "resume", done["id"], "--agent",
+                   "tests.replay.resume_agents:waiting")  # fmt: skip
+    assert "there is nothing to resume" in one_line_error(again)
 
 
 def test_resume_from_python(monkeypatch: pytest.MonkeyPatch) -> None:
