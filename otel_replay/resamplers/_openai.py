@@ -267,13 +267,16 @@ def recorded_request(step: Step, ctx: RolloutContext) -> Step:
 
 
 def asked_in_responses(inputs: dict[str, Any]) -> bool:
-    """Whether a model call was made through the Responses API: its inputs hold ``input`` (at the
-    top, or under ``parameters`` where ``--instrument`` keeps it) and no chat ``messages``."""
-    if isinstance(inputs.get("messages"), list):
-        return False
+    """Whether a model call was made through the Responses API: its request's ``input`` items (at
+    the top, or under ``parameters`` where ``--instrument`` keeps them) in place of chat
+    ``messages``, or, in a call a trace gave as messages, what only that API has beside them
+    (``instructions``, or a ``resp_`` response id among the parameters the instrumentation kept)."""
     parameters = inputs.get("parameters")
     kept = parameters if isinstance(parameters, dict) else {}
-    return "input" in inputs or "input" in kept
+    if not isinstance(inputs.get("messages"), list):
+        return "input" in inputs or "input" in kept
+    response = kept.get("id")
+    return "instructions" in kept or (isinstance(response, str) and response.startswith("resp_"))
 
 
 def response_items(said: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:

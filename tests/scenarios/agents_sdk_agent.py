@@ -7,7 +7,10 @@ worker threads (two at once when the model asks for two in one turn). The tools 
         --input '{"question": "...", "base_url": "http://127.0.0.1:8000/v1"}'
 
 The SDK's own trace upload is switched off (``set_tracing_disabled``): it would reach for the
-vendor's backend, and the tests never leave loopback.
+vendor's backend, and the tests never leave loopback. Traced (``traced=True``), the SDK's tracing
+stays on: OpenInference's instrumentor, registered as its only trace processor, turns it into
+OpenTelemetry spans, and nothing is uploaded. ``shipping_down``: the shipment service answers 503,
+and the agent gives up (the incident).
 """
 
 from __future__ import annotations
@@ -28,6 +31,8 @@ POLICY = (
 
 #: The threads the tools ran on (a test checks they were not the agent's).
 TOOL_THREADS: list[str] = []
+#: Whether the shipment service is down (set by `support` for the run under way).
+_DOWN = threading.Event()
 
 
 def _ran_here() -> None:
@@ -45,6 +50,8 @@ def lookup_order(order_id: str) -> dict[str, Any]:
 def track_shipment(tracking_id: str) -> dict[str, Any]:
     """Where a shipment is."""
     _ran_here()
+    if _DOWN.is_set():
+        return {"error": "shipment service unavailable (HTTP 503)"}
     return dict(SHIPMENT, tracking_id=tracking_id)
 
 
@@ -55,8 +62,14 @@ def search_policies(query: str) -> list[str]:
     return [POLICY]
 
 
-async def support(question: str, base_url: str) -> str:
-    set_tracing_disabled(True)
+async def support(
+    question: str, base_url: str, traced: bool = False, shipping_down: bool = False
+) -> str:
+    set_tracing_disabled(not traced)
+    if shipping_down:
+        _DOWN.set()
+    else:
+        _DOWN.clear()
     async with AsyncOpenAI(base_url=base_url, api_key="not-needed", max_retries=0) as client:
         agent = Agent(
             name="Support agent",

@@ -1,0 +1,197 @@
+"""The OpenAI Agents SDK's first hour from its traces: the support agent (its default Responses API
+model, sync function tools) traced by OpenInference's instrumentor into the OTel SDK and sent by
+the OTLP/HTTP exporter to ``agent-replay serve``, against the local fake server (fresh ids on every
+response). The runs arrive with no outcome: scored, ``--all-failing`` picks exactly the run the
+shipment outage failed; attributed with no code (``--llm openai`` asking the Responses API again,
+``--tools recorded``), the report's model calls equal what the server answered with 4 workers.
+Alone in a store of its own, the same run cannot be told with ``--tools recorded`` (the tracking
+call is not varied), and with ``--tools simulate`` (the model playing the tools) the failure is
+traced to the tracking tool."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+from typer.testing import CliRunner
+
+from otel_replay.resamplers._simulate import INSTRUCTIONS
+from otel_replay.store import Store
+from tests.cli_helpers import invoke, ok
+from tests.conftest import ROOT
+from tests.fake_models import fake_models
+
+try:
+    from openinference.instrumentation.openai_agents import OpenAIAgentsInstrumentor
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+    from tests.scenarios import agents_sdk_agent
+except ImportError:  # the test extra has them; under CI their absence is a failure
+    if os.environ.get("CI"):
+        raise
+    pytest.skip("the OpenAI Agents SDK or its instrumentor is not installed (the test extra)",
+                allow_module_level=True)  # fmt: skip
+
+FAKE = fake_models()
+QUESTION = "Where is my order A-1001, and can I get a refund if it arrives late?"
+SUCCESS = "qualifies for a refund"
+DOWN = [False, True, False, False]  # the second run meets the shipment outage
+
+
+class _World(FAKE.EchoingHandler):  # type: ignore[misc,name-defined]
+    """The fake server, counting every request; asked to play a tool (``--tools simulate``), it
+    answers as a model that knows the shop would, and samples: the shipment service is sometimes
+    down, as it was in the incident."""
+
+    asked: ClassVar[list[str]] = []
+    played: ClassVar[list[str]] = []
+    _draws = random.Random(5)
+    _lock = threading.Lock()
+
+    def do_POST(self) -> None:
+        path = self.path.split("?")[0]
+        length = int(self.headers.get("content-length") or 0)
+        body = json.loads(self.rfile.read(length) or b"{}")
+        with self._lock:
+            type(self).asked.append(path)
+        messages = body.get("messages") or []
+        if messages and messages[0].get("content") == INSTRUCTIONS:  # asked to play a tool
+            question = json.loads(messages[1]["content"])
+            with self._lock:
+                type(self).played.append(question["tool"])
+                down = self._draws.random() < 0.3
+            self._json(self._completion(json.dumps(self._play(question, down))))
+        elif path.endswith("/responses"):  # as the real API, the instructions echoed
+            self._json({**FAKE.openai_responses(body), "instructions": body.get("instructions")})
+        else:
+            self._json(FAKE.openai_chat(body))
+
+    @staticmethod
+    def _play(question: dict[str, Any], down: bool) -> Any:
+        tool = question["tool"]
+        if tool == "lookup_order":
+            return dict(FAKE.ORDER)
+        if tool == "track_shipment":
+            return {"error": "shipment service unavailable (HTTP 503)"} if down else FAKE.SHIPMENT
+        return [FAKE.POLICIES[0]]
+
+    @staticmethod
+    def _completion(text: str) -> dict[str, Any]:
+        return {
+            "id": "chatcmpl-played",
+            "object": "chat.completion",
+            "created": 0,
+            "model": "gpt-fake",
+            "choices": [
+                {"index": 0, "message": {"role": "assistant", "content": text},
+                 "finish_reason": "stop"}
+            ],
+        }  # fmt: skip
+
+
+@pytest.fixture
+def server() -> Iterator[str]:
+    _World.asked.clear()
+    _World.played.clear()
+    httpd, url = FAKE.serve(handler=_World)
+    try:
+        yield f"{url}/v1"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def _traced(store: Path, url: str) -> list[str]:
+    """The agent run once per entry of `DOWN`, traced by OpenInference and sent over OTLP/HTTP to
+    ``serve`` on a free loopback port; the stored runs' ids in the order they ran."""
+    command = [sys.executable, "-m", "otel_replay", "--store", str(store), "serve", "--port", "0"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
+    instrumentor = OpenAIAgentsInstrumentor()
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline().decode()
+        assert "receiving OTLP/HTTP traces at http://127.0.0.1:" in line, line
+        endpoint = line.split("at ")[1].split()[0]
+        provider = TracerProvider(resource=Resource.create({"service.name": "support-agents"}))
+        provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(endpoint=endpoint)))
+        instrumentor.instrument(tracer_provider=provider)
+        answers = [
+            asyncio.run(agents_sdk_agent.support(QUESTION, url, traced=True, shipping_down=down))
+            for down in DOWN
+        ]
+        provider.shutdown()
+    finally:
+        instrumentor.uninstrument()
+        process.send_signal(signal.SIGTERM)
+        _, err = process.communicate(timeout=30)
+    assert process.returncode == 0, err
+    assert answers == [FAKE.APOLOGY if down else FAKE.FINAL_ANSWER for down in DOWN]
+    with Store.open(store, read_only=True) as db:
+        runs = sorted(db.summaries(), key=lambda s: s.start_time_unix_nano or 0)
+    return [run.id for run in runs]
+
+
+def test_traced_runs_are_scored_and_the_outage_attributed_with_no_code(
+    server: str, store_path: Path, tmp_path: Path
+) -> None:
+    runner = CliRunner()
+    ids = _traced(store_path, server)
+    assert len(ids) == len(DOWN)
+    listed = json.loads(ok(invoke(runner, store_path, "list", "--json")).stdout)
+    assert {row["outcome"] for row in listed} == {None}  # traces arrive with no outcome
+    assert {row["replayability"] for row in listed} == {"replayable"}  # Responses API included
+    ok(invoke(runner, store_path, "score", "--all", "--success-if", SUCCESS))
+    failed = json.loads(
+        ok(invoke(runner, store_path, "list", "--where", "failed", "--json")).stdout
+    )
+    assert [row["id"] for row in failed] == [ids[1]]
+    no_code = ["--llm", "openai", "--llm-base-url", server, "--tools", "recorded"]
+    rows = json.loads(
+        ok(invoke(runner, store_path, "attribute", "--all-failing", *no_code,
+                  "--success-if", SUCCESS, "--json")).stdout
+    )  # fmt: skip
+    assert [(r["id"], r["verdict"], r["step"]) for r in rows] == [
+        (ids[1], "culprit", "tool track_shipment")
+    ]
+    # what was paid: every request the server answered is in the report, with 4 workers
+    _World.asked.clear()
+    report = json.loads(
+        ok(invoke(runner, store_path, "attribute", ids[1], *no_code, "--success-if", SUCCESS,
+                  "--workers", "4", "--seed", "1", "--json")).stdout
+    )  # fmt: skip
+    assert report["cost"]["model_calls"] == len(_World.asked) > 0
+    assert set(_World.asked) == {"/v1/responses"}  # asked again in the API it was recorded in
+
+    # the same incident alone in a store of its own
+    lone, alone = tmp_path / "incident.steps.jsonl", tmp_path / "lone.db"
+    ok(invoke(runner, store_path, "export", ids[1], "--out", str(lone)))
+    ok(invoke(runner, alone, "import", str(lone)))
+    held = json.loads(
+        ok(invoke(runner, alone, "attribute", ids[1], *no_code, "--success-if", SUCCESS,
+                  "--json")).stdout
+    )  # fmt: skip
+    assert held["verdict"] == "cannot-tell", held["explanation"]
+    tracking = next(s for s in held["steps"] if s["name"] == "track_shipment")
+    assert tracking["varied"] is False and "no effect" not in json.dumps(tracking)
+    assert "only this run's result for track_shipment" in tracking["variation"]
+    simulated = ["--llm", "openai", "--llm-base-url", server, "--tools", "simulate"]
+    played = json.loads(
+        ok(invoke(runner, alone, "attribute", ids[1], *simulated, "--success-if", SUCCESS,
+                  "--seed", "2", "--json")).stdout
+    )  # fmt: skip
+    assert played["verdict"] == "culprit", played["explanation"]
+    assert played["steps"][played["point_of_commitment"]]["name"] == "track_shipment"
+    assert played["evidence"]["simulated"]["calls"] == len(_World.played) > 0
