@@ -325,8 +325,16 @@ def _axis(s: dict[str, Any]) -> str:
 
 
 def _decision(s: dict[str, Any], before: Any = None) -> str:
-    """Which test decided the step, with the bound it read; ``before``: the step before which the
-    root cause's search from the start cleared every step together (None: it did not)."""
+    """Which test decided the step, with the bound it read, and what varied it (a recorded draw,
+    the model playing a tool, the built-in model, a resample function); ``before``: the step
+    before which the root cause's search from the start cleared every step together."""
+    decided = _decided(s, before)
+    if s.get("varied") is True and s.get("variation"):
+        decided += f'<br><span class="muted">varied by {esc(s["variation"])}</span>'
+    return decided
+
+
+def _decided(s: dict[str, Any], before: Any = None) -> str:
     tests = s.get("tests") or {}
     if s.get("cleared_by") is not None:
         return f"no effect, with every step from #{esc(s['cleared_by'])} <span class='muted'>(the search)</span>"

@@ -128,10 +128,10 @@ def lone(tmp_path: Path, runner: CliRunner, store_path: Path) -> Path:
     return store_path
 
 
-def _attribute(runner: CliRunner, store: Path, url: str, tools: str) -> dict[str, Any]:
+def _attribute(runner: CliRunner, store: Path, url: str, tools: str, *more: str) -> dict[str, Any]:
     result = ok(
         invoke(runner, store, "attribute", "cal-1003", "--tools", tools, "--llm", "openai",
-               "--llm-base-url", url, "--success-if", "Booked", "--seed", "3", "--json")
+               "--llm-base-url", url, "--success-if", "Booked", "--seed", "3", "--json", *more)
     )  # fmt: skip
     return dict(orjson.loads(result.stdout))
 
@@ -143,7 +143,8 @@ def test_a_lone_incident_is_attributed_to_the_tool_the_model_plays(
     with serving(world) as server:
         held = _attribute(runner, lone, server.url, "recorded")
         assert world.played == 0
-        report = _attribute(runner, lone, server.url, "simulate")
+        page = lone.parent / "report.html"
+        report = _attribute(runner, lone, server.url, "simulate", "--html", str(page))
     # recorded draws alone hold the lookup: nothing tells whether it mattered
     assert held["verdict"] == "cannot-tell"
     assert held["steps"][1]["varied"] is False
@@ -158,6 +159,10 @@ def test_a_lone_incident_is_attributed_to_the_tool_the_model_plays(
     assert simulated["calls"] == world.played > 0  # every request that played a tool, counted
     assert {t["tool"] for t in simulated["tools"]} == {"get_free_slots", "book_meeting"}
     assert "played by the model" in report["explanation"]
+    # the page says what varied each step: the model playing the tool, the built-in model
+    html = page.read_text()
+    assert "varied by the model playing get_free_slots" in html
+    assert "varied by the built-in model, asked again" in html
 
 
 def test_simulate_without_a_model_is_said_before_anything_runs(
