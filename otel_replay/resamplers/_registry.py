@@ -74,7 +74,8 @@ def ways_to_resample(kind: StepKind | None = None, name: str | None = None) -> s
     return (
         f"register @resampler({target}) in a module given as "
         f"{setting('resamplers', 'FILE', text='FILE')}, or resample without code: "
-        f"{setting('tools', 'recorded', text='recorded')} {setting('llm', 'openai', text='openai')}"
+        f"{setting('tools', 'recorded', text='recorded')} {setting('llm', 'openai', text='openai')} "
+        f"(or {setting('llm', 'anthropic', text='anthropic')})"
     )
 
 
