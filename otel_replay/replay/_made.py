@@ -194,7 +194,17 @@ def partial_run(run_id: str, steps: Sequence[Step], metadata: dict[str, Any]) ->
 
 
 #: What a run's metadata says of how it ended, which a fork or a resumed run says afresh.
-ENDING = frozenset({"ended_early", "agent_error", "agent_error_step", "answer", "lossy_steps"})
+ENDING = frozenset(
+    {
+        "ended_early",
+        "agent_error",
+        "agent_error_step",
+        "answer",
+        "lossy_steps",
+        "recorder_error",  # the recorder failed: the new run was recorded afresh
+        "outcome_source",  # where the outcome came from: the new run is scored afresh
+    }
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -124,3 +124,28 @@ def test_record_of_tools_on_worker_threads_through_the_cli(store_path: Path) -> 
     with Store.open(store_path, read_only=True) as db:
         (run,) = db.summaries()
         assert len(db.get(run.id).steps) == 5
+
+
+def test_a_run_resumed_from_a_recorder_failure_is_its_own(store_path: Path) -> None:
+    from otel_replay.fleet._kept import unfinished
+    from otel_replay.replay import resume
+    from tests.replay.resume_agents import counting
+
+    with Store.open(store_path) as db:
+        kept: list[int] = []
+
+        with pytest.raises(RecorderError), DurableLedger(db) as ledger:
+
+            def failing_third(run: object) -> None:
+                if len(kept) == 2:
+                    raise RuntimeError("the disk went away")
+                kept.append(1)
+                ledger.keep(run)  # type: ignore[arg-type]
+
+            record(counting, ledger=failing_third)
+        (left,) = db.summaries()
+        partial = db.get(left.id)
+    assert "recorder failed at step 2" in (unfinished(partial) or "")
+    done = resume(partial, counting)
+    assert "recorder_error" not in done.trajectory.metadata
+    assert unfinished(done.trajectory) is None and done.answer == 150
