@@ -256,24 +256,32 @@ def _request(kwargs: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     return model, shaped_inputs(StepKind.LLM, model, call)
 
 
-#: The header both SDKs' ``with_raw_response`` sets on a call: its answer is the HTTP response,
-#: parsed when the caller asks (``.parse()``), not the parsed object. OpenAI's says ``true`` (a
-#: response that parses at once); Anthropic's ``raw`` (an async client's parses when awaited).
+#: The header both SDKs' ``with_raw_response`` and ``with_streaming_response`` set on a call: its
+#: answer is the HTTP response, parsed when the caller asks (``.parse()``), not the parsed object.
+#: OpenAI's ``with_raw_response`` says ``true`` (a response that parses at once); Anthropic's says
+#: ``raw``, and both SDKs' ``with_streaming_response`` ``stream`` (an async client's parse is
+#: awaited).
 _RAW_RESPONSE = "x-stainless-raw-response"
 
 
-def _raw(kwargs: dict[str, Any]) -> bool:
-    """Whether the call came through ``with_raw_response`` (LangChain's clients call so)."""
+def _raw_kind(kwargs: dict[str, Any]) -> str | None:
+    """How the call asked for its HTTP response (``true``, ``raw``, ``stream``), or None: the
+    parsed object, as ``create`` gives it."""
     headers = kwargs.get("extra_headers")
     if not isinstance(headers, dict):
-        return False
-    return any(str(k).lower() == _RAW_RESPONSE and v in ("true", "raw") for k, v in headers.items())
+        return None
+    for key, value in headers.items():
+        if str(key).lower() == _RAW_RESPONSE and value in ("true", "raw", "stream"):
+            return str(value)
+    return None
 
 
-def _awaits_parse(kwargs: dict[str, Any]) -> bool:
-    """An async client's raw response whose ``parse()`` is awaited (Anthropic's)."""
-    headers = kwargs.get("extra_headers") or {}
-    return any(str(k).lower() == _RAW_RESPONSE and v == "raw" for k, v in headers.items())
+def _served_raw(served: Any, answered: list[Any], awaited: bool) -> Any:
+    """The raw response the caller asked for: the served object (a completion, or a stream of the
+    recorded items, which a live response's own stream could not be after recording read it to
+    its end) behind ``parse()``, with the live response's headers when the call was made."""
+    headers = getattr(answered[0], "headers", {}) if answered else {}
+    return (_ARawServed if awaited else _RawServed)(served, headers)
 
 
 def _wrapped(original: Callable[..., Any], api: SdkApi) -> Callable[..., Any]:
@@ -283,7 +291,7 @@ def _wrapped(original: Callable[..., Any], api: SdkApi) -> Callable[..., Any]:
             return original(self, *args, **kwargs)
         model, inputs = _request(kwargs)
         streaming = bool(kwargs.get("stream"))
-        raw = _raw(kwargs)
+        raw = _raw_kind(kwargs) is not None
         answered: list[Any] = []  # the raw HTTP response of a call made live
 
         def produce() -> Any:
@@ -298,10 +306,10 @@ def _wrapped(original: Callable[..., Any], api: SdkApi) -> Callable[..., Any]:
             )
 
         output = ctx.call(StepKind.LLM, model, inputs, produce=produce)
-        if answered:
-            return answered[0]
+        if answered and not streaming:
+            return answered[0]  # its parse() gives what was recorded, parsed once already
         served = _Replayed(api.items(output)) if streaming else api.completion(output)
-        return _RawServed(served) if raw else served
+        return _served_raw(served, answered, awaited=False) if raw else served
 
     return create
 
@@ -315,7 +323,8 @@ def _awrapped(
             return await original(self, *args, **kwargs)
         model, inputs = _request(kwargs)
         streaming = bool(kwargs.get("stream"))
-        raw = _raw(kwargs)
+        kind = _raw_kind(kwargs)
+        raw = kind is not None
         answered: list[Any] = []  # the raw HTTP response of a call made live
 
         async def produce() -> Any:
@@ -330,12 +339,12 @@ def _awrapped(
             return as_sent(response)
 
         output = await ctx.acall(StepKind.LLM, model, inputs, produce=produce)
-        if answered:
-            return answered[0]
+        if answered and not streaming:
+            return answered[0]  # its parse() gives what was recorded, parsed once already
         served = _AReplayed(api.items(output)) if streaming else api.completion(output)
         if not raw:
             return served
-        return _ARawServed(served) if _awaits_parse(kwargs) else _RawServed(served)
+        return _served_raw(served, answered, awaited=kind in ("raw", "stream"))
 
     return create
 
@@ -355,19 +364,30 @@ class _NoResponse:
 
 
 class _RawServed:
-    """What ``with_raw_response`` answers with when the record serves the call: no HTTP response
-    was had, so no headers; ``parse()`` gives the recorded response as the SDK's object."""
+    """What ``with_raw_response`` / ``with_streaming_response`` answer with when the record serves
+    the call (no HTTP response was had: no headers) or a streamed one was recorded (its headers
+    kept): ``parse()`` gives the recorded response as the SDK's object, or a stream of its items;
+    it closes, in ``with`` too, as a response does."""
 
     status_code = 200
-    headers: dict[str, str] = {}  # noqa: RUF012 (read-only: nothing writes it)
     request_id = None
 
-    def __init__(self, parsed: Any) -> None:
+    def __init__(self, parsed: Any, headers: Any = None) -> None:
         self._parsed = parsed
+        self.headers = headers if headers is not None else {}
         self.http_response = _NoResponse()
 
     def parse(self, **_: Any) -> Any:
         return self._parsed
+
+    def close(self) -> None:
+        return None
+
+    def __enter__(self) -> Any:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
 
 
 class _ARawServed(_RawServed):
@@ -375,6 +395,15 @@ class _ARawServed(_RawServed):
 
     async def parse(self, **_: Any) -> Any:
         return self._parsed
+
+    async def close(self) -> None:  # type: ignore[override]
+        return None
+
+    async def __aenter__(self) -> Any:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        return None
 
 
 class _Replayed:

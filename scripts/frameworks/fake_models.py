@@ -694,7 +694,15 @@ class EchoingHandler(_Handler):
         if not self.path.split("?")[0].endswith("/responses"):
             return super().do_POST()
         body = json.loads(self.rfile.read(int(self.headers.get("content-length") or 0)) or b"{}")
-        self._json({**openai_responses(body), "instructions": body.get("instructions")})
+        echo = {"instructions": body.get("instructions")}
+        if body.get("stream"):  # each event's response echoes them too
+            events = [
+                (name, {**data, "response": {**data["response"], **echo}} if "response" in data
+                 else data)
+                for name, data in openai_responses_stream(body)
+            ]  # fmt: skip
+            return self._sse(events, done=False)
+        self._json({**openai_responses(body), **echo})
 
 
 def serve(

@@ -276,14 +276,23 @@ def claude_agent(question: str, base_url: str, stream: bool = False) -> str:
         client.close()
 
 
-def _claude_turns(client: anthropic.Anthropic, question: str, stream: bool) -> str:
+def _claude_turns(
+    client: anthropic.Anthropic, question: str, stream: bool, raw: bool = False
+) -> str:
     messages: list[Any] = [{"role": "user", "content": question}]
     while True:
         request = {"model": "fake-claude", "max_tokens": 512, "messages": messages}
         if stream:
             blocks: list[dict[str, Any]] = []
             partial: dict[int, str] = {}
-            for event in client.messages.create(**request, tools=ANTHROPIC_TOOLS, stream=True):
+            events = (
+                client.messages.with_raw_response.create(
+                    **request, tools=ANTHROPIC_TOOLS, stream=True
+                ).parse()  # LangChain's ChatAnthropic streams so
+                if raw
+                else client.messages.create(**request, tools=ANTHROPIC_TOOLS, stream=True)
+            )
+            for event in events:
                 if event.type == "content_block_start":
                     blocks.append(event.content_block.model_dump(exclude_none=True))
                 elif event.type == "content_block_delta" and event.delta.type == "text_delta":
@@ -1084,8 +1093,22 @@ def raw_claude_agent(question: str, base_url: str) -> str:
         client.close()
 
 
+def raw_claude_stream_agent(question: str, base_url: str) -> str:
+    """Anthropic messages streamed through ``with_raw_response`` (``ChatAnthropic`` streaming)."""
+    client = anthropic.Anthropic(base_url=base_url, api_key=SECRET)
+    try:
+        return _claude_turns(client, question, stream=True, raw=True)
+    finally:
+        client.close()
+
+
 @pytest.mark.parametrize(
-    ("sdk", "agent"), [("openai", raw_chat_agent), ("anthropic", raw_claude_agent)]
+    ("sdk", "agent"),
+    [
+        ("openai", raw_chat_agent),
+        ("anthropic", raw_claude_agent),
+        ("anthropic", raw_claude_stream_agent),
+    ],
 )
 def test_with_raw_response_records_the_parsed_response_and_replays(
     server: Server, sdk: str, agent: Any

@@ -63,7 +63,11 @@ def search_policies(query: str) -> list[str]:
 
 
 async def support(
-    question: str, base_url: str, traced: bool = False, shipping_down: bool = False
+    question: str,
+    base_url: str,
+    traced: bool = False,
+    shipping_down: bool = False,
+    streamed: bool = False,
 ) -> str:
     set_tracing_disabled(not traced)
     if shipping_down:
@@ -78,5 +82,14 @@ async def support(
             tools=[function_tool(lookup_order), function_tool(track_shipment),
                    function_tool(search_policies)],
         )  # fmt: skip
-        result = await Runner.run(agent, question)
-    return str(result.final_output)
+        if not streamed:
+            return str((await Runner.run(agent, question)).final_output)
+        run = Runner.run_streamed(agent, question)  # the SDK's with_streaming_response path
+        async for _ in run.stream_events():
+            pass
+        return str(run.final_output)
+
+
+async def support_streamed(question: str, base_url: str) -> str:
+    """`support`, its model's answers streamed (``Runner.run_streamed``)."""
+    return await support(question, base_url, streamed=True)

@@ -79,3 +79,24 @@ def test_recording_the_agents_sdk_changes_nothing_it_does(
     assert all("input" in s.inputs.get("parameters", s.inputs) for s in models)
     listed = ok(invoke(CliRunner(), store_path, "lint", run.id))
     assert "1 replayable" in listed.output and "no input messages" not in listed.output
+
+
+def test_a_streamed_run_records_and_replays(server: str, store_path: Path) -> None:
+    """``Runner.run_streamed`` asks through ``responses.with_streaming_response``: recorded, each
+    turn is the response its events add up to; served on replay as a stream of those events."""
+    without = asyncio.run(agents_sdk_agent.support_streamed(QUESTION, server))
+    runner = CliRunner()
+    result = ok(
+        invoke(runner, store_path, "record", "--agent",
+               f"{Path(agents_sdk_agent.__file__)}:support_streamed", "--instrument", "openai",
+               "--input", _inputs(server))
+    )  # fmt: skip
+    run_id = result.output.strip().splitlines()[-1]
+    with Store.open(store_path, read_only=True) as db:
+        run = db.get(run_id)
+    assert run.metadata["answer"] == without == fake_models().FINAL_ANSWER
+    assert all(s.status.value == "ok" for s in run.steps)
+    assert sorted(s.name for s in run.steps if s.kind is StepKind.TOOL) == [
+        "lookup_order", "search_policies", "track_shipment",
+    ]  # fmt: skip
+    assert "identical" in ok(invoke(runner, store_path, "replay", run_id)).output
