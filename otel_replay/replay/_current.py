@@ -8,7 +8,8 @@ worker thread (``asyncio.to_thread`` copies the context, a bare ``ThreadPoolExec
 thread that never had a context of its own sees the **sole run** of the process, when exactly one
 is under way that says it may be found so (`record`, `replay`, `fork` and `resume` run one agent
 at a time; attribution's rollouts, many at once, never do): a tool called there is a step of that
-run, not a call nobody records. Environment reads (a clock, an id) follow only a context the
+run, not a call nobody records. With several such runs at once, no run can claim the call: each
+fails saying so, rather than let it run unrecorded. Environment reads (a clock, an id) follow only a context the
 thread really has: a framework's own threads read the clock all the time."""
 
 from __future__ import annotations
@@ -47,7 +48,19 @@ def current() -> Any:
     if ctx is not _NEVER_SET:
         return ctx
     sole = _SOLE  # read once: a run may start or end meanwhile
-    return sole[0][0] if len(sole) == 1 else None
+    if len(sole) == 1:
+        return sole[0][0]
+    if sole:  # which run's is it? none can tell: each fails, rather than run it unrecorded
+        error = ReplayError(
+            f"a call was made on a thread that carries no run's context while {len(sole)} runs "
+            "are under way, so it cannot be told which run it belongs to, and it ran unrecorded; "
+            "start the agent's threads with contextvars.copy_context().run (asyncio.to_thread "
+            "does), or record one agent at a time"
+        )
+        for _, pending in sole:
+            if not pending:
+                pending.append(error)
+    return None
 
 
 def reading_agent() -> Any:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 from pathlib import Path
 
 import pytest
@@ -149,3 +150,30 @@ def test_a_run_resumed_from_a_recorder_failure_is_its_own(store_path: Path) -> N
     done = resume(partial, counting)
     assert "recorder_error" not in done.trajectory.metadata
     assert unfinished(done.trajectory) is None and done.answer == 150
+
+
+def test_two_recordings_at_once_fail_on_a_call_neither_can_claim() -> None:
+    """Two agents recorded at once from Python, their tools on bare thread pools: a call on a
+    thread without a context belongs to neither for sure, so both say so rather than run it
+    unrecorded."""
+    started = threading.Barrier(2)
+
+    def agent() -> object:
+        started.wait(timeout=10)  # both runs under way before either calls
+        return thread_agents.pool_agent(calls=2, workers=2)
+
+    errors: list[BaseException] = []
+
+    def one() -> None:
+        try:
+            record(agent)
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=one) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert len(errors) == 2
+    assert all("cannot be told which run it belongs to" in str(e) for e in errors)
