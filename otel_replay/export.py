@@ -6,6 +6,7 @@ The record is what `otel_replay.importers.read_jsonl` reads back; a round trip k
 
 from __future__ import annotations
 
+import inspect
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -32,13 +33,17 @@ def write_jsonl(trajectories: Iterable[Trajectory], out: IO[bytes]) -> int:
     return count
 
 
-def check_testable(run: Trajectory, agent: str) -> None:
-    """Raise `UnreplayableError` at once when ``run`` cannot become a test that replays ``agent``:
-    a run imported from a trace was not made by running an agent. Its model calls hold what the
-    instrumentation captured (the conversation, and whatever parameters it saw: LangChain's own
-    settings, never the request the SDK sends), which a replay cannot match the agent's calls
-    against, and the trace does not hold the arguments the agent was called with."""
+def check_testable(run: Trajectory, agent: str, function: object = None) -> None:
+    """Raise `UnreplayableError` at once when ``run`` cannot become a test that replays ``agent``
+    (``function``: the agent itself, when loaded): a run imported from a trace was not made by
+    running an agent. Unless the agent is written against agent-replay's context and needs no
+    argument (its steps are what its own trace records, and it is called with none), its model
+    calls hold what the instrumentation captured (the conversation, and whatever parameters it
+    saw: LangChain's own settings, never the request the SDK sends), which a replay cannot match
+    the agent's calls against, and the trace does not hold the arguments it was called with."""
     if "input" in run.metadata:  # recorded by running an agent (record, fork, resume)
+        return
+    if function is not None and _context_alone(function):
         return
     origin = str(run.metadata.get("format") or "unknown format")
     models = sum(1 for step in run.steps if step.kind is StepKind.LLM)
@@ -53,6 +58,21 @@ def check_testable(run: Trajectory, agent: str) -> None:
         f"run {run.id} was imported from a trace ({origin}), not recorded by running its agent: "
         f"{what}the trace does not hold the arguments the agent was called with; record the "
         f"agent ({agent}) on the same task and export that run"
+    )
+
+
+def _context_alone(function: object) -> bool:
+    """Whether ``function`` is an agent written against the context (its first parameter ``ctx``)
+    that needs nothing else: every other parameter has a default."""
+    try:
+        parameters = list(inspect.signature(function).parameters.values())  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return False
+    if not parameters or parameters[0].name != "ctx":
+        return False
+    return all(
+        p.default is not inspect.Parameter.empty or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+        for p in parameters[1:]
     )
 
 

@@ -16,6 +16,7 @@ from otel_replay._files import output_file, write_output
 from otel_replay.cli._common import (
     StoreOption,
     err_console,
+    load_agent,
     open_store,
     plural,
     refuse_store,
@@ -133,12 +134,6 @@ def _pytest(
     from otel_replay.replay._made import recorded_answer, recorded_verifier
 
     run = db.get(ids[0])
-    try:
-        check_testable(run, agent)
-    except UnreplayableError as exc:  # the command names the command that makes such a run
-        raise UnreplayableError(
-            f"{exc}: agent-replay record --agent {shlex.quote(agent)} --input JSON"
-        ) from None
     scorer, answer = None, None
     if expect is Expect.PASS:  # --verifier, else the one the run was scored with
         scorer = spec_given(verifier) or (recorded_verifier(run) if verifier is None else None)
@@ -148,6 +143,12 @@ def _pytest(
                 "--expect pass needs --verifier MODULE:FUNCTION to say what passing is (run "
                 f"{run.id} was not scored by one)"
             )
+    try:
+        check_testable(run, agent, None if "input" in run.metadata else load_agent(agent))
+    except UnreplayableError as exc:  # the command names the command that makes such a run
+        raise UnreplayableError(
+            f"{exc}: agent-replay record --agent {shlex.quote(agent)} --input JSON"
+        ) from None
     recording = out.with_suffix(".jsonl")
     folder = out.resolve().parent
     text = pytest_module(
