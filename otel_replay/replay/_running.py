@@ -75,7 +75,9 @@ def run_agent(
                 answer = asyncio.run(_awaited(answer))
         except Exception as exc:
             ctx.raised = exc
+            ctx.close()
             return _failed(exc, pending, ctx)
+    ctx.close()  # a thread the agent left running is no longer part of the run
     return _returned(answer, pending, ctx)
 
 
@@ -91,7 +93,9 @@ async def arun_agent(
                 answer = await answer
         except Exception as exc:
             ctx.raised = exc
+            ctx.close()
             return _failed(exc, pending, ctx)
+    ctx.close()
     return _returned(answer, pending, ctx)
 
 

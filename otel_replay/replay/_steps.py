@@ -131,6 +131,7 @@ class AgentContext:
         self.failed: ReplayError | None = None
         # calls come from any thread: matching against the record and appending happen under it
         self._lock = threading.RLock()
+        self._closed = False  # the agent returned: a thread it left running calls unrecorded
         #: What the agent raised, once `run_agent` has run it (None: it returned).
         self.raised: Exception | None = None
         self.redact = tuple(redact)
@@ -228,6 +229,12 @@ class AgentContext:
         """The recorded step of that index (None: no record, or no index)."""
         return None
 
+    def close(self) -> None:
+        """The agent returned: what a thread it left running calls later is no step of the run
+        (it runs as it would without agent-replay), and nothing more reaches ``on_step``."""
+        with self._lock:
+            self._closed, self.on_step = True, None
+
     def _execute(
         self,
         kind: StepKind,
@@ -237,6 +244,8 @@ class AgentContext:
         key: str | None = None,
     ) -> Any:
         """Perform the operation; ``key`` is its op_key when the caller knows it already."""
+        if self._closed and produce is not None:
+            return produce()
         with inside_a_step():  # the clock reads meanwhile are this step's (`_environment`)
             return self._perform(kind, name, inputs, produce, key)
 
@@ -309,6 +318,8 @@ class AgentContext:
         """`call` for an operation that is awaited: the record serves it without awaiting anything
         (no network under replay); only a live run awaits ``produce()``."""
         step_kind = StepKind(kind)
+        if self._closed and produce is not None:
+            return await produce()
         with inside_a_step():  # the clock reads meanwhile are this step's (`_environment`)
             stored = self._snapshot(step_kind, name, inputs)
             with self._lock:

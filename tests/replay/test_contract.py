@@ -79,8 +79,8 @@ class Spy:
         return getattr(self._inner, name)
 
 
-#: What `run_agent` itself reads of the context when the agent is done (the recording's failure).
-RUNNER_READS = frozenset({"failed"})
+#: What `run_agent` itself reads of the context when the agent is done (its failure; closing it).
+RUNNER_READS = frozenset({"failed", "close"})
 
 
 def test_one_function_runs_under_both_contexts_through_the_context_api_only() -> None:

@@ -6,6 +6,7 @@ reaches the agent's code: the run ends with `RecorderError`, and the store keeps
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
 import threading
 from pathlib import Path
@@ -177,3 +178,28 @@ def test_two_recordings_at_once_fail_on_a_call_neither_can_claim() -> None:
         thread.join(timeout=30)
     assert len(errors) == 2
     assert all("cannot be told which run it belongs to" in str(e) for e in errors)
+
+
+def test_a_thread_the_agent_left_running_adds_nothing_to_the_run(store_path: Path) -> None:
+    """A tool call that finishes after the agent returned (a worker it did not wait for) runs as
+    it would without agent-replay and is no step of the finished run."""
+    go, finished = threading.Event(), threading.Event()
+
+    def late() -> None:
+        go.wait(timeout=10)
+        thread_agents.free_slots(email="late@example.com", date="2026-12-31")
+        finished.set()
+
+    def agent() -> str:
+        thread_agents.free_slots(email="ana@example.com", date="2026-12-07")
+        # not waited for; it carries the run's context, as asyncio.to_thread's threads do
+        threading.Thread(target=contextvars.copy_context().run, args=(late,)).start()
+        return "done"
+
+    with Store.open(store_path) as db, DurableLedger(db) as ledger:
+        done = record(agent, ledger=ledger.keep)
+        ledger.finish(done.trajectory)
+        go.set()
+        assert finished.wait(timeout=10)
+        assert [s.id for s in db.summaries()] == [done.trajectory.id]  # no partial run again
+    assert len(done.trajectory.steps) == 1
