@@ -50,6 +50,7 @@ from otel_replay.attribution._variation import (
     cannot_tell,
     held_words,
     is_live,
+    nothing_varied,
     open_root,
     resting_on,
     variations,
@@ -192,11 +193,14 @@ def attribute(
         repair = dataclasses.replace(
             repair, output=engine.scrub(repair.output), plan=engine.scrub.text(repair.plan)
         )
-    explained = (
-        cannot_tell(trajectory, found, unvaried, varied, config)
-        if unvaried is not None
-        else _explain(trajectory, mode, found, config)
-    )
+    nothing = not varied and mode is Mode.FAILURE and config.swap_model is None
+    if nothing and unvaried is None and not evidence.missing:
+        verdict = Verdict.CANNOT_TELL  # nothing was varied at all, nothing was asked
+        explained = nothing_varied(trajectory, found_variations)
+    elif unvaried is not None:
+        explained = cannot_tell(trajectory, found, unvaried, varied, config)
+    else:
+        explained = _explain(trajectory, mode, found, config)
     if unvaried is None and verdict in (Verdict.CULPRIT, Verdict.SETTLED) and found is not None:
         poc = found.point_of_commitment
         explained += held_words(found_variations, poc if poc is not None else varied[0])

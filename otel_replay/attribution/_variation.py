@@ -301,3 +301,19 @@ def held_words(found_variations: Sequence[Variation], after: int) -> str:
         f" Not varied, held as the stored runs were answered: {named} (a resample function, or a "
         "stored run answered otherwise, would vary it)."
     )
+
+
+def nothing_varied(trajectory: Trajectory, found_variations: Sequence[Variation]) -> str:
+    """The explanation of a failure no step of which resampling could vary: no rollout was run,
+    and nothing says where the failure became inevitable."""
+    named = "; ".join(
+        f"step {v.index} ({v.kind} {v.name}): {v.how}"
+        for v in found_variations
+        if not v.how.startswith(WORLD[1])
+    )
+    steps = [s for s in trajectory.steps if not s.reads_environment]
+    return (
+        "Cannot tell: no step of this run can be varied by resampling, so no rollout was run and "
+        f"nothing here says where the failure became inevitable. {named}. To vary them: "
+        f"{how_to_vary(steps)}."
+    )

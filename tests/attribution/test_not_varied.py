@@ -360,3 +360,23 @@ def test_a_root_cause_with_an_earlier_step_that_was_not_varied_stays_open(
     assert root is not None and root.index is None and root.bracket == (0, 1)
     assert "step 0 (tool notify): the store holds only this run's result" in root.why
     assert "undecided: an earlier step was not varied" in result.explanation
+
+
+def test_a_run_nothing_of_can_be_varied_cannot_tell_and_runs_nothing(
+    runner: CliRunner, store_path: Path
+) -> None:
+    """No model to ask and every call answered alike by every stored run: nothing can be varied,
+    so no rollout is run, and the answer says so and what would vary the steps (never "Shapley
+    credit only", never a verdict about steps it never varied)."""
+    with Store.open(store_path) as store:
+        store.put(_run(FAILING, [], "Sorry, nothing is free that day.", 0.0))
+        store.put(_run("schedule-no-slots-again", [], "Sorry, nothing is free that day.", 0.0))
+    result = ok(
+        invoke(runner, store_path, "attribute", FAILING, "--tools", "recorded", "--success-if",
+               "Booked", "--json")
+    )  # fmt: skip
+    report = orjson.loads(result.stdout)
+    assert report["verdict"] == "cannot-tell", report["explanation"]
+    assert report["explanation"].startswith("Cannot tell: no step of this run can be varied")
+    assert "get_free_slots" in report["explanation"] and "Shapley" not in report["explanation"]
+    assert report["cost"]["rollouts"] == 0

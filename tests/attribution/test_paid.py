@@ -43,7 +43,8 @@ SUCCESS = "2026-12-04"
 
 
 class Counting:
-    """The fake model server, counting the model calls it answers."""
+    """The fake model server, counting the model calls it answers (chat completions, and the
+    Responses API a run recorded through it is asked again in)."""
 
     def __init__(self) -> None:
         self.answered = 0
@@ -52,7 +53,7 @@ class Counting:
 
         class Handler(fake_models().Handler):  # type: ignore[misc,name-defined]
             def do_POST(self) -> None:
-                if self.path.split("?")[0].endswith("/chat/completions"):
+                if self.path.split("?")[0].endswith(("/chat/completions", "/responses")):
                     with lock:
                         counter.answered += 1
                 super().do_POST()
