@@ -35,6 +35,7 @@ from typing import Any
 from otel_replay.errors import AttributionError, UnreplayableError
 from otel_replay.messages import conversation
 from otel_replay.model import Step, StepKind, StepStatus, Trajectory
+from otel_replay.transcript import chained, previous_response
 
 __all__ = [
     "Replayability",
@@ -203,6 +204,7 @@ def replayability(run: Trajectory) -> Replayability:
             gaps.append(
                 (ReplayabilityGap.REBUILT, "rebuilt from the conversation (no span recorded it)")
             )
+        gaps.extend(_chain_gap(run, step))
         reasons.extend(
             ReplayabilityReason(step.index, step.kind, step.name, gap, detail)
             for gap, detail in gaps
@@ -313,6 +315,20 @@ class _Resent:
                 parts.append(_Part(f"{side}.messages[{i}]", message))
                 yield parts[-1]
         self._messages, self._parts = messages, parts
+
+
+def _chain_gap(run: Trajectory, step: Step) -> Iterator[tuple[ReplayabilityGap, str]]:
+    """A Responses API call that continues a response the run does not hold: the conversation
+    before it stayed on the server, so the call cannot be asked again as it was."""
+    if step.kind is not StepKind.LLM:
+        return
+    previous = previous_response(step.inputs)
+    if previous is not None and chained(step, run.steps[: step.index]) is None:
+        yield (
+            ReplayabilityGap.NO_MESSAGES,
+            f"continues response {previous}, which the run does not hold: the conversation "
+            "before it stayed on the server, and the call cannot be asked again",
+        )
 
 
 def _missing(step: Step) -> Iterator[tuple[ReplayabilityGap, str]]:

@@ -112,6 +112,51 @@ def rebuilt(opening: Iterable[Message], steps: Iterable[Step]) -> list[Message]:
     return messages
 
 
+def previous_response(inputs: Mapping[str, Any]) -> str | None:
+    """The response a Responses API call continues (``previous_response_id``, at the top of its
+    inputs or under ``parameters``), or None: its input is the whole conversation."""
+    parameters = inputs.get("parameters")
+    kept: Mapping[str, Any] = parameters if isinstance(parameters, Mapping) else {}
+    found = inputs.get("previous_response_id", kept.get("previous_response_id"))
+    return found if isinstance(found, str) and found else None
+
+
+def chained(step: Step, earlier: Sequence[Step]) -> list[Message] | None:
+    """The whole conversation of a model call: its own (`conversation`), after, for a Responses
+    API call that continues an earlier response, the conversation of the call in ``earlier`` that
+    made that response and its reply (the chain the server kept). None when the chain leads to a
+    response ``earlier`` does not hold."""
+    said = conversation(step.inputs)
+    previous = previous_response(step.inputs)
+    seen: set[str] = set()
+    while previous is not None and previous not in seen:
+        seen.add(previous)
+        made = next(
+            (
+                s
+                for s in reversed(earlier)
+                if s.kind is StepKind.LLM
+                and isinstance(s.output, Mapping)
+                and s.output.get("id") == previous
+            ),
+            None,
+        )
+        if made is None:
+            return None
+        said = [*conversation(made.inputs), model_turn(made.output), *said]
+        previous = previous_response(made.inputs)
+    # each call of the chain restates its instructions: the conversation says them once
+    told: list[Any] = []
+    kept: list[Message] = []
+    for message in said:
+        if message.get("role") == "system":
+            if message.get("content") in told:
+                continue
+            told.append(message.get("content"))
+        kept.append(message)
+    return kept
+
+
 def task(steps: Iterable[Step], metadata: Mapping[str, Any]) -> str | None:
     """What the agent was asked: the text of the first user message of its first model turn that
     has one (a message's text parts joined), else its recorded input (``metadata["input"]``, what

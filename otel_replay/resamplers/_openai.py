@@ -27,7 +27,7 @@ from otel_replay.messages import assistant_message, conversation, message_text
 from otel_replay.model import Step, StepKind, Trajectory
 from otel_replay.resamplers._context import RolloutContext
 from otel_replay.resamplers._draws import noted_tokens
-from otel_replay.transcript import rebuilt
+from otel_replay.transcript import chained, rebuilt
 
 #: Recorded request parameters passed on to the model (the temperature is the resampler's own).
 _PARAMETERS = ("max_tokens", "top_p", "stop", "presence_penalty", "frequency_penalty")
@@ -245,7 +245,9 @@ def rebuild_messages(
     agent (or the chat loop) just sent it (``live``), or while the run so far is the record;
     otherwise its opening messages (everything before the first model turn), then what each step of
     ``history`` said as it happened in this rollout (`otel_replay.transcript.rebuilt`)."""
-    messages = conversation(step.inputs)  # whichever API's shape it was recorded in
+    # whichever API's shape it was recorded in; a Responses API call that continues an earlier
+    # response, after that response's conversation (what the server kept of the chain)
+    messages = chained(step, history) or conversation(step.inputs)
     if live or all(s.hash for s in history):  # the conversation as sent now, or as recorded
         return messages
     opening = []
