@@ -14,6 +14,7 @@ thread really has: a framework's own threads read the clock all the time."""
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -35,6 +36,7 @@ _CURRENT: ContextVar[Any] = ContextVar("otel_replay_context", default=_NEVER_SET
 # tuple, replaced whole under the lock, so a reader never sees it half changed.
 _SOLE: tuple[tuple[Any, list[ReplayError]], ...] = ()
 _SOLE_LOCK = threading.Lock()
+_PID = [os.getpid()]  # the process this module was loaded in (a context without a pid)
 # Set while the context performs one of the agent's steps (its own bookkeeping, and the step's
 # ``produce``): the clock reads and ids made meanwhile belong to that step, not to the agent
 # (`otel_replay.replay._environment`).
@@ -43,11 +45,15 @@ _IN_STEP: ContextVar[bool] = ContextVar("otel_replay_in_step", default=False)
 
 def current() -> Any:
     """The context of the run under way here (None outside one), else the sole run of the process
-    (see above); `current_context` types it."""
+    (see above); `current_context` types it. A process forked from the one running the agent (a
+    framework's worker process) inherits the run but is not where it is kept: its calls run as
+    they would without agent-replay, never into a copy of the run or the parent's store."""
     ctx = _CURRENT.get()
     if ctx is not _NEVER_SET:
-        return ctx
+        return ctx if ctx is None or getattr(ctx, "pid", _PID[0]) == os.getpid() else None
     sole = _SOLE  # read once: a run may start or end meanwhile
+    if sole and getattr(sole[0][0], "pid", _PID[0]) != os.getpid():
+        return None  # a forked process: see above
     if len(sole) == 1:
         return sole[0][0]
     if sole:  # which run's is it? none can tell: each fails, rather than run it unrecorded

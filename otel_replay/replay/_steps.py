@@ -34,6 +34,7 @@ run ends with that failure (`AgentContext.failed`, raised by `run_agent` when th
 
 from __future__ import annotations
 
+import os
 import random
 import threading
 import time
@@ -132,6 +133,8 @@ class AgentContext:
         # calls come from any thread: matching against the record and appending happen under it
         self._lock = threading.RLock()
         self._closed = False  # the agent returned: a thread it left running calls unrecorded
+        #: the process the run is kept in (a process forked from it calls unrecorded)
+        self.pid = os.getpid()
         #: What the agent raised, once `run_agent` has run it (None: it returned).
         self.raised: Exception | None = None
         self.redact = tuple(redact)

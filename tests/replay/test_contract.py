@@ -80,7 +80,7 @@ class Spy:
 
 
 #: What `run_agent` itself reads of the context when the agent is done (its failure; closing it).
-RUNNER_READS = frozenset({"failed", "close"})
+RUNNER_READS = frozenset({"failed", "close", "pid"})
 
 
 def test_one_function_runs_under_both_contexts_through_the_context_api_only() -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import json
+import os
 import threading
 from pathlib import Path
 
@@ -203,3 +204,26 @@ def test_a_thread_the_agent_left_running_adds_nothing_to_the_run(store_path: Pat
         assert finished.wait(timeout=10)
         assert [s.id for s in db.summaries()] == [done.trajectory.id]  # no partial run again
     assert len(done.trajectory.steps) == 1
+
+
+def test_a_forked_worker_process_calls_as_without_agent_replay(store_path: Path) -> None:
+    """A process forked while the agent runs inherits the run, but the run is not kept there: its
+    tool call runs as it would without agent-replay, never into a copy of the run or the parent's
+    store (whose connection a child must not use)."""
+    writers = store_path.parent / "writers"
+
+    with Store.open(store_path) as db, DurableLedger(db) as ledger:
+
+        def keep(run: object) -> None:  # notes which process wrote, where a child's note shows
+            with writers.open("a") as noted:
+                noted.write(f"{os.getpid()}\n")
+            ledger.keep(run)  # type: ignore[arg-type]
+
+        done = record(thread_agents.forking_agent, ledger=keep)
+        ledger.finish(done.trajectory)
+        assert [s.id for s in db.summaries()] == [done.trajectory.id]
+    assert writers.read_text().split() == [str(os.getpid())]  # only this process wrote
+    assert done.error is None and done.answer["exit"] == 0
+    assert done.answer["theirs"] == ["2026-12-02 10:00 (cy@example.com)",
+                                     "2026-12-02 14:00 (cy@example.com)"]  # fmt: skip
+    assert [s.inputs["arguments"]["date"] for s in done.trajectory.steps] == ["2026-12-01"]

@@ -73,3 +73,22 @@ def tripping_agent() -> dict[str, Any]:
         except Exception as exc:
             seen.append(f"tool failed: {type(exc).__name__}")
     return {"seen": seen}
+
+
+def _in_a_child(date: str, results: Any) -> None:
+    results.put(free_slots(email="cy@example.com", date=date))
+
+
+def forking_agent() -> dict[str, Any]:
+    """One tool call here, one in a forked worker process (as a framework's process pool makes):
+    the child's call runs as it would without agent-replay, and comes back through a queue."""
+    import multiprocessing
+
+    mine = free_slots(email="cy@example.com", date="2026-12-01")
+    fork = multiprocessing.get_context("fork")
+    results = fork.Queue()
+    child = fork.Process(target=_in_a_child, args=("2026-12-02", results))
+    child.start()
+    theirs = results.get(timeout=30)
+    child.join(timeout=30)
+    return {"mine": mine, "theirs": theirs, "exit": child.exitcode}
