@@ -90,9 +90,12 @@ class AnthropicMessagesModel:
         message = reply if reply is not None else {"role": "assistant", "content": None}
         return {**message, "model": request["model"]}
 
-    def ask(self, model: str, system: str, user: str) -> tuple[str, int | None]:
+    def ask(
+        self, model: str, system: str, user: str, responses: bool = False
+    ) -> tuple[str, int | None]:
         """One question outside any conversation of the run (a tool it plays), of ``model`` unless
-        another is named: the reply's text, and the tokens the server counted (None: unsaid)."""
+        another is named: the reply's text, and the tokens the server counted (None: unsaid).
+        (``responses`` is OpenAI's: the Messages API is the one asked here.)"""
         try:
             response = self._client.messages.create(
                 model=self.options.model or model,

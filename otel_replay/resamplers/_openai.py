@@ -139,26 +139,45 @@ class OpenAIChatModel:
         message = reply if reply is not None else {"role": "assistant", "content": None}
         return {**message, "model": request["model"]}
 
-    def ask(self, model: str, system: str, user: str) -> tuple[str, int | None]:
+    def ask(
+        self, model: str, system: str, user: str, responses: bool = False
+    ) -> tuple[str, int | None]:
         """One question outside any conversation of the run (a tool it plays), of ``model`` unless
-        another is named: the reply's text, and the tokens the server counted (None: unsaid)."""
-        request = {
-            "model": self.options.model or model,
-            "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}],
-            "temperature": self.options.temperature,
-        }
+        another is named, in chat completions or (``responses``: the API the run was recorded in)
+        the Responses API: the reply's text, and the tokens the server counted (None: unsaid)."""
+        model = self.options.model or model
         try:
-            response = self._client.chat.completions.create(**request)
+            if responses:
+                answer = self._client.responses.create(
+                    model=model,
+                    instructions=system,
+                    input=user,
+                    temperature=self.options.temperature,
+                )
+                reply = assistant_message(answer.model_dump(mode="json", exclude_none=True))
+                text = message_text((reply or {}).get("content") or "")
+                counts = ("input_tokens", "output_tokens")
+            else:
+                answer = self._client.chat.completions.create(
+                    model=model,
+                    messages=[
+                        {"role": "system", "content": system},
+                        {"role": "user", "content": user},
+                    ],
+                    temperature=self.options.temperature,
+                )
+                text = str(answer.choices[0].message.content or "")
+                counts = ("prompt_tokens", "completion_tokens")
         except self._errors as exc:
             raise RuntimeError(failed_request(self.base_url, exc)) from None
-        usage = getattr(response, "usage", None)
-        spent = [getattr(usage, name, None) for name in ("prompt_tokens", "completion_tokens")]
+        usage = getattr(answer, "usage", None)
+        spent = [getattr(usage, name, None) for name in counts]
         tokens = (
             sum(n for n in spent if isinstance(n, int))
             if all(isinstance(n, int) for n in spent)
             else None
         )
-        return str(response.choices[0].message.content or ""), tokens
+        return text, tokens
 
     def close(self) -> None:
         """Close the client's connections."""

@@ -27,6 +27,7 @@ from otel_replay.messages import message_text
 from otel_replay.model import Step, StepKind, StepStatus, Trajectory
 from otel_replay.resamplers._context import RolloutContext
 from otel_replay.resamplers._draws import noted_simulation
+from otel_replay.resamplers._openai import asked_in_responses
 from otel_replay.resamplers._recorded import RecordedOutcomes, call_of
 
 #: How many recorded results a tool is shown as examples, and how much of each.
@@ -46,7 +47,9 @@ INSTRUCTIONS = (
 class Asker(Protocol):
     """What plays a tool: the built-in model's `ask`."""
 
-    def ask(self, model: str, system: str, user: str) -> tuple[str, int | None]: ...
+    def ask(
+        self, model: str, system: str, user: str, responses: bool = False
+    ) -> tuple[str, int | None]: ...
 
 
 class SimulatedTools:
@@ -60,8 +63,11 @@ class SimulatedTools:
         self._draws = draws
         self._tools = tool_definitions(trajectory)
         self._examples = _run_examples(trajectory)
-        # the model the run's own turns asked (a server names models its own way)
-        self._asked = next((s.name for s in trajectory.steps if s.kind is StepKind.LLM), "")
+        # the model the run's own turns asked (a server names models its own way), in the API
+        # they were asked in
+        first = next((s for s in trajectory.steps if s.kind is StepKind.LLM), None)
+        self._asked = first.name if first is not None else ""
+        self._responses = first is not None and asked_in_responses(first.inputs)
         self.__qualname__ = "simulated_tools(recorded first)" if draws else "simulated_tools"
         self.__module__ = "builtin"
 
@@ -108,9 +114,16 @@ class SimulatedTools:
             "arguments": arguments,
             "examples": shown,
         }
-        text, tokens = self._model.ask(
-            self._asked, INSTRUCTIONS, json.dumps(question, ensure_ascii=False)
-        )
+        try:
+            text, tokens = self._model.ask(
+                self._asked,
+                INSTRUCTIONS,
+                json.dumps(question, ensure_ascii=False),
+                self._responses,
+            )
+        except Exception:
+            noted_simulation(call_of(step), None)  # asked, and maybe paid: counted all the same
+            raise
         noted_simulation(call_of(step), tokens)
         return result_of(text)
 

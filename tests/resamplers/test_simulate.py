@@ -182,3 +182,20 @@ def test_what_the_model_is_told_of_a_tool_and_how_its_reply_is_read() -> None:
     assert result_of('```json\n["10:00"]\n```') == ["10:00"]
     assert result_of(' {"booked": "10:00"} ') == {"booked": "10:00"}
     assert result_of("the calendar is full") == "the calendar is full"
+
+
+def test_a_request_that_failed_is_counted_all_the_same() -> None:
+    """A request to play a tool that failed may have been paid: it is counted, tokens unknown."""
+    from otel_replay.resamplers._draws import drawing
+    from otel_replay.resamplers._simulate import SimulatedTools
+
+    class Down:
+        def ask(self, model: str, system: str, user: str, responses: bool = False) -> Any:
+            raise RuntimeError("http://127.0.0.1:9/v1 could not be reached")
+
+    run = _lone_incident()
+    tools = SimulatedTools(Down(), run)
+    with drawing() as log, pytest.raises(RuntimeError, match="could not be reached"):
+        tools.play(run.steps[1])
+    assert [c.tool for c in log.simulated] == ["get_free_slots"]
+    assert log.simulated_tokens == [None]

@@ -67,13 +67,12 @@ class _World(FAKE.EchoingHandler):  # type: ignore[misc,name-defined]
         body = json.loads(self.rfile.read(length) or b"{}")
         with self._lock:
             type(self).asked.append(path)
-        messages = body.get("messages") or []
-        if messages and messages[0].get("content") == INSTRUCTIONS:  # asked to play a tool
-            question = json.loads(messages[1]["content"])
+        if body.get("instructions") == INSTRUCTIONS:  # asked to play a tool, in the run's API
+            question = json.loads(body["input"])
             with self._lock:
                 type(self).played.append(question["tool"])
                 down = self._draws.random() < 0.3
-            self._json(self._completion(json.dumps(self._play(question, down))))
+            self._json(self._response(json.dumps(self._play(question, down))))
         elif path.endswith("/responses"):  # as the real API, the instructions echoed
             self._json({**FAKE.openai_responses(body), "instructions": body.get("instructions")})
         else:
@@ -89,16 +88,20 @@ class _World(FAKE.EchoingHandler):  # type: ignore[misc,name-defined]
         return [FAKE.POLICIES[0]]
 
     @staticmethod
-    def _completion(text: str) -> dict[str, Any]:
+    def _response(text: str) -> dict[str, Any]:
         return {
-            "id": "chatcmpl-played",
-            "object": "chat.completion",
-            "created": 0,
+            "id": "resp_played",
+            "object": "response",
+            "created_at": 0,
             "model": "gpt-fake",
-            "choices": [
-                {"index": 0, "message": {"role": "assistant", "content": text},
-                 "finish_reason": "stop"}
+            "status": "completed",
+            "output": [
+                {"id": "msg_played", "type": "message", "role": "assistant", "status": "completed",
+                 "content": [{"type": "output_text", "text": text, "annotations": []}]}
             ],
+            "parallel_tool_calls": False,
+            "tool_choice": "auto",
+            "tools": [],
         }  # fmt: skip
 
 
