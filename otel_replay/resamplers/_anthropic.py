@@ -21,10 +21,12 @@ from otel_replay.errors import PluginLoadError, RegistrationError, setting
 from otel_replay.messages import assistant_message, message_text
 from otel_replay.model import Step, Trajectory
 from otel_replay.resamplers._context import RolloutContext
-from otel_replay.resamplers._draws import noted_tokens
 from otel_replay.resamplers._openai import (
+    RESPONSES_USAGE,
     ChatModelOptions,
+    counted_tokens,
     failed_request,
+    noted_usage,
     rebuild_messages,
     wire_tool_calls,
 )
@@ -82,10 +84,7 @@ class AnthropicMessagesModel:
             response = self._client.messages.create(**request)
         except self._errors as exc:
             raise RuntimeError(failed_request(self.base_url or "the Anthropic API", exc)) from None
-        usage = getattr(response, "usage", None)
-        spent = [getattr(usage, name, None) for name in ("input_tokens", "output_tokens")]
-        if all(isinstance(n, int) for n in spent):
-            noted_tokens(sum(n for n in spent if isinstance(n, int)))
+        noted_usage(response, RESPONSES_USAGE)
         reply = assistant_message(response.model_dump(mode="json", exclude_none=True))
         message = reply if reply is not None else {"role": "assistant", "content": None}
         return {**message, "model": request["model"]}
@@ -106,13 +105,7 @@ class AnthropicMessagesModel:
             )
         except self._errors as exc:
             raise RuntimeError(failed_request(self.base_url or "the Anthropic API", exc)) from None
-        usage = getattr(response, "usage", None)
-        spent = [getattr(usage, name, None) for name in ("input_tokens", "output_tokens")]
-        tokens = (
-            sum(n for n in spent if isinstance(n, int))
-            if all(isinstance(n, int) for n in spent)
-            else None
-        )
+        tokens = counted_tokens(response, RESPONSES_USAGE)
         reply = assistant_message(response.model_dump(mode="json", exclude_none=True))
         return message_text((reply or {}).get("content") or ""), tokens
 

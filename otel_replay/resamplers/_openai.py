@@ -29,6 +29,9 @@ from otel_replay.resamplers._context import RolloutContext
 from otel_replay.resamplers._draws import noted_tokens
 from otel_replay.transcript import chained, rebuilt
 
+#: The usage counts of a chat completion, and of a response (and an Anthropic message).
+_CHAT_USAGE = ("prompt_tokens", "completion_tokens")
+RESPONSES_USAGE = ("input_tokens", "output_tokens")
 #: Recorded request parameters passed on to the model (the temperature is the resampler's own).
 _PARAMETERS = ("max_tokens", "top_p", "stop", "presence_penalty", "frequency_penalty")
 
@@ -104,10 +107,7 @@ class OpenAIChatModel:
             response = self._client.chat.completions.create(**request)
         except self._errors as exc:
             raise RuntimeError(failed_request(self.base_url, exc)) from None
-        usage = getattr(response, "usage", None)
-        spent = [getattr(usage, name, None) for name in ("prompt_tokens", "completion_tokens")]
-        if all(isinstance(n, int) for n in spent):  # a server that counts them (most do)
-            noted_tokens(sum(n for n in spent if isinstance(n, int)))
+        noted_usage(response, _CHAT_USAGE)  # a server that counts them (most do)
         choice = response.choices[0]
         return {**_message(choice.message, choice.finish_reason), "model": request["model"]}
 
@@ -131,10 +131,7 @@ class OpenAIChatModel:
             response = self._client.responses.create(**request)
         except self._errors as exc:
             raise RuntimeError(failed_request(self.base_url, exc)) from None
-        usage = getattr(response, "usage", None)
-        spent = [getattr(usage, name, None) for name in ("input_tokens", "output_tokens")]
-        if all(isinstance(n, int) for n in spent):
-            noted_tokens(sum(n for n in spent if isinstance(n, int)))
+        noted_usage(response, RESPONSES_USAGE)
         reply = assistant_message(response.model_dump(mode="json", exclude_none=True))
         message = reply if reply is not None else {"role": "assistant", "content": None}
         return {**message, "model": request["model"]}
@@ -156,7 +153,7 @@ class OpenAIChatModel:
                 )
                 reply = assistant_message(answer.model_dump(mode="json", exclude_none=True))
                 text = message_text((reply or {}).get("content") or "")
-                counts = ("input_tokens", "output_tokens")
+                counts = RESPONSES_USAGE
             else:
                 answer = self._client.chat.completions.create(
                     model=model,
@@ -167,17 +164,10 @@ class OpenAIChatModel:
                     temperature=self.options.temperature,
                 )
                 text = str(answer.choices[0].message.content or "")
-                counts = ("prompt_tokens", "completion_tokens")
+                counts = _CHAT_USAGE
         except self._errors as exc:
             raise RuntimeError(failed_request(self.base_url, exc)) from None
-        usage = getattr(answer, "usage", None)
-        spent = [getattr(usage, name, None) for name in counts]
-        tokens = (
-            sum(n for n in spent if isinstance(n, int))
-            if all(isinstance(n, int) for n in spent)
-            else None
-        )
-        return text, tokens
+        return text, counted_tokens(answer, counts)
 
     def close(self) -> None:
         """Close the client's connections."""
@@ -201,6 +191,23 @@ class OpenAIChatModel:
                 f"{self.options.temperature:g}"
             ]
         return []
+
+
+def counted_tokens(response: Any, names: tuple[str, str]) -> int | None:
+    """The tokens a response's ``usage`` counts under ``names`` (input, output), added up; None
+    when the server did not count both."""
+    usage = getattr(response, "usage", None)
+    spent = [getattr(usage, name, None) for name in names]
+    if all(isinstance(n, int) for n in spent):
+        return sum(n for n in spent if isinstance(n, int))
+    return None
+
+
+def noted_usage(response: Any, names: tuple[str, str]) -> None:
+    """The rollout's log notes the tokens a model call used, when its server counted them."""
+    tokens = counted_tokens(response, names)
+    if tokens is not None:
+        noted_tokens(tokens)
 
 
 def server(base_url: str | None, needed_by: str, named_by: str = "") -> str | None:
