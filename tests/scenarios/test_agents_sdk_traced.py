@@ -14,9 +14,6 @@ import asyncio
 import json
 import os
 import random
-import signal
-import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,19 +23,14 @@ import pytest
 from typer.testing import CliRunner
 
 from otel_replay.resamplers._simulate import INSTRUCTIONS
-from otel_replay.store import Store
 from tests.cli_helpers import invoke, ok
-from tests.conftest import ROOT
 from tests.fake_models import fake_models
 
 try:
     from openinference.instrumentation.openai_agents import OpenAIAgentsInstrumentor
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-    from opentelemetry.sdk.resources import Resource
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
     from tests.scenarios import agents_sdk_agent
+    from tests.scenarios.served import traced_to_serve
 except ImportError:  # the test extra has them; under CI their absence is a failure
     if os.environ.get("CI"):
         raise
@@ -119,32 +111,18 @@ def server() -> Iterator[str]:
 
 def _traced(store: Path, url: str) -> list[str]:
     """The agent run once per entry of `DOWN`, traced by OpenInference and sent over OTLP/HTTP to
-    ``serve`` on a free loopback port; the stored runs' ids in the order they ran."""
-    command = [sys.executable, "-m", "otel_replay", "--store", str(store), "serve", "--port", "0"]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
-    instrumentor = OpenAIAgentsInstrumentor()
-    try:
-        assert process.stdout is not None
-        line = process.stdout.readline().decode()
-        assert "receiving OTLP/HTTP traces at http://127.0.0.1:" in line, line
-        endpoint = line.split("at ")[1].split()[0]
-        provider = TracerProvider(resource=Resource.create({"service.name": "support-agents"}))
-        provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(endpoint=endpoint)))
-        instrumentor.instrument(tracer_provider=provider)
-        answers = [
+    ``serve``; the stored runs' ids in the order they ran."""
+    answers, ids = traced_to_serve(
+        store,
+        OpenAIAgentsInstrumentor(),
+        "support-agents",
+        lambda: [
             asyncio.run(agents_sdk_agent.support(QUESTION, url, traced=True, shipping_down=down))
             for down in DOWN
-        ]
-        provider.shutdown()
-    finally:
-        instrumentor.uninstrument()
-        process.send_signal(signal.SIGTERM)
-        _, err = process.communicate(timeout=30)
-    assert process.returncode == 0, err
+        ],
+    )
     assert answers == [FAKE.APOLOGY if down else FAKE.FINAL_ANSWER for down in DOWN]
-    with Store.open(store, read_only=True) as db:
-        runs = sorted(db.summaries(), key=lambda s: s.start_time_unix_nano or 0)
-    return [run.id for run in runs]
+    return ids
 
 
 def test_traced_runs_are_scored_and_the_outage_attributed_with_no_code(

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -26,17 +25,13 @@ from typer.testing import CliRunner
 from otel_replay.model import StepKind, Trajectory
 from otel_replay.store import Store
 from tests.cli_helpers import invoke, ok, one_line_error
-from tests.conftest import ROOT
 from tests.fake_models import fake_models
 
 try:
     from openinference.instrumentation.langchain import LangChainInstrumentor
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-    from opentelemetry.sdk.resources import Resource
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
     from tests.scenarios import langgraph_agent
+    from tests.scenarios.served import traced_to_serve
 except ImportError:  # the test extra has them; under CI their absence is a failure
     import os
 
@@ -75,29 +70,15 @@ def server() -> Iterator[str]:
 
 def _traced(store: Path, url: str) -> list[str]:
     """The agent run once per entry of `DOWN`, traced by OpenInference and sent over OTLP/HTTP to
-    ``serve`` on a free loopback port; the stored runs' ids in the order they ran."""
-    command = [sys.executable, "-m", "otel_replay", "--store", str(store), "serve", "--port", "0"]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
-    instrumentor = LangChainInstrumentor()
-    try:
-        assert process.stdout is not None
-        line = process.stdout.readline().decode()
-        assert "receiving OTLP/HTTP traces at http://127.0.0.1:" in line, line
-        endpoint = line.split("at ")[1].split()[0]
-        provider = TracerProvider(resource=Resource.create({"service.name": "support-graph"}))
-        provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(endpoint=endpoint)))
-        instrumentor.instrument(tracer_provider=provider)
-        answers = [langgraph_agent.support(QUESTION, url, down) for down in DOWN]
-        provider.shutdown()
-    finally:
-        instrumentor.uninstrument()
-        process.send_signal(signal.SIGTERM)
-        _, err = process.communicate(timeout=30)
-    assert process.returncode == 0, err
+    ``serve``; the stored runs' ids in the order they ran."""
+    answers, ids = traced_to_serve(
+        store,
+        LangChainInstrumentor(),
+        "support-graph",
+        lambda: [langgraph_agent.support(QUESTION, url, down) for down in DOWN],
+    )
     assert answers == [FAKE.APOLOGY if down else FAKE.FINAL_ANSWER for down in DOWN]
-    with Store.open(store, read_only=True) as db:
-        runs = sorted(db.summaries(), key=lambda s: s.start_time_unix_nano or 0)
-    return [run.id for run in runs]
+    return ids
 
 
 def _stored(store: Path, run_id: str) -> Trajectory:
