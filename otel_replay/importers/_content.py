@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from otel_replay.importers._conventions import Part, sources
 from otel_replay.importers._messages import flattened_messages, normalize_messages, unflatten
 from otel_replay.importers._spans import SpanRecord, is_json_mime, maybe_json
 from otel_replay.messages import shaped_results
@@ -48,33 +49,65 @@ def _event_attribute(span: SpanRecord, event_name: str, key: str) -> Any:
 # --- LLM -------------------------------------------------------------------------------------------
 
 
-def _input_messages(span: SpanRecord) -> list[dict[str, Any]]:
+def _read(span: SpanRecord, part: Part, vocabulary: str) -> Any:
+    """The first value a span holds for a part (see `otel_replay.importers._conventions`), or
+    `_MISSING`."""
+    for source in sources(part, vocabulary):
+        value = _source_value(span, source)
+        if value is not _MISSING:
+            return value
+    return _MISSING
+
+
+def _split(source: str) -> tuple[str, str]:
+    """A source's key and the reader it names (``key (reader)``, or ``(reader)`` alone), the
+    reader with its closing parenthesis."""
+    if source.startswith("("):
+        return "", source[1:]
+    key, _, reader = source.partition(" (")
+    return key, reader
+
+
+def _source_value(span: SpanRecord, source: str) -> Any:
+    """What one plain source holds: an attribute (a ``*.value`` decoded by its mime type), or an
+    attribute of an event (``event NAME: key``)."""
+    if source.startswith("event "):
+        name, _, key = source[len("event ") :].partition(": ")
+        return _event_attribute(span, name, key)
+    key = source.partition(" (")[0]
+    if key.endswith(".value"):
+        return _io_value(span.attributes, key[: -len(".value")])
+    return _first(span.attributes, key)
+
+
+def _input_messages(span: SpanRecord, vocabulary: str = "") -> list[dict[str, Any]]:
     attrs = span.attributes
-    for prefix in ("llm.input_messages", "gen_ai.prompt", "llm.prompts"):
-        messages = flattened_messages(attrs, prefix)
+    for source in sources("input_messages", vocabulary):
+        key, reader = _split(source)
+        if source.endswith(".*"):
+            messages = flattened_messages(attrs, key[: -len(".*")])
+        elif reader == "messages events)":
+            messages = _event_messages(span)
+        elif reader == "genai messages)":
+            messages = _genai_messages(attrs, key)
+        elif reader == "vercel prompt)":
+            messages = normalize_messages(_vercel_prompt(attrs.get(key)))
+        else:
+            raw = _source_value(span, source)
+            messages = [] if raw is _MISSING else normalize_messages(raw)
         if messages:
             return messages
-    messages = normalize_messages(attrs.get("gen_ai.input.messages"))
-    if messages:
-        system = maybe_json(attrs.get("gen_ai.system_instructions"))
-        if system:
-            parts = system if isinstance(system, list) else [system]
-            messages.insert(0, *normalize_messages([{"role": "system", "parts": parts}]))
-        return messages
-    for raw in (
-        attrs.get("gen_ai.prompt"),
-        _event_attribute(span, "gen_ai.content.prompt", "gen_ai.prompt"),
-        attrs.get("ai.prompt.messages"),
-        _vercel_prompt(attrs.get("ai.prompt")),
-        attrs.get("traceloop.entity.input"),
-        attrs.get("langfuse.observation.input"),
-        _io_value(attrs, "input"),
-    ):
-        if raw is not _MISSING and raw is not None:
-            messages = normalize_messages(raw)
-            if messages:
-                return messages
-    return _event_messages(span)
+    return []
+
+
+def _genai_messages(attrs: dict[str, Any], key: str) -> list[dict[str, Any]]:
+    """OTel GenAI's input messages, its system instructions (kept apart) first."""
+    messages = normalize_messages(attrs.get(key))
+    system = maybe_json(attrs.get("gen_ai.system_instructions")) if messages else None
+    if system:
+        parts = system if isinstance(system, list) else [system]
+        messages.insert(0, *normalize_messages([{"role": "system", "parts": parts}]))
+    return messages
 
 
 def _vercel_prompt(raw: Any) -> Any:
@@ -118,37 +151,39 @@ def _event_messages(span: SpanRecord) -> list[dict[str, Any]]:
     return normalize_messages(raw)
 
 
-def _output_messages(span: SpanRecord) -> Any:
+def _output_messages(span: SpanRecord, vocabulary: str = "") -> Any:
     attrs = span.attributes
-    for prefix in ("llm.output_messages", "gen_ai.completion", "llm.completions"):
-        messages = flattened_messages(attrs, prefix)
+    for source in sources("output_messages", vocabulary):
+        key, reader = _split(source)
+        if source.endswith(".*"):
+            messages = flattened_messages(attrs, key[: -len(".*")])
+        elif reader == "messages)":
+            messages = normalize_messages(attrs.get(key))
+        elif reader == "choice events)":
+            messages = _choice_messages(span)
+        elif reader == "vercel response)":
+            if any(k in attrs for k in _VERCEL_RESPONSE):
+                return _vercel_output(attrs)
+            continue
+        else:
+            raw = _source_value(span, source)
+            if raw is not _MISSING:
+                return _openai_choice(maybe_json(raw))
+            continue
         if messages:
             return _one_or_many(messages)
-    messages = normalize_messages(attrs.get("gen_ai.output.messages"))
-    if messages:
-        return _one_or_many(messages)
-    if any(
-        key in attrs for key in ("ai.response.text", "ai.response.toolCalls", "ai.response.object")
-    ):
-        return _vercel_output(attrs)
-    choices = [e.attributes for e in span.events if e.name == "gen_ai.choice"]
-    if choices:
-        return _one_or_many(
-            normalize_messages(
-                [dict(c.get("message", c), finish_reason=c.get("finish_reason")) for c in choices]
-            )
-        )
-    for raw in (
-        attrs.get("gen_ai.completion"),
-        _event_attribute(span, "gen_ai.content.completion", "gen_ai.completion"),
-        attrs.get("traceloop.entity.output"),
-        attrs.get("langfuse.observation.output"),
-        _io_value(attrs, "output"),
-        attrs.get("gen_ai.output"),
-    ):
-        if raw is not _MISSING and raw is not None:
-            return _openai_choice(maybe_json(raw))
     return None
+
+
+_VERCEL_RESPONSE = ("ai.response.text", "ai.response.toolCalls", "ai.response.object")
+
+
+def _choice_messages(span: SpanRecord) -> list[dict[str, Any]]:
+    """OTel GenAI's ``gen_ai.choice`` events, one message each."""
+    choices = [e.attributes for e in span.events if e.name == "gen_ai.choice"]
+    return normalize_messages(
+        [dict(c.get("message", c), finish_reason=c.get("finish_reason")) for c in choices]
+    )
 
 
 def _one_or_many(messages: list[dict[str, Any]]) -> Any:
@@ -263,30 +298,20 @@ def _tool_definitions(attrs: dict[str, Any]) -> list[Any]:
     return [maybe_json(t) for t in vercel] if isinstance(vercel, list) else []
 
 
-def llm_content(span: SpanRecord) -> tuple[str, dict[str, Any], Any]:
+def llm_content(span: SpanRecord, vocabulary: str = "") -> tuple[str, dict[str, Any], Any]:
+    """A model call's name (its model), ``{"model", "messages" | "input", "parameters",
+    "tools"}`` and output message(s), read first from ``vocabulary``'s keys (the convention that
+    recognised the span), then from every other's."""
     attrs = span.attributes
-    model = _first(
-        attrs,
-        "llm.model_name",
-        "gen_ai.request.model",
-        "gen_ai.response.model",
-        "llm.request.model",
-        "ai.model.id",
-        "langfuse.observation.model.name",
-        "langsmith.metadata.ls_model_name",
-    )
+    model = _read(span, "model", vocabulary)
     inputs: dict[str, Any] = {}
     if model is not _MISSING:
         inputs["model"] = model
-    messages = _input_messages(span)
+    messages = _input_messages(span, vocabulary)
     if messages:
         inputs["messages"] = shaped_results(messages)  # a tool's result as the text it was sent
     else:
-        raw = _io_value(attrs, "input")
-        if raw is _MISSING:
-            raw = _first(
-                attrs, "gen_ai.prompt", "traceloop.entity.input", "langfuse.observation.input"
-            )
+        raw = _read(span, "input", vocabulary)
         if raw is not _MISSING:
             inputs["input"] = maybe_json(raw)
     params = _parameters(attrs)
@@ -296,7 +321,7 @@ def llm_content(span: SpanRecord) -> tuple[str, dict[str, Any], Any]:
     if tools:
         inputs["tools"] = tools
     name = model if isinstance(model, str) else span.name
-    return name, inputs, _with_finish_reason(_output_messages(span), attrs)
+    return name, inputs, _with_finish_reason(_output_messages(span, vocabulary), attrs)
 
 
 def _with_finish_reason(output: Any, attrs: dict[str, Any]) -> Any:
@@ -314,56 +339,24 @@ def _with_finish_reason(output: Any, attrs: dict[str, Any]) -> Any:
 
 
 #: Where a span records a tool's result, whichever convention wrote it (`tool_content` reads them).
-RESULT_KEYS = (
-    "gen_ai.tool.call.result",
-    "tool_response",
-    "ai.toolCall.result",
-    "output.value",
-    "traceloop.entity.output",
-    "langfuse.observation.output",
-    "gen_ai.completion",
-    "output",
-)
+RESULT_KEYS = tuple(source.partition(" (")[0] for source in sources("result"))
 
 
-def tool_content(span: SpanRecord) -> tuple[str, dict[str, Any], Any, str | None]:
+def tool_content(
+    span: SpanRecord, vocabulary: str = ""
+) -> tuple[str, dict[str, Any], Any, str | None]:
     """A tool call's name, ``{"arguments", "tool_call_id"}``, result, and the error its result
-    reports (a framework that catches a tool's exception hands it back as a failed result)."""
-    attrs = span.attributes
-    name = _first(
-        attrs, "gen_ai.tool.name", "tool.name", "ai.toolCall.name", "traceloop.entity.name"
-    )
+    reports (a framework that catches a tool's exception hands it back as a failed result), read
+    first from ``vocabulary``'s keys, then from every other's."""
+    name = _read(span, "tool_name", vocabulary)
     inputs: dict[str, Any] = {}
-    arguments = _first(
-        attrs,
-        "gen_ai.tool.call.arguments",
-        "gen_ai.tool.args",
-        "tool_arguments",
-        "ai.toolCall.args",
-    )
-    if arguments is _MISSING:
-        arguments = _io_value(attrs, "input")
-    if arguments is _MISSING:
-        arguments = _first(
-            attrs, "traceloop.entity.input", "langfuse.observation.input", "gen_ai.prompt", "input"
-        )
+    arguments = _read(span, "arguments", vocabulary)
     if arguments is not _MISSING:
         inputs["arguments"] = _call_arguments(maybe_json(arguments))
-    call_id = _first(attrs, "gen_ai.tool.call.id", "tool.id", "tool_call.id", "ai.toolCall.id")
+    call_id = _read(span, "tool_call_id", vocabulary)
     if isinstance(call_id, str):
         inputs["tool_call_id"] = call_id
-    result = _first(attrs, "gen_ai.tool.call.result", "tool_response", "ai.toolCall.result")
-    if result is _MISSING:
-        result = _io_value(attrs, "output")
-    if result is _MISSING:
-        result = _first(
-            attrs,
-            "traceloop.entity.output",
-            "langfuse.observation.output",
-            "gen_ai.completion",
-            "gen_ai.output",
-            "output",
-        )
+    result = _read(span, "result", vocabulary)
     output, envelope_id, error = _tool_result(None if result is _MISSING else maybe_json(result))
     if envelope_id is not None:
         inputs.setdefault("tool_call_id", envelope_id)
@@ -433,13 +426,6 @@ def _documents(attrs: dict[str, Any], prefix: str) -> list[Any]:
     return docs
 
 
-def _task_value(attrs: dict[str, Any], which: str) -> Any:
-    """OpenLLMetry's input or output of a decorated task: ``traceloop.entity.<which>`` (a JSON
-    string, often ``{"args": [...], "kwargs": {...}}`` for inputs) or ``gen_ai.task.<which>``."""
-    raw = _first(attrs, f"traceloop.entity.{which}", f"gen_ai.task.{which}")
-    return raw if raw is _MISSING else maybe_json(raw)
-
-
 def _vercel_embeddings(attrs: dict[str, Any]) -> tuple[list[Any], list[Any]]:
     """The Vercel AI SDK's embedded values and their vectors: ``ai.value``/``ai.embedding`` for one,
     ``ai.values``/``ai.embeddings`` (lists of JSON text) for many."""
@@ -453,9 +439,13 @@ def _vercel_embeddings(attrs: dict[str, Any]) -> tuple[list[Any], list[Any]]:
     )
 
 
-def other_content(span: SpanRecord, kind: StepKind) -> tuple[str, dict[str, Any], Any]:
+def other_content(
+    span: SpanRecord, kind: StepKind, vocabulary: str = ""
+) -> tuple[str, dict[str, Any], Any]:
+    """A retrieval's, embedding's, reranking's or guardrail's name, inputs and output, read first
+    from ``vocabulary``'s keys; a plain span's attributes as the inputs of an ``other`` step."""
     attrs = span.attributes
-    said = attrs.get("agent_replay.step.name")
+    said = _read(span, "step_name", vocabulary)
     if kind is StepKind.OTHER and isinstance(said, str):  # an other step agent-replay recorded
         given, returned = _io_value(attrs, "input"), _io_value(attrs, "output")
         return (
@@ -466,15 +456,12 @@ def other_content(span: SpanRecord, kind: StepKind) -> tuple[str, dict[str, Any]
     if kind is StepKind.OTHER:
         return span.name, dict(attrs), None
     inputs: dict[str, Any] = {}
-    model = _first(
-        attrs, "embedding.model_name", "reranker.model_name", "gen_ai.request.model", "ai.model.id"
-    )
+    model = _read(span, "model", vocabulary)
     if model is not _MISSING:
         inputs["model"] = model
     query = _first(attrs, "reranker.query", "gen_ai.retrieval.query.text")
-    raw_input = _io_value(attrs, "input")
-    if raw_input is _MISSING:
-        raw_input = _task_value(attrs, "input")
+    raw_input = _read(span, "input", vocabulary)
+    raw_input = raw_input if raw_input is _MISSING else maybe_json(raw_input)
     if (
         query is _MISSING
         and isinstance(raw_input, dict)
@@ -491,7 +478,8 @@ def other_content(span: SpanRecord, kind: StepKind) -> tuple[str, dict[str, Any]
             attrs.get("gen_ai.retrieval.documents")
         )
         if not output:
-            found = _task_value(attrs, "output")
+            found = _read(span, "output", vocabulary)
+            found = found if found is _MISSING else maybe_json(found)
             if isinstance(found, dict) and isinstance(found.get("documents"), list):
                 found = found["documents"]  # {"documents": [...], "count": n}
             output = None if found is _MISSING else found
