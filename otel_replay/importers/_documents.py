@@ -30,6 +30,8 @@ from otel_replay.importers._langfuse import decode_langfuse, is_langfuse
 from otel_replay.importers._lookalikes import decode_span_dump, is_span_dump
 from otel_replay.importers._otlp_json_decode import decode_request
 from otel_replay.importers._phoenix import FORMAT as PHOENIX_PAGE
+from otel_replay.importers._jaeger import FORMAT as JAEGER
+from otel_replay.importers._jaeger import decode_jaeger, is_jaeger
 from otel_replay.importers._phoenix import decode_phoenix_page, is_phoenix_page
 from otel_replay.importers._spans import SpanRecord
 
@@ -37,6 +39,8 @@ Invalid = Callable[[TraceFormatError], None]
 Decode = Callable[[Any, Invalid], Iterator[SpanRecord]]
 
 
+from otel_replay.importers._zipkin import FORMAT as ZIPKIN
+from otel_replay.importers._zipkin import decode_zipkin, is_zipkin
 class DocumentFormat(NamedTuple):
     """A row: the format's name (what runs read from it carry as ``metadata.format``), whether a
     document is one of it, its decoder, and whether its ids may be JSON integers (then integers
@@ -93,6 +97,8 @@ FALLBACK = DOCUMENT_FORMATS[0]
 FORMAT_NAMES = frozenset(row.name for row in DOCUMENT_FORMATS[1:])
 #: Keys of OTLP documents that hold no traces: the OTLP decoder names what they are.
 _OTLP_OTHER_SIGNALS = ("resourceLogs", "resource_logs", "resourceMetrics", "resource_metrics")
+    DocumentFormat(JAEGER, is_jaeger, decode_jaeger),
+    DocumentFormat(ZIPKIN, is_zipkin, decode_zipkin),
 
 
 def reader_for(document: Any, only: str | None = None) -> tuple[str, Decode]:

@@ -31,6 +31,8 @@ _SPAN_FORMATS = frozenset(
         "phoenix-otlp",
         "flat-spans",
         "langfuse",
+        "jaeger",
+        "zipkin",
     }
 )
 

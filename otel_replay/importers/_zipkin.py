@@ -39,8 +39,9 @@ Invalid = Callable[[TraceFormatError], None]
 
 #: Keys only a Zipkin span has (beside ``traceId`` and ``id``).
 _ZIPKIN_KEYS = ("localEndpoint", "remoteEndpoint", "annotations", "shared", "timestamp", "duration")
-#: Keys that show a span of another format (flat spans, Langfuse observations, Jaeger).
-_OTHER_KEYS = ("spanId", "span_id", "spanID", "startTime", "observations", "resourceSpans")
+#: Keys that show a span of another format (flat spans, Langfuse observations, Jaeger), or of
+#: Zipkin's v1 (``binaryAnnotations``), which this reader does not take.
+_OTHER_KEYS = ("spanId", "span_id", "spanID", "startTime", "observations", "binaryAnnotations")
 _SCOPE_NAMES = ("otel.scope.name", "otel.library.name")
 _SCOPE_OTHER = ("otel.scope.version", "otel.library.version")
 

@@ -514,7 +514,7 @@ def test_a_document_no_format_claims_names_what_was_tried(tmp_path: Path, docume
     with pytest.raises(TraceFormatError) as caught:
         list(read_path(path))
     message = str(caught.value)
-    tried = "otlp-json, langfuse, any-agent, phoenix-otlp, span-dump, flat-spans"
+    tried = "otlp-json, langfuse, jaeger, zipkin, any-agent, phoenix-otlp, span-dump, flat-spans"
     assert f"not a trace document (tried {tried}); its top-level keys: " in message, message
     assert "resourceSpans" not in message and "\n" not in message
     assert repr(next(iter(document))) in message
