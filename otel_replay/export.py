@@ -1,23 +1,36 @@
-"""Trajectories out as native JSONL: one `Trajectory.to_record` per line; and a recorded run as a
-pytest regression test (`pytest_module`).
+"""Trajectories out as native JSONL: one `Trajectory.to_record` per line; as OTLP traces
+(`write_otlp`: one ``ExportTraceServiceRequest`` per run, `otel_replay.otlp_spans.run_request`);
+and a recorded run as a pytest regression test (`pytest_module`).
 
 The record is what `otel_replay.importers.read_jsonl` reads back; a round trip keeps every step hash.
+An OTLP export imports back to the same content (`Trajectory.identity`), its runs' steps as they
+were stored.
 """
 
 from __future__ import annotations
 
 import inspect
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING, Any
 
 import orjson
 
-from otel_replay.errors import UnreplayableError
+from otel_replay.errors import ReplayError, UnreplayableError
 from otel_replay.model import StepKind, Trajectory
 
-__all__ = ["agent_for_test", "check_testable", "pytest_module", "write_jsonl"]
+if TYPE_CHECKING:
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceRequest,
+    )
+
+    from otel_replay.store import Store
+
+__all__ = ["agent_for_test", "check_testable", "pytest_module", "write_jsonl", "write_otlp"]
+
+#: The metadata naming the run a made run came from (a fork, a resumed run, a kept rollout).
+SOURCE_KEYS = ("forked_from", "resumed_from", "rollout_of")
 
 #: What marks a project's root folder: a test names its agent by its path from there.
 PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
@@ -31,6 +44,70 @@ def write_jsonl(trajectories: Iterable[Trajectory], out: IO[bytes]) -> int:
         out.write(b"\n")
         count += 1
     return count
+
+
+def write_otlp(
+    db: Store, ids: Sequence[str], out: Path, *, proto: bool, verdicts: bool = False
+) -> tuple[int, int]:
+    """Write the runs ``ids`` of ``db`` to ``out`` as OTLP, a trace each: JSON Lines (one
+    ``ExportTraceServiceRequest`` a line, the Collector file exporter's ``format: json``) or, with
+    ``proto``, length-prefixed protobuf (its ``format: proto``). A fork, resumed run or rollout
+    whose source is in ``db`` links to it; with ``verdicts`` each run's newest kept attribution
+    report is written on its spans. The file is whole or untouched. Returns how many runs were
+    written and how many of them had a report."""
+    from otel_replay.otlp_encode import write_otlp_json_lines, write_otlp_proto_stream
+
+    counted = [0, 0]
+    requests = _requests(db, ids, verdicts, counted, _MAX_FRAME if proto else None)
+    try:
+        if proto:
+            write_otlp_proto_stream(requests, out)
+        else:
+            write_otlp_json_lines(requests, out)
+    except _TooBig as exc:
+        raise ReplayError(
+            f"run {exc.run_id} is {exc.size} bytes of protobuf, more than the 4-byte length "
+            "before each request can say: export it as --format otlp-json"
+        ) from None
+    return counted[0], counted[1]
+
+
+class _TooBig(ValueError):
+    def __init__(self, run_id: str, size: int) -> None:
+        super().__init__(run_id)
+        self.run_id, self.size = run_id, size
+
+
+#: The largest request a length prefix of 4 bytes can say (the Collector's ``format: proto``).
+_MAX_FRAME = 0xFFFFFFFF
+
+
+def _requests(
+    db: Store, ids: Sequence[str], verdicts: bool, counted: list[int], limit: int | None
+) -> Iterator[ExportTraceServiceRequest]:
+    from otel_replay.otlp_spans import run_request
+
+    for run_id in ids:
+        run = db.get(run_id)
+        report = None
+        if verdicts:
+            kept = db.reports(run.id)
+            report = kept[0]["report"] if kept else None
+        request = run_request(run, source=_source(db, run), report=report)
+        if limit is not None and (size := request.ByteSize()) > limit:
+            raise _TooBig(run.id, size)
+        counted[0] += 1
+        counted[1] += report is not None
+        yield request
+
+
+def _source(db: Store, run: Trajectory) -> Trajectory | None:
+    """The run ``run`` was made from, when ``db`` holds it."""
+    for key in SOURCE_KEYS:
+        named: Any = run.metadata.get(key)
+        if isinstance(named, str) and named != run.id and db.summary(named) is not None:
+            return db.get(named)
+    return None
 
 
 def check_testable(run: Trajectory, agent: str, function: object = None) -> None:

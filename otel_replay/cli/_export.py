@@ -1,5 +1,6 @@
-"""``agent-replay export``: trajectories as native JSONL, every step as a Parquet table, a recorded
-run as a pytest regression test, or the repaired runs' contrastive pairs."""
+"""``agent-replay export``: trajectories as native JSONL, as OTLP traces (JSON Lines or protobuf),
+every step as a Parquet table, a recorded run as a pytest regression test, or the repaired runs'
+contrastive pairs."""
 
 from __future__ import annotations
 
@@ -24,7 +25,13 @@ from otel_replay.cli._common import (
 )
 from otel_replay.cli._remembered import sdks_for, spec_given
 from otel_replay.errors import ReplayError, UnreplayableError
-from otel_replay.export import agent_for_test, check_testable, pytest_module, write_jsonl
+from otel_replay.export import (
+    agent_for_test,
+    check_testable,
+    pytest_module,
+    write_jsonl,
+    write_otlp,
+)
 from otel_replay.store import Store
 
 if TYPE_CHECKING:
@@ -36,6 +43,8 @@ class ExportFormat(str, Enum):
     PARQUET = "parquet"
     PYTEST = "pytest"
     PAIRS = "pairs"
+    OTLP_JSON = "otlp-json"
+    OTLP_PROTO = "otlp-proto"
 
 
 class Expect(str, Enum):
@@ -77,13 +86,22 @@ def export_command(
     expect: Annotated[
         Expect, typer.Option("--expect", help="pytest: what the test asserts.")
     ] = Expect.IDENTICAL,
+    with_verdict: Annotated[
+        bool,
+        typer.Option(
+            "--with-verdict",
+            help="otlp-json, otlp-proto: each run's newest kept attribution report as attributes "
+            "of its root span and its culprit step's span.",
+        ),
+    ] = False,
     store: StoreOption = None,
 ) -> None:
-    """Export trajectories (native JSONL, re-importable), all their steps (Parquet), or one
-    recorded run as a pytest regression test (with its recording beside it)."""
+    """Export trajectories (native JSONL or OTLP traces, both re-importable), all their steps
+    (Parquet), or one recorded run as a pytest regression test (with its recording beside it)."""
     with user_errors(), open_store(store) as db:
         if out is not None:
             refuse_store(out, db.path)
+        _check_verdict(format, with_verdict)
         ids = (
             [db.resolve(i) for i in trajectory_ids]
             if trajectory_ids
@@ -94,6 +112,9 @@ def export_command(
             return
         if format is ExportFormat.PAIRS:
             _pairs(db, set(ids) if trajectory_ids else None, out)
+            return
+        if format in (ExportFormat.OTLP_JSON, ExportFormat.OTLP_PROTO):
+            _otlp(db, ids, out, format is ExportFormat.OTLP_PROTO, with_verdict)
             return
         if format is ExportFormat.PARQUET:
             from otel_replay.frame import steps_frame  # polars loads only when asked for
@@ -114,6 +135,29 @@ def export_command(
             count = write_jsonl((db.get(i) for i in ids), handle)
         if out is not None and str(out) != "-":
             err_console.print(f"wrote {plural(count, 'trajectory', 'trajectories')} to {out}")
+
+
+def _check_verdict(format: ExportFormat, with_verdict: bool) -> None:
+    if with_verdict and format not in (ExportFormat.OTLP_JSON, ExportFormat.OTLP_PROTO):
+        raise ReplayError(
+            f"--with-verdict writes attributes on OTLP spans: --format {format.value} has none "
+            "(use --format otlp-json or otlp-proto)"
+        )
+
+
+def _otlp(db: Store, ids: list[str], out: Path | None, proto: bool, verdicts: bool) -> None:
+    """The runs as OTLP traces: JSON Lines (default: stdout), or protobuf (needs --out)."""
+    if proto and out is None:
+        raise ReplayError("--format otlp-proto needs --out FILE.otlp.pb (or - for stdout)")
+    written, reported = write_otlp(db, ids, out or Path("-"), proto=proto, verdicts=verdicts)
+    if verdicts and reported < written:
+        err_console.print(
+            f"{plural(written - reported, 'run')} of {written} had no kept attribution report"
+        )
+    if out is not None and str(out) != "-":
+        err_console.print(
+            f"wrote {plural(written, 'trajectory', 'trajectories')} as OTLP traces to {out}"
+        )
 
 
 def _pytest(

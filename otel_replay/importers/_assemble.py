@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from otel_replay.importers._conversation import reconstruct
+from otel_replay.importers._exported import exported_steps
 from otel_replay.importers._operations import (
     Operation,
     build_operation,
@@ -170,10 +171,19 @@ def assemble(
         i: STEP_KINDS[roles[i][0]] for i in order if roles[i][0] in STEP_KINDS
     }
     kinds = tools_by_result(spans, roles, kinds)
-    found = operations(spans, order, parent, kinds) or lone_model_calls(spans, roots, roles)
+    exported = exported_steps(spans)  # agent-replay's own export: its steps as they were stored
+    found = [] if exported else operations(spans, order, parent, kinds)
+    found = found or ([] if exported else lone_model_calls(spans, roots, roles))
     exchanges: dict[int, list[int]] = {}
     usage: dict[str, dict[str, int]] = {}
-    if found:
+    if exported:
+        built = exported
+        usage = {
+            step.span_id: counts
+            for step, i in exported
+            if step.span_id and (counts := span_usage(spans[i].attributes))
+        }
+    elif found:
         # a model call that ran a whole exchange is its last turn: it comes after its tools
         found.sort(key=lambda op: (_when(spans[op.head], op.exchange != []), position[op.head]))
         built = [build_operation(spans, op) for op in found]
@@ -189,7 +199,11 @@ def assemble(
             key=lambda i: (spans[i].start_time_unix_nano, position[i]),
         )
         built = [(build_step(spans[i], StepKind.OTHER), i) for i in leaves]
-    steps, rebuilt, placed = reconstruct([step for step, _ in built], exchanges)
+    steps, rebuilt, placed = (
+        ([step for step, _ in built], [], list(range(len(built))))
+        if exported
+        else reconstruct([step for step, _ in built], exchanges)
+    )
     # the span each step was read from is drawn as the step; the others keep what they were taken for
     step_index = {source: placed[k] for k, (_, source) in enumerate(built)}
 

@@ -9,117 +9,34 @@ from and linked to that run's trace.
 from __future__ import annotations
 
 import dataclasses
-import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import orjson
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from otel_replay.hashing import digest
-from otel_replay.messages import assistant_message, conversation
-from otel_replay.model import Step, StepKind, StepStatus, Trajectory
+from otel_replay.model import Step, StepStatus, Trajectory
 from otel_replay.otlp_encode import spans_to_request
-
-_SPAN_KINDS = {
-    StepKind.LLM: "LLM",
-    StepKind.TOOL: "TOOL",
-    StepKind.RETRIEVER: "RETRIEVER",
-    StepKind.EMBEDDING: "EMBEDDING",
-    StepKind.RERANKER: "RERANKER",
-    StepKind.GUARDRAIL: "GUARDRAIL",
-    StepKind.OTHER: "CHAIN",
-}
-
+from otel_replay.otlp_spans import (
+    MADE_ATTRIBUTES,
+    lineage_attributes,
+    recording_attributes,
+    span_id_of,
+    step_attributes,
+    trace_id_of,
+)
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace.id_generator import IdGenerator
 
     from otel_replay.otlp_encode import Destination, Sent
 
-#: What an ``other`` step's span says of it beside OpenInference's ``CHAIN`` (which reads as a
-#: container): its kind and name, so an exported recording imports with the step, a clock read
-#: (`otel_replay.model.ENVIRONMENT_STEPS`) among them, and replays after import.
-OTHER_STEP_KIND = "agent_replay.step.kind"
-OTHER_STEP_NAME = "agent_replay.step.name"
-
-#: The metadata of how a run was made that its root span carries (``agent_replay.<key>``).
-MADE_ATTRIBUTES = ("instrument", "verifier", "redact")
-
-#: The metadata that says where a made run came from and how, carried on its root span as
-#: ``agent_replay.<key>`` (values that are not a string or a number as JSON).
-LINEAGE_ATTRIBUTES = (
-    "forked_from",
-    "fork_at",
-    "move",
-    "injected",
-    "do_step",
-    "resumed_from",
-    "frontier",
-    "rollout_of",
-    "plan",
-    "plan_steps",
-    "rollout",
-)
-
-_HEX = {32: re.compile("[0-9a-f]{32}"), 16: re.compile("[0-9a-f]{16}")}
-
 
 @dataclass(frozen=True, slots=True)
 class RecordedSpans:
     trace_id: str
     request: ExportTraceServiceRequest
-
-
-def _json(value: Any) -> str:
-    # key order as recorded: an imported copy must serve outputs exactly as the agent saw them
-    return orjson.dumps(value).decode()
-
-
-def _step_attributes(step: Step) -> dict[str, Any]:
-    attributes: dict[str, Any] = {"openinference.span.kind": _SPAN_KINDS[step.kind]}
-    inputs: Any = step.inputs
-    if step.kind is StepKind.OTHER:  # no convention has the kind: said so it imports as one
-        attributes[OTHER_STEP_KIND] = StepKind.OTHER.value
-        attributes[OTHER_STEP_NAME] = step.name
-    if step.kind is StepKind.TOOL:
-        attributes["tool.name"] = step.name
-        inputs = step.inputs.get("arguments", step.inputs)
-    elif step.kind is StepKind.LLM:
-        attributes["llm.model_name"] = step.inputs.get("model", step.name)
-        for i, message in enumerate(conversation(step.inputs)):  # whichever API's shape
-            _message(attributes, f"llm.input_messages.{i}", message)
-        for i, tool in enumerate(step.inputs.get("tools") or []):
-            attributes[f"llm.tools.{i}.tool.json_schema"] = _json(tool)
-        if step.inputs.get("parameters"):
-            attributes["llm.invocation_parameters"] = _json(step.inputs["parameters"])
-        reply = assistant_message(step.output)
-        if reply is not None:
-            _message(attributes, "llm.output_messages.0", reply)
-    attributes["input.value"] = _json(inputs)
-    attributes["input.mime_type"] = "application/json"
-    if step.status is StepStatus.OK:
-        attributes["output.value"] = _json(step.output)
-        attributes["output.mime_type"] = "application/json"
-    return attributes
-
-
-def _message(attributes: dict[str, Any], prefix: str, message: dict[str, Any]) -> None:
-    for key in ("role", "content", "tool_call_id", "name"):
-        value = message.get(key)
-        if isinstance(value, str):
-            attributes[f"{prefix}.message.{key}"] = value
-    for k, call in enumerate(message.get("tool_calls") or []):
-        if not isinstance(call, dict):
-            continue
-        base = f"{prefix}.message.tool_calls.{k}.tool_call"
-        if isinstance(call.get("id"), str):
-            attributes[f"{base}.id"] = call["id"]
-        if isinstance(call.get("name"), str):
-            attributes[f"{base}.function.name"] = call["name"]
-        attributes[f"{base}.function.arguments"] = _json(call.get("arguments"))
 
 
 def emit_spans(
@@ -158,26 +75,18 @@ def emit_spans(
     provider = TracerProvider(resource=resource, id_generator=ids)
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     tracer = provider.get_tracer("otel_replay.record")
-    root_attributes: dict[str, Any] = {
-        "openinference.span.kind": "AGENT",
-        "agent.name": agent_name,
-        "input.value": _json(arguments),
-        "input.mime_type": "application/json",
-        "output.value": _json(answer),
-        "output.mime_type": "application/json",
-    }
-    if outcome is not None:
-        root_attributes["agent_replay.outcome"] = outcome
+    root_attributes: dict[str, Any] = {"openinference.span.kind": "AGENT", "agent.name": agent_name}
     # what `replay` needs to re-run the agent, so an exported recording replays after import
-    root_attributes["agent_replay.seed"] = seed
-    root_attributes["agent_replay.input"] = _json(arguments)
-    if agent_spec:
-        root_attributes["agent_replay.agent"] = agent_spec
-    for key, value in (made or {}).items():
-        if key in MADE_ATTRIBUTES and value:
-            root_attributes[f"agent_replay.{key}"] = (
-                list(value) if isinstance(value, list) else value
-            )
+    root_attributes.update(
+        recording_attributes(
+            arguments=arguments,
+            answer=answer,
+            outcome=outcome,
+            seed=seed,
+            agent_spec=agent_spec,
+            made=made,
+        )
+    )
     root_attributes.update(also or {})
     linked = [
         Link(SpanContext(trace_id, span_id, True, TraceFlags(TraceFlags.SAMPLED)), dict(said))
@@ -191,7 +100,7 @@ def emit_spans(
         span = tracer.start_span(
             f"{step.kind.value} {step.name}",
             context=context,
-            attributes=_step_attributes(step),
+            attributes=step_attributes(step),
             start_time=step.start_time_unix_nano or started,
         )
         if step.status is StepStatus.ERROR:
@@ -219,30 +128,9 @@ def _named_ids(run_id: str) -> IdGenerator:
 
         def generate_span_id(self) -> int:
             self.spans += 1
-            return _span_id(run_id, self.spans - 1)
+            return span_id_of(run_id, self.spans - 1)
 
     return NamedIds()
-
-
-def trace_id_of(run_id: str) -> int:
-    """The trace id a run's spans carry: its own id when that is a trace id (an imported or recorded
-    run), else one derived from it."""
-    if _HEX[32].fullmatch(run_id) and int(run_id, 16):
-        return int(run_id, 16)
-    return int(digest(f"trace:{run_id}".encode())[:32], 16) or 1
-
-
-def _span_id(run_id: str, n: int) -> int:
-    return int(digest(f"span:{run_id}:{n}".encode())[:16], 16) or 1
-
-
-def root_span_of(run: Trajectory) -> int:
-    """The span id of ``run``'s root span: the one its span tree names, else the one `run_spans`
-    gives it."""
-    roots = [node.span_id for node in run.spans if node.parent_span_id is None]
-    if len(roots) == 1 and _HEX[16].fullmatch(roots[0]) and int(roots[0], 16):
-        return int(roots[0], 16)
-    return _span_id(run.id, 0)
 
 
 #: The longest pause between two steps a made run's spans keep, in nanoseconds: a longer one is
@@ -295,18 +183,7 @@ def run_spans(
     now = time.time_ns() if now is None else now
     steps = laid_out(run.steps, now)
     started = (steps[0].start_time_unix_nano if steps else None) or now
-    lineage: dict[str, Any] = {"agent_replay.run_id": run.id}
-    for key in LINEAGE_ATTRIBUTES:
-        if meta.get(key) is not None:
-            value = meta[key]
-            plain = isinstance(value, str | int | float) and not isinstance(value, bool)
-            lineage[f"agent_replay.{key}"] = value if plain else _json(value)
-    links = []
-    if source is not None:  # a link, and attributes too: some backends (Phoenix) drop links
-        said = {"agent_replay.link": "source", "agent_replay.run_id": source.id}
-        links.append((trace_id_of(source.id), root_span_of(source), said))
-        lineage["agent_replay.source_trace_id"] = format(trace_id_of(source.id), "032x")
-        lineage["agent_replay.source_span_id"] = format(root_span_of(source), "016x")
+    lineage, links = lineage_attributes(run, source)
     agent = str(meta.get("agent") or "")
     name = str(meta.get("service") or agent.rpartition(":")[2] or "agent")
     return emit_spans(
