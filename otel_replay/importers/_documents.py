@@ -25,22 +25,22 @@ import orjson
 
 from otel_replay.errors import TraceFormatError, preview
 from otel_replay.importers._flat import decode_flat_spans, is_flat_span_list, log_record_key
+from otel_replay.importers._jaeger import FORMAT as JAEGER
+from otel_replay.importers._jaeger import decode_jaeger, is_jaeger
 from otel_replay.importers._langfuse import FORMAT as LANGFUSE
 from otel_replay.importers._langfuse import decode_langfuse, is_langfuse
 from otel_replay.importers._lookalikes import decode_span_dump, is_span_dump
 from otel_replay.importers._otlp_json_decode import decode_request
 from otel_replay.importers._phoenix import FORMAT as PHOENIX_PAGE
-from otel_replay.importers._jaeger import FORMAT as JAEGER
-from otel_replay.importers._jaeger import decode_jaeger, is_jaeger
 from otel_replay.importers._phoenix import decode_phoenix_page, is_phoenix_page
 from otel_replay.importers._spans import SpanRecord
+from otel_replay.importers._zipkin import FORMAT as ZIPKIN
+from otel_replay.importers._zipkin import decode_zipkin, is_zipkin
 
 Invalid = Callable[[TraceFormatError], None]
 Decode = Callable[[Any, Invalid], Iterator[SpanRecord]]
 
 
-from otel_replay.importers._zipkin import FORMAT as ZIPKIN
-from otel_replay.importers._zipkin import decode_zipkin, is_zipkin
 class DocumentFormat(NamedTuple):
     """A row: the format's name (what runs read from it carry as ``metadata.format``), whether a
     document is one of it, its decoder, and whether its ids may be JSON integers (then integers
@@ -85,6 +85,8 @@ def decode_any_agent(document: Any, invalid: Invalid) -> Iterator[SpanRecord]:
 DOCUMENT_FORMATS: tuple[DocumentFormat, ...] = (
     DocumentFormat("otlp-json", is_otlp_envelope, decode_request),
     DocumentFormat(LANGFUSE, is_langfuse, decode_langfuse),
+    DocumentFormat(JAEGER, is_jaeger, decode_jaeger),
+    DocumentFormat(ZIPKIN, is_zipkin, decode_zipkin),
     DocumentFormat("any-agent", is_any_agent, decode_any_agent, integer_ids=True),
     DocumentFormat(PHOENIX_PAGE, is_phoenix_page, decode_phoenix_page),
     DocumentFormat("span-dump", is_span_dump, decode_span_dump, integer_ids=True),
@@ -97,8 +99,6 @@ FALLBACK = DOCUMENT_FORMATS[0]
 FORMAT_NAMES = frozenset(row.name for row in DOCUMENT_FORMATS[1:])
 #: Keys of OTLP documents that hold no traces: the OTLP decoder names what they are.
 _OTLP_OTHER_SIGNALS = ("resourceLogs", "resource_logs", "resourceMetrics", "resource_metrics")
-    DocumentFormat(JAEGER, is_jaeger, decode_jaeger),
-    DocumentFormat(ZIPKIN, is_zipkin, decode_zipkin),
 
 
 def reader_for(document: Any, only: str | None = None) -> tuple[str, Decode]:

@@ -33,9 +33,9 @@ class Format(str, Enum):
     FLAT_SPANS = "flat-spans"
     LANGFUSE = "langfuse"
     PHOENIX_OTLP = "phoenix-otlp"  # Arize Phoenix's OTLP-shaped span pages (import phoenix:// too)
-
     JAEGER = "jaeger"  # the Jaeger UI's download, its query API's answers (import jaeger:// too)
     ZIPKIN = "zipkin"  # Zipkin v2 span lists
+
 
 _OTLP_KEYS = frozenset({"resourceSpans", "resource_spans", "resourceLogs", "batches"})
 _FIRST_KEY = re.compile(rb'\s*\{\s*"([^"\\]*)"\s*:')
