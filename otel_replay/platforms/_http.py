@@ -1,9 +1,16 @@
 """A small JSON client for a platform's REST API over plain HTTP (the standard library's urllib: no
-dependency), with a Bearer key, and its failures as one-line `ReplayError`s."""
+dependency), with a Bearer key, and its failures as one-line `ReplayError`s.
+
+Every request is bounded: each read waits at most `TIMEOUT_SECONDS`, the whole answer must be in
+within ``deadline`` seconds (`DEADLINE_SECONDS`) and hold at most ``max_bytes`` (`MAX_ANSWER_BYTES`),
+else the error names what was asked (``what``: "page 3 of the trace search"). Paging by a token or
+cursor goes through `Pages`, which stops at a page cap and at a token given twice."""
 
 from __future__ import annotations
 
+import http.client
 import json
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -15,6 +22,13 @@ from otel_replay.errors import ReplayError
 
 #: Seconds a request may wait for the server before it is given up.
 TIMEOUT_SECONDS = 60.0
+#: Seconds one whole answer may take to arrive, however steadily it trickles in.
+DEADLINE_SECONDS = 300.0
+#: The largest answer held in memory.
+MAX_ANSWER_BYTES = 256 << 20
+#: The most pages one listing is followed for.
+MAX_PAGES = 10_000
+_CHUNK = 1 << 16
 
 
 class NotFound(ReplayError):
@@ -31,21 +45,40 @@ class JsonClient:
     environment variable a user sets it in. A redirect is not followed: it is an error saying
     where it points. Messages show ``base`` without its query (`shown_url`)."""
 
-    def __init__(self, platform: str, base: str, key: str | None, key_variable: str) -> None:
+    def __init__(
+        self,
+        platform: str,
+        base: str,
+        key: str | None,
+        key_variable: str,
+        *,
+        max_bytes: int = MAX_ANSWER_BYTES,
+        deadline: float = DEADLINE_SECONDS,
+    ) -> None:
         self.platform = platform
         self.base = shown_url(base)
         self._url = base
         self._key = key
         self._key_variable = key_variable
+        self.max_bytes = max_bytes
+        self.deadline = deadline
 
-    def get(self, path: str, params: Sequence[tuple[str, str]] = ()) -> Any:
-        return self._call("GET", path, params, None)
+    def get(self, path: str, params: Sequence[tuple[str, str]] = (), what: str = "") -> Any:
+        return self._call("GET", path, params, None, what)
 
-    def post(self, path: str, params: Sequence[tuple[str, str]], body: Any) -> Any:
-        return self._call("POST", path, params, json.dumps(body).encode())
+    def post(self, path: str, params: Sequence[tuple[str, str]], body: Any, what: str = "") -> Any:
+        return self._call("POST", path, params, json.dumps(body).encode(), what)
+
+    def patch(self, path: str, body: Any, what: str = "") -> Any:
+        return self._call("PATCH", path, (), json.dumps(body).encode(), what)
 
     def _call(
-        self, method: str, path: str, params: Sequence[tuple[str, str]], body: bytes | None
+        self,
+        method: str,
+        path: str,
+        params: Sequence[tuple[str, str]],
+        body: bytes | None,
+        what: str,
     ) -> Any:
         url = self._url + path + ("?" + urllib.parse.urlencode(params) if params else "")
         headers = {"Accept": "application/json"}
@@ -55,8 +88,8 @@ class JsonClient:
             headers["Authorization"] = f"Bearer {self._key}"
         try:
             request = urllib.request.Request(url, data=body, headers=headers, method=method)
-            with open_request(request, TIMEOUT_SECONDS) as response:
-                data = response.read()
+            with open_request(request, min(TIMEOUT_SECONDS, self.deadline)) as response:
+                data = self._read(response, what or f"{method} {path}")
         except urllib.error.HTTPError as exc:
             with exc:  # its answer's connection closed, whatever was read of it
                 raise self._refused(exc, url) from None
@@ -70,6 +103,35 @@ class JsonClient:
                 f"{self.platform} at {self.base} answered {method} {path} with something that is "
                 "not JSON (is it the right address?)"
             ) from None
+
+    def _read(self, response: Any, what: str) -> bytes:
+        """The answer's body, given up past ``max_bytes`` or ``deadline``."""
+        started = time.monotonic()
+        length = response.headers.get("content-length")
+        if length is not None and length.strip().isdigit() and int(length) > self.max_bytes:
+            raise self._too_large(what)
+        chunks: list[bytes] = []
+        held = 0
+        while chunk := response.read1(_CHUNK):
+            held += len(chunk)
+            if held > self.max_bytes:
+                raise self._too_large(what)
+            if time.monotonic() - started > self.deadline:
+                raise ReplayError(
+                    f"{self.platform} at {self.base} took more than {self.deadline:g} s to "
+                    f"answer {what}: gave up"
+                )
+            chunks.append(chunk)
+        data = b"".join(chunks)
+        if length is not None and length.strip().isdigit() and held < int(length):
+            raise http.client.IncompleteRead(data, int(length) - held)
+        return data
+
+    def _too_large(self, what: str) -> ReplayError:
+        return ReplayError(
+            f"{self.platform} at {self.base} answered {what} with more than "
+            f"{_size(self.max_bytes)}: gave up (is it the right address?)"
+        )
 
     def _refused(self, exc: urllib.error.HTTPError, url: str) -> ReplayError:
         redirect = moved(exc, url)
@@ -92,6 +154,54 @@ class JsonClient:
             f"{self.platform} at {self.base} answered HTTP {exc.code}"
             f"{': ' + detail if detail else ''}"
         )
+
+
+class Pages:
+    """The pages of one listing (``what``: "the trace search"), counted: `turn` takes each page's
+    next token and says whether to go on; a token given twice, or more than ``limit`` pages, is a
+    `ReplayError` naming the page."""
+
+    def __init__(
+        self, client: JsonClient, what: str, token: str = "page token", limit: int = MAX_PAGES
+    ) -> None:
+        self._client = client
+        self.what = what
+        self.token = token
+        self.limit = limit
+        self.count = 0
+        self._seen: set[str] = set()
+
+    @property
+    def this(self) -> str:
+        """The page being asked for, as messages name it ("page 3 of the trace search")."""
+        return f"page {self.count + 1} of {self.what}"
+
+    def turn(self, token: object) -> str | None:
+        """Count the page just read; its next token (None: it was the last page)."""
+        self.count += 1
+        if not token:
+            return None
+        token = str(token)
+        where = f"{self._client.platform} at {self._client.base}"
+        if token in self._seen:
+            raise ReplayError(
+                f"{where} answered page {self.count} of {self.what} with a {self.token} it gave "
+                "before: its pages go round in a circle"
+            )
+        if self.count >= self.limit:
+            raise ReplayError(
+                f"{where} still had more after page {self.count} of {self.what}, the most "
+                f"followed: gave up"
+            )
+        self._seen.add(token)
+        return token
+
+
+def _size(count: int) -> str:
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if count >= 1 << shift and count % (1 << shift) == 0:
+            return f"{count >> shift} {unit}"
+    return f"{count} bytes"
 
 
 def _detail(exc: urllib.error.HTTPError) -> str:

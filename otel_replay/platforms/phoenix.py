@@ -36,7 +36,7 @@ from otel_replay.importers._phoenix import FORMAT as PHOENIX_PAGE
 from otel_replay.importers._phoenix import decode_phoenix_page
 from otel_replay.importers._spans import SpanRecord
 from otel_replay.model import Trajectory
-from otel_replay.platforms._http import JsonClient, NotFound
+from otel_replay.platforms._http import JsonClient, NotFound, Pages
 
 __all__ = [
     "ANNOTATION_IDENTIFIER",
@@ -136,35 +136,19 @@ def _project_names(client: JsonClient) -> list[str]:
     """The first hundred or so project names, page by page; an answer that is no page of
     projects, or a cursor given twice, raises `ReplayError`."""
     names: list[str] = []
-    seen: set[str] = set()
+    pages = Pages(client, "/v1/projects", "cursor")
     cursor: str | None = None
     while True:
         params = [("limit", "100")] + ([("cursor", cursor)] if cursor else [])
-        page = client.get("/v1/projects", params)
+        page = client.get("/v1/projects", params, pages.this)
         if not isinstance(page, dict) or not isinstance(page.get("data") or [], list):
             raise ReplayError(
                 f"Phoenix at {client.base} answered /v1/projects with no project page"
             )
         names.extend(str(p.get("name")) for p in page.get("data") or [] if isinstance(p, dict))
-        cursor = _next_cursor(client, "/v1/projects", page, seen)
+        cursor = pages.turn(page.get("next_cursor"))
         if not cursor or len(names) >= 100:
             return names
-
-
-def _next_cursor(client: JsonClient, path: str, page: dict[str, Any], seen: set[str]) -> str | None:
-    """The page's ``next_cursor`` (None: the last page), added to ``seen``; one already seen
-    raises `ReplayError` (the server would hand the same pages over forever)."""
-    cursor = page.get("next_cursor")
-    if not cursor:
-        return None
-    cursor = str(cursor)
-    if cursor in seen:
-        raise ReplayError(
-            f"Phoenix at {client.base} answered {path} with a cursor it gave before: its pages "
-            "go round in a circle"
-        )
-    seen.add(cursor)
-    return cursor
 
 
 def _iso(nanos: int) -> str:
@@ -214,9 +198,10 @@ class _Fetched:
 
     def pages(self, client: JsonClient, path: str, params: Sequence[tuple[str, str]]) -> None:
         cursor: str | None = None
-        seen: set[str] = set()
+        pages = Pages(client, path, "cursor")
         while True:
-            page = client.get(path, [*params, *([("cursor", cursor)] if cursor else [])])
+            asked = [*params, *([("cursor", cursor)] if cursor else [])]
+            page = client.get(path, asked, pages.this)
             if not isinstance(page, dict) or not isinstance(page.get("data"), list):
                 raise ReplayError(f"Phoenix at {client.base} answered {path} with no span page")
             self._pages += 1
@@ -224,7 +209,7 @@ class _Fetched:
             for span in decode_phoenix_page(page, self._invalid(self._pages)):
                 self._spans.append(span)
                 self.trace_ids.add(span.trace_id)
-            cursor = _next_cursor(client, path, page, seen)
+            cursor = pages.turn(page.get("next_cursor"))
             if not cursor:
                 return
 

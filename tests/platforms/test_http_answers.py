@@ -133,7 +133,7 @@ def test_a_cursor_given_twice_stops_the_paging(tmp_path: Path, path: str) -> Non
         line = _import(tmp_path / "store.db", f"phoenix://127.0.0.1:{server.port}/p")
     where = path.rstrip("?")
     assert line == (
-        f"error: Phoenix at {server.url} answered {where} with a cursor it gave before: its "
-        "pages go round in a circle"
+        f"error: Phoenix at {server.url} answered page 2 of {where} with a cursor it gave "
+        "before: its pages go round in a circle"
     )
     assert len(server.asked) <= 4
