@@ -14,7 +14,7 @@ from typing import Any
 from otel_replay.importers._conventions import Part, sources
 from otel_replay.importers._messages import flattened_messages, normalize_messages, unflatten
 from otel_replay.importers._spans import SpanRecord, is_json_mime, maybe_json
-from otel_replay.messages import shaped_results
+from otel_replay.messages import assistant_message, conversation, shaped_results
 from otel_replay.model import StepKind
 
 _MISSING: Any = object()
@@ -207,6 +207,10 @@ def _openai_choice(value: Any) -> Any:
         messages = normalize_messages(value)
         if messages and len(messages) == len(value):
             return _one_or_many(messages)
+    if isinstance(value, dict) and (value.get("object") == "response" or "stop_reason" in value):
+        reply = assistant_message(value)  # a Responses API response, an Anthropic message
+        if reply is not None:
+            return normalize_messages([reply])[0]
     return value
 
 
@@ -308,20 +312,70 @@ def llm_content(span: SpanRecord, vocabulary: str = "") -> tuple[str, dict[str, 
     if model is not _MISSING:
         inputs["model"] = model
     messages = _input_messages(span, vocabulary)
+    params = _parameters(attrs)
+    tools = _tools(attrs)
+    request = _request(span, vocabulary)
+    if request is not None:  # the SDK request itself, recorded as the span's input
+        said = normalize_messages(conversation(request))
+        if not messages:
+            messages = said
+        elif said and said[0]["role"] == "system" and messages[0].get("role") != "system":
+            messages.insert(0, said[0])  # Anthropic's system, the Responses API's instructions
+        if model is _MISSING and isinstance(request.get("model"), str):
+            model = inputs["model"] = request["model"]
+        defined = request.get("tools")
+        if not tools and isinstance(defined, list):
+            tools = [_flat_tool(tool) for tool in defined if isinstance(tool, dict)]
+        if not params and "model" in request:
+            params = {k: v for k, v in request.items() if k in _REQUEST_PARAMETERS}
     if messages:
         inputs["messages"] = shaped_results(messages)  # a tool's result as the text it was sent
     else:
         raw = _read(span, "input", vocabulary)
         if raw is not _MISSING:
             inputs["input"] = maybe_json(raw)
-    params = _parameters(attrs)
     if params:
         inputs["parameters"] = params
-    tools = _tools(attrs)
     if tools:
         inputs["tools"] = tools
     name = model if isinstance(model, str) else span.name
     return name, inputs, _with_finish_reason(_output_messages(span, vocabulary), attrs)
+
+
+#: The sampling and tool-use parameters an SDK request may carry (what a resampled call sends too).
+_REQUEST_PARAMETERS = frozenset(
+    {
+        "temperature",
+        "top_p",
+        "top_k",
+        "max_tokens",
+        "max_completion_tokens",
+        "max_output_tokens",
+        "stop",
+        "stop_sequences",
+        "seed",
+        "n",
+        "frequency_penalty",
+        "presence_penalty",
+        "tool_choice",
+        "parallel_tool_calls",
+        "response_format",
+        "reasoning",
+        "reasoning_effort",
+    }
+)
+
+
+def _request(span: SpanRecord, vocabulary: str) -> dict[str, Any] | None:
+    """The span's raw input when it is a model request as an SDK takes it (``messages``, or the
+    Responses API's ``input``, beside a ``model``), else None."""
+    raw = _read(span, "input", vocabulary)
+    request = None if raw is _MISSING else maybe_json(raw)
+    if not isinstance(request, dict):
+        return None
+    chat = isinstance(request.get("messages"), list)
+    responses = "model" in request and isinstance(request.get("input"), (list, str))
+    return request if chat or responses else None
 
 
 def _with_finish_reason(output: Any, attrs: dict[str, Any]) -> Any:
