@@ -1,5 +1,5 @@
 """Trajectories out as native JSONL: one `Trajectory.to_record` per line; as OTLP traces
-(`write_otlp`: one ``ExportTraceServiceRequest`` per run, `otel_replay.otlp_spans.run_request`);
+(`write_otlp`: one ``ExportTraceServiceRequest`` per run, `otel_replay.otlp_trace.run_request`);
 and a recorded run as a pytest regression test (`pytest_module`).
 
 The record is what `otel_replay.importers.read_jsonl` reads back; a round trip keeps every step hash.
@@ -85,7 +85,7 @@ _MAX_FRAME = 0xFFFFFFFF
 def _requests(
     db: Store, ids: Sequence[str], verdicts: bool, counted: list[int], limit: int | None
 ) -> Iterator[ExportTraceServiceRequest]:
-    from otel_replay.otlp_spans import run_request
+    from otel_replay.otlp_trace import run_request
 
     for run_id in ids:
         run = db.get(run_id)

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from otel_replay.importers._conversation import reconstruct
-from otel_replay.importers._exported import exported_steps
+from otel_replay.importers._exported import exported_steps, rebuilt_positions
 from otel_replay.importers._operations import (
     Operation,
     build_operation,
@@ -200,7 +200,7 @@ def assemble(
         )
         built = [(build_step(spans[i], StepKind.OTHER), i) for i in leaves]
     steps, rebuilt, placed = (
-        ([step for step, _ in built], [], list(range(len(built))))
+        ([step for step, _ in built], rebuilt_positions(spans, built), list(range(len(built))))
         if exported
         else reconstruct([step for step, _ in built], exchanges)
     )

@@ -3,7 +3,8 @@
 Each step's span carries, beside the conventions other tools read, the step's own record as JSON
 in `RECORD_ATTRIBUTE` (``{"index", "kind", "name", "inputs", "output", "status", "error",
 "resamplable"}``,
-the native JSONL step's fields but its times and ids, which are the span's). A trace whose spans
+the native JSONL step's fields but its times and ids, which are the span's, unless the step was
+rebuilt from the conversation when first imported: `REBUILT_ATTRIBUTE`). A trace whose spans
 carry it is read from it: each such span is one step, as it was stored, in the order of the
 records' ``index`` (then of their times), and no rule that reads steps out of other traces' shapes
 applies (they made these steps the first time). A record that does not read as a step's is an
@@ -24,6 +25,10 @@ from otel_replay.model import Step
 #: The attribute of a step's span that holds the step's record (JSON text).
 RECORD_ATTRIBUTE = "agent_replay.record"
 
+#: The attribute (true) of the span written for a step the first import rebuilt from the
+#: conversation: it had no span of its own, and has none again (no span id, no times).
+REBUILT_ATTRIBUTE = "agent_replay.rebuilt"
+
 
 def exported_steps(spans: Sequence[SpanRecord]) -> list[tuple[Step, int]] | None:
     """The steps of a trace agent-replay exported, each with its span's position in ``spans``;
@@ -36,6 +41,11 @@ def exported_steps(spans: Sequence[SpanRecord]) -> list[tuple[Step, int]] | None
     return steps
 
 
+def rebuilt_positions(spans: Sequence[SpanRecord], steps: Sequence[tuple[Step, int]]) -> list[int]:
+    """The positions among ``steps`` of those the first import rebuilt (`REBUILT_ATTRIBUTE`)."""
+    return [k for k, (_, i) in enumerate(steps) if spans[i].attributes.get(REBUILT_ATTRIBUTE)]
+
+
 def _step(span: SpanRecord) -> Step:
     where = f"span {span.name!r} ({span.span_id or 'no id'}): {RECORD_ATTRIBUTE}"
     raw = span.attributes[RECORD_ATTRIBUTE]
@@ -44,6 +54,8 @@ def _step(span: SpanRecord) -> Step:
     except orjson.JSONDecodeError:
         raise TraceFormatError(f"{where} is not JSON") from None
     step = Step.from_record(record, where)
+    if span.attributes.get(REBUILT_ATTRIBUTE) is True:  # no span of its own, as first imported
+        return step
     return dataclasses.replace(
         step,
         start_time_unix_nano=span.start_time_unix_nano or None,
