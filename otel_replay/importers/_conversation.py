@@ -17,6 +17,12 @@ A tool step a span recorded is paired with the call it answers: by call id, else
 of the same tool name since the last model turn. The call completes what the span left out (the call
 id, arguments recorded as one bare value, a result the span did not keep).
 
+Only an operation no span records is rebuilt. A model call whose span kept its input but not its
+output (an instrumentation that reads no response for this API) recorded the turn a later history
+shows all the same: that turn completes the span's step (its output, and the call ids of the tool
+steps that answer its calls) rather than being rebuilt beside it. The span is the one whose input
+ends where the turn begins in that history (or, with no input kept, the earliest such span).
+
 Rebuilt steps go just before the model call whose input first shows them, and are listed in the
 trajectory's ``metadata["reconstructed_steps"]``: no span recorded them, so they have no span id or
 timestamps. Turns before the user's last message are history (an earlier session), never rebuilt,
@@ -53,8 +59,8 @@ def reconstruct(
     if not turns and not any(s.kind is StepKind.LLM and _messages(s) for s in steps):
         return list(steps), [], list(range(len(steps)))
     results = _AllResults(steps)
-    book = _Book()
     out: list[Step] = []
+    book = _Book(out, results)
     rebuilt: list[int] = []
     placed: list[int] = []
     for k, step in enumerate(steps):
@@ -67,6 +73,8 @@ def reconstruct(
                 rebuilt.append(len(out))
                 out.append(found)
             book.open(step.output)
+            if step.output is None and step.status is StepStatus.OK:
+                book.silent.append(len(out))  # its turn may show in a later call's input
         elif step.kind in _ANSWERS:
             step = book.pair(step, results)
         placed.append(len(out))
@@ -78,7 +86,10 @@ class _Book:
     """Model turns met so far, the calls they made that no step has answered yet, and the calls
     steps record, so nothing is made twice."""
 
-    def __init__(self) -> None:
+    def __init__(self, out: list[Step], results: Mapping[str, Any]) -> None:
+        self.out = out  # the steps placed so far: a silent model call's is completed in place
+        self.results = results
+        self.silent: list[int] = []  # positions of recorded model calls whose output is unknown
         # Keys (canonical JSON of arguments) are made only when a history is examined: most runs
         # record every operation, and their histories are never examined.
         self.turns: set[Hashable] = set()
@@ -143,7 +154,8 @@ class _Book:
                 continue  # a turn whose text and calls were not kept: evidence of nothing
             keys = _turn_keys(message)
             if self.turns.isdisjoint(keys):
-                found.append(_model_turn(step, messages[:position], message))
+                if not self._complete(messages, position):
+                    found.append(_model_turn(step, messages[:position], message))
                 self.turns.update(keys)
             for call in _calls(message):
                 result = results.get(_result_key(call, position))
@@ -153,6 +165,32 @@ class _Book:
                 found.append(_tool_step(call, result.get("content")))
         self.waiting = [c for c in self.waiting if not self._recorded(c)]
         return found
+
+    def _complete(self, messages: list[dict[str, Any]], position: int) -> bool:
+        """Whether the model turn at ``position`` of a history is that of a recorded model call
+        whose output is unknown: the first such call whose input ends where the turn begins (or
+        that kept no input). Its step takes the turn as output, and each tool step after it that
+        recorded one of the turn's calls without its id is completed from that call."""
+        before = messages[position - 1] if position > 0 else None
+        for at in self.silent:
+            asked = joined_turns(_messages(self.out[at]))
+            if asked and asked[-1] != before:
+                continue
+            turn = messages[position]
+            self.silent.remove(at)
+            self.out[at] = dataclasses.replace(self.out[at], output=turn)
+            self.outputs.append(turn)
+            calls = list(_calls(turn))
+            for i in range(at + 1, len(self.out)):
+                step = self.out[i]
+                if step.kind is StepKind.LLM:
+                    break
+                call = next((c for c in calls if _answers(step, c)), None)
+                if call is not None:
+                    calls.remove(call)
+                    self.out[i] = _completed(step, call, self.results)
+            return True
+        return False
 
     def _filled(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The history with each emptied model turn (an instrumentation that kept its role but not
@@ -183,6 +221,19 @@ class _Book:
         if isinstance(call_id, str) and call_id in self.calls:
             return True
         return _call_key(call.get("name"), call.get("arguments")) in self.calls
+
+
+def _answers(step: Step, call: dict[str, Any]) -> bool:
+    """Whether a recorded tool step without a call id is the call ``call`` (the same tool, and the
+    same arguments when the step kept them)."""
+    if step.kind not in _ANSWERS or step.name != call.get("name"):
+        return False
+    if "tool_call_id" in step.inputs:
+        return step.inputs["tool_call_id"] == call.get("id")
+    arguments = step.inputs.get("arguments")
+    return arguments is None or _call_key(step.name, arguments) == _call_key(
+        call.get("name"), call.get("arguments")
+    )
 
 
 def _completed(step: Step, call: dict[str, Any], results: Mapping[str, Any]) -> Step:

@@ -14,7 +14,9 @@ The scenario: a customer asks where order A-1001 is and whether a late delivery 
 agent looks the order up (``lookup_order``), tracks the shipment (``track_shipment``), checks the
 refund policy (``search_policies``, a retrieval) and answers; asked to do it "at once", its first
 response asks for lookup_order and search_policies together (parallel tool calls). When a tool result reports an error, it
-apologises instead. `serve` starts the server on a loopback port in a daemon thread.
+apologises instead. `serve` starts the server on a loopback port in a daemon thread; `SERVED`
+counts the model requests it answered (chat completions, responses, messages, Gemini generations;
+embeddings apart), which the harness writes on each run's root span.
 
 What the policy says is deterministic; the ids are not. Like every real server it gives each
 response, message item and tool call a fresh id, and stamps ``created`` with the clock, so what reads
@@ -627,6 +629,21 @@ def gemini_generate(body: dict[str, Any], model: str) -> dict[str, Any]:
 # --- the server -------------------------------------------------------------------------------------------
 
 
+#: The requests the server answered, by kind: ``model`` (a model call: chat completions, responses,
+#: messages, Gemini generations) and ``embedding``; the harness resets it before each run.
+SERVED: dict[str, int] = {"model": 0, "embedding": 0}
+_MODEL_ROUTE = re.compile(
+    r"(/chat/completions|/responses|/messages|:(stream)?generateContent)$", re.I
+)
+
+
+def _count(path: str) -> None:
+    if _MODEL_ROUTE.search(path):
+        SERVED["model"] += 1
+    elif path.endswith("/embeddings"):
+        SERVED["embedding"] += 1
+
+
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
@@ -637,6 +654,7 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("content-length") or 0)
         body = json.loads(self.rfile.read(length) or b"{}")
         path = self.path.split("?")[0]
+        _count(path)
         if path.endswith("/chat/completions"):
             if body.get("stream"):
                 return self._sse([(None, c) for c in openai_chat_stream(body)], done=True)
@@ -693,6 +711,7 @@ class EchoingHandler(_Handler):
     def do_POST(self) -> None:
         if not self.path.split("?")[0].endswith("/responses"):
             return super().do_POST()
+        _count(self.path.split("?")[0])
         body = json.loads(self.rfile.read(int(self.headers.get("content-length") or 0)) or b"{}")
         echo = {"instructions": body.get("instructions")}
         if body.get("stream"):  # each event's response echoes them too

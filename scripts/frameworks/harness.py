@@ -2,7 +2,10 @@
 
 A framework script calls `main` with a function that instruments the framework and one function per
 run. Each run is wrapped in a root span ``support run <name>`` carrying the run's outcome
-(``agent_replay.outcome``: 1.0 when the answer is the right one). Span and trace ids come from a
+(``agent_replay.outcome``: 1.0 when the answer is the right one) and what the scenario performed:
+``agent_replay.scenario.model_requests`` (the model requests the fake server answered during the
+run) and ``agent_replay.scenario.tool_executions`` (the calls of the scenario's tool functions,
+failed ones included), the tally the corpus test holds each run's steps to. Span and trace ids come from a
 seeded generator, so a regenerated corpus keeps its ids (timestamps are real). The spans are written
 as one bare OTLP protobuf body (``ExportTraceServiceRequest``) to the path given on the command line;
 `scripts/make_framework_fixtures.py` turns it into OTLP JSON Lines as well.
@@ -46,6 +49,8 @@ RUNS = ("pass", "tool-error", "retrieval")
 ALL_RUNS = (*RUNS, "parallel")
 
 _failing: set[str] = set()
+#: The calls of the tool functions below during the current run (`main` resets it).
+_executions = [0]
 
 
 class ToolFailure(RuntimeError):
@@ -54,6 +59,7 @@ class ToolFailure(RuntimeError):
 
 def lookup_order(order_id: str) -> dict[str, Any]:
     """Look an order up by its id."""
+    _executions[0] += 1
     if "lookup_order" in _failing:
         raise ToolFailure("order service unavailable (HTTP 503)")
     return dict(fake_models.ORDER, order_id=order_id)
@@ -61,11 +67,13 @@ def lookup_order(order_id: str) -> dict[str, Any]:
 
 def track_shipment(tracking_id: str) -> dict[str, Any]:
     """Where a shipment is, by its tracking id."""
+    _executions[0] += 1
     return dict(fake_models.SHIPMENT, tracking_id=tracking_id)
 
 
 def search_policies(query: str) -> list[str]:
     """The store policies that match a query."""
+    _executions[0] += 1
     words = set(query.lower().split())
     return [p for p in fake_models.POLICIES if words & set(p.lower().replace(":", " ").split())][:2]
 
@@ -124,9 +132,12 @@ def main(
         _failing.clear()
         if run == "tool-error":
             _failing.add("lookup_order")
+        _executions[0] = fake_models.SERVED["model"] = 0
         with tracer.start_as_current_span(f"support run {run}") as span:
             answer = runs[run](url)
             span.set_attribute("agent_replay.outcome", _outcome(run, answer))
+            span.set_attribute("agent_replay.scenario.model_requests", fake_models.SERVED["model"])
+            span.set_attribute("agent_replay.scenario.tool_executions", _executions[0])
         print(f"{framework} {run}: {str(answer)[:100]!r}", file=sys.stderr)
     provider.force_flush()
     out.parent.mkdir(parents=True, exist_ok=True)

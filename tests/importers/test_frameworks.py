@@ -220,6 +220,28 @@ EXPECTED: dict[str, dict[str, list[Op]]] = {
         "retrieval": _policy_run("gpt-fake"),
         "parallel": _parallel_run("gpt-fake"),
     },
+    # the Agents SDK on Chat Completions, its instrumentation alone: each model call's span keeps its
+    # input but not its output; the turn a later call's input shows is that span's, not one more
+    "openai-agents-openllmetry-alone": {
+        "pass": _order_run("gpt-fake"),
+        "tool-error": _error_run("gpt-fake"),
+        "retrieval": _policy_run("gpt-fake"),
+        "parallel": _parallel_run("gpt-fake"),
+    },
+    # Runner.run_streamed on the Responses API, the instrumentation alone
+    "openai-agents-openllmetry-streamed": {
+        "pass": _order_run("gpt-fake"),
+        "tool-error": _error_run("gpt-fake"),
+        "retrieval": _policy_run("gpt-fake"),
+        "parallel": _parallel_run("gpt-fake"),
+    },
+    # LangSmith's OTel export: each model call is a @traceable llm run around wrap_openai's: one step
+    "langsmith-otel": {
+        "pass": _order_run("gpt-fake"),
+        "tool-error": _error_run("gpt-fake"),
+        "retrieval": _policy_run("gpt-fake"),
+        "parallel": _parallel_run("gpt-fake"),
+    },
     "pydantic-ai": {
         "pass": _order_run("gpt-fake"),
         "tool-error": _error_run("gpt-fake"),
@@ -352,9 +374,12 @@ def _without_tool_spans(name: str, tmp_path: Path) -> Path:
 # frameworks whose model calls record the conversation as structured calls and results; the others
 # keep it as text (dspy's ReAct adapter, smolagents' framework roles), not at all (google-genai), or
 # with each call's id spelled differently in later histories than in the response and its result
-# (the Agents SDK through OpenLLMetry: the response item's id), so no result can be told to answer it
+# (the Agents SDK on the Responses API through OpenLLMetry, streamed or not: the response item's id),
+# so no result can be told to answer it
 CONVERSATIONS = (
     "anthropic",
+    "langsmith-otel",
+    "openai-agents-openllmetry-alone",
     "beeai",
     "crewai",
     "google-adk",
