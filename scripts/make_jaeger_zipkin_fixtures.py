@@ -182,7 +182,7 @@ def zipkin_body() -> list[Any]:
     bodies: list[bytes] = []
 
     class Collector(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802  (http.server's name)
+        def do_POST(self) -> None:
             bodies.append(self.rfile.read(int(self.headers["Content-Length"])))
             self.send_response(202)
             self.end_headers()
@@ -275,7 +275,11 @@ def _span(span: ReadableSpan, process_id: str) -> dict[str, Any]:
     references = []
     if span.parent is not None:
         references.append(
-            {"refType": "CHILD_OF", "traceID": trace_id, "spanID": format(span.parent.span_id, "016x")}
+            {
+                "refType": "CHILD_OF",
+                "traceID": trace_id,
+                "spanID": format(span.parent.span_id, "016x"),
+            }
         )
     logs = [
         {

@@ -47,6 +47,8 @@ Invalid = Callable[[TraceFormatError], None]
 
 _ANSWER_KEYS = frozenset({"data", "total", "limit", "offset", "errors"})
 _HEX = re.compile(r"[0-9a-fA-F]{1,32}")
+_INTEGER = re.compile(r"-?[0-9]{1,20}")
+_FLOAT = re.compile(r"-?(?:[0-9]+\.?[0-9]*(?:[eE][-+]?[0-9]+)?|NaN|Infinity)")
 _MAX_MICROS = ((1 << 63) - 1) // 1000
 #: Tags that say what OTLP keeps outside the attributes.
 _KIND, _STATUS, _DESCRIPTION = "span.kind", "otel.status_code", "otel.status_description"
@@ -106,7 +108,9 @@ def decode_jaeger(document: Any, invalid: Invalid) -> Iterator[SpanRecord]:
 
 def _at(prefix: str, invalid: Invalid) -> Invalid:
     def located(exc: TraceFormatError) -> None:
-        invalid(TraceFormatError(exc.reason, where=f"{prefix}.{exc.where}" if exc.where else prefix))
+        invalid(
+            TraceFormatError(exc.reason, where=f"{prefix}.{exc.where}" if exc.where else prefix)
+        )
 
     return located
 
@@ -242,9 +246,7 @@ def typed_values(values: Any, where: str) -> dict[str, Any]:
     for i, tag in enumerate(values):
         at = f"{where}[{i}]"
         if not isinstance(tag, dict) or not isinstance(tag.get("key"), str):
-            raise TraceFormatError(
-                f"expected {{key, type, value}}, got {preview(tag)}", where=at
-            )
+            raise TraceFormatError(f"expected {{key, type, value}}, got {preview(tag)}", where=at)
         out[text(tag["key"], f"{at}.key")] = _typed(tag.get("type"), tag.get("value"), at)
     return out
 
@@ -254,13 +256,10 @@ def _typed(kind: Any, value: Any, where: str) -> Any:
     at = f"{where}.value"
     if kind == "bool" and isinstance(value, str) and value in ("true", "false"):
         return value == "true"
-    if kind == "int64" and isinstance(value, str) and re.fullmatch(r"-?[0-9]{1,20}", value):
+    if kind == "int64" and isinstance(value, str) and _INTEGER.fullmatch(value):
         value = int(value)  # beyond 2**53 the UI's JSON writes it as text
-    if kind == "float64" and isinstance(value, str):
-        try:
-            value = float(value)
-        except ValueError:
-            pass
+    if kind == "float64" and isinstance(value, str) and _FLOAT.fullmatch(value):
+        value = float(value)
     expected = {
         "bool": (bool,),
         "int64": (int,),

@@ -80,9 +80,9 @@ def decode_zipkin(document: Any, invalid: Invalid) -> Iterator[SpanRecord]:
     (which raises, or records and skips it) with its position."""
     entries = _entries(document)
     unshared = {
-        (item.get("traceId"), item.get("id"))
+        (item["traceId"], item["id"])
         for _, item in entries
-        if isinstance(item, dict) and not item.get("shared")
+        if is_zipkin_span(item) and item.get("shared") is not True
     }
     for order, (where, item) in enumerate(entries):
         try:
@@ -94,7 +94,7 @@ def decode_zipkin(document: Any, invalid: Invalid) -> Iterator[SpanRecord]:
             invalid(TraceFormatError(exc.reason, where=at))
 
 
-def _span(item: Any, order: int, unshared: set[tuple[Any, Any]]) -> SpanRecord:
+def _span(item: Any, order: int, unshared: set[tuple[str, str]]) -> SpanRecord:
     if not isinstance(item, dict):
         raise TraceFormatError(f"a span must be an object, got {preview(item)}")
     trace_id = hex_id(item.get("traceId"), 16, "traceId")
@@ -153,7 +153,9 @@ def _tags(tags: Any) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in tags.items():
         if isinstance(value, (dict, list)):
-            raise TraceFormatError(f"a tag's value must be text, got {preview(value)}", where=f"tags.{key}")
+            raise TraceFormatError(
+                f"a tag's value must be text, got {preview(value)}", where=f"tags.{key}"
+            )
         out[text(key, "tags")] = plain_value(value, f"tags.{key}")
     return out
 
@@ -206,12 +208,16 @@ def _local(endpoint: Any) -> dict[str, Any]:
     if endpoint is None:
         return {}
     if not isinstance(endpoint, dict):
-        raise TraceFormatError(f"expected an endpoint, got {preview(endpoint)}", where="localEndpoint")
+        raise TraceFormatError(
+            f"expected an endpoint, got {preview(endpoint)}", where="localEndpoint"
+        )
     service = endpoint.get("serviceName")
     if service is None:
         return {}
     if not isinstance(service, str):
-        raise TraceFormatError(f"expected text, got {preview(service)}", where="localEndpoint.serviceName")
+        raise TraceFormatError(
+            f"expected text, got {preview(service)}", where="localEndpoint.serviceName"
+        )
     return {"service.name": text(service, "localEndpoint.serviceName")}
 
 
@@ -219,7 +225,9 @@ def _remote(endpoint: Any) -> dict[str, Any]:
     if endpoint is None:
         return {}
     if not isinstance(endpoint, dict):
-        raise TraceFormatError(f"expected an endpoint, got {preview(endpoint)}", where="remoteEndpoint")
+        raise TraceFormatError(
+            f"expected an endpoint, got {preview(endpoint)}", where="remoteEndpoint"
+        )
     out: dict[str, Any] = {}
     for key, attribute in (
         ("serviceName", "peer.service"),
