@@ -4,10 +4,14 @@ Sniffing (`otel_replay.importers._sniff`) tells JSON from protobuf and native JS
 every JSON document (a whole file, or one line of JSON Lines) is then given to the first row of
 `DOCUMENT_FORMATS` that claims it by its top-level shape. A row's decoder yields the same
 `SpanRecord`s the OTLP decoder does, so every rule from spans to steps applies to all of them. A
-document no row claims is refused: one that looks like OTLP (an object with an OTLP envelope key of
-logs or metrics, or no object at all) by the OTLP decoder, which says what is missing; log records
-as logs; any other by naming the formats tried and its top-level keys. A format given by name
-(``--format langfuse``) picks its row, and a document that row does not claim is refused.
+document no row claims is refused: an OTLP logs or metrics request by the OTLP decoder, which says
+what it is; log records as logs; any other saying what it looks like (its shape, from
+`_lookalikes.describe`, and the family of `_lookalikes.FAMILIES` it is one of: a Datadog span list,
+Chrome trace events, a chat completions request) and what to do (the ``--format`` that reads it, a
+Collector receiver that makes OTLP of it, or that it holds no spans). The generic span readers
+(span dumps, flat span lists) never claim a document of a named family: they would fail deep
+inside it, at a value of a shape they do not read. A format given by name (``--format langfuse``)
+picks its row, and a document that row does not claim is refused the same way.
 
 `parse_document` parses the bytes with orjson; a document of a format whose ids may be JSON integers
 and whose text holds an integer of 20 digits or more (which orjson turns into a float: a 128-bit id
@@ -23,13 +27,18 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from otel_replay.errors import TraceFormatError, preview
+from otel_replay.errors import TraceFormatError
 from otel_replay.importers._flat import decode_flat_spans, is_flat_span_list, log_record_key
 from otel_replay.importers._jaeger import FORMAT as JAEGER
 from otel_replay.importers._jaeger import decode_jaeger, is_jaeger
 from otel_replay.importers._langfuse import FORMAT as LANGFUSE
 from otel_replay.importers._langfuse import decode_langfuse, is_langfuse
-from otel_replay.importers._lookalikes import decode_span_dump, is_span_dump
+from otel_replay.importers._lookalikes import (
+    decode_span_dump,
+    describe,
+    is_span_dump,
+    lookalike,
+)
 from otel_replay.importers._otlp_json_decode import decode_request
 from otel_replay.importers._phoenix import FORMAT as PHOENIX_PAGE
 from otel_replay.importers._phoenix import decode_phoenix_page, is_phoenix_page
@@ -81,6 +90,13 @@ def decode_any_agent(document: Any, invalid: Invalid) -> Iterator[SpanRecord]:
     return decode_span_dump(document["spans"], invalid, where="spans")
 
 
+def _generic(claims: Callable[[Any], bool]) -> Callable[[Any], bool]:
+    """A generic span reader's claim: never a document of a family `_lookalikes.FAMILIES` names
+    (a Datadog or Zipkin span list has a span's ids too, and was refused deep inside, at a value
+    of a shape the generic reader does not read)."""
+    return lambda document: claims(document) and lookalike(document) is None
+
+
 #: In order: the first row that claims a document reads it.
 DOCUMENT_FORMATS: tuple[DocumentFormat, ...] = (
     DocumentFormat("otlp-json", is_otlp_envelope, decode_request),
@@ -89,8 +105,8 @@ DOCUMENT_FORMATS: tuple[DocumentFormat, ...] = (
     DocumentFormat(ZIPKIN, is_zipkin, decode_zipkin),
     DocumentFormat("any-agent", is_any_agent, decode_any_agent, integer_ids=True),
     DocumentFormat(PHOENIX_PAGE, is_phoenix_page, decode_phoenix_page),
-    DocumentFormat("span-dump", is_span_dump, decode_span_dump, integer_ids=True),
-    DocumentFormat("flat-spans", is_flat_span_list, decode_flat_spans, integer_ids=True),
+    DocumentFormat("span-dump", _generic(is_span_dump), decode_span_dump, integer_ids=True),
+    DocumentFormat("flat-spans", _generic(is_flat_span_list), decode_flat_spans, integer_ids=True),
 )
 
 #: What a document no row claims is read as (its decoder names what is missing).
@@ -109,16 +125,15 @@ def reader_for(document: Any, only: str | None = None) -> tuple[str, Decode]:
     if row is not None:
         return row.name, row.decode
     if only is not None:
-        return only, _refuse_for(only)
+        return only, _refuse(
+            _unclaimed(document, f"not a {only} document, the format it was given as", only)
+        )
     logs = log_record_key(document)
     if logs is not None:
         return FALLBACK.name, _refuse(f"this is log records ({logs!r}), not traces")
-    if not isinstance(document, dict) or any(key in document for key in _OTLP_OTHER_SIGNALS):
+    if isinstance(document, dict) and any(key in document for key in _OTLP_OTHER_SIGNALS):
         return FALLBACK.name, FALLBACK.decode
-    tried = ", ".join(row.name for row in DOCUMENT_FORMATS)
-    return FALLBACK.name, _refuse(
-        f"not a trace document (tried {tried}); its top-level keys: {_keys(document)}"
-    )
+    return FALLBACK.name, _refuse(_unclaimed(document, "not a trace document"))
 
 
 def claiming_row(document: Any, only: str | None = None) -> DocumentFormat | None:
@@ -128,22 +143,20 @@ def claiming_row(document: Any, only: str | None = None) -> DocumentFormat | Non
     return next((row for row in rows if row.claims(document)), None)
 
 
-def _keys(document: Any) -> str:
-    if not isinstance(document, dict):
-        return f"none: {preview(document)}"
-    keys = list(document)
-    shown = ", ".join(preview(key, 40) for key in keys[:6]) or "none"
-    return shown + (f" and {len(keys) - 6} more" if len(keys) > 6 else "")
-
-
-def _refuse_for(only: str) -> Decode:
-    def decode(document: Any, invalid: Invalid) -> Iterator[SpanRecord]:
-        raise TraceFormatError(
-            f"not a {only} document, the format it was given as; its top-level keys: "
-            f"{_keys(document)}"
-        )
-
-    return decode
+def _unclaimed(document: Any, what: str, only: str | None = None) -> str:
+    """Why ``document`` is refused: ``what``, what it looks like (its shape, and the family of
+    `_lookalikes.FAMILIES` it is one of) and what to do (the format that reads it, a Collector
+    receiver that turns it into OTLP, or that it holds no spans)."""
+    said = f"{what}: it is {describe(document)}"
+    other = claiming_row(document) if only is not None else None
+    if other is not None:
+        return f"{said}; it reads as {other.name}: give --format {other.name}, or leave it out"
+    family = lookalike(document)
+    if family is None:
+        return f"{said}; no reader takes this shape (the formats read: docs/importing.md)"
+    if family.reader is not None and family.reader == only:
+        return f"{said}; it looks like {family.name}, in a form the {only} reader does not take"
+    return f"{said}; it looks like {family.name}: {family.advice(FORMAT_NAMES)}"
 
 
 def _refuse(reason: str) -> Decode:

@@ -16,9 +16,10 @@ A value of the wrong type, a time outside 1970 to 2262, or an attribute that cou
 
 from __future__ import annotations
 
+import functools
 import json
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Callable, Collection, Iterator
+from typing import Any, NamedTuple
 
 from otel_replay.errors import TraceFormatError, preview
 from otel_replay.importers._spans import SpanRecord, normalize_id
@@ -127,3 +128,234 @@ def concatenated_objects(text: str) -> list[Any] | None:
                 "an integer with more digits than the reader converts", offset=position
             ) from None
         objects.append(value)
+
+
+# --- documents no reader claims: what they look like, and what to do -----------------------------
+
+#: What a refusal says of a document that holds no spans at all.
+NO_SPANS = "this holds no spans"
+#: What to do with spans of a tool whose own format no reader takes.
+AT_SOURCE = (
+    "export the spans as OTLP where the application makes them (an OTLP file exporter, or "
+    "`agent-replay serve` as its endpoint)"
+)
+_NO_STEPS = (
+    "this holds no spans (a model call's messages, not a run's trace); record the agent with "
+    "`agent-replay record`, or trace it with an OpenTelemetry GenAI instrumentation and import "
+    "the OTLP it exports"
+)
+
+
+def _collector(receiver: str) -> str:
+    return (
+        f"send it through the OpenTelemetry Collector with the {receiver} receiver and export OTLP"
+    )
+
+
+class Family(NamedTuple):
+    """A kind of document that is not a trace this reads, or that only its own row reads: what a
+    refusal calls it, the paths that show a document is one (all of them hold), the ``--format``
+    that reads it once a row does, and what to do otherwise.
+
+    A path is ``/``-separated: a key, ``[]`` (the first item of a list; ``key[]`` is both),
+    and, last, ``key=value`` (a text value), ``key^=prefix``, ``prefix*`` (any key that starts so)
+    or ``!key`` (no such key)."""
+
+    name: str
+    paths: tuple[str, ...]
+    otherwise: str
+    reader: str | None = None
+
+    def matches(self, document: Any) -> bool:
+        return all(_holds(document, path) for path in self.paths)
+
+    def advice(self, readers: Collection[str]) -> str:
+        """What to do: the format that reads it, when one of ``readers`` does, else `otherwise`."""
+        if self.reader is not None and self.reader in readers:
+            return f"give --format {self.reader}"
+        return self.otherwise
+
+
+#: In order: the first family whose paths all hold names a document. The spans of the tools a row
+#: reads (or soon will) come first, so a generic span reader never takes them for its own.
+FAMILIES: tuple[Family, ...] = (
+    Family("a Jaeger trace (the UI's download, the query API's answer)",
+           ("data[]/traceID", "data[]/spans"),
+           "no reader for Jaeger's JSON here: Jaeger's API v3 (/api/v3/traces) answers OTLP JSON",
+           "jaeger"),
+    Family("a Jaeger API v3 answer (OTLP JSON under 'result')", ("result/resourceSpans",),
+           "import the object under 'result' (jq .result)", "jaeger"),
+    Family("a Zipkin v1 span list", ("[]/traceId", "[]/id", "[]/binaryAnnotations"),
+           _collector("zipkin"), "zipkin"),
+    Family("a Zipkin v2 span list", ("[]/traceId", "[]/id", "[]/!spanId"),
+           _collector("zipkin"), "zipkin"),
+    Family("an MLflow trace (Trace.to_json())", ("info", "data/spans"), AT_SOURCE, "mlflow"),
+    Family("a list of MLflow traces", ("[]/info", "[]/data/spans"), AT_SOURCE, "mlflow"),
+    Family("a LangSmith run tree", ("run_type", "inputs"), AT_SOURCE, "langsmith"),
+    Family("a list of LangSmith runs", ("[]/run_type", "[]/inputs"), AT_SOURCE, "langsmith"),
+    Family("a LangSmith batch ingest payload", ("post[]/run_type",), AT_SOURCE, "langsmith"),
+    Family("Datadog LLM Observability spans", ("[]/span_id", "[]/start_ns", "[]/meta"),
+           AT_SOURCE, "datadog"),
+    Family("a Datadog LLM Observability payload", ("spans[]/span_id", "spans[]/meta"),
+           AT_SOURCE, "datadog"),
+    Family("Datadog LLM Observability span events", ("[]/event_type=span", "[]/spans"),
+           AT_SOURCE, "datadog"),
+    Family("a Datadog APM span list", ("[]/trace_id", "[]/span_id", "[]/meta"),
+           _collector("datadog"), "datadog"),
+    Family("a Datadog APM trace payload (a list of traces, each a span list)",
+           ("[][]/trace_id", "[][]/span_id", "[][]/meta"), _collector("datadog"), "datadog"),
+    Family("an AWS X-Ray segment", ("trace_id^=1-", "id", "start_time"), _collector("awsxray")),
+    Family("AWS X-Ray segments", ("[]/trace_id^=1-", "[]/id"), _collector("awsxray")),
+    Family("an AWS X-Ray BatchGetTraces answer", ("Traces[]/Segments[]/Document",),
+           "send the segments through the OpenTelemetry Collector with the awsxray receiver "
+           "and export OTLP"),
+    Family("Honeycomb events", ("[]/trace.trace_id", "[]/trace.span_id"), AT_SOURCE),
+    Family("a New Relic Trace API payload", ("[]/spans[]/trace.id",), AT_SOURCE),
+    Family("New Relic spans", ("spans[]/trace.id",), AT_SOURCE),
+    Family("an Elastic APM transaction", ("transaction/trace_id",), AT_SOURCE),
+    Family("an Elastic APM span", ("span/trace_id", "span/transaction_id"), AT_SOURCE),
+    Family("an Elastic APM metadata record", ("metadata/service/agent",), NO_SPANS),
+    Family("Elastic APM documents", ("hits/hits[]/_source/trace/id",), AT_SOURCE),
+    Family("a Sentry transaction", ("type=transaction", "contexts/trace/trace_id"), AT_SOURCE),
+    Family("Chrome trace events (a profiler timeline)", ("traceEvents",), NO_SPANS),
+    Family("Chrome trace events (a profiler timeline)", ("[]/ph", "[]/ts", "[]/pid"), NO_SPANS),
+    Family("an HTTP archive (HAR)", ("log/entries",), NO_SPANS),
+    Family("a Prometheus query answer (metrics)", ("status", "data/resultType"), NO_SPANS),
+    Family("LangChain callback events (astream_events)", ("[]/event", "[]/run_id"), _NO_STEPS),
+    Family("an OpenAI chat completions request", ("model", "messages"), _NO_STEPS),
+    Family("an OpenAI chat completion", ("object^=chat.completion", "choices"), _NO_STEPS),
+    Family("an OpenAI Responses API answer", ("object=response", "output"), _NO_STEPS),
+    Family("an Anthropic Messages answer", ("type=message", "role", "content"), _NO_STEPS),
+    Family("a chat transcript", ("messages[]/role",), _NO_STEPS),
+    Family("a chat transcript", ("[]/role", "[]/content"), _NO_STEPS),
+    Family("a JSON Schema", ("$schema",), NO_SPANS),
+    Family("a JSON Schema", ("$defs",), NO_SPANS),
+    Family("one span's GenAI attributes without the span (no ids, name or times)",
+           ("gen_ai.*", "!name", "!span_id", "!spanId"),
+           "export the span itself (OTLP) rather than its attributes"),
+    Family("one span's OpenInference attributes without the span (no ids, name or times)",
+           ("llm.*", "!name", "!span_id", "!spanId"),
+           "export the span itself (OTLP) rather than its attributes"),
+)  # fmt: skip
+
+
+def lookalike(document: Any) -> Family | None:
+    """The first family of `FAMILIES` ``document`` is one of, or None."""
+    return next((family for family in FAMILIES if family.matches(document)), None)
+
+
+@functools.cache
+def _steps(path: str) -> tuple[str, ...]:
+    """A family's path as the steps `_holds` takes: keys, ``[]`` for a list's first item."""
+    steps: list[str] = []
+    for segment in path.split("/"):
+        lists = 0
+        while segment.endswith("[]"):
+            segment = segment[:-2]
+            lists += 1
+        if segment:
+            steps.append(segment)
+        steps.extend(["[]"] * lists)
+    return tuple(steps)
+
+
+def _holds(document: Any, path: str) -> bool:
+    steps = _steps(path)
+    node = document
+    for i, step in enumerate(steps):
+        if step == "[]":
+            if not isinstance(node, list) or not node:
+                return False
+            node = node[0]
+            continue
+        if not isinstance(node, dict):
+            return False
+        if i < len(steps) - 1:
+            if step not in node:
+                return False
+            node = node[step]
+        else:
+            return _last(node, step)
+    return True
+
+
+def _last(node: dict[str, Any], step: str) -> bool:
+    if step.startswith("!"):
+        return step[1:] not in node
+    if step.endswith("*"):
+        return any(isinstance(k, str) and k.startswith(step[:-1]) for k in node)
+    if "^=" in step:
+        key, prefix = step.split("^=", 1)
+        return isinstance(node.get(key), str) and node[key].startswith(prefix)
+    if "=" in step:
+        key, value = step.split("=", 1)
+        return node.get(key) == value
+    return step in node
+
+
+#: How many keys a description names, and how many items of a list it reads for them.
+_SHOWN_KEYS = 8
+_READ_ITEMS = 50
+
+
+def describe(document: Any) -> str:
+    """What a JSON document looks like, in a few words: ``a JSON array of 12 objects with keys
+    'trace_id', 'span_id', 'parent_id', 'meta' and 7 more`` (keys and values escaped)."""
+    if isinstance(document, dict):
+        return f"a JSON object with {_key_list(document)}" if document else "an empty JSON object"
+    if isinstance(document, list):
+        n = len(document)
+        if not n:
+            return "an empty JSON array"
+        head = document[:_READ_ITEMS]
+        if all(isinstance(item, dict) for item in head):
+            keys: dict[str, None] = {}
+            for item in head:
+                keys.update(dict.fromkeys(item))
+            return f"a JSON array of {_count(n, 'object')} with {_key_list(keys)}"
+        if all(isinstance(item, list) for item in head):
+            return f"a JSON array of {_count(n, 'array')}, the first {describe(document[0])}"
+        return f"a JSON array of {_count(n, 'value')}, the first {_scalar(document[0])}"
+    return _scalar(document)
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}" + ("" if n == 1 else "s")
+
+
+def _key_list(keys: Any) -> str:
+    listed = list(keys)
+    shown = ", ".join(preview(key, 40) for key in listed[:_SHOWN_KEYS])
+    more = len(listed) - _SHOWN_KEYS
+    return (
+        ("key " if len(listed) == 1 else "keys ")
+        + shown
+        + (f" and {more} more" if more > 0 else "")
+    )
+
+
+def _scalar(value: Any) -> str:
+    if isinstance(value, (dict, list)):
+        return describe(value)
+    kind = {str: "string", bool: "boolean", int: "number", float: "number"}.get(type(value), "null")
+    return f"a JSON {kind} {preview(value, 40)}" if value is not None else "JSON null"
+
+
+#: Files that are not JSON nor protobuf, told by their first bytes.
+TEXT_FAMILIES: tuple[tuple[bytes, str, str], ...] = (
+    (b"# HELP ", "a Prometheus metrics exposition", NO_SPANS),
+    (b"# TYPE ", "a Prometheus metrics exposition", NO_SPANS),
+    (b"SQLite format 3\x00", "an SQLite database",
+     "import reads trace files; a store is opened with --store"),
+    (b"PK\x03\x04", "a zip archive", "unpack it and import the trace files inside"),
+    (b"<", "XML or HTML", NO_SPANS),
+)  # fmt: skip
+
+
+def text_lookalike(head: bytes) -> str | None:
+    """What a file that is neither JSON nor protobuf is, from its first bytes, and what to do."""
+    start = head.lstrip()
+    for prefix, name, advice in TEXT_FAMILIES:
+        if start.startswith(prefix):
+            return f"it looks like {name}: {advice}"
+    return None

@@ -12,6 +12,7 @@ import orjson
 
 from otel_replay.errors import TraceFormatError
 from otel_replay.importers._framing import is_length_prefixed
+from otel_replay.importers._lookalikes import text_lookalike
 from otel_replay.importers._options import DEFAULT_MAX_RECORD_BYTES
 from otel_replay.importers._source import LongLine, first_line, is_compressed, read_head
 
@@ -91,6 +92,9 @@ def detect(path: Path, max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES) -> Form
         if matches(head, line):
             return fmt
     tried = ", ".join(fmt.value for fmt, _ in _DETECTORS)
+    looks = text_lookalike(head)
     raise TraceFormatError(
-        f"not a trace file (tried {tried}); it starts with {head[:16]!r}", path=path
+        f"not a trace file (tried {tried}); it starts with {head[:16]!r}"
+        + (f"; {looks}" if looks else ""),
+        path=path,
     )

@@ -128,6 +128,7 @@ def _read_lines(path: Path, options: ReadOptions, only: str | None) -> Iterator[
     order = 0
     records_before = options.report.records
     first_number = 0  # the first line that is not blank
+    unclaimed: TraceFormatError | None = None  # the first line's refusal, while it may be the file
     with open_trace_file(path) as (stream, raw):
         for number, line in enumerate(bounded_lines(stream, limit), start=1):
             if options.progress and number % 64 == 0:
@@ -138,6 +139,9 @@ def _read_lines(path: Path, options: ReadOptions, only: str | None) -> Iterator[
             if not line.strip():
                 continue
             first_number = first_number or number
+            if unclaimed is not None:  # the file has a second record: the first is one line of it
+                options.invalid(unclaimed.located(path=path, line=first_number))
+                unclaimed = None
             try:
                 document = parse_document(line, only)
             except TraceFormatError as exc:
@@ -181,7 +185,10 @@ def _read_lines(path: Path, options: ReadOptions, only: str | None) -> Iterator[
             try:
                 spans = list(decode(document, invalid))
             except TraceFormatError as exc:
-                options.invalid(exc.located(path=path, line=number))
+                if number == first_number and claiming_row(document, only) is None:
+                    unclaimed = exc  # a line, or the whole file when no other record follows
+                else:
+                    options.invalid(exc.located(path=path, line=number))
                 continue
             for k, span in enumerate(spans):
                 span.order = order + k  # numbered across the file's lines
@@ -193,6 +200,8 @@ def _read_lines(path: Path, options: ReadOptions, only: str | None) -> Iterator[
                         yield buffer.pop(key)
         if options.progress:
             options.progress(raw.tell())
+    if unclaimed is not None:  # a file of one document no reader claims: refused as a file
+        options.invalid(unclaimed.located(path=path))
     yield from buffer.drain()
 
 
