@@ -14,8 +14,8 @@ clocks are fixed, so the files are the same byte for byte every run. Files writt
   loopback server this script starts (nothing is edited; it is only pretty-printed). The exporter's
   tag limit is raised from its default of 128 characters (which cuts the messages) to 16K, as a user
   who wants the content would.
-* ``jaeger/support-agent.jaeger.json``: the same spans as Jaeger's query API answers them
-  (``GET /api/traces/{id}``, what the UI downloads). No Python library writes Jaeger JSON any more
+* ``jaeger/support-agent.jaeger.json``: the same run, and a passing run a day later, as Jaeger's
+  query API answers ``GET /api/traces?service=support-agent`` (what the UI downloads). No Python library writes Jaeger JSON any more
   (the Jaeger exporters were removed from opentelemetry-python in 2023 and sent Thrift or protobuf
   anyway), so the SDK's spans are converted here by the mapping Jaeger documents and applies when it
   stores OTLP spans: ``span.kind``, ``error: true`` and ``otel.status_description`` for the status,
@@ -92,8 +92,10 @@ def _chat_attributes(inputs: list[dict[str, Any]], output: dict[str, Any], usage
     }
 
 
-def run_agent(provider: TracerProvider) -> None:
-    """The support agent's one run, its clock fixed: spans start and end at given times."""
+def run_agent(provider: TracerProvider, refund_fails: bool = True, day: int = 0) -> None:
+    """One run of the support agent, its clock fixed (``day`` days after `T0`): spans start and
+    end at given times. The refund fails (a timeout), or is made."""
+    t0 = T0 + day * 86_400_000 * MS
     tracer = provider.get_tracer("support_agent", "0.1.0")
     calls = [
         {"type": "tool_call", "id": "call_lookup", "name": "lookup_order",
@@ -105,7 +107,7 @@ def run_agent(provider: TracerProvider) -> None:
     order = {"order_id": "1042", "status": "replacement shipped", "eta": "2026-03-17"}
     root = tracer.start_span(
         "invoke_agent support_agent",
-        start_time=T0,
+        start_time=t0,
         attributes={
             "gen_ai.operation.name": "invoke_agent",
             "gen_ai.agent.name": "support_agent",
@@ -114,12 +116,12 @@ def run_agent(provider: TracerProvider) -> None:
     )
     inside = set_span_in_context(root)
     first = tracer.start_span(
-        f"chat {MODEL}", inside, SpanKind.CLIENT, start_time=T0 + 5 * MS,
+        f"chat {MODEL}", inside, SpanKind.CLIENT, start_time=t0 + 5 * MS,
         attributes=_chat_attributes([_text("user", TASK)], asked, (182, 41)),
     )  # fmt: skip
-    first.end(end_time=T0 + 905 * MS)
+    first.end(end_time=t0 + 905 * MS)
     lookup = tracer.start_span(
-        "execute_tool lookup_order", inside, SpanKind.INTERNAL, start_time=T0 + 910 * MS,
+        "execute_tool lookup_order", inside, SpanKind.INTERNAL, start_time=t0 + 910 * MS,
         attributes={
             "gen_ai.operation.name": "execute_tool",
             "gen_ai.tool.name": "lookup_order",
@@ -128,7 +130,7 @@ def run_agent(provider: TracerProvider) -> None:
         },
     )  # fmt: skip
     refund = tracer.start_span(
-        "execute_tool issue_refund", inside, SpanKind.INTERNAL, start_time=T0 + 911 * MS,
+        "execute_tool issue_refund", inside, SpanKind.INTERNAL, start_time=t0 + 911 * MS,
         attributes={
             "gen_ai.operation.name": "execute_tool",
             "gen_ai.tool.name": "issue_refund",
@@ -137,35 +139,45 @@ def run_agent(provider: TracerProvider) -> None:
         },
     )  # fmt: skip
     lookup.set_attribute("gen_ai.tool.call.result", json.dumps(order))
-    lookup.end(end_time=T0 + 960 * MS)
-    # never raised, so its stack trace is its one line (no path of this checkout in the files)
-    failure = TimeoutError("payments service did not answer within 30 s")
-    refund.record_exception(failure, timestamp=T0 + 1911 * MS)
-    refund.set_attribute("error.type", "TimeoutError")
-    refund.set_status(Status(StatusCode.ERROR, str(failure)))
-    refund.end(end_time=T0 + 1912 * MS)
+    lookup.end(end_time=t0 + 960 * MS)
+    if refund_fails:
+        # never raised, so its stack trace is its one line (no path of this checkout in the files)
+        failure = TimeoutError("payments service did not answer within 30 s")
+        refund.record_exception(failure, timestamp=t0 + 1911 * MS)
+        refund.set_attribute("error.type", "TimeoutError")
+        refund.set_status(Status(StatusCode.ERROR, str(failure)))
+        refund.end(end_time=t0 + 1912 * MS)
+        refunded = json.dumps({"error": str(failure)})
+        answer = (
+            "Your replacement for order 1042 has shipped and should arrive on 2026-03-17. I could "
+            "not issue the refund: the payments service timed out. Please try again later."
+        )
+    else:
+        refunded = json.dumps({"refund_id": "R-7731", "amount": 49.0})
+        refund.set_attribute("gen_ai.tool.call.result", refunded)
+        refund.end(end_time=t0 + 1412 * MS)
+        answer = (
+            "Your replacement for order 1042 has shipped and should arrive on 2026-03-17, and "
+            "your refund of 49.00 is on its way (reference R-7731)."
+        )
     results = [
         {"role": "tool", "parts": [{"type": "tool_call_response", "id": "call_lookup",
                                     "response": json.dumps(order)}]},
         {"role": "tool", "parts": [{"type": "tool_call_response", "id": "call_refund",
-                                    "response": json.dumps({"error": str(failure)})}]},
+                                    "response": refunded}]},
     ]  # fmt: skip
-    answer = (
-        "Your replacement for order 1042 has shipped and should arrive on 2026-03-17. I could not "
-        "issue the refund: the payments service timed out. Please try again later."
-    )
     last = tracer.start_span(
-        f"chat {MODEL}", inside, SpanKind.CLIENT, start_time=T0 + 1920 * MS,
+        f"chat {MODEL}", inside, SpanKind.CLIENT, start_time=t0 + 1920 * MS,
         attributes=_chat_attributes(
             [_text("user", TASK), asked, *results],
             {**_text("assistant", answer), "finish_reason": "stop"},
             (301, 52),
         ),
     )  # fmt: skip
-    last.end(end_time=T0 + 2850 * MS)
+    last.end(end_time=t0 + 2850 * MS)
     root.set_attribute("gen_ai.output.messages", json.dumps([_text("assistant", answer)]))
-    root.set_attribute("agent_replay.outcome", 0.0)  # the refund was not made: a failed run
-    root.end(end_time=T0 + 2860 * MS)
+    root.set_attribute("agent_replay.outcome", 0.0 if refund_fails else 1.0)
+    root.end(end_time=t0 + 2860 * MS)
 
 
 def _provider(seed: int) -> tuple[TracerProvider, InMemorySpanExporter]:
@@ -208,11 +220,18 @@ def zipkin_body() -> list[Any]:
 
 
 def jaeger_answer() -> dict[str, Any]:
-    """The same run as Jaeger's query API answers ``GET /api/traces/{id}``."""
-    provider, memory = _provider(39)
-    run_agent(provider)
-    provider.shutdown()
-    spans = memory.get_finished_spans()
+    """The failing run (the one the Zipkin file holds) and a passing run a day later, as Jaeger's
+    query API answers ``GET /api/traces?service=support-agent``."""
+    traces = []
+    for seed, refund_fails, day in ((39, True, 0), (40, False, 1)):
+        provider, memory = _provider(seed)
+        run_agent(provider, refund_fails, day)
+        provider.shutdown()
+        traces.append(_trace(memory.get_finished_spans()))
+    return {"data": traces, "total": 0, "limit": 0, "offset": 0, "errors": None}
+
+
+def _trace(spans: Sequence[ReadableSpan]) -> dict[str, Any]:
     processes: dict[str, dict[str, Any]] = {}
     keys: dict[str, str] = {}
     converted = []
@@ -224,8 +243,7 @@ def jaeger_answer() -> dict[str, Any]:
             processes[keys[digest]] = process
         converted.append(_span(span, keys[digest]))
     trace_id = converted[0]["traceID"]
-    trace = {"traceID": trace_id, "spans": converted, "processes": processes, "warnings": None}
-    return {"data": [trace], "total": 0, "limit": 0, "offset": 0, "errors": None}
+    return {"traceID": trace_id, "spans": converted, "processes": processes, "warnings": None}
 
 
 def _tag(key: str, value: Any) -> dict[str, Any]:
