@@ -155,9 +155,7 @@ def _otlp(db: Store, ids: list[str], out: Path | None, proto: bool, verdicts: bo
             f"{plural(written - reported, 'run')} of {written} had no kept attribution report"
         )
     if out is not None and str(out) != "-":
-        err_console.print(
-            f"wrote {plural(written, 'trajectory', 'trajectories')} as OTLP traces to {out}"
-        )
+        err_console.print(f"wrote {plural(written, 'OTLP trace')} to {out}")
 
 
 def _pytest(

@@ -132,6 +132,14 @@ _STEP_ROLES = (
     ("guardrail", "guardrail"),
     ("agent", "agent"),
 )
+#: Datadog's LLM span kinds (``workflow``, ``task``: any other, a container).
+_DATADOG_ROLES = (
+    ("llm", "llm"),
+    ("tool", "tool"),
+    ("retrieval", "retriever"),
+    ("embedding", "embedding"),
+    ("agent", "agent"),
+)
 
 #: In order: the first row whose role rule claims a span names its role.
 VOCABULARIES: tuple[Vocabulary, ...] = (
@@ -206,6 +214,51 @@ VOCABULARIES: tuple[Vocabulary, ...] = (
             "result": ("gen_ai.completion",),
             "input_messages": ("gen_ai.prompt",),
             "output_messages": ("gen_ai.completion",),
+        },
+    ),
+    Vocabulary(
+        "datadog",
+        "Datadog LLM Observability",
+        kind_key="datadog.llmobs.span.kind",
+        roles=_DATADOG_ROLES,
+        failed=(("datadog.llmobs.error.type", None),),
+        parts={
+            "model": ("datadog.llmobs.model_name",),
+            "tool_name": ("datadog.llmobs.name",),
+            "arguments": ("datadog.llmobs.input.value",),
+            "result": ("datadog.llmobs.output.value",),
+            "input": ("datadog.llmobs.input.value", "datadog.llmobs.input.documents"),
+            "output": ("datadog.llmobs.output.value", "datadog.llmobs.output.documents"),
+            "input_messages": (
+                "datadog.llmobs.input.messages (messages)",
+                "datadog.llmobs.input.value",
+            ),
+            "output_messages": (
+                "datadog.llmobs.output.messages (messages)",
+                "datadog.llmobs.output.value",
+            ),
+            "input_tokens": ("datadog.llmobs.metrics.input_tokens",),
+            "output_tokens": ("datadog.llmobs.metrics.output_tokens",),
+            "total_tokens": ("datadog.llmobs.metrics.total_tokens",),
+            "error_message": ("datadog.llmobs.error.message",),
+        },
+    ),
+    Vocabulary(
+        "datadog-apm",
+        "Datadog APM (ddtrace's LLM integrations)",
+        kind_key="_dd.llmobs.span_kind",
+        roles=_DATADOG_ROLES,
+        parts={
+            "model": (
+                "openai.request.model",
+                "anthropic.request.model",
+                "_dd.llmobs.model_name",
+                "openai.response.model",
+            ),
+            "input_tokens": ("_dd.llmobs.input_tokens",),
+            "output_tokens": ("_dd.llmobs.output_tokens",),
+            "total_tokens": ("_dd.llmobs.total_tokens",),
+            "error_message": ("error.message",),
         },
     ),
     Vocabulary(

@@ -28,6 +28,8 @@ from typing import Any, NamedTuple
 import orjson
 
 from otel_replay.errors import TraceFormatError
+from otel_replay.importers._datadog import FORMAT as DATADOG
+from otel_replay.importers._datadog import decode_datadog, is_datadog
 from otel_replay.importers._flat import decode_flat_spans, is_flat_span_list, log_record_key
 from otel_replay.importers._jaeger import FORMAT as JAEGER
 from otel_replay.importers._jaeger import decode_jaeger, is_jaeger
@@ -103,6 +105,7 @@ DOCUMENT_FORMATS: tuple[DocumentFormat, ...] = (
     DocumentFormat(LANGFUSE, is_langfuse, decode_langfuse),
     DocumentFormat(JAEGER, is_jaeger, decode_jaeger),
     DocumentFormat(ZIPKIN, is_zipkin, decode_zipkin),
+    DocumentFormat(DATADOG, is_datadog, decode_datadog, integer_ids=True),
     DocumentFormat("any-agent", is_any_agent, decode_any_agent, integer_ids=True),
     DocumentFormat(PHOENIX_PAGE, is_phoenix_page, decode_phoenix_page),
     DocumentFormat("span-dump", _generic(is_span_dump), decode_span_dump, integer_ids=True),

@@ -2,9 +2,11 @@
 arrive in different files. `merge_partial` joins two trajectories built from parts of one trace
 (`otel_replay.ingest` decides when).
 
-Steps and spans are matched by span id; a step whose span turns out to contain another step's span
-(it looked innermost only because its child was in the other file) becomes structure; steps are
-ordered again by start time. The outcome known from either part wins (the part holding the root).
+Steps and spans are matched by span id (a span both parts hold keeps the richer of its two steps:
+Datadog's APM trace and its LLM Observability events record one operation twice); a step whose
+span turns out to contain another step's span (it looked innermost only because its child was in
+the other file) becomes structure; steps are ordered again by start time. The outcome known from
+either part wins (the part holding the root).
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ _SPAN_FORMATS = frozenset(
         "langfuse",
         "jaeger",
         "zipkin",
+        "langsmith",
+        "datadog",
     }
 )
 
@@ -59,8 +63,10 @@ def merge_partial(existing: Trajectory, new: Trajectory) -> Trajectory:
             following = step.start_time_unix_nano or following
             when[id(step)] = following
         for step, after in zip(part, [*part[1:], None], strict=True):
-            if step.span_id is not None:
-                steps.setdefault(step.span_id, step)
+            if step.span_id is not None:  # a span both parts hold keeps its richer step
+                held = steps.get(step.span_id)
+                if held is None or richness(step) > richness(held):
+                    steps[step.span_id] = step
             elif _exchange_turn(step, after):
                 turns.append(step)
     recorded = [steps[key] for key in steps if key not in _contained(steps, parent)]

@@ -13,6 +13,7 @@ DEFAULT_OUTCOME_ATTRIBUTES = (
     "outcome",
     "eval.score",
     "gen_ai.evaluation.score.value",
+    "mlflow.assessment.outcome",
     "langfuse.score.outcome",
 )
 

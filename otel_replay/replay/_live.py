@@ -16,6 +16,7 @@ from otel_replay.errors import (
 )
 from otel_replay.hashing import canonical_json, digest
 from otel_replay.model import SpanNode, Step, StepKind, Trajectory
+from otel_replay.otlp_spans import MADE_ATTRIBUTES
 from otel_replay.redaction import Redactor, redact_run
 from otel_replay.replay._cassette import Record, ReplayContext
 from otel_replay.replay._diff import TrajectoryDiff, diff
@@ -43,7 +44,7 @@ from otel_replay.replay._plan import HOLD, RESAMPLE, Action, Intervention, Plan
 from otel_replay.replay._rollout import Rollout, rollout, score
 from otel_replay.replay._running import arun_agent, run_agent
 from otel_replay.replay._steps import Ledger, RecordingContext
-from otel_replay.replay._tracing import MADE_ATTRIBUTES, RecordedSpans, emit_spans
+from otel_replay.replay._tracing import RecordedSpans, emit_spans
 from otel_replay.resamplers import Registry
 from otel_replay.resamplers._context import RolloutSeed
 from otel_replay.resamplers._registry import describe
