@@ -1,4 +1,10 @@
-"""Grouping spans by trace across records, and handing each trace over once it is complete."""
+"""Grouping spans by trace across records, and handing each trace over once it is complete.
+
+A span id delivered twice in a trace is one span. Delivery is at least once, so the second copy is
+usually the first again (counted, and kept once); a format that sends a span in parts (LangSmith
+posts a run when it starts and patches it when it ends, and sends its feedback apart) delivers what
+the first part lacked: a name, times, a parent, an error status, attributes and events the kept
+span does not have are taken from the later part (`_fill`)."""
 
 from __future__ import annotations
 
@@ -8,7 +14,7 @@ from typing import Any
 
 from otel_replay.importers._assemble import assemble
 from otel_replay.importers._options import ReadOptions
-from otel_replay.importers._spans import SpanRecord
+from otel_replay.importers._spans import STATUS_UNSET, SpanRecord
 from otel_replay.model import Trajectory
 
 
@@ -39,7 +45,7 @@ class TraceBuffer:
         self._metadata = metadata
         self._traces: dict[str, list[SpanRecord]] = {}
         # Delivery is at least once: a span id seen twice in a trace is one span, kept once.
-        self._seen: dict[str, set[str]] = {}
+        self._seen: dict[str, dict[str, SpanRecord]] = {}
         self._duplicates: dict[str, int] = {}
 
     def add(self, span: SpanRecord, untraced_id: str | UntracedId) -> str:
@@ -49,13 +55,15 @@ class TraceBuffer:
         bucket = self._traces.get(key)
         if bucket is None:
             bucket = self._traces[key] = []
-            self._seen[key] = set()
+            self._seen[key] = {}
         if span.span_id:
             seen = self._seen[key]
-            if span.span_id in seen:
-                self._duplicates[key] = self._duplicates.get(key, 0) + 1
+            kept = seen.get(span.span_id)
+            if kept is not None:
+                if not _fill(kept, span):
+                    self._duplicates[key] = self._duplicates.get(key, 0) + 1
                 return key
-            seen.add(span.span_id)
+            seen[span.span_id] = span
         bucket.append(span)
         self._options.report.spans += 1
         return key
@@ -75,3 +83,39 @@ class TraceBuffer:
         """Every buffered trace, in the order its first span arrived."""
         for key in list(self._traces):
             yield self.pop(key)
+
+
+#: The fields a later delivery of a span gives the kept one when it has none (no text, zero).
+_FILLED = (
+    "name",
+    "parent_span_id",
+    "scope_name",
+    "start_time_unix_nano",
+    "end_time_unix_nano",
+    "kind",
+)
+
+
+def _fill(kept: SpanRecord, again: SpanRecord) -> bool:
+    """Give ``kept`` what a later delivery of the same span has and it lacks; whether it lacked
+    anything (a copy of the span adds nothing)."""
+    added = False
+    for name in _FILLED:
+        if not getattr(kept, name) and getattr(again, name):
+            setattr(kept, name, getattr(again, name))
+            added = True
+    if kept.status_code == STATUS_UNSET and again.status_code != STATUS_UNSET:
+        kept.status_code, kept.status_message = again.status_code, again.status_message
+        added = True
+    for key, value in again.attributes.items():
+        if key not in kept.attributes:
+            kept.attributes[key] = value
+            added = True
+    for key, value in again.resource.items():
+        if key not in kept.resource:
+            kept.resource[key] = value
+            added = True
+    if not kept.events and again.events:
+        kept.events = list(again.events)
+        added = True
+    return added

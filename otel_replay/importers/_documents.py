@@ -35,6 +35,8 @@ from otel_replay.importers._jaeger import FORMAT as JAEGER
 from otel_replay.importers._jaeger import decode_jaeger, is_jaeger
 from otel_replay.importers._langfuse import FORMAT as LANGFUSE
 from otel_replay.importers._langfuse import decode_langfuse, is_langfuse
+from otel_replay.importers._langsmith import FORMAT as LANGSMITH
+from otel_replay.importers._langsmith import decode_langsmith, is_langsmith
 from otel_replay.importers._lookalikes import (
     decode_span_dump,
     describe,
@@ -106,6 +108,7 @@ DOCUMENT_FORMATS: tuple[DocumentFormat, ...] = (
     DocumentFormat(JAEGER, is_jaeger, decode_jaeger),
     DocumentFormat(ZIPKIN, is_zipkin, decode_zipkin),
     DocumentFormat(DATADOG, is_datadog, decode_datadog, integer_ids=True),
+    DocumentFormat(LANGSMITH, is_langsmith, decode_langsmith),
     DocumentFormat("any-agent", is_any_agent, decode_any_agent, integer_ids=True),
     DocumentFormat(PHOENIX_PAGE, is_phoenix_page, decode_phoenix_page),
     DocumentFormat("span-dump", _generic(is_span_dump), decode_span_dump, integer_ids=True),

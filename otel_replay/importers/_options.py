@@ -15,6 +15,7 @@ DEFAULT_OUTCOME_ATTRIBUTES = (
     "gen_ai.evaluation.score.value",
     "mlflow.assessment.outcome",
     "langfuse.score.outcome",
+    "langsmith.feedback.outcome",
 )
 
 #: The largest record a reader holds in memory: one JSON document, one JSON line, one protobuf

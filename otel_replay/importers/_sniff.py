@@ -36,6 +36,7 @@ class Format(str, Enum):
     PHOENIX_OTLP = "phoenix-otlp"  # Arize Phoenix's OTLP-shaped span pages (import phoenix:// too)
     JAEGER = "jaeger"  # the Jaeger UI's download, its query API's answers (import jaeger:// too)
     ZIPKIN = "zipkin"  # Zipkin v2 span lists
+    LANGSMITH = "langsmith"  # LangSmith run trees, run lists, batch ingest payloads, feedback
     DATADOG = "datadog"  # Datadog APM span lists and LLM Observability span events
 
 
