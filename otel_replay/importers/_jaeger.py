@@ -71,9 +71,12 @@ def is_jaeger(document: Any) -> bool:
 
 
 def _is_v3(document: dict[str, Any]) -> bool:
-    from otel_replay.importers._documents import is_otlp_envelope
-
-    return set(document) == {"result"} and is_otlp_envelope(document["result"])
+    result = document.get("result")
+    return (
+        set(document) == {"result"}
+        and isinstance(result, dict)
+        and any(key in result for key in ("resourceSpans", "resource_spans"))
+    )
 
 
 def _is_trace(item: Any) -> bool:
