@@ -22,7 +22,9 @@ from pathlib import Path, PurePosixPath
 
 from tests.docs_pages import Block, Command, Page
 
-COPIED = ("sample_traces", "examples")  # what a page's folder holds, copied from the repository
+#: What a page's folder holds, copied from the repository (the fixtures: the formats table of
+#: docs/importing.md reads one file of each format, made by the real library).
+COPIED = ("sample_traces", "examples", "tests/fixtures")
 SUFFIXES = {
     ".csv", ".db", ".gz", ".html", ".json", ".jsonl", ".md", ".parquet", ".pb", ".py", ".toml",
     ".txt", ".yaml", ".yml", ".zst",

@@ -1,9 +1,9 @@
 """Every shell command the documentation shows is run, as a reader would run it (issue 27).
 
 Each page (README.md and docs/**/*.md) is one test: its ``sh`` blocks run in page order in a fresh
-folder holding copies of ``sample_traces/`` and ``examples/``, their markers checked
-(`tests/docs_pages.py` says how blocks and markers are written, `tests/docs_runner.py` how they
-run). Beside them: the markers are read as documented, a failing command is reported with its page,
+folder holding copies of ``sample_traces/``, ``examples/`` and ``tests/fixtures/``, their markers
+checked (`tests/docs_pages.py` says how blocks and markers are written, `tests/docs_runner.py` how
+they run). Beside them: the markers are read as documented, a failing command is reported with its page,
 line, exit code and output, and no documented command names a file the repository does not ship.
 """
 
