@@ -67,7 +67,7 @@ def write_otlp(
     except _TooBig as exc:
         raise ReplayError(
             f"run {exc.run_id} is {exc.size} bytes of protobuf, more than the 4-byte length "
-            "before each request can say: export it as --format otlp-json"
+            "before each request can say (OTLP JSON Lines have no such limit)"
         ) from None
     return counted[0], counted[1]
 

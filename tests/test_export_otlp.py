@@ -327,3 +327,21 @@ def test_bad_input_is_one_line(tmp_path: Path) -> None:
     assert "--out" in one_line_error(invoke(runner, store, "export", "--format", "otlp-proto"))
     assert store.read_bytes() == before
     assert a_file.read_text() == "kept"
+
+
+def test_a_run_too_big_for_a_protobuf_frame_is_refused_naming_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A frame's length is 4 bytes: a run past it (here a smaller limit stands in for 4 GiB) is
+    one line naming the run and what holds it instead, and the file is untouched."""
+    store = tmp_path / "store.db"
+    _imported(SAMPLES / "incident.otlp.jsonl", store)
+    out = tmp_path / "out.otlp.pb"
+    out.write_bytes(b"before")
+    monkeypatch.setattr("otel_replay.export._MAX_FRAME", 1000)
+    said = one_line_error(
+        invoke(CliRunner(), store, "export", "--format", "otlp-proto", "--out", str(out))
+    )
+    assert "bytes of protobuf" in said and "OTLP JSON Lines" in said
+    assert any(run.id in said for run in _runs(store))
+    assert out.read_bytes() == b"before"
