@@ -1,7 +1,7 @@
 """Which spans are the operations of a trace: one step per real operation, whoever recorded it.
 
 The base rule (DESIGN §2): the innermost recognised operation spans are steps; an operation that
-contains another (an agent used as a tool) is structure. Four shapes break it, and are folded here:
+contains another (an agent used as a tool) is structure. Five shapes break it, and are folded here:
 
 * **One operation recorded twice.** An operation span whose only operation below it is one span of
   the same kind (for tools, the same tool) describes one operation seen twice — two instrumentations of one call (a framework's
@@ -15,9 +15,15 @@ contains another (an agent used as a tool) is structure. Four shapes break it, a
   tool calls (and no other model call) ran the exchange itself, automatic function calling: its
   tools are steps, and the span is the exchange's last model turn, after them (the turns before are
   rebuilt by `otel_replay.importers._conversation`).
+* **One operation recorded by two spans side by side.** Two operation spans of the same kind that
+  run at once and hold the same operation (the same response; or the same request, one of them
+  without the response: for tools the same tool, arguments and call) are two instrumentations of
+  one call whose spans do not nest (`_without_duplicates`): one step.
 * **A span that prepares a model call.** An llm span without response evidence (no output message,
   no token counts, no finish reason) beside a later llm span that has it, under the same parent, is
-  the request being built, not a call: it is folded into the call it prepared. Likewise an
+  the request being built, not a call: it is folded into the call it prepared. Unless the later
+  call's input shows a model turn right after the earlier span's input: then the earlier span is a
+  call that kept no response, and that turn is its output (`otel_replay.importers._conversation`). Likewise an
   embedding straight before a retrieval beside it is the retrieval's query encoding.
 
 Each `Operation` becomes one step; its first recording span is the one that names it.
@@ -129,7 +135,68 @@ def operations(
             found.extend(pending)
         else:
             below[up].extend(pending)
-    return _without_preparations(without_result_merges(found, spans), spans, parent)
+    found = _without_preparations(without_result_merges(found, spans), spans, parent)
+    return _without_duplicates(found, spans)
+
+
+def _without_duplicates(found: list[Operation], spans: Sequence[SpanRecord]) -> list[Operation]:
+    """``found`` with each operation that another one running at the same time records too
+    (`_same_call`) folded into the one that started first: its spans become recordings of it."""
+    timed = sorted(
+        (op for op in found if not op.exchange and _timed(spans[op.head])),
+        key=lambda op: (spans[op.head].start_time_unix_nano, spans[op.head].order),
+    )
+    folded: set[int] = set()
+    steps: dict[int, Step] = {}
+
+    def step(op: Operation) -> Step:
+        if op.head not in steps:
+            steps[op.head] = build_step(spans[op.head], op.kind)
+        return steps[op.head]
+
+    for k, first in enumerate(timed):
+        if first.head in folded:
+            continue
+        end = max(spans[i].end_time_unix_nano for i in first.records)
+        for other in timed[k + 1 :]:
+            if spans[other.head].start_time_unix_nano >= end:
+                break  # sorted by start: no later one overlaps ``first``
+            if (
+                other.kind is first.kind
+                and other.head not in folded
+                and _same_call(step(first), step(other))
+            ):
+                first.records.extend(other.records)
+                first.parts.extend(other.parts)
+                folded.add(other.head)
+    return [op for op in found if op.head not in folded] if folded else found
+
+
+def _same_call(a: Step, b: Step) -> bool:
+    """Whether two steps of one kind, recorded at the same time, are one call: the same request
+    (input messages for a model call; tool, arguments and call id for a tool), and the same
+    response where both kept one (a model sampled twice at once answers twice). When neither kept
+    a response nothing tells two identical requests at once from one: two steps."""
+    if a.output is None and b.output is None:
+        return False
+    if a.output is not None and b.output is not None and a.output != b.output:
+        return False
+    if a.kind in (StepKind.TOOL, StepKind.RETRIEVER):
+        ids = a.inputs.get("tool_call_id"), b.inputs.get("tool_call_id")
+        if all(isinstance(i, str) for i in ids) and ids[0] != ids[1]:
+            return False
+        asked = {k: v for k, v in a.inputs.items() if k != "tool_call_id"}
+        return (
+            a.name == b.name
+            and bool(asked)
+            and asked == {k: v for k, v in b.inputs.items() if k != "tool_call_id"}
+        )
+    messages = a.inputs.get("messages")
+    return bool(messages) and messages == b.inputs.get("messages")
+
+
+def _timed(span: SpanRecord) -> bool:
+    return 0 < span.start_time_unix_nano <= span.end_time_unix_nano
 
 
 def _asked_for(spans: Sequence[SpanRecord], node: int, inner: list[Operation]) -> bool:
@@ -318,7 +385,11 @@ def _without_preparations(
         members.sort(key=lambda op: (spans[op.head].start_time_unix_nano, spans[op.head].order))
         llm_calls = [op for op in members if op.kind is StepKind.LLM]
         for current, following in itertools.pairwise(llm_calls):
-            if _prepares(current, spans) and _answered(following, spans):
+            if (
+                _prepares(current, spans)
+                and _answered(following, spans)
+                and not _turn_shown(current, following, spans)
+            ):
                 following.parts.extend(current.spans())
                 folded.add(current.head)
         for current, following in itertools.pairwise(members):
@@ -333,6 +404,19 @@ def _prepares(op: Operation, spans: Sequence[SpanRecord]) -> bool:
     return not _answered(op, spans) and all(
         spans[i].status_code != STATUS_ERROR for i in op.records
     )
+
+
+def _turn_shown(current: Operation, following: Operation, spans: Sequence[SpanRecord]) -> bool:
+    """Whether the later call's input shows a model turn right after the earlier one's input: the
+    earlier span is a call whose span kept no response (its turn is that one), not a preparation."""
+    asked = build_step(spans[current.head], StepKind.LLM).inputs.get("messages")
+    later = build_step(spans[following.head], StepKind.LLM).inputs.get("messages")
+    if not isinstance(asked, list) or not isinstance(later, list) or not asked:
+        return False
+    if len(later) <= len(asked) or later[: len(asked)] != asked:
+        return False
+    turn = later[len(asked)]
+    return isinstance(turn, dict) and turn.get("role") in ("assistant", "model")
 
 
 def _answered(op: Operation, spans: Sequence[SpanRecord]) -> bool:

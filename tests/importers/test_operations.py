@@ -225,3 +225,78 @@ def test_an_openllmetry_retrieval_task_is_a_retrieval(tmp_path: Path) -> None:
         pass
     (step,) = _run(rec, tmp_path).steps
     assert (step.kind.value, step.output) == ("retriever", ["Refunds: ..."])
+
+
+def _side_by_side(rec: Recorder, first: dict[str, Any], second: dict[str, Any]) -> None:
+    """Two spans under the current one that run at once without nesting (``second`` starts after
+    ``first`` and ends before it)."""
+    outer = rec.tracer.start_span("chat", attributes=first, start_time=rec.tick())
+    inner = rec.tracer.start_span("chat.completions", attributes=second, start_time=rec.tick())
+    inner.end(rec.tick())
+    outer.end(rec.tick())
+
+
+def test_one_call_recorded_by_two_spans_side_by_side_is_one_step(tmp_path: Path) -> None:
+    rec = Recorder()
+    with rec.span("agent", {OI: "AGENT"}):
+        _side_by_side(rec, _llm(ASK, None), _llm(ASK, ANSWER))  # one kept no response
+    run = _run(rec, tmp_path)
+    assert _steps(run) == [("llm", "m")]
+    assert run.steps[0].output == ANSWER
+    assert len({s.span_id for s in run.spans if s.role == "step"}) == 1
+
+
+def test_two_calls_at_once_that_answered_differently_are_two_steps(tmp_path: Path) -> None:
+    rec = Recorder()
+    other = {"role": "assistant", "content": "It is on its way."}
+    with rec.span("agent", {OI: "AGENT"}):
+        _side_by_side(rec, _llm(ASK, ANSWER), _llm(ASK, other))  # a model sampled twice at once
+    assert _steps(_run(rec, tmp_path)) == [("llm", "m"), ("llm", "m")]
+
+
+def _tool_span(rec: Recorder) -> None:
+    attrs = {OI: "TOOL", "tool.name": "lookup_order", "input.value": dumps(CALL["arguments"])}
+    with rec.span("lookup_order", {**attrs, "output.value": RESULT["content"]}):
+        pass
+
+
+def test_a_model_call_whose_span_kept_no_output_is_the_turn_the_next_call_shows(
+    tmp_path: Path,
+) -> None:
+    """Not a model call and a rebuilt turn beside it: the turn completes the span's step, and its
+    tool step takes the call's id."""
+    rec = Recorder()
+    with rec.span("agent", {OI: "AGENT"}):
+        with rec.span(
+            "chat", {OI: "LLM", "llm.model_name": "m", **_messages("llm.input_messages", ASK)}
+        ):
+            pass
+        _tool_span(rec)
+        with rec.span("chat", _llm([*ASK, TURN, RESULT], ANSWER)):
+            pass
+    run = _run(rec, tmp_path)
+    assert _steps(run) == [("llm", "m"), ("tool", "lookup_order"), ("llm", "m")]
+    assert "reconstructed_steps" not in run.metadata
+    assert all(s.span_id for s in run.steps)
+    (call,) = run.steps[0].output["tool_calls"]  # the turn the next call's input shows
+    assert (call["id"], call["name"]) == ("call_1", "lookup_order")
+    assert run.steps[1].inputs["tool_call_id"] == "call_1"
+
+
+def test_a_turn_no_span_asked_for_is_rebuilt_beside_a_silent_call(tmp_path: Path) -> None:
+    """A span without output whose request is not the one the turn answers (its input does not end
+    where the turn begins) did not record that turn: the turn is rebuilt."""
+    rec = Recorder()
+    elsewhere = [{"role": "user", "content": "Summarise the ticket."}]
+    with rec.span("agent", {OI: "AGENT"}):
+        with rec.span("summary", {OI: "CHAIN"}):  # its own step of the agent: no preparation
+            silent = {OI: "LLM", "llm.model_name": "m"}
+            with rec.span("chat", {**silent, **_messages("llm.input_messages", elsewhere)}):
+                pass
+        _tool_span(rec)
+        with rec.span("chat", _llm([*ASK, TURN, RESULT], ANSWER)):
+            pass
+    run = _run(rec, tmp_path)
+    assert _steps(run) == [("llm", "m"), ("tool", "lookup_order"), ("llm", "m"), ("llm", "m")]
+    assert run.metadata["reconstructed_steps"] == [2]
+    assert run.steps[0].output is None
