@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from otel_replay._web import checked_url, shown_url
-from otel_replay.errors import ReplayError, TraceFormatError
+from otel_replay.errors import ReplayError, TraceFormatError, setting
 from otel_replay.importers._buffer import TraceBuffer
 from otel_replay.importers._jaeger import FORMAT, decode_jaeger
 from otel_replay.importers._options import ReadOptions
@@ -183,7 +183,7 @@ class _Search:
         if self.requests >= self._max_requests:
             raise ReplayError(
                 f"Jaeger at {self._client.base} still had more traces after {self.requests} "
-                "searches, the most made: gave up (narrow it with --since)"
+                f"searches, the most made: gave up (narrow it with {setting('since')})"
             )
         self.requests += 1
         params = [
@@ -212,7 +212,7 @@ class _Search:
             if len(self._traces) > self._max_traces:
                 raise ReplayError(
                     f"Jaeger at {self._client.base} holds more than {self._max_traces} traces "
-                    f"of {self._address.service!r} here: gave up (narrow it with --since)"
+                    f"of {self._address.service!r} here: gave up (narrow it with {setting('since')})"
                 )
         if self._progress is not None:
             found = len(self._traces)
