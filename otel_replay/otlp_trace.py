@@ -18,7 +18,8 @@
 Each step's span also carries the step's own record
 (`otel_replay.importers._exported.RECORD_ATTRIBUTE`: index, kind, name, inputs, output, status,
 error as JSON), which the importer reads back as the step, so an exported run imports here to the
-same content whichever conventions its content fits.
+same content whichever conventions its content fits; a step the first import rebuilt from the
+conversation is marked so (`REBUILT_ATTRIBUTE`) and comes back without a span of its own.
 """
 
 from __future__ import annotations
@@ -111,10 +112,11 @@ def run_request(
     step_ids = _step_ids(run)
     usage = run.metadata.get("token_usage")
     usage = usage if isinstance(usage, dict) else {}
-    spans, root = _structure(run, step_ids)
+    spans, root = _structure(run)
     rebuilt = run.metadata.get("reconstructed_steps") or []
+    nodes = {node.step_index: node for node in run.spans if node.step_index is not None}
     for step, span_id in zip(run.steps, step_ids, strict=True):
-        node = _node_of(run, step)
+        node = nodes.get(step.index)
         attributes = {
             **step_attributes(step),
             **genai_attributes(step, usage.get(step.span_id or "")),
@@ -151,14 +153,7 @@ def _record(step: Step) -> dict[str, Any]:
     }
 
 
-def _node_of(run: Trajectory, step: Step) -> Any:
-    for node in run.spans:
-        if node.step_index == step.index:
-            return node
-    return None
-
-
-def _structure(run: Trajectory, step_ids: Sequence[int]) -> tuple[list[_Span], _Span]:
+def _structure(run: Trajectory) -> tuple[list[_Span], _Span]:
     """The root span and the structure spans of ``run``'s tree (not its steps')."""
     meta = run.metadata
     nodes = [node for node in run.spans if node.step_index is None]
