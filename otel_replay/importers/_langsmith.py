@@ -114,7 +114,7 @@ def decode_langsmith(document: Any, invalid: Invalid) -> Iterator[SpanRecord]:
     (which raises, or records and skips it) with its position."""
     runs: dict[str, tuple[str, dict[str, Any], _Context]] = {}
     feedback: list[tuple[str, Any]] = []
-    for where, item, context in _items(document):
+    for where, item, context in _items(document, invalid):
         if _is_feedback(item) and not _is_run(item):
             feedback.append((where, item))
             continue
@@ -157,7 +157,7 @@ class _Context:
         self.parent, self.root = parent, root
 
 
-def _items(document: Any) -> Iterator[tuple[str, Any, _Context]]:
+def _items(document: Any, invalid: Invalid) -> Iterator[tuple[str, Any, _Context]]:
     """``(where, run or feedback, context)`` for each object the document holds, trees walked."""
     if isinstance(document, list):
         top = [(f"[{i}]", item) for i, item in enumerate(document)]
@@ -170,19 +170,23 @@ def _items(document: Any) -> Iterator[tuple[str, Any, _Context]]:
     else:
         top = [("", document)]
     for where, item in top:
-        yield from _tree(where, item, _Context())
+        yield from _tree(where, item, _Context(), invalid)
 
 
-def _tree(where: str, item: Any, context: _Context) -> Iterator[tuple[str, Any, _Context]]:
+def _tree(
+    where: str, item: Any, context: _Context, invalid: Invalid
+) -> Iterator[tuple[str, Any, _Context]]:
     yield where, item, context
     children = item.get("child_runs") if isinstance(item, dict) else None
     if not children:
         return
+    at = f"{where}.child_runs" if where else "child_runs"
     if not isinstance(children, list):
-        raise TraceFormatError(f"child_runs must be a list, got {preview(children)}", where=where)
+        invalid(TraceFormatError(f"expected a list of runs, got {preview(children)}", where=at))
+        return
     inner = _Context(item.get("id"), context.root if context.root is not None else item.get("id"))
     for i, child in enumerate(children):
-        yield from _tree(f"{where}.child_runs[{i}]" if where else f"child_runs[{i}]", child, inner)
+        yield from _tree(f"{at}[{i}]", child, inner, invalid)
 
 
 def _span(run: dict[str, Any], context: _Context, order: int) -> SpanRecord:
