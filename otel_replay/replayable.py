@@ -201,9 +201,7 @@ def replayability(run: Trajectory) -> Replayability:
     for step in run.steps:
         gaps = list(_step_gaps(step, cut, seen))
         if step.index in rebuilt:
-            gaps.append(
-                (ReplayabilityGap.REBUILT, "rebuilt from the conversation (no span recorded it)")
-            )
+            gaps.append((ReplayabilityGap.REBUILT, _why_rebuilt(step)))
         gaps.extend(_chain_gap(run, step))
         reasons.extend(
             ReplayabilityReason(step.index, step.kind, step.name, gap, detail)
@@ -219,6 +217,21 @@ def replayability(run: Trajectory) -> Replayability:
     else:
         verdict = ReplayabilityVerdict.REPLAYABLE
     return Replayability(verdict, tuple(reasons))
+
+
+def _why_rebuilt(step: Step) -> str:
+    """What no span recorded of a rebuilt step, and what it was rebuilt from."""
+    if step.kind is StepKind.LLM:
+        return (
+            "no span recorded this model turn: rebuilt from the conversation (a later model "
+            "call's input, or the tool calls it made)"
+        )
+    if step.kind in (StepKind.TOOL, StepKind.RETRIEVER):
+        return (
+            "no span recorded this tool call: rebuilt from the model's call and the result a "
+            "later model call was sent"
+        )
+    return "no span recorded this step: rebuilt from the conversation"
 
 
 def _rebuilt(run: Trajectory) -> set[int]:

@@ -297,6 +297,22 @@ def test_steps_rebuilt_from_the_conversation_are_named() -> None:
     assert verdict.verdict is ReplayabilityVerdict.PARTIAL
     assert [r.step for r in verdict.reasons if r.gap is Gap.REBUILT] == rebuilt
     assert all(r.rerun and r.served for r in verdict.reasons)
+    # which, and why: the raw SDK's loop runs its tools without a span
+    assert {r.detail for r in verdict.reasons} == {
+        "no span recorded this tool call: rebuilt from the model's call and the result a later "
+        "model call was sent"
+    }
+
+
+def test_model_turns_no_span_recorded_say_so() -> None:
+    """One span for a whole exchange: the model turns before its tools are rebuilt, and lint says
+    that no span recorded them; a span that kept no output is no rebuilt turn."""
+    run = next(iter(read_path(FRAMEWORKS / "google-genai.otlp.jsonl")))
+    rebuilt = [r for r in replayability(run).reasons if r.gap is Gap.REBUILT]
+    assert [r.step for r in rebuilt] == run.metadata["reconstructed_steps"] != []
+    assert all(r.detail.startswith("no span recorded this model turn: ") for r in rebuilt)
+    for silent in read_path(FRAMEWORKS / "openai-agents-openllmetry-alone.otlp.jsonl"):
+        assert not [r for r in replayability(silent).reasons if r.gap is Gap.REBUILT]
 
 
 # --- lint: trace files, nothing imported ----------------------------------------------------------
@@ -308,6 +324,9 @@ PARTIAL_FRAMEWORKS = {
     "google-adk.otlp.jsonl": {Gap.REBUILT},
     "google-genai.otlp.jsonl": {Gap.REBUILT},
     "haystack.otlp.jsonl": {Gap.REBUILT, Gap.NO_RESULT},
+    # the Agents SDK on Chat Completions: no model call's span keeps its output; each turn but the
+    # last shows in the next call's input, the final answer nowhere
+    "openai-agents-openllmetry-alone.otlp.jsonl": {Gap.NO_RESULT},
 }
 
 
@@ -326,7 +345,7 @@ def test_lint_on_the_framework_corpus(runner: CliRunner) -> None:
         for reason in run["reasons"]:  # type: ignore[attr-defined]
             by_file.setdefault(name, set()).add(reason["missing"])
     assert by_file == {k: {g.value for g in v} for k, v in PARTIAL_FRAMEWORKS.items()}
-    assert len({r["path"] for r in runs}) == 30  # each framework as JSON and as protobuf
+    assert len({r["path"] for r in runs}) == 36  # each framework as JSON and as protobuf
 
 
 def test_lint_on_the_platform_corpus(runner: CliRunner, corpus: Path) -> None:
