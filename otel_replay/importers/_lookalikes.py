@@ -186,7 +186,7 @@ FAMILIES: tuple[Family, ...] = (
     Family("a Jaeger API v3 answer (OTLP JSON under 'result')", ("result/resourceSpans",),
            "import the object under 'result' (jq .result)", "jaeger"),
     Family("a Zipkin v1 span list", ("[]/traceId", "[]/id", "[]/binaryAnnotations"),
-           _collector("zipkin"), "zipkin"),
+           _collector("zipkin")),  # the zipkin reader takes v2 only
     Family("a Zipkin v2 span list", ("[]/traceId", "[]/id", "[]/!spanId"),
            _collector("zipkin"), "zipkin"),
     Family("an MLflow trace (Trace.to_json())", ("info", "data/spans"), AT_SOURCE, "mlflow"),

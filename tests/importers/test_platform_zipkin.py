@@ -232,3 +232,17 @@ def test_zipkin_shaped_input_never_tracebacks(tmp_path: Path, document: Any, ski
     path = tmp_path / "fuzz.json"
     path.write_text(json.dumps(document))
     _read_all(path, skip)
+
+
+def test_a_zipkin_v1_list_is_refused_saying_what_makes_v2_of_it(tmp_path: Path) -> None:
+    document = _load("skew.json")
+    for span in document:
+        span["binaryAnnotations"] = []  # v1's key: the v2 reader does not take v1
+    path = _write(tmp_path, document)
+    for fmt in ("auto", "zipkin"):
+        with pytest.raises(TraceFormatError) as caught:
+            list(read_path(path, fmt))  # type: ignore[arg-type]
+        assert (
+            "it looks like a Zipkin v1 span list: send it through the OpenTelemetry Collector"
+            in (str(caught.value))
+        )
