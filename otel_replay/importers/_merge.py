@@ -37,6 +37,7 @@ _SPAN_FORMATS = frozenset(
         "zipkin",
         "langsmith",
         "datadog",
+        "mlflow",
     }
 )
 

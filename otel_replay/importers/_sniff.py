@@ -38,6 +38,7 @@ class Format(str, Enum):
     ZIPKIN = "zipkin"  # Zipkin v2 span lists
     LANGSMITH = "langsmith"  # LangSmith run trees, run lists, batch ingest payloads, feedback
     DATADOG = "datadog"  # Datadog APM span lists and LLM Observability span events
+    MLFLOW = "mlflow"  # MLflow traces (Trace.to_json()) and its REST API's traces
 
 
 _OTLP_KEYS = frozenset({"resourceSpans", "resource_spans", "resourceLogs", "batches"})
