@@ -38,6 +38,9 @@ list of span lists as each payload is; for ``apm-v05`` its one ``/v0.5/traces`` 
 ``<mode>.events.json`` (LLM Observability: the payloads of the EVP proxy, each a list of payload
 objects, concatenated).
 
+ddtrace makes its own ids and the clock gives the times, so each generation writes new ids and
+times (the steps and their content are the same); the tests name runs by their order, not their ids.
+
 The ddtrace environment is made from ``scripts/datadog/requirements.txt`` (a frozen list) when it is
 missing; ddtrace is needed here only, never by the tests.
 """
