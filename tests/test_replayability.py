@@ -29,6 +29,7 @@ from otel_replay import (
     replayability,
 )
 from otel_replay.cli import app
+from otel_replay.importers._capture import CAPTURES
 from otel_replay.replayable import MIN_CUT_LENGTH
 from otel_replay.viewer._pages import run_page
 from tests.cli_helpers import WIDE, invoke, ok, one_line_error
@@ -390,6 +391,9 @@ def test_lint_exit_codes(runner: CliRunner, tmp_path: Path) -> None:
     assert one_line_error(bad).startswith("error: --fail-on sometimes")
 
 
+GEN_AI = next(c for c in CAPTURES if c.key == "gen-ai")
+
+
 def test_lint_json(runner: CliRunner, tmp_path: Path) -> None:
     path = _agent_trace(tmp_path, tool_result=False)
     code, runs = _lint(runner, str(path))
@@ -403,6 +407,9 @@ def test_lint_json(runner: CliRunner, tmp_path: Path) -> None:
             "name": "search_logs",
             "missing": "no-result",
             "detail": "no result recorded: it cannot be served",
+            # the span's GenAI attributes under a scope of no known instrumentation (issue 39)
+            "instrumentation": "a GenAI instrumentation",
+            "setting": GEN_AI.outputs,
         }
     ]
 

@@ -164,5 +164,8 @@ def _render(runs: list[LintedRun]) -> None:
             console.print(Text(f"  {printable(str(reason))}"), highlight=False)
         if len(reasons) > _REASONS:
             console.print(Text(f"  … and {len(reasons) - _REASONS} more (--json lists them all)"))
+        for (name, setting), steps in run.closed_by().items():
+            said = f"  to capture it ({name}, {plural(len(steps), 'step')}): {setting}"
+            console.print(Text(printable(said)), highlight=False)
     counts = {v: sum(1 for r in runs if r.replayability.verdict is v) for v in ReplayabilityVerdict}
     console.print(", ".join(f"{n} {v.value}" for v, n in counts.items()), highlight=False)

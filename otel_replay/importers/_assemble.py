@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from otel_replay.importers._capture import step_instrumentation
 from otel_replay.importers._conversation import reconstruct
 from otel_replay.importers._exported import exported_steps, rebuilt_positions
 from otel_replay.importers._operations import (
@@ -215,6 +216,9 @@ def assemble(
         meta["reconstructed_steps"] = rebuilt
     if usage:
         meta["token_usage"] = usage
+    written = step_instrumentation(spans, step_index)  # what lint names a gap's setting by
+    if written:
+        meta["instrumentation"] = written
     return Trajectory.build(
         trajectory_id,
         steps,

@@ -43,6 +43,8 @@ from otel_replay.importers._lookalikes import (
     is_span_dump,
     lookalike,
 )
+from otel_replay.importers._mlflow import FORMAT as MLFLOW
+from otel_replay.importers._mlflow import decode_mlflow, is_mlflow
 from otel_replay.importers._otlp_json_decode import decode_request
 from otel_replay.importers._phoenix import FORMAT as PHOENIX_PAGE
 from otel_replay.importers._phoenix import decode_phoenix_page, is_phoenix_page
@@ -105,6 +107,7 @@ def _generic(claims: Callable[[Any], bool]) -> Callable[[Any], bool]:
 DOCUMENT_FORMATS: tuple[DocumentFormat, ...] = (
     DocumentFormat("otlp-json", is_otlp_envelope, decode_request),
     DocumentFormat(LANGFUSE, is_langfuse, decode_langfuse),
+    DocumentFormat(MLFLOW, is_mlflow, decode_mlflow),
     DocumentFormat(JAEGER, is_jaeger, decode_jaeger),
     DocumentFormat(ZIPKIN, is_zipkin, decode_zipkin),
     DocumentFormat(DATADOG, is_datadog, decode_datadog, integer_ids=True),

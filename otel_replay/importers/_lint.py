@@ -4,7 +4,9 @@ imported) or on runs the store holds.
 Each file is read by the importers' own readers (`read_path`), so a file is judged as ``import``
 would store it; a stored run is read back whole from the store. Each run gets
 `otel_replay.replayable.replayability`'s verdict, its reasons computed again from the run (the
-store's row keeps only the verdict). Nothing is written anywhere.
+store's row keeps only the verdict), and, for each capture gap, the setting of the instrumentation
+that wrote the step's span that closes it (`otel_replay.importers._capture`). Nothing is written
+anywhere.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from otel_replay.errors import NotFoundError
+from otel_replay.importers._capture import closing, setting
 from otel_replay.importers._options import ReadOptions
 from otel_replay.importers._read import read_path
 from otel_replay.importers._sniff import Format
@@ -32,6 +35,19 @@ class LintedRun:
     trajectory_id: str
     n_steps: int
     replayability: Replayability
+    #: For each reason, in order: the instrumentation that wrote its step and the setting of it
+    #: that closes the gap, or None.
+    settings: tuple[tuple[str, str] | None, ...] = ()
+
+    def closed_by(self) -> dict[tuple[str, str], list[int]]:
+        """Each distinct (instrumentation, setting) with the steps whose gaps it closes."""
+        found: dict[tuple[str, str], list[int]] = {}
+        for reason, named in zip(self.replayability.reasons, self.settings, strict=False):
+            if named is not None and reason.step is not None:
+                steps = found.setdefault(named, [])
+                if reason.step not in steps:
+                    steps.append(reason.step)
+        return found
 
     def fails(self, fail_on: ReplayabilityVerdict) -> bool:
         """Whether this run fails a gate that fails ``fail_on`` runs (``partial``: those and the
@@ -44,17 +60,25 @@ class LintedRun:
     def to_record(self) -> dict[str, Any]:
         """What ``lint --json`` prints of the run (``path`` null and ``stored`` true for a stored
         run)."""
-        return {
+        record = {
             "path": None if self.path is None else str(self.path),
             "stored": self.path is None,
             "trajectory_id": self.trajectory_id,
             "steps": self.n_steps,
             **self.replayability.to_record(),
         }
+        for reason, named in zip(record["reasons"], self.settings, strict=False):
+            reason["instrumentation"], reason["setting"] = named or (None, None)
+        return record
 
 
 def _linted(run: Trajectory, path: Path | None) -> LintedRun:
-    return LintedRun(path, run.id, len(run.steps), replayability(run))
+    verdict = replayability(run)
+    settings: list[tuple[str, str] | None] = []
+    for reason in verdict.reasons:
+        capture = closing(run.metadata, reason.step, reason.gap)
+        settings.append(None if capture is None else (capture.name, setting(capture, reason.gap)))
+    return LintedRun(path, run.id, len(run.steps), verdict, tuple(settings))
 
 
 def lint_file(
