@@ -249,9 +249,10 @@ def attribute_command(
         str | None,
         typer.Option(
             "--annotate",
-            metavar="phoenix://HOST:PORT",
-            help="Write the verdict to this Phoenix as span annotations: the Point of "
-            "Commitment's span and the run's root span (the run's spans must be there).",
+            metavar="phoenix://HOST:PORT|mlflow://HOST:PORT",
+            help="Write the verdict to this Phoenix as span annotations, or to this MLflow as "
+            "assessments: on the Point of Commitment's span and on the run's root span or trace "
+            "(the run's trace must be there).",
         ),
     ] = None,
     json: JsonOption = False,

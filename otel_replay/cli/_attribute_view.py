@@ -71,10 +71,10 @@ def run(
     dry_run: bool,
     to: Destination | None = None,
 ) -> None:
-    """``outputs``: where the JSON report and the HTML page go (``None``: nowhere), and the Phoenix
-    (``phoenix://HOST:PORT``) the verdict is written to as span annotations (``None``: none);
+    """``outputs``: where the JSON report and the HTML page go (``None``: nowhere), and the platform
+    (``phoenix://HOST:PORT``, ``mlflow://HOST:PORT``) the verdict is written to (``None``: none);
     ``to``: where the kept rollouts are sent (`AttributionConfig.keep_rollouts`), linked to the run."""
-    from otel_replay.platforms.phoenix import parse_phoenix_url
+    from otel_replay.platforms.schemes import annotated_by
     from otel_replay.report import build_report, dumps_report, html_report
     from otel_replay.report._json import read_report
 
@@ -82,7 +82,7 @@ def run(
 
     with user_errors():
         if annotate is not None:
-            parse_phoenix_url(annotate)  # a mistyped address is told before the rollouts
+            annotated_by(annotate)  # a mistyped address is told before the rollouts
         if dry_run:
             with open_store(store) as db:
                 print_cost(
@@ -138,15 +138,15 @@ def keep_rollouts(store: Path | None, result: AttributionResult, *, json: bool, 
 
 
 def write_annotations(url: str, report: bytes, trajectory: Trajectory, json: bool) -> None:
-    """The verdict as span annotations in the Phoenix at ``url``; said on the console (standard
-    error under ``--json``). A Phoenix that cannot take them is an error (the report is kept)."""
-    from otel_replay.platforms.phoenix import annotate_phoenix, parse_phoenix_url
+    """The verdict written to the platform at ``url`` (Phoenix span annotations, MLflow
+    assessments); said on the console (standard error under ``--json``). A platform that cannot
+    take them is an error (the report is kept)."""
+    from otel_replay.platforms.schemes import annotated_by
 
     with user_errors():
-        written = annotate_phoenix(url, orjson.loads(report), trajectory)
-    where = parse_phoenix_url(url).base
-    lines = [f"annotated {plural(len(written), 'span')} in Phoenix at {where}:"]
-    lines += [f"  {a.name} = {a.label} on span {a.span_id}" for a in written]
+        platform = annotated_by(url)
+        assert platform.annotate is not None  # annotated_by names only platforms that take them
+        lines = platform.annotate(url, orjson.loads(report), trajectory)
     (err_console if json else console).print(printable("\n".join(lines)), markup=False)
 
 

@@ -61,7 +61,8 @@ COMMANDS: dict[str, LazyCommand] = {
         "_import",
         "import_command",
         "Import OTLP JSON / JSON Lines / protobuf files or native JSONL into the store; or the "
-        "traces of a Phoenix project (phoenix://HOST:PORT/PROJECT).",
+        "traces of a Phoenix project (phoenix://HOST:PORT/PROJECT) or an MLflow experiment "
+        "(mlflow://HOST:PORT/EXPERIMENT).",
         "agent-replay import sample_traces/incident.otlp.jsonl",
     ),
     "lint": _command(

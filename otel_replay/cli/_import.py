@@ -44,21 +44,25 @@ def byte_count(text: str, option: str = "--max-record-bytes") -> int:
 
 def platform_addresses(paths: list[str], since: str | None) -> tuple[list[str], list[Path]]:
     """The platform addresses among ``paths`` (each checked), and the files and folders."""
-    from otel_replay.platforms.phoenix import is_phoenix_url, parse_phoenix_url
+    from otel_replay.platforms.schemes import platform_of, sources
 
-    urls = [p for p in paths if is_phoenix_url(p)]
-    other = next((p for p in paths if "://" in p and not is_phoenix_url(p)), None)
+    urls = [p for p in paths if platform_of(p) is not None]
+    other = next((p for p in paths if "://" in p and platform_of(p) is None), None)
     if other is not None:  # read as a path, its // would fold into one slash
         raise ReplayError(
-            f"{other} is a URL: import reads trace files and folders, and Phoenix projects "
-            "(phoenix://HOST:PORT/PROJECT); agent-replay serve receives traces sent over HTTP"
+            f"{other} is a URL: import reads trace files and folders, and {sources()}; "
+            "agent-replay serve receives traces sent over HTTP"
         )
     for url in urls:
-        if parse_phoenix_url(url).project is None:
-            raise ReplayError(f"{url} names no project: phoenix://HOST:PORT/PROJECT")
+        platform = platform_of(url)
+        assert platform is not None
+        platform.check(url, True)
     if since is not None and not urls:
-        raise ReplayError("--since chooses traces on a platform (phoenix://); files import whole")
-    return urls, [Path(p) for p in paths if not is_phoenix_url(p)]
+        raise ReplayError(
+            "--since chooses traces on a platform (phoenix://, mlflow://, jaeger://); files "
+            "import whole"
+        )
+    return urls, [Path(p) for p in paths if platform_of(p) is None]
 
 
 def import_command(
@@ -66,7 +70,9 @@ def import_command(
         list[str],
         typer.Argument(
             metavar="PATHS...",
-            help="Trace files or directories, or a Phoenix project: phoenix://HOST:PORT/PROJECT.",
+            help="Trace files or directories, a Phoenix project (phoenix://HOST:PORT/PROJECT), "
+            "an MLflow experiment (mlflow://HOST:PORT/EXPERIMENT) or a Jaeger service "
+            "(jaeger://HOST:PORT/SERVICE).",
             show_default=False,
         ),
     ],
@@ -107,8 +113,8 @@ def import_command(
     since: Annotated[
         str | None,
         typer.Option(
-            help="phoenix:// only: the traces with a span started since: 2026-03-14T15:00, or an "
-            "age (24h, 7d); each comes back whole.",
+            help="phoenix://, mlflow://, jaeger:// only: the traces with a span started (MLflow: "
+            "that ended) since: 2026-03-14T15:00, or an age (24h, 7d); each comes back whole.",
         ),
     ] = None,
     redact: RedactOption = None,
@@ -117,7 +123,8 @@ def import_command(
     store: StoreOption = None,
 ) -> None:
     """Import OTLP JSON / JSON Lines / protobuf files or native JSONL into the store; or the
-    traces of a Phoenix project (phoenix://HOST:PORT/PROJECT)."""
+    traces of a Phoenix project (phoenix://HOST:PORT/PROJECT), an MLflow experiment
+    (mlflow://HOST:PORT/EXPERIMENT) or a Jaeger service (jaeger://HOST:PORT/SERVICE)."""
     from otel_replay.cli._import_run import expand, import_files, import_platforms, render
     from otel_replay.fleet._select import parse_since
 

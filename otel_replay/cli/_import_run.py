@@ -9,6 +9,7 @@ from typing import Any, NoReturn
 
 import typer
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.text import Text
 
 from otel_replay.cli._common import (
     console,
@@ -78,10 +79,11 @@ def import_platforms(
     max_record_bytes: int,
     redact: Sequence[str] = (),
 ) -> list[FileResult]:
-    """Each platform address (``phoenix://HOST:PORT/PROJECT``) in its own transaction: a server
-    that cannot be reached, refuses the key or has no such project stops the import with its error,
-    and nothing of that address is kept."""
-    from otel_replay.platforms.phoenix import read_phoenix
+    """Each platform address (``phoenix://HOST:PORT/PROJECT``, ``mlflow://HOST:PORT/EXPERIMENT``)
+    in its own transaction: a server that cannot be reached, refuses the key or has no such
+    project stops the import with its error, and nothing of that address is kept. What a platform
+    says of its pages goes to standard error."""
+    from otel_replay.platforms.schemes import platform_of
 
     results: list[FileResult] = []
     for url in urls:
@@ -91,8 +93,15 @@ def import_platforms(
             max_record_bytes=max_record_bytes,
         )
         try:
-            traces = read_phoenix(url, since_ns, options)
-            results.append(_imported(db, url, traces, options, redact))
+            platform = platform_of(url)
+            assert platform is not None  # platform_addresses chose them
+            with err_console.status(Text(printable(f"reading {url}"))) as status:  # a terminal only
+
+                def said(line: str) -> None:
+                    status.update(Text(printable(line)))
+
+                traces = platform.read(url, since_ns, options, said)
+                results.append(_imported(db, url, traces, options, redact))
         except ReplayError as exc:
             print_error(exc)
             imported = sum(1 for r in results if r.rows)

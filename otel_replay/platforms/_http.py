@@ -72,6 +72,9 @@ class JsonClient:
     def patch(self, path: str, body: Any, what: str = "") -> Any:
         return self._call("PATCH", path, (), json.dumps(body).encode(), what)
 
+    def delete(self, path: str, what: str = "") -> Any:
+        return self._call("DELETE", path, (), None, what)
+
     def _call(
         self,
         method: str,
@@ -95,7 +98,10 @@ class JsonClient:
                 raise self._refused(exc, url) from None
         except FAILURES as exc:
             reason = getattr(exc, "reason", None) or exc
-            raise ReplayError(f"cannot reach {self.platform} at {self.base}: {reason}") from None
+            asking = f" (asking for {what})" if what else ""
+            raise ReplayError(
+                f"cannot reach {self.platform} at {self.base}: {reason}{asking}"
+            ) from None
         try:
             return json.loads(data)
         except (ValueError, RecursionError):
@@ -205,13 +211,15 @@ def _size(count: int) -> str:
 
 
 def _detail(exc: urllib.error.HTTPError) -> str:
-    """The server's own words: FastAPI's ``{"detail": ...}``, else the body's first line."""
+    """The server's own words: FastAPI's ``{"detail": ...}``, MLflow's ``{"message": ...}``, else
+    the body's first line."""
     try:
         body = exc.read().decode("utf-8", errors="replace")
     except FAILURES:
         return ""
     try:
-        detail = json.loads(body).get("detail")
+        parsed = json.loads(body)
+        detail = parsed.get("detail") or parsed.get("message")
     except (ValueError, AttributeError, RecursionError):
         detail = None
     text = str(detail) if detail is not None else body
