@@ -220,7 +220,51 @@ def make_agent(openai_url: str) -> dict[str, Any]:
                 messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
         return None
 
-    return {"support_agent": support_agent}
+    return {"support_agent": support_agent, "langchain": _langchain_agent(openai_url)}
+
+
+def _langchain_agent(openai_url: str) -> Any:
+    """The same agent on LangChain (``ChatOpenAI`` with tools bound, ``@tool`` functions): its
+    own tracer records the runs, LangChain's serialised messages in the model calls' inputs and
+    outputs, the tools' inputs as LangChain gives them."""
+    from langchain_core.messages import HumanMessage, SystemMessage
+    from langchain_core.tools import tool
+    from langchain_openai import ChatOpenAI
+    from langsmith import traceable
+
+    @tool
+    def lookup_order(order_id: str) -> dict[str, Any]:
+        """Look an order up by its id."""
+        return dict(fake_models.ORDER, order_id=order_id)
+
+    @tool
+    def track_shipment(tracking_id: str) -> dict[str, Any]:
+        """Where a shipment is, by its tracking id."""
+        return dict(fake_models.SHIPMENT, tracking_id=tracking_id)
+
+    @tool
+    def search_policies(query: str) -> list[str]:
+        """The store policies that match a query."""
+        words = set(query.lower().split())
+        return [p for p in fake_models.POLICIES if words & set(p.lower().split())][:2]
+
+    tools = {t.name: t for t in (lookup_order, track_shipment, search_policies)}
+    model = ChatOpenAI(model="gpt-fake", base_url=f"{openai_url}/v1", api_key="fake")
+    bound = model.bind_tools(list(tools.values()))
+
+    @traceable(run_type="chain", name="support_agent")
+    def support_agent(question: str, rewrapped: bool = False) -> str | None:
+        messages: list[Any] = [SystemMessage(SYSTEM_PROMPT), HumanMessage(question)]
+        for _ in range(6):
+            reply = bound.invoke(messages)
+            messages.append(reply)
+            if not reply.tool_calls:
+                return str(reply.content)
+            for call in reply.tool_calls:
+                messages.append(tools[call["name"]].invoke(call))
+        return None
+
+    return support_agent
 
 
 RUNS = {
@@ -228,6 +272,7 @@ RUNS = {
     "tool-error": (ORDER_QUESTION, False),
     "parallel": (fake_models.PARALLEL_QUESTION, False),
     "rewrapped": (ORDER_QUESTION, True),
+    "langchain": (ORDER_QUESTION, False),
 }
 
 
@@ -242,7 +287,7 @@ def run_agent(agent: dict[str, Any], client: Any, trees: dict[str, Any] | None) 
             _failing.add("lookup_order")
         ended: list[Any] = []
         with tracing_context(client=client):
-            answer = agent["support_agent"](
+            answer = agent["langchain" if name == "langchain" else "support_agent"](
                 question,
                 rewrapped=rewrapped,
                 langsmith_extra={"metadata": {"support_run": name}, "on_end": ended.append},

@@ -322,27 +322,50 @@ def _model(
     tools = tools if isinstance(tools, list) else params.get("tools")
     if isinstance(tools, list) and tools:
         found["gen_ai.tool.definitions"] = tools
-    usage = outputs.get("usage_metadata") if isinstance(outputs, dict) else None
-    if not isinstance(usage, dict) and isinstance(outputs, dict):
-        usage = outputs.get("usage")
-    if not isinstance(usage, dict):
-        usage = run
+    generation = _generation(outputs)
+    usage = _first_object(
+        outputs,
+        generation.get("usage_metadata"),
+        outputs.get("usage") if isinstance(outputs, dict) else None,
+    )
+    usage = usage if usage is not None else run
     for (key, other), name in zip(_USAGE_KEYS, ("input_tokens", "output_tokens"), strict=True):
         count = usage.get(key, usage.get(other))
         if isinstance(count, int) and not isinstance(count, bool):
             found[f"gen_ai.usage.{name}"] = count
     if isinstance(outputs, dict):
-        if isinstance(outputs.get("id"), str):
-            found["gen_ai.response.id"] = outputs["id"]
+        response = generation.get("response_metadata")
+        response = response if isinstance(response, dict) else outputs
+        if isinstance(response.get("id"), str):
+            found["gen_ai.response.id"] = response["id"]
         choices = outputs.get("choices")
         reasons = [
             c["finish_reason"]
-            for c in (choices if isinstance(choices, list) else [])
+            for c in (choices if isinstance(choices, list) else [response])
             if isinstance(c, dict) and isinstance(c.get("finish_reason"), str)
         ]
         if reasons:
             found["gen_ai.response.finish_reasons"] = reasons
     return found
+
+
+def _generation(outputs: Any) -> dict[str, Any]:
+    """The message of a LangChain chat model's first generation (``{"generations": [[{"message":
+    {"lc": 1, "kwargs": {...}}}]]}``), its serialised fields: where LangChain keeps the usage and
+    the response's id and finish reason. Empty for any other outputs."""
+    generations = outputs.get("generations") if isinstance(outputs, dict) else None
+    first = generations[0] if isinstance(generations, list) and generations else None
+    first = first[0] if isinstance(first, list) and first else first
+    message = first.get("message") if isinstance(first, dict) else None
+    fields = message.get("kwargs") if isinstance(message, dict) else None
+    return fields if isinstance(fields, dict) else {}
+
+
+def _first_object(outputs: Any, *others: Any) -> dict[str, Any] | None:
+    """The outputs' ``usage_metadata`` (the SDK's wrappers), else the first of ``others`` that is
+    an object."""
+    given = outputs.get("usage_metadata") if isinstance(outputs, dict) else None
+    return next((o for o in (given, *others) if isinstance(o, dict)), None)
 
 
 def _unwrapped(outputs: Any) -> Any:
