@@ -4,9 +4,10 @@ LangSmith's API and keeps what the SDK sends, byte for byte.
 
     /work/venvs/langsmith/bin/python scripts/make_langsmith_fixtures.py
 
-The venv holds ``scripts/langsmith/requirements.txt`` (the pinned ``langsmith`` and ``openai``). The
-model is the project's loopback fake model server (``scripts/frameworks/fake_models.py``, OpenAI chat
-completions); ``LANGSMITH_ENDPOINT`` points the SDK at the capture server this script starts, which
+The venv holds ``scripts/langsmith/requirements.txt`` (the pinned ``langsmith``, ``openai``,
+``langchain-core`` and ``langchain-openai``): ``python -m venv /work/venvs/langsmith`` then
+``pip install -r scripts/langsmith/requirements.txt``. The model is the project's loopback fake
+model server (``scripts/frameworks/fake_models.py``, OpenAI chat completions); ``LANGSMITH_ENDPOINT`` points the SDK at the capture server this script starts, which
 answers ``GET /info`` (saying whether to use the multipart endpoint), takes ``POST /runs/batch``,
 ``POST /runs/multipart`` and ``POST /feedback``, and answers every request with an empty JSON object.
 
@@ -19,6 +20,9 @@ OpenAI client) and the tools it called (``@traceable(run_type="tool")``). Runs, 
 * ``parallel`` — the model's first turn asks for two tool calls (lookup_order and search_policies).
 * ``rewrapped`` — each model turn is a ``@traceable(run_type="llm")`` function calling the wrapped
   client: two nested llm runs for one model call.
+* ``langchain`` — the same agent on LangChain (``ChatOpenAI`` with the tools bound, ``@tool``
+  functions) inside the ``@traceable`` chain: LangChain's tracer records the model calls (its
+  serialised messages, its ``generations`` output) and the tools (their ``ToolMessage``).
 
 Files written (what the SDK sent; nothing is edited):
 
