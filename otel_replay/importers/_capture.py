@@ -118,6 +118,16 @@ CAPTURES: tuple[Capture, ...] = (
             "mlflow.<library>.autolog() for a client library's calls",
             "@mlflow.trace on the function (its result is recorded), or "
             "mlflow.<library>.autolog() for a client library's calls"),
+    # ddtrace: with LLM Observability off its LLM integrations record no messages, only the
+    # model and token counts (``ddtrace/llmobs/_llmobs.py``); an event larger than
+    # DD_LLMOBS_EVENT_SIZE_BYTES loses its input and output (``ddtrace/llmobs/_writer.py``)
+    Capture("ddtrace", "ddtrace (Datadog)", ("ddtrace",),
+            ("_dd.llmobs.span_kind", "datadog.llmobs.span.kind"),
+            "LLM Observability on (DD_LLMOBS_ENABLED=1, or LLMObs.enable()); a function's "
+            "arguments: @tool, @workflow or LLMObs.annotate(input_data=...)",
+            "LLM Observability on (DD_LLMOBS_ENABLED=1, or LLMObs.enable()); a function's result: "
+            "@tool, @workflow or LLMObs.annotate(output_data=...)",
+            "DD_LLMOBS_EVENT_SIZE_BYTES larger (an event over it loses its input and output)"),
     Capture("otel-genai", "an OpenTelemetry GenAI instrumentation",
             ("opentelemetry.instrumentation.openai_v2", "opentelemetry.instrumentation.google_genai",
              "opentelemetry.instrumentation.vertexai", "opentelemetry.util.genai"),

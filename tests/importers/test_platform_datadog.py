@@ -432,3 +432,14 @@ def test_integer_ids_are_their_hex_exactly(low: int, high: int) -> None:
     (record,) = decode_datadog(document, _raise)
     assert record.trace_id == ("" if not (high or low) else format(high << 64 | low, "032x"))
     assert record.span_id == format(low or 1, "016x")
+
+
+def test_lint_names_the_setting_that_records_messages(runner: CliRunner, tmp_path: Path) -> None:
+    """The APM spans alone hold no messages: ddtrace's LLM Observability records them."""
+    result = invoke(runner, tmp_path / "s.db", "lint", str(APM), "--json")
+    reasons = [r for run in json.loads(result.stdout) for r in run["reasons"]]
+    assert len(reasons) == 26  # 13 model calls, each without its messages and its answer
+    assert {r["instrumentation"] for r in reasons} == {"ddtrace (Datadog)"}
+    assert all("DD_LLMOBS_ENABLED=1" in r["setting"] for r in reasons)
+    events = ok(invoke(runner, tmp_path / "s.db", "lint", str(EVENTS), "--json"))
+    assert [run["reasons"] for run in json.loads(events.stdout)] == [[]] * 4
