@@ -6,15 +6,18 @@ nothing yielded (so nothing stored)."""
 
 from __future__ import annotations
 
+import json
 import socket
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
-from otel_replay import ReadOptions, read_path
+from otel_replay import ReadOptions, Store, read_path
 from otel_replay.errors import ReplayError
 from otel_replay.platforms._http import JsonClient
 from otel_replay.platforms.jaeger import parse_jaeger_url, read_jaeger
+from tests.cli_helpers import invoke, ok, one_line_error
 from tests.platforms.jaeger_server import FIXTURES, serve
 
 AGENT = FIXTURES / "support-agent.jaeger.json"
@@ -156,3 +159,31 @@ def test_the_replayed_answers_are_the_published_files(tmp_path: Path) -> None:
         "83a9efd15c1c98a977e0711cc93ee28b",
         "0000000000000001",
     }
+
+
+def test_import_stores_the_runs_and_a_failure_stores_nothing(tmp_path: Path) -> None:
+    """The command: every run stored (the failing run imported again from the file is unchanged);
+    a server failing half way, or a service that is not there, is one line and the store as it
+    was."""
+    store = tmp_path / "store.db"
+    runner = CliRunner()
+    with serve() as jaeger:
+        url = f"jaeger://{jaeger.base}/support-agent"
+        listed = ok(invoke(runner, store, "import", url, "--json"))
+        again = ok(invoke(runner, store, "import", str(AGENT), "--json"))
+    assert [row["result"] for row in json.loads(listed.stdout)[0]["trajectories"]] == ["added"] * 2
+    assert [row["result"] for row in json.loads(again.stdout)[0]["trajectories"]] == [
+        "unchanged"
+    ] * 2
+    with Store.open(store) as db:
+        before = db.counts()
+    with serve(fail_after=0) as jaeger:
+        line = one_line_error(
+            invoke(runner, store, "import", f"jaeger://{jaeger.base}/support-agent")
+        )
+        assert line.startswith(f"error: Jaeger at http://{jaeger.base} answered HTTP 500")
+        line = one_line_error(invoke(runner, store, "import", f"jaeger://{jaeger.base}/billing"))
+        assert "has no service 'billing'" in line
+    assert "names no service" in one_line_error(invoke(runner, store, "import", "jaeger://h:1"))
+    with Store.open(store) as db:
+        assert db.counts() == before
