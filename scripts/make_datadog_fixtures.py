@@ -2,6 +2,7 @@
 
     python scripts/make_datadog_fixtures.py            # rewrite the files (about half a minute)
     python scripts/make_datadog_fixtures.py --venv DIR # the ddtrace environment (default below)
+    python scripts/make_datadog_fixtures.py dropped    # some of the modes below
 
 The support agent of the framework corpus (``scripts/frameworks/fake_models.py`` answers it on a
 loopback port) is written against the raw OpenAI and Anthropic clients, its tools decorated with
@@ -25,6 +26,8 @@ ddtrace runs three times, each in its own process (its settings are read at star
   (``DD_TRACE_SAMPLING_RULES``): ddtrace sends the APM traces (the agent would drop them) without
   their LLM Observability content and the span events apart through the EVP proxy: the same
   operations twice, ``split.traces.json`` and ``split.events.json``;
+* ``dropped``: as ``llmobs``, with ``DD_LLMOBS_EVENT_SIZE_BYTES=1500``: a larger event's input and
+  output are dropped (ddtrace writes a note in their place and ``collection_errors: ["dropped_io"]``);
 * ``llmobs``: LLM Observability on with APM tracing off (``DD_APM_TRACING_ENABLED=false``): the span
   events go to the agent's EVP proxy, the payload ``[{"_dd.stage": "raw", "event_type": "span",
   "spans": [...]}, ...]``.
@@ -63,7 +66,7 @@ ROOT = Path(__file__).resolve().parent.parent
 FRAMEWORKS = ROOT / "scripts" / "frameworks"
 REQUIREMENTS = ROOT / "scripts" / "datadog" / "requirements.txt"
 FIXTURES = ROOT / "tests" / "fixtures" / "platforms" / "datadog"
-MODES = ("apm", "apm-v05", "llmobs-apm", "llmobs", "split")
+MODES = ("apm", "apm-v05", "llmobs-apm", "llmobs", "split", "dropped")
 RUNS = ("openai-pass", "openai-tool-error", "openai-parallel", "anthropic-pass")
 
 
@@ -84,6 +87,7 @@ def environment(home: Path) -> Path:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--venv", type=Path, default=Path("/work/venvs/ddtrace"))
+    parser.add_argument("modes", nargs="*", choices=[*MODES, []], help="the modes to run (all)")
     parser.add_argument("--mode", choices=MODES, help=argparse.SUPPRESS)  # one process's part
     args = parser.parse_args()
     if args.mode is not None:
@@ -91,7 +95,7 @@ def main() -> None:
         return
     python = environment(args.venv)
     FIXTURES.mkdir(parents=True, exist_ok=True)
-    for mode in MODES:
+    for mode in args.modes or MODES:
         subprocess.run(
             [python, __file__, "--mode", mode],
             check=True,
@@ -192,8 +196,10 @@ def run_mode(mode: str) -> None:
             "_DD_LLMOBS_WRITER_INTERVAL": "0.2",
         }
     )
-    if mode == "llmobs":
+    if mode in ("llmobs", "dropped"):
         os.environ["DD_APM_TRACING_ENABLED"] = "false"
+    if mode == "dropped":  # an event over this size loses its input and output
+        os.environ["DD_LLMOBS_EVENT_SIZE_BYTES"] = "1500"
     if mode == "split":  # every trace sampled out: the agent would drop it, so the events go apart
         os.environ["DD_TRACE_SAMPLING_RULES"] = '[{"sample_rate": 0}]'
     import agent  # scripts/datadog/agent.py: imports ddtrace, so after the settings above
@@ -226,11 +232,11 @@ def _wait_for(mode: str) -> None:
 
 def _write(mode: str) -> None:
     payloads = Capture.payloads
-    if mode in ("llmobs", "split"):
+    if mode in ("llmobs", "split", "dropped"):
         events = [event for p in payloads if "llmobs" in p["path"] for event in p["body"]]
         (FIXTURES / f"{mode}.events.json").write_text(json.dumps(events, indent=1) + "\n")
         print(f"{mode}: {len(events)} span events", file=sys.stderr)
-        if mode == "llmobs":
+        if mode != "split":
             return
     if mode == "apm-v05":  # one payload: [strings, traces], each span an array of string indexes
         (bodies,) = [p["body"] for p in payloads if p["path"].endswith("/traces")]

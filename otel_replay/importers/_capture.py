@@ -124,9 +124,13 @@ CAPTURES: tuple[Capture, ...] = (
     Capture("ddtrace", "ddtrace (Datadog)", ("ddtrace",),
             ("_dd.llmobs.span_kind", "datadog.llmobs.span.kind"),
             "LLM Observability on (DD_LLMOBS_ENABLED=1, or LLMObs.enable()); a function's "
-            "arguments: @tool, @workflow or LLMObs.annotate(input_data=...)",
+            "arguments: @tool, @workflow or LLMObs.annotate(input_data=...); an event whose input "
+            "was dropped for its size (collection_errors: dropped_io): DD_LLMOBS_EVENT_SIZE_BYTES "
+            "larger",
             "LLM Observability on (DD_LLMOBS_ENABLED=1, or LLMObs.enable()); a function's result: "
-            "@tool, @workflow or LLMObs.annotate(output_data=...)",
+            "@tool, @workflow or LLMObs.annotate(output_data=...); an event whose output was "
+            "dropped for its size (collection_errors: dropped_io): DD_LLMOBS_EVENT_SIZE_BYTES "
+            "larger",
             "DD_LLMOBS_EVENT_SIZE_BYTES larger (an event over it loses its input and output)"),
     Capture("otel-genai", "an OpenTelemetry GenAI instrumentation",
             ("opentelemetry.instrumentation.openai_v2", "opentelemetry.instrumentation.google_genai",

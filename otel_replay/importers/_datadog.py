@@ -30,7 +30,9 @@ under ``datadog.llmobs.`` (`NATIVE`): ``span.kind`` (llm, tool, agent, workflow,
 retrieval), ``name``, ``ml_app``, ``session_id``, ``model_name``, ``model_provider``, ``metadata``,
 ``tool_definitions``, ``input.<key>`` and ``output.<key>`` for each key of its ``meta.input`` and
 ``meta.output`` (``value``, ``messages``, ``documents``, ``prompt`` ...), ``metrics.<key>``
-(``input_tokens`` ...), ``error.message`` and ``error.type``, ``tags``. Messages are kept as Datadog
+(``input_tokens`` ...), ``error.message`` and ``error.type``, ``tags``, ``collection_errors`` (an
+event ddtrace cut for its size, ``dropped_io``, keeps no ``input.value`` or ``output.value``: they
+hold its note that they were dropped). Messages are kept as Datadog
 writes them but for two spellings the message readers know: a tool call's ``tool_id`` is its ``id``,
 and each of a message's ``tool_results`` is a tool message of its own (``{"role": "tool", "content",
 "tool_call_id", "name"}``). The ``datadog`` and ``datadog-apm`` rows of
@@ -67,6 +69,9 @@ _V05_FIELDS = (
 )  # fmt: skip
 _APM_SHAPE = ("start", "duration", "resource", "service", "meta", "metrics")
 _MAX_TIME = (1 << 63) - 1
+#: What ddtrace says of an event whose input and output it dropped (over its size limit): their
+#: values are then its note saying so, never read as the values.
+_DROPPED = "dropped_io"
 #: The scope of the spans read from LLM Observability events (an APM span's is ``ddtrace``).
 _EVENTS = "ddtrace.llmobs"
 
@@ -385,9 +390,15 @@ def _llmobs(data: dict[str, Any], where: str) -> tuple[dict[str, Any], str]:
     for key in ("model_name", "model_provider", "metadata", "tool_definitions"):
         if meta.get(key) not in (None, "", {}, []):
             out[NATIVE + key] = meta[key]
+    errors = data.get("collection_errors")
+    if isinstance(errors, list) and all(isinstance(e, str) for e in errors) and errors:
+        out[NATIVE + "collection_errors"] = list(errors)
+    dropped = isinstance(errors, list) and _DROPPED in errors
     for which in ("input", "output"):
         value = _object(meta.get(which), f"{where}meta.{which}")
         for key, item in value.items():
+            if dropped and key == "value":
+                continue  # ddtrace's note that it dropped the value, not the value
             if key == "messages":
                 item = _messages(item, f"{where}meta.{which}.messages")
             if item is not None:

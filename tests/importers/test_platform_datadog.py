@@ -443,3 +443,18 @@ def test_lint_names_the_setting_that_records_messages(runner: CliRunner, tmp_pat
     assert all("DD_LLMOBS_ENABLED=1" in r["setting"] for r in reasons)
     events = ok(invoke(runner, tmp_path / "s.db", "lint", str(EVENTS), "--json"))
     assert [run["reasons"] for run in json.loads(events.stdout)] == [[]] * 4
+
+
+def test_a_value_ddtrace_dropped_for_its_size_is_not_read_as_the_value() -> None:
+    """Over DD_LLMOBS_EVENT_SIZE_BYTES ddtrace replaces an event's input and output with a note
+    (``collection_errors: ["dropped_io"]``): the model call comes in without them, never with the
+    note as its messages, and lint names the setting."""
+    runs = _runs(HERE / "dropped.events.json")
+    first = runs["openai-pass"].steps[0]
+    assert "messages" not in first.inputs and first.output is None
+    assert first.inputs["model"] == "gpt-4o-mini" and first.inputs["tools"]
+    lookup = runs["openai-pass"].steps[1]  # a small event keeps its values
+    assert lookup.inputs["arguments"] == {"order_id": "A-1001"}
+    spans = list(decode_datadog(_load(HERE / "dropped.events.json"), _raise))
+    cut = [s for s in spans if "datadog.llmobs.collection_errors" in s.attributes]
+    assert cut and all("datadog.llmobs.input.value" not in s.attributes for s in cut)
