@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from otel_replay._web import shown_url
-from otel_replay.errors import ReplayError
+from otel_replay.errors import ReplayError, setting
 from otel_replay.importers._options import ReadOptions
 from otel_replay.model import Trajectory
 
@@ -152,6 +152,6 @@ def annotated_by(url: str) -> Platform:
             if platform
             else f"{shown_url(url)!r} is no platform"
         )
-        raise ReplayError(f"--annotate {named}: give {takers}")
+        raise ReplayError(f"{setting('annotate')} {named}: give {takers}")
     platform.check(url, False)
     return platform
