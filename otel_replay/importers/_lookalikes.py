@@ -240,8 +240,37 @@ FAMILIES: tuple[Family, ...] = (
 
 
 def lookalike(document: Any) -> Family | None:
-    """The first family of `FAMILIES` ``document`` is one of, or None."""
-    return next((family for family in FAMILIES if family.matches(document)), None)
+    """The first family of `FAMILIES` ``document`` is one of, or None. Asked of every document a
+    generic span reader claims (each line of a flat span file), so the families whose first key
+    the document lacks are passed over without reading their paths."""
+    if isinstance(document, dict):
+        candidates = _BY_KEY.get(None, ())
+        found = [f for k in document if isinstance(k, str) for f in _BY_KEY.get(k, ())]
+    elif isinstance(document, list) and document:
+        head = document[0]
+        keys = head if isinstance(head, dict) else {"[]": None} if isinstance(head, list) else {}
+        candidates = _BY_ITEM_KEY.get(None, ())
+        found = [f for k in keys if isinstance(k, str) for f in _BY_ITEM_KEY.get(k, ())]
+    else:
+        return None
+    chosen = sorted({*candidates, *found}, key=_ORDER.__getitem__)
+    return next((family for family in chosen if family.matches(document)), None)
+
+
+def _index(in_items: bool) -> dict[str | None, tuple[Family, ...]]:
+    """The families by the key their first path needs at the top (of the document, or of its
+    first item): None for those no single key tells."""
+    index: dict[str | None, list[Family]] = {}
+    for family in FAMILIES:
+        steps = _steps(family.paths[0])
+        if (steps[0] == "[]") != in_items:
+            continue
+        step = steps[1] if in_items and len(steps) > 1 else steps[0] if not in_items else None
+        key: str | None = None
+        if step is not None and not step.startswith("!") and not step.endswith("*"):
+            key = step.split("^=", 1)[0].split("=", 1)[0]
+        index.setdefault(key, []).append(family)
+    return {k: tuple(v) for k, v in index.items()}
 
 
 @functools.cache
@@ -292,6 +321,10 @@ def _last(node: dict[str, Any], step: str) -> bool:
         return node.get(key) == value
     return step in node
 
+
+_ORDER = {family: i for i, family in enumerate(FAMILIES)}
+_BY_KEY = _index(in_items=False)
+_BY_ITEM_KEY = _index(in_items=True)
 
 #: How many keys a description names, and how many items of a list it reads for them.
 _SHOWN_KEYS = 8
