@@ -69,8 +69,15 @@ def test_every_chat_of_the_samples_and_the_corpus_is_recognised() -> None:
     assert recognised.pop("haystack.otlp.jsonl") == 2
     assert recognised.pop("beeai.otlp.jsonl") == 0
     # the runs with two tool calls in one response: a chat where that response is one message; the
-    # Agents SDK through OpenLLMetry records it as two output messages, not read as one turn here
-    for name in ("google-adk", "google-adk-1", "openai-agents"):
+    # Agents SDK on the Responses API through OpenLLMetry records it as two output messages, not
+    # read as one turn here (on Chat Completions, and through LangSmith, it is one message)
+    for name in (
+        "google-adk",
+        "google-adk-1",
+        "langsmith-otel",
+        "openai-agents",
+        "openai-agents-openllmetry-alone",
+    ):
         assert recognised.pop(f"{name}.otlp.jsonl") == 4, name
     assert set(recognised.values()) == {3}
 
