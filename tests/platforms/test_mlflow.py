@@ -23,7 +23,7 @@ from typer.testing import CliRunner
 
 from otel_replay import ReadOptions, Trajectory
 from otel_replay.platforms import mlflow as module
-from otel_replay.platforms.mlflow import parse_mlflow_url, read_mlflow
+from otel_replay.platforms.mlflow import annotate_mlflow, parse_mlflow_url, read_mlflow
 from otel_replay.store import Store
 from tests.cli_helpers import invoke, ok, one_line_error
 from tests.conftest import ROOT, SAMPLES
@@ -232,6 +232,37 @@ def test_annotate_writes_the_verdict_as_assessments_on_the_trace_and_the_culprit
         ).stdout
     )
     assert {r["result"] for r in reimported[0]["trajectories"]} == {"unchanged"}
+
+
+def test_a_point_of_commitment_that_moved_leaves_no_assessment_on_the_old_span(
+    mlflow: Mlflow, traced: dict[str, str]
+) -> None:
+    """MLflow does not move an assessment to another span: the old one is deleted, the new one
+    made, and the trace's own assessment is updated in place."""
+    run = _read(f"mlflow://{mlflow.address}/{EXPERIMENT}")[_run_id(traced["pass"])]
+    report: dict[str, Any] = {"verdict": "culprit", "explanation": "first", "outcome": 1.0}
+    report["steps"] = [{"index": 1, "attribution": 0.5}, {"index": 3, "attribution": 0.75}]
+    first = annotate_mlflow(f"mlflow://{mlflow.address}", {**report, "point_of_commitment": 1}, run)
+    assert [(w.feedback.span_id, w.updated) for w in first] == [
+        (run.steps[1].span_id, False),
+        (None, False),
+    ]
+    moved = {**report, "point_of_commitment": 3, "explanation": "second"}
+    second = annotate_mlflow(f"mlflow://{mlflow.address}/{EXPERIMENT}", moved, run)
+    assert [(w.feedback.span_id, w.updated) for w in second] == [
+        (run.steps[3].span_id, False),
+        (None, True),
+    ]
+    found = {a["assessment_name"]: a for a in _assessments(mlflow, traced["pass"])}
+    assert len(_assessments(mlflow, traced["pass"])) == 2
+    at_step = found["agent_replay.point_of_commitment"]
+    assert (at_step["span_id"], at_step["metadata"]["step_name"]) == (
+        run.steps[3].span_id,
+        "get_refund_policy",
+    )
+    assert at_step["metadata"]["attribution"] == "0.75"
+    assert found["agent_replay.verdict"]["assessment_id"] == first[1].assessment_id
+    assert found["agent_replay.verdict"]["rationale"] == "second"
 
 
 def test_a_trace_mlflow_does_not_have_is_one_line(
