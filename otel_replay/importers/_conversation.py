@@ -229,7 +229,7 @@ def _answers(step: Step, call: dict[str, Any]) -> bool:
     if step.kind not in _ANSWERS or step.name != call.get("name"):
         return False
     if "tool_call_id" in step.inputs:
-        return step.inputs["tool_call_id"] == call.get("id")
+        return bool(step.inputs["tool_call_id"] == call.get("id"))
     arguments = step.inputs.get("arguments")
     return arguments is None or _call_key(step.name, arguments) == _call_key(
         call.get("name"), call.get("arguments")
