@@ -38,6 +38,7 @@ A value of the wrong type makes its span invalid: `TraceFormatError` naming its 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -234,16 +235,32 @@ def _json_attributes(raw: Any) -> dict[str, Any]:
         if not isinstance(value, str):
             decoded[key] = value
             continue
-        try:
-            decoded[key] = orjson.loads(value)
-        except orjson.JSONDecodeError:
-            if str(key).startswith("mlflow."):
-                raise TraceFormatError(
-                    f"not JSON text, as MLflow writes every attribute: {preview(value)}",
-                    where=f"attributes.{key}",
-                ) from None
-            decoded[key] = value
+        found = _json_value(value)
+        if found is _NOT_JSON and str(key).startswith("mlflow."):
+            raise TraceFormatError(
+                f"not JSON text, as MLflow writes every attribute: {preview(value)}",
+                where=f"attributes.{key}",
+            )
+        decoded[key] = value if found is _NOT_JSON else found
     return decoded
+
+
+_NOT_JSON: Any = object()
+
+
+def _json_value(text: str) -> Any:
+    """The value JSON ``text`` holds, or `_NOT_JSON`. Python's encoder, which MLflow uses, writes
+    NaN and Infinity and integers of any size, which orjson refuses: those are read by Python's
+    decoder (a non-finite number is kept as the text OTLP JSON uses, an integer beyond 64 bits is
+    refused where the value is stored)."""
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        pass
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):  # JSONDecodeError is a ValueError
+        return _NOT_JSON
 
 
 def _give(spans: list[SpanRecord], info: dict[str, Any]) -> None:

@@ -311,6 +311,22 @@ def test_a_damaged_trace_is_located_and_nothing_is_stored(
         assert db.counts() == before
 
 
+def test_what_pythons_encoder_writes_is_read_as_it_was_meant() -> None:
+    """MLflow encodes with Python's json: NaN and long integers are JSON text to it, and another
+    instrumentation's attribute may be plain text."""
+    document = _load("pass.json")
+    attributes = document["data"]["spans"][2]["attributes"]
+    attributes["mlflow.spanOutputs"] = json.dumps({"score": float("nan"), "n": 2**70})
+    attributes["gen_ai.system"] = "openai"
+    with pytest.raises(TraceFormatError, match="does not fit in 64 bits") as caught:
+        list(decode_mlflow(document, _raise))
+    assert caught.value.where == "data.spans[2].attributes.mlflow.spanOutputs"
+    attributes["mlflow.spanOutputs"] = json.dumps({"score": float("nan")})
+    spans = list(decode_mlflow(document, _raise))
+    assert spans[2].attributes["mlflow.spanOutputs"] == {"score": "NaN"}
+    assert spans[2].attributes["gen_ai.system"] == "openai"
+
+
 def test_skip_invalid_reads_the_spans_that_can_be_read(tmp_path: Path) -> None:
     change = _set(("data", "spans", 2, "attributes", "mlflow.spanInputs"), "{broken")
     path = _write(tmp_path, _damaged("pass.json", change))
