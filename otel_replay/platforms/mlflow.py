@@ -36,7 +36,7 @@ import re
 import urllib.parse
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any
 
 from otel_replay._web import checked_url, shown_url
@@ -77,6 +77,8 @@ _V3 = "/api/3.0/mlflow/traces"
 _SPAN_ID = re.compile(r"[0-9a-f]{16}")
 _TRACE_ID = re.compile(r"[0-9a-f]{32}")
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)s")
+#: A protobuf timestamp in JSON: seconds to the second, 0 to 9 digits of fraction, UTC.
+_TIMESTAMP = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d{1,9}))?Z")
 
 Progress = Callable[[str], None]
 
@@ -175,15 +177,17 @@ def _ended_ns(info: Mapping[str, Any]) -> int | None:
     """When a trace ended (its ``request_time`` plus ``execution_duration``), in nanoseconds since
     the epoch; None when the server gave neither in a form read here."""
     started, took = info.get("request_time"), info.get("execution_duration")
-    if not isinstance(started, str):
+    stamp = _TIMESTAMP.fullmatch(started) if isinstance(started, str) else None
+    if stamp is None:
         return None
     try:
-        moment = datetime.fromisoformat(started.replace("Z", "+00:00"))
+        moment = datetime.fromisoformat(stamp[1]).replace(tzinfo=timezone.utc)
     except ValueError:
         return None
+    fraction = int((stamp[2] or "0").ljust(9, "0")[:9])
     seconds = _DURATION.fullmatch(took) if isinstance(took, str) else None
-    duration = float(seconds[1]) if seconds else 0.0
-    return round((moment.timestamp() + duration) * 1e9)
+    duration = round(float(seconds[1]) * 1e9) if seconds else 0
+    return int(moment.timestamp()) * 1_000_000_000 + fraction + duration
 
 
 def _trace_ids(
