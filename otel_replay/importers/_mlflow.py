@@ -1,9 +1,9 @@
 """MLflow's traces, decoded to `SpanRecord`s: what its tracing SDK writes and what its REST API answers.
 
-Shapes read (MLflow 3):
+Shapes read:
 
-* ``Trace.to_json()`` / ``Trace.to_dict()``: ``{"info": {...}, "data": {"spans": [...]}}``, each span
-  OTel-shaped (``trace_id``, ``span_id``, ``parent_span_id`` as base64, or hex;
+* MLflow 3's ``Trace.to_json()`` / ``to_dict()``: ``{"info": {...}, "data": {"spans": [...]}}``,
+  each span OTel-shaped (``trace_id``, ``span_id``, ``parent_span_id`` as base64, or hex;
   ``start_time_unix_nano``, ``end_time_unix_nano``, ``status: {code, message}``, ``events``) with
   ``attributes`` whose every value is JSON text (``mlflow.spanType`` is ``"\\"LLM\\""``); a JSON list
   of such traces, or one a line (JSON Lines);
@@ -11,7 +11,10 @@ Shapes read (MLflow 3):
   /api/3.0/mlflow/traces/get``) and ``{"traces": [{"trace_info", "spans"}]}`` (``batchGet``), spans
   in OTLP's protobuf JSON (snake_case, attributes as key/value lists of typed values holding the
   values themselves, not their JSON text). A trace info without spans (a search page, ``GET
-  /api/3.0/mlflow/traces/{id}``) is refused, naming where its spans are.
+  /api/3.0/mlflow/traces/{id}``) is refused, naming where its spans are;
+* MLflow 2's ``Trace.to_json()``: spans with their ids in a ``context`` (``0x`` hex),
+  ``parent_id``, ``start_time``/``end_time`` and ``status_code``, an info with ``request_id``,
+  ``timestamp_ms``, ``status`` and ``request_metadata`` (read as MLflow 3 reads them back).
 
 What the decoder leaves for the vocabulary table (`otel_replay.importers._conventions`, row
 ``mlflow``): every attribute under its own key, its value decoded from its JSON text
@@ -54,7 +57,16 @@ FORMAT = "mlflow"
 Invalid = Callable[[TraceFormatError], None]
 
 #: Keys an MLflow trace info carries (MLflow 3's ``trace_id``, MLflow 2's ``request_id``).
-_INFO_KEYS = ("trace_id", "request_id", "trace_location", "request_time", "state")
+_INFO_KEYS = (
+    "trace_id",
+    "trace_location",
+    "request_time",
+    "state",
+    "request_id",
+    "experiment_id",
+    "timestamp_ms",
+    "execution_time_ms",
+)
 #: MLflow's judges rate as ``yes`` or ``no`` (``CategoricalRating``).
 _RATINGS = {"yes": True, "no": False}
 
@@ -185,14 +197,31 @@ def _span(item: Any, rest: bool, order: int) -> SpanRecord:
     else:
         attributes = _json_attributes(raw)
     code, message = read_status(item)
+    context = item.get("context")
+    if context is not None:  # MLflow 2: the ids in a context, 0x-hex, and times without units
+        if not isinstance(context, dict):
+            raise TraceFormatError(f"expected an object, got {preview(context)}", where="context")
+        ids = (
+            _id(context, "trace_id", 16, at="context."),
+            _id(context, "span_id", 8, at="context."),
+            _id(item, "parent_id", 8, required=False),
+        )
+        times = (_time(item, "start_time"), _time(item, "end_time"))
+    else:
+        ids = (
+            _id(item, "trace_id", 16),
+            _id(item, "span_id", 8),
+            _id(item, "parent_span_id", 8, required=False),
+        )
+        times = (_time(item, "start_time_unix_nano"), _time(item, "end_time_unix_nano"))
     return SpanRecord(
-        trace_id=_id(item, "trace_id", 16),
-        span_id=_id(item, "span_id", 8),
-        parent_span_id=_id(item, "parent_span_id", 8, required=False),
+        trace_id=ids[0],
+        span_id=ids[1],
+        parent_span_id=ids[2],
         name=name,
         kind=0,
-        start_time_unix_nano=_time(item, "start_time_unix_nano"),
-        end_time_unix_nano=_time(item, "end_time_unix_nano"),
+        start_time_unix_nano=times[0],
+        end_time_unix_nano=times[1],
         attributes=plain_attributes(attributes, "attributes"),
         status_code=code,
         status_message=message,
@@ -201,14 +230,14 @@ def _span(item: Any, rest: bool, order: int) -> SpanRecord:
     )
 
 
-def _id(item: dict[str, Any], key: str, n_bytes: int, required: bool = True) -> str:
+def _id(item: dict[str, Any], key: str, n_bytes: int, required: bool = True, at: str = "") -> str:
     raw = item.get(key)
     try:
         value = normalize_id(raw, n_bytes, key)
     except TraceFormatError as exc:
-        raise TraceFormatError(exc.reason, where=key) from None
+        raise TraceFormatError(exc.reason, where=at + key) from None
     if required and not value:
-        raise TraceFormatError(f"the span has no {key}", where=key)
+        raise TraceFormatError(f"the span has no {key}", where=at + key)
     return value
 
 

@@ -11,6 +11,7 @@ What the agent did (`scripts/mlflow/run.py`): the ``pass`` run made 3 model requ
 
 from __future__ import annotations
 
+import base64
 import copy
 import json
 from pathlib import Path
@@ -172,6 +173,59 @@ def test_decode_mlflow_trace_reads_one_trace_of_the_rest_api() -> None:
     }
     (failed,) = [s for s in decode_mlflow_trace(second, _raise) if s.status_code == 2]
     assert failed.name == "lookup_order" and failed.events[0].name == "exception"
+
+
+def _as_mlflow_2(document: dict[str, Any]) -> dict[str, Any]:
+    """The trace as MLflow 2 wrote it, as MLflow 3's ``Span.from_dict_v2`` and ``TraceInfoV2``
+    read it back: ids in a ``context`` as 0x-hex, ``parent_id``, ``start_time``/``end_time``,
+    ``status_code``; an info with ``request_id``, ``timestamp_ms`` and ``status``."""
+
+    def hexed(raw: str | None, n_bytes: int) -> str | None:
+        return None if raw is None else "0x" + base64.b64decode(raw).hex().zfill(2 * n_bytes)
+
+    spans = [
+        {
+            "name": span["name"],
+            "context": {
+                "trace_id": hexed(span["trace_id"], 16),
+                "span_id": hexed(span["span_id"], 8),
+            },
+            "parent_id": hexed(span["parent_span_id"], 8),
+            "start_time": span["start_time_unix_nano"],
+            "end_time": span["end_time_unix_nano"],
+            "status_code": span["status"]["code"].removeprefix("STATUS_CODE_"),
+            "status_message": span["status"]["message"],
+            "attributes": span["attributes"],
+            "events": [
+                {"name": e["name"], "timestamp": e["time_unix_nano"], "attributes": e["attributes"]}
+                for e in span["events"]
+            ],
+        }
+        for span in document["data"]["spans"]
+    ]
+    info = document["info"]
+    return {
+        "info": {
+            "request_id": info["trace_id"],
+            "experiment_id": "1",
+            "timestamp_ms": 1796538616871,
+            "execution_time_ms": 597,
+            "status": info["state"],
+            "request_metadata": info["trace_metadata"],
+            "tags": info["tags"],
+        },
+        "data": {"spans": spans},
+    }
+
+
+def test_an_mlflow_2_trace_is_the_same_run(tmp_path: Path) -> None:
+    (run,) = read_path(TOOL_ERROR)
+    (old,) = read_path(_write(tmp_path, _as_mlflow_2(_load("tool-error.json"))))
+    assert old.metadata["format"] == "mlflow"
+    assert (old.id, old.identity) == (run.id, run.identity)
+    assert [(s.span_id, s.error) for s in old.steps] == [(s.span_id, s.error) for s in run.steps]
+    assert old.metadata["session"] == "chat-A-1001"
+    assert old.outcome is None  # MLflow 2's info kept no assessments here
 
 
 @pytest.mark.parametrize("name", ["rest-search.json", "rest-trace-info.json"])
@@ -362,6 +416,12 @@ json_spans = st.fixed_dictionaries(
             json_values,
         ),
         "events": st.one_of(st.lists(json_values, max_size=2), json_values),
+        "context": st.one_of(
+            st.fixed_dictionaries({"trace_id": ids, "span_id": ids}), json_values
+        ),  # MLflow 2's spans
+        "parent_id": ids,
+        "start_time": st.one_of(st.integers(-5, 1 << 63), json_values),
+        "status_code": st.one_of(st.sampled_from(["OK", "ERROR"]), json_values),
     },
 )
 assessments = st.lists(
