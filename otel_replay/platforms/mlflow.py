@@ -14,16 +14,16 @@ own client sends it).
   (`otel_replay.importers._mlflow`) and assembled by the same rules as a file. With ``since``,
   a trace is read when it ended at or after it (MLflow's search filters on a trace's start only,
   so the choice is made on the trace's start and duration): a trace that straddles the bound
-  comes back whole. Everything is fetched before the first run is handed over, so a server that
-  fails half way leaves nothing half imported; every answer is bounded (`platforms._http`) and
-  each page said to ``progress``.
+  comes back whole. A trace still being logged (MLflow gives a trace's spans only once they are
+  all in) is left out with a warning in the read's report. Everything is fetched before the first
+  run is handed over, so a server that fails half way leaves nothing half imported; every answer
+  is bounded (`platforms._http`) and each page said to ``progress``.
 * **Out**: `annotate_mlflow` writes ``agent_replay.verdict`` on the trace (the verdict as value,
   the report's explanation as rationale, the Point of Commitment and the outcome in its metadata)
   and ``agent_replay.point_of_commitment`` on the culprit step's span (the verdict as value, the
   step, step name, its attribution and confidence interval in its metadata: a value is text, so
   that the MLflow reader, which takes numbers and true/false as scores, does not read them back
-  into the run),
-  source ``CODE`` ``agent-replay``. Attributing the run again updates them in place (``PATCH``);
+  into the run), source ``CODE`` ``agent-replay``. Attributing the run again updates them in place (``PATCH``);
   a Point of Commitment that moved to another span has the old span's assessment deleted and
   the new one created, since MLflow does not move an assessment to another span.
 """
@@ -191,9 +191,14 @@ def _ended_ns(info: Mapping[str, Any]) -> int | None:
 
 
 def _trace_ids(
-    client: JsonClient, experiment_id: str, since_ns: int | None, progress: Progress
+    client: JsonClient,
+    experiment_id: str,
+    since_ns: int | None,
+    progress: Progress,
+    options: ReadOptions,
 ) -> list[str]:
-    """The ids of the experiment's traces (ended at or after ``since_ns``), oldest first."""
+    """The ids of the experiment's finished traces (ended at or after ``since_ns``), oldest first;
+    those still being logged are left for a later import, and a warning says how many."""
     location = {"type": "MLFLOW_EXPERIMENT", "mlflow_experiment": {"experiment_id": experiment_id}}
     body: dict[str, Any] = {
         "locations": [location],
@@ -202,6 +207,7 @@ def _trace_ids(
     }
     pages = Pages(client, "the trace search", limit=MAX_SEARCH_PAGES)
     ids: list[str] = []
+    running: list[str] = []
     while True:
         page = client.post(f"{_V3}/search", (), body, pages.this)
         infos = page.get("traces", []) if isinstance(page, dict) else None
@@ -214,17 +220,28 @@ def _trace_ids(
                     f"MLflow at {client.base} answered {pages.this} with a trace without an id"
                 )
             ended = _ended_ns(info) if since_ns is not None else None
-            if since_ns is None or ended is None or ended >= since_ns:
+            if info.get("state") == "IN_PROGRESS":
+                running.append(trace_id)
+            elif since_ns is None or ended is None or ended >= since_ns:
                 ids.append(trace_id)
         token = pages.turn(page.get("next_page_token"))
         progress(f"MLflow: {pages.count} page(s) of the trace search read, {len(ids)} trace(s)")
         if token is None:
+            if running:
+                options.report.warnings.append(
+                    f"MLflow at {client.base}: {len(running)} trace(s) still being logged were "
+                    f"left out (the first: {running[0]}); import again once they end"
+                )
             return list(dict.fromkeys(ids))
         body["page_token"] = token
 
 
-def _traces(client: JsonClient, trace_ids: list[str], progress: Progress) -> list[dict[str, Any]]:
-    """The traces with their spans, as the server gives them, in the order of ``trace_ids``."""
+def _traces(
+    client: JsonClient, trace_ids: list[str], progress: Progress, options: ReadOptions
+) -> list[dict[str, Any]]:
+    """The traces with their spans, as the server gives them, in the order of ``trace_ids``. A
+    trace the server leaves out of its answer (MLflow gives only traces whose spans are all in:
+    one still being written, or deleted since the search) is left out, and a warning names it."""
     found: list[dict[str, Any]] = []
     for start in range(0, len(trace_ids), TRACES_PER_REQUEST):
         chunk = trace_ids[start : start + TRACES_PER_REQUEST]
@@ -241,11 +258,12 @@ def _traces(client: JsonClient, trace_ids: list[str], progress: Progress) -> lis
                 by_id[trace_id] = trace
         missing = [t for t in chunk if t not in by_id]
         if missing:
-            raise ReplayError(
-                f"MLflow at {client.base} did not give trace {missing[0]} when asked for "
-                f"{what} (deleted while it was read?)"
+            options.report.warnings.append(
+                f"MLflow at {client.base} gave no spans for {len(missing)} trace(s) when asked "
+                f"for {what} (the first: {missing[0]}): spans still being written, or the trace "
+                "deleted since the search; left out, import again to take them"
             )
-        found += [by_id[t] for t in chunk]
+        found += [by_id[t] for t in chunk if t in by_id]
         progress(f"MLflow: the spans of {start + len(chunk)} of {len(trace_ids)} trace(s) read")
     return found
 
@@ -269,7 +287,8 @@ def read_mlflow(
     said = progress or (lambda line: None)
     client = _client(address, key)
     experiment_id = _experiment_id(client, address.experiment)
-    traces = _traces(client, _trace_ids(client, experiment_id, since_ns, said), said)
+    trace_ids = _trace_ids(client, experiment_id, since_ns, said, options)
+    traces = _traces(client, trace_ids, said, options)
     from otel_replay.importers._mlflow import FORMAT, decode_mlflow_trace
 
     buffer = TraceBuffer(options, {"source": address.url, "format": FORMAT})
