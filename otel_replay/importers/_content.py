@@ -207,11 +207,40 @@ def _openai_choice(value: Any) -> Any:
         messages = normalize_messages(value)
         if messages and len(messages) == len(value):
             return _one_or_many(messages)
+    if isinstance(value, dict) and isinstance(value.get("generations"), list):
+        return _generations(value["generations"], value)
     if isinstance(value, dict) and (value.get("object") == "response" or "stop_reason" in value):
         reply = assistant_message(value)  # a Responses API response, an Anthropic message
         if reply is not None:
             return normalize_messages([reply])[0]
     return value
+
+
+def _generations(generations: list[Any], value: Any) -> Any:
+    """A LangChain ``LLMResult`` (``{"generations": [[{"message" | "text", "generation_info"}]]}``,
+    one list per prompt) as its reply: each generation's message (or its text as the assistant's),
+    the finish reason from its ``generation_info``; the result as it is when it holds none."""
+    first = generations[0] if generations else None
+    replies: list[dict[str, Any]] = []
+    for generation in first if isinstance(first, list) else generations:
+        if not isinstance(generation, dict):
+            continue
+        message = generation.get("message")
+        if not isinstance(message, dict):
+            text = generation.get("text")
+            message = {"role": "assistant", "content": text} if isinstance(text, str) else None
+        if message is None:
+            continue
+        read = normalize_messages([message])
+        if not read:
+            continue
+        reply = read[0]
+        info = generation.get("generation_info")
+        reason = info.get("finish_reason") if isinstance(info, dict) else None
+        if isinstance(reason, str):
+            reply.setdefault("finish_reason", reason)
+        replies.append(reply)
+    return _one_or_many(replies) if replies else value
 
 
 def _is_function_call(value: Any) -> bool:

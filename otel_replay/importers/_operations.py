@@ -35,10 +35,13 @@ import dataclasses
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from otel_replay.importers._content import RESULT_KEYS, tool_content
+from otel_replay.importers._conventions import VOCABULARIES, Part, sources
 from otel_replay.importers._semconv import CONTAINER_ROLES, build_step
 from otel_replay.importers._spans import STATUS_ERROR, SpanRecord
+from otel_replay.messages import message_text
 from otel_replay.model import Step, StepKind, StepStatus
 
 #: Operations that are how another did its work when its span contains them: a retrieval embeds
@@ -48,31 +51,26 @@ PARTS_OF = {
     StepKind.TOOL: frozenset({StepKind.RETRIEVER, StepKind.EMBEDDING, StepKind.RERANKER}),
 }
 
-#: Attribute prefixes that only a model's response sets: output messages, token counts, finish
-#: reasons, response ids (and the output and usage the Langfuse SDK records).
-_RESPONSE_KEYS = (
-    "llm.output_messages.",
-    "llm.token_count.",
-    "llm.usage.",
+#: Where a model's response shows, by the vocabulary table: its output messages (but a value any
+#: span records as its output, which a span that only prepares a call has too) and its output or
+#: total token counts, each source's key or a flattened list's prefix; and what no part of the
+#: table names, a finish reason or a response id.
+_RESPONSE_PARTS: tuple[Part, ...] = ("output_messages", "output_tokens", "total_tokens")
+_ANY_OUTPUT = frozenset(s for row in VOCABULARIES for s in row.parts.get("output", ()))
+_RESPONSE_SOURCES = [
+    s.partition(" (")[0]  # the key a reader shapes
+    for part in _RESPONSE_PARTS
+    for s in sources(part)
+    if s not in _ANY_OUTPUT and not s.startswith(("(", "event "))
+]
+_RESPONSE_PREFIXES = (
     "llm.finish_reason",
-    "gen_ai.completion.",
-    "gen_ai.output.messages",
-    "gen_ai.usage.",
     "gen_ai.response.",
-    "ai.response.",
-    "langfuse.observation.output",
-    "langfuse.observation.usage_details",
+    *(key[: -len("*")] for key in _RESPONSE_SOURCES if key.endswith(".*")),
 )
-
-#: The response keys most spans have, looked up before scanning every attribute.
-_USUAL_RESPONSE_KEYS = (
-    "llm.token_count.total",
-    "llm.output_messages.0.message.role",
-    "gen_ai.output.messages",
-    "gen_ai.usage.output_tokens",
-    "gen_ai.response.finish_reasons",
-    "gen_ai.response.id",
-)
+_RESPONSE_KEYS = frozenset(key for key in _RESPONSE_SOURCES if not key.endswith(".*"))
+#: Span events that hold a response.
+_RESPONSE_EVENTS = frozenset({"gen_ai.choice", "gen_ai.content.completion"})
 
 
 @dataclass
@@ -388,6 +386,7 @@ def _without_preparations(
             if (
                 _prepares(current, spans)
                 and _answered(following, spans)
+                and _prepared_for(current, following, spans)
                 and not _turn_shown(current, following, spans)
             ):
                 following.parts.extend(current.spans())
@@ -406,6 +405,27 @@ def _prepares(op: Operation, spans: Sequence[SpanRecord]) -> bool:
     )
 
 
+def _prepared_for(current: Operation, following: Operation, spans: Sequence[SpanRecord]) -> bool:
+    """Whether the later call's input holds what the earlier span built (the messages of its input,
+    else of its output); a span that shows no message is taken to build it, one whose messages the
+    call was not sent built something else (it is a call of its own that kept no response)."""
+    built = build_step(spans[current.head], StepKind.LLM)
+    held = built.inputs.get("messages")
+    if not isinstance(held, list) or not held:
+        held = built.output if isinstance(built.output, list) else [built.output]
+    said = [_said(m) for m in held if isinstance(m, dict) and "role" in m]
+    if not said:
+        return True
+    sent = build_step(spans[following.head], StepKind.LLM).inputs.get("messages")
+    shown = {_said(m) for m in sent if isinstance(m, dict)} if isinstance(sent, list) else set()
+    return all(message in shown for message in said)
+
+
+def _said(message: dict[str, Any]) -> tuple[str, str]:
+    """A message as who said what, to find it in another call's input."""
+    return str(message.get("role")), message_text(message.get("content"))
+
+
 def _turn_shown(current: Operation, following: Operation, spans: Sequence[SpanRecord]) -> bool:
     """Whether the later call's input shows a model turn right after the earlier one's input: the
     earlier span is a call whose span kept no response (its turn is that one), not a preparation."""
@@ -420,15 +440,16 @@ def _turn_shown(current: Operation, following: Operation, spans: Sequence[SpanRe
 
 
 def _answered(op: Operation, spans: Sequence[SpanRecord]) -> bool:
-    """Whether a span recording an llm operation carries evidence of a model's response."""
+    """Whether a span recording an llm operation carries evidence of a model's response (where a
+    vocabulary keeps one: `_RESPONSE_KEYS`, `_RESPONSE_PREFIXES`, `_RESPONSE_EVENTS`)."""
     for i in op.records:
         attrs = spans[i].attributes
-        # the usual keys first: a span resending a long history has hundreds of attributes
-        if any(key in attrs for key in _USUAL_RESPONSE_KEYS):
+        # exact keys first: a span resending a long history has hundreds of attributes
+        if not _RESPONSE_KEYS.isdisjoint(attrs):
             return True
-        if any(key.startswith(_RESPONSE_KEYS) for key in attrs):
+        if any(key.startswith(_RESPONSE_PREFIXES) for key in attrs):
             return True
-        if any(e.name == "gen_ai.choice" for e in spans[i].events):
+        if any(e.name in _RESPONSE_EVENTS for e in spans[i].events):
             return True
     return False
 

@@ -116,6 +116,22 @@ def test_a_span_that_prepares_a_model_call_is_not_a_call(tmp_path: Path) -> None
     assert _steps(_run(rec, tmp_path)) == [("llm", "m")]
 
 
+def test_a_model_call_that_kept_its_answer_as_text_is_a_call(tmp_path: Path) -> None:
+    """A response shows wherever a vocabulary keeps one: LangSmith's ``gen_ai.completion`` text (a
+    traced function returning a string, no token counts) is an answered call, never a span that
+    only prepares the next one."""
+    rec = Recorder()
+    with rec.span("agent step", {"langsmith.span.kind": "chain"}):
+        said = {"langsmith.span.kind": "llm", "gen_ai.prompt": dumps({"messages": ASK})}
+        with rec.span("draft", {**said, "gen_ai.completion": "It has shipped."}):
+            pass
+        with rec.span("chat", _llm(ASK, ANSWER)):
+            pass
+    run = _run(rec, tmp_path)
+    assert _steps(run) == [("llm", "draft"), ("llm", "m")]
+    assert run.steps[0].output == "It has shipped."
+
+
 def test_a_failed_model_call_is_a_call(tmp_path: Path) -> None:
     rec = Recorder()
     with rec.span("agent step", {OI: "CHAIN"}):

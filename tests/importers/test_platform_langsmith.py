@@ -175,15 +175,13 @@ def test_langchain_runs_come_with_their_messages() -> None:
     assert run.metadata["token_usage"][run.steps[0].span_id]["output_tokens"] > 0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the content layer keeps a LangChain LLMResult ({generations: [[{message}]]}) as it is "
-    "rather than reading its message (reported to the lead)",
-)
 def test_a_langchain_model_call_outputs_its_message() -> None:
-    first = _by_name(BATCH)["langchain"].steps[0]
-    assert first.output["role"] == "assistant"
-    assert [c["name"] for c in first.output["tool_calls"]] == ["lookup_order"]
+    """A LangChain chat model's run outputs an ``LLMResult``; its step's output is the reply in it."""
+    for path in (BATCH, MULTIPART, TREES):
+        first = _by_name(path)["langchain"].steps[0]
+        assert first.output["role"] == "assistant"
+        assert [c["name"] for c in first.output["tool_calls"]] == ["lookup_order"]
+        assert first.output["finish_reason"] == "tool_calls"
 
 
 def test_the_outcome_is_the_feedback_named_outcome() -> None:
