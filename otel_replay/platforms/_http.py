@@ -1,5 +1,5 @@
 """A small JSON client for a platform's REST API over plain HTTP (the standard library's urllib: no
-dependency), with a Bearer key, and its failures as one-line `ReplayError`s.
+dependency), with a Bearer key (or Basic credentials), and its failures as one-line `ReplayError`s.
 
 Every request is bounded: each read waits at most `TIMEOUT_SECONDS`, the whole answer must be in
 within ``deadline`` seconds (`DEADLINE_SECONDS`) and hold at most ``max_bytes`` (`MAX_ANSWER_BYTES`),
@@ -42,8 +42,9 @@ class NotFound(ReplayError):
 class JsonClient:
     """Requests to ``base`` (``http://host:port``) on behalf of ``platform`` (its name, for
     messages), with ``Authorization: Bearer key`` when a key is given and ``key_variable`` the
-    environment variable a user sets it in. A redirect is not followed: it is an error saying
-    where it points. Messages show ``base`` without its query (`shown_url`)."""
+    environment variable a user sets it in (``scheme``: ``Basic`` for a user name and password
+    given as the key, ``secret`` what messages call it). A redirect is not followed: it is an
+    error saying where it points. Messages show ``base`` without its query (`shown_url`)."""
 
     def __init__(
         self,
@@ -54,12 +55,16 @@ class JsonClient:
         *,
         max_bytes: int = MAX_ANSWER_BYTES,
         deadline: float = DEADLINE_SECONDS,
+        scheme: str = "Bearer",
+        secret: str = "API key",
     ) -> None:
         self.platform = platform
         self.base = shown_url(base)
         self._url = base
         self._key = key
         self._key_variable = key_variable
+        self._scheme = scheme
+        self._secret = secret
         self.max_bytes = max_bytes
         self.deadline = deadline
 
@@ -88,7 +93,7 @@ class JsonClient:
         if body is not None:
             headers["Content-Type"] = "application/json"
         if self._key:
-            headers["Authorization"] = f"Bearer {self._key}"
+            headers["Authorization"] = f"{self._scheme} {self._key}"
         try:
             request = urllib.request.Request(url, data=body, headers=headers, method=method)
             with open_request(request, min(TIMEOUT_SECONDS, self.deadline)) as response:
@@ -147,11 +152,11 @@ class JsonClient:
         if exc.code in (401, 403):
             if not self._key:
                 return ReplayError(
-                    f"{self.platform} at {self.base} wants an API key (HTTP {exc.code}): set "
+                    f"{self.platform} at {self.base} wants {_a(self._secret)} (HTTP {exc.code}): set "
                     f"{self._key_variable}"
                 )
             return ReplayError(
-                f"{self.platform} at {self.base} refused the API key in {self._key_variable} "
+                f"{self.platform} at {self.base} refused the {self._secret} in {self._key_variable} "
                 f"(HTTP {exc.code}{': ' + detail if detail else ''})"
             )
         if exc.code == 404:
@@ -201,6 +206,10 @@ class Pages:
             )
         self._seen.add(token)
         return token
+
+
+def _a(noun: str) -> str:
+    return f"an {noun}" if noun[:1].lower() in "aeiou" else f"a {noun}"
 
 
 def _size(count: int) -> str:

@@ -4,8 +4,9 @@ span, so the verdict shows in MLflow's own trace view.
 
 A server is named ``mlflow://HOST:PORT`` (port 5000 when left out), an experiment by its name or
 id after it: ``mlflow://127.0.0.1:5000/support-agent``. Requests go over plain HTTP, with
-``Authorization: Bearer`` and the token in ``MLFLOW_TRACKING_TOKEN`` when it is set (as MLflow's
-own client sends it).
+``Authorization: Bearer`` and the token in ``MLFLOW_TRACKING_TOKEN`` when it is set, else Basic
+credentials from ``MLFLOW_TRACKING_USERNAME`` and ``MLFLOW_TRACKING_PASSWORD`` (a server run with
+``--app-name basic-auth``), as MLflow's own client sends them.
 
 * **In**: `read_mlflow` finds the experiment (``GET /api/2.0/mlflow/experiments/get`` by id,
   ``get-by-name`` by name), pages through its traces (``POST /api/3.0/mlflow/traces/search``,
@@ -30,6 +31,7 @@ own client sends it).
 
 from __future__ import annotations
 
+import base64
 import math
 import os
 import re
@@ -63,6 +65,8 @@ __all__ = [
 
 SCHEME = "mlflow://"
 KEY_VARIABLE = "MLFLOW_TRACKING_TOKEN"
+USER_VARIABLE = "MLFLOW_TRACKING_USERNAME"
+PASSWORD_VARIABLE = "MLFLOW_TRACKING_PASSWORD"
 DEFAULT_PORT = 5000
 #: Traces asked for in one page of the search (MLflow takes at most 500).
 SEARCH_PAGE = 100
@@ -131,8 +135,23 @@ def parse_mlflow_url(url: str) -> MlflowAddress:
 
 
 def _client(address: MlflowAddress, key: str | None) -> JsonClient:
+    """The client, with the token (``key``, else ``MLFLOW_TRACKING_TOKEN``) as Bearer, or else the
+    user name and password in ``MLFLOW_TRACKING_USERNAME`` and ``MLFLOW_TRACKING_PASSWORD`` as
+    Basic credentials (MLflow's basic-auth server), as MLflow's own client sends them."""
     key = os.environ.get(KEY_VARIABLE) if key is None else key
-    return JsonClient("MLflow", address.base, key or None, KEY_VARIABLE, max_bytes=MAX_ANSWER_BYTES)
+    user, password = os.environ.get(USER_VARIABLE), os.environ.get(PASSWORD_VARIABLE)
+    if not key and user and password is not None:
+        basic = base64.b64encode(f"{user}:{password}".encode()).decode()
+        variables = f"{USER_VARIABLE} and {PASSWORD_VARIABLE}"
+        return JsonClient(
+            "MLflow", address.base, basic, variables, max_bytes=MAX_ANSWER_BYTES,
+            scheme="Basic", secret="user name and password",
+        )  # fmt: skip
+    variables = f"{KEY_VARIABLE} (or {USER_VARIABLE} and {PASSWORD_VARIABLE})"
+    return JsonClient(
+        "MLflow", address.base, key or None, KEY_VARIABLE if key else variables,
+        max_bytes=MAX_ANSWER_BYTES,
+    )  # fmt: skip
 
 
 def _experiment_id(client: JsonClient, experiment: str) -> str:

@@ -57,15 +57,16 @@ def phoenix_auth(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Phoenix]:
     yield from _serve(tmp_path_factory.mktemp("phoenix-auth"), extra, ADMIN_KEY)
 
 
-def serve_mlflow(folder: Path) -> Generator[Mlflow, None, None]:
-    """A real ``mlflow server`` with its database in ``folder``; the test skips without the venv
-    (fails under CI)."""
+def serve_mlflow(folder: Path, password: str | None = None) -> Generator[Mlflow, None, None]:
+    """A real ``mlflow server`` with its database in ``folder`` (``password``: with MLflow's
+    basic-auth app on, its admin's password); the test skips without the venv (fails under
+    CI)."""
     if not mlflow_server.MLFLOW.exists():
         if os.environ.get("CI"):
             pytest.fail(mlflow_server.MISSING)
         pytest.skip(mlflow_server.MISSING)
     try:
-        with mlflow_server.serve(folder) as server:
+        with mlflow_server.serve(folder, password) as server:
             yield server
     except MlflowFailed as exc:
         pytest.fail(str(exc))
@@ -75,3 +76,9 @@ def serve_mlflow(folder: Path) -> Generator[Mlflow, None, None]:
 def mlflow(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mlflow]:
     """An MLflow tracking server for the whole session."""
     yield from serve_mlflow(tmp_path_factory.mktemp("mlflow"))
+
+
+@pytest.fixture(scope="session")
+def mlflow_auth(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mlflow]:
+    """An MLflow tracking server with its basic-auth app on (started when a test asks for it)."""
+    yield from serve_mlflow(tmp_path_factory.mktemp("mlflow-auth"), "agent-replay-Test-Pass-1234")

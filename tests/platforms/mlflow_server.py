@@ -26,9 +26,10 @@ VERSION = "3.17.2"
 OPENAI_VERSION = "3.63.0"
 MISSING = (
     f"MLflow is not installed in {MLFLOW_VENV} (python3 -m venv .mlflow-venv && "
-    f".mlflow-venv/bin/pip install mlflow=={VERSION} openai=={OPENAI_VERSION}; .ci/run does it)"
+    f".mlflow-venv/bin/pip install mlflow[auth]=={VERSION} openai=={OPENAI_VERSION}; .ci/run does it)"
 )
 _READY_SECONDS = 120.0
+ADMIN = "admin"
 #: What the server and the agent run with besides the test's environment: no telemetry, no
 #: tracking server or key of the user's.
 QUIET = {"MLFLOW_DISABLE_TELEMETRY": "true", "DO_NOT_TRACK": "true"}
@@ -46,6 +47,7 @@ class Mlflow:
     address: str
     process: subprocess.Popen[bytes]
     started_in: float = 0.0
+    password: str | None = None  # the admin's, when the server runs MLflow's basic-auth app
 
     @property
     def base(self) -> str:
@@ -61,6 +63,8 @@ class Mlflow:
             "ORDER_SERVICE_URL": orders_url,
             "MLFLOW_ENABLE_ASYNC_TRACE_LOGGING": "false",  # logged before the script ends
         }
+        if self.password is not None:
+            env |= {"MLFLOW_TRACKING_USERNAME": ADMIN, "MLFLOW_TRACKING_PASSWORD": self.password}
         done = subprocess.run(
             [str(PYTHON), str(AGENT), self.base, experiment, question],
             env=env,
@@ -83,20 +87,35 @@ def _environment() -> dict[str, str]:
 
 
 @contextmanager
-def serve(folder: Path) -> Iterator[Mlflow]:
+def serve(folder: Path, password: str | None = None) -> Iterator[Mlflow]:
     """``mlflow server`` with its SQLite database and artifacts in ``folder``, one worker, until the
-    block ends (or a test stopped it)."""
+    block ends (or a test stopped it); with ``password``, MLflow's basic-auth app on, the user
+    `ADMIN` having that password."""
     if not MLFLOW.exists():
         raise MlflowFailed(MISSING)
     port = free_port()
     command = [str(MLFLOW), "server", "--host", "127.0.0.1", "--port", str(port)]
     command += ["--backend-store-uri", f"sqlite:///{folder / 'mlflow.db'}"]
     command += ["--default-artifact-root", str(folder / "artifacts"), "--workers", "1"]
+    env = _environment()
+    if password is not None:
+        command += ["--app-name", "basic-auth"]
+        config = folder / "basic_auth.ini"
+        config.write_text(
+            "[mlflow]\ndefault_permission = READ\n"
+            f"database_uri = sqlite:///{folder / 'auth.db'}\nadmin_username = {ADMIN}\n"
+            "authorization_function = mlflow.server.auth:authenticate_request_basic_auth\n"
+        )
+        env |= {
+            "MLFLOW_AUTH_CONFIG_PATH": str(config),
+            "MLFLOW_AUTH_ADMIN_PASSWORD": password,
+            "MLFLOW_FLASK_SERVER_SECRET_KEY": "agent-replay-tests-secret",
+        }
     log = folder / "mlflow.log"
     started = time.monotonic()
     with log.open("wb") as out:
         process = subprocess.Popen(
-            command, env=_environment(), cwd=folder, stdout=out, stderr=out, start_new_session=True
+            command, env=env, cwd=folder, stdout=out, stderr=out, start_new_session=True
         )
     try:
         while True:
@@ -112,7 +131,7 @@ def serve(folder: Path) -> Iterator[Mlflow]:
                         f"mlflow server not ready after {_READY_SECONDS:.0f} s"
                     ) from None
                 time.sleep(0.25)
-        yield Mlflow(f"127.0.0.1:{port}", process, time.monotonic() - started)
+        yield Mlflow(f"127.0.0.1:{port}", process, time.monotonic() - started, password)
     finally:
         stop(process)
 

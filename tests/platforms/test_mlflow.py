@@ -173,6 +173,43 @@ def test_import_twice_adds_nothing_the_second_time(
     assert {r["result"] for r in resumed[0]["trajectories"]} == {"unchanged"}
 
 
+def test_the_credentials_are_sent_and_missing_or_refused_ones_are_one_line(
+    mlflow_auth: Mlflow,
+    models: ModelServer,
+    runner: CliRunner,
+    store_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """MLflow's basic-auth app: the agent logs with the admin's user name and password, and import
+    sends them from the same variables MLflow's client reads."""
+    orders = OrderService()
+    try:
+        mlflow_auth.run_agent("keyed", shop.QUESTION, models.openai_url, orders.url)
+    finally:
+        orders.stop()
+    url = f"mlflow://{mlflow_auth.address}/keyed"
+    for name in ("MLFLOW_TRACKING_TOKEN", "MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD"):
+        monkeypatch.delenv(name, raising=False)
+    missing = one_line_error(invoke(runner, store_path, "import", url))
+    assert missing == (
+        f"error: MLflow at http://{mlflow_auth.address} wants an API key (HTTP 401): set "
+        "MLFLOW_TRACKING_TOKEN (or MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD)"
+    )
+    monkeypatch.setenv("MLFLOW_TRACKING_USERNAME", mlflow_server.ADMIN)
+    monkeypatch.setenv("MLFLOW_TRACKING_PASSWORD", "not-the-password")
+    refused = one_line_error(invoke(runner, store_path, "import", url))
+    assert refused.startswith(
+        f"error: MLflow at http://{mlflow_auth.address} refused the user name and password in "
+        "MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD (HTTP 401"
+    )
+    assert "not-the-password" not in refused
+    assert _stored(store_path) == []
+    assert mlflow_auth.password is not None
+    monkeypatch.setenv("MLFLOW_TRACKING_PASSWORD", mlflow_auth.password)
+    result = ok(invoke(runner, store_path, "import", url))
+    assert "1 added" in result.stdout
+
+
 def _assessments(mlflow: Mlflow, trace_id: str) -> list[dict[str, Any]]:
     info = _get(mlflow, f"/api/3.0/mlflow/traces/{trace_id}")["trace"]["trace_info"]
     found: list[dict[str, Any]] = info.get("assessments") or []
