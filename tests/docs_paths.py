@@ -191,8 +191,8 @@ def _not_there(path: PurePosixPath, shipped: set[PurePosixPath], block: Block) -
     )
     if not there:
         return f"names {path}, which the repository does not ship"
-    if block.runs and path.parts[0] not in COPIED:
-        copied = " and ".join(f"{name}/" for name in COPIED)
+    if block.runs and not any(path.is_relative_to(name) for name in COPIED):
+        copied = ", ".join(f"{name}/" for name in COPIED[:-1]) + f" and {COPIED[-1]}/"
         return (
             f"names {path}, which a page's folder does not hold (only {copied} are copied there): "
             "ship it under examples/"

@@ -220,7 +220,7 @@ agent-replay diff incident-fail FORK_ID [--json]
         "traces.jsonl, which the repository does not ship",
         "paths.md:3: `agent-replay attribute incident-fail --resamplers "
         "tests/attribution/scm/chain.py` names tests/attribution/scm/chain.py, which a "
-        "page's folder does not hold (only sample_traces/ and examples/ are copied there): "
+        "page's folder does not hold (only sample_traces/, examples/ and tests/fixtures/ are copied there): "
         "ship it under examples/",
         "paths.md:7: `python -m examples.incident.no_such_server` names "
         "examples/incident/no_such_server.py, which the repository does not ship",
