@@ -74,10 +74,21 @@ def _source_value(span: SpanRecord, source: str) -> Any:
     if source.startswith("event "):
         name, _, key = source[len("event ") :].partition(": ")
         return _event_attribute(span, name, key)
-    key = source.partition(" (")[0]
+    key, reader = _split(source)
     if key.endswith(".value"):
         return _io_value(span.attributes, key[: -len(".value")])
-    return _first(span.attributes, key)
+    value = _first(span.attributes, key)
+    if reader == "langsmith outputs)" and value is not _MISSING:
+        value = _unwrapped_outputs(maybe_json(value))
+    return value
+
+
+def _unwrapped_outputs(outputs: Any) -> Any:
+    """LangSmith's outputs object: a value that is not an object is kept as ``{"output": value}``
+    (by its SDK, and so in its OpenTelemetry export); that value."""
+    if isinstance(outputs, dict) and set(outputs) == {"output"}:
+        return outputs["output"]
+    return outputs
 
 
 def _input_messages(span: SpanRecord, vocabulary: str = "") -> list[dict[str, Any]]:

@@ -249,7 +249,7 @@ VOCABULARIES: tuple[Vocabulary, ...] = (
             "tool_name": ("gen_ai.tool.name",),
             "tool_call_id": ("gen_ai.tool.call.id",),
             "arguments": ("gen_ai.prompt",),
-            "result": ("gen_ai.completion",),
+            "result": ("gen_ai.completion (langsmith outputs)",),
             "input_messages": ("gen_ai.prompt",),
             "output_messages": ("gen_ai.completion",),
             "input_tokens": ("gen_ai.usage.input_tokens",),

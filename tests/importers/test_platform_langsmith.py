@@ -390,3 +390,17 @@ def test_langsmith_shaped_input_never_tracebacks(tmp_path: Path, document: Any, 
     lines = tmp_path / "fuzz.jsonl"
     lines.write_text(json.dumps(document) + "\n" + json.dumps(document) + "\n")
     _read_all(lines, skip)
+
+
+def test_a_result_langsmith_wrapped_is_the_tools_own_through_opentelemetry_too() -> None:
+    """LangSmith keeps a tool result that is not an object as ``{"output": value}``, in its runs and
+    in its OpenTelemetry export alike; both routes give the tool's own value."""
+    corpus = ROOT / "tests" / "fixtures" / "frameworks" / "langsmith-otel.otlp.jsonl"
+    for path in (corpus, BATCH):
+        results = {
+            step.name: step.output
+            for run in read_path(path)
+            for step in run.steps
+            if step.kind is T
+        }
+        assert isinstance(results["search_policies"], list), path
