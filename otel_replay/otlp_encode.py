@@ -47,7 +47,16 @@ from google.protobuf.message import Message
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from otel_replay._files import output_file
-from otel_replay._web import FAILURES, checked_url, moved, open_request, shown_url
+from otel_replay._web import (
+    DEADLINE_SECONDS,
+    FAILURES,
+    Bounds,
+    GaveUp,
+    checked_url,
+    moved,
+    open_request,
+    shown_url,
+)
 from otel_replay.errors import ExportError, ReplayError
 
 if TYPE_CHECKING:
@@ -184,6 +193,8 @@ _MAX_RETRY_AFTER = 5.0
 
 #: Seconds one POST may take (``OTEL_EXPORTER_OTLP_TIMEOUT``'s default).
 TIMEOUT = 10.0
+#: The largest answer an OTLP endpoint may give (a partial success is a few lines).
+_MAX_ANSWER = 16 << 20
 
 _HEADER_VARIABLES = ("OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS")
 _COMPRESSION_VARIABLES = ("OTEL_EXPORTER_OTLP_COMPRESSION", "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION")
@@ -263,11 +274,13 @@ def send_otlp(
     to: Destination,
     *,
     timeout: float = TIMEOUT,
+    deadline: float = DEADLINE_SECONDS,
     backoff: Sequence[float] = BACKOFF,
     sleep: Callable[[float], None] = time.sleep,
 ) -> Sent:
     """POST ``request`` as protobuf to ``to``; retried after each of ``backoff``'s waits while the
-    endpoint answers a retryable status. Raises `ExportError` when it cannot be reached or answers
+    endpoint answers a retryable status. Each try waits at most ``timeout`` per read and
+    ``deadline`` for its whole answer, and holds at most 16 MiB of it. Raises `ExportError` when it cannot be reached or answers
     with any other error status (or still a retryable one after the last wait)."""
     body = _serialize(request)
     headers = {"content-type": "application/x-protobuf", **dict(to.headers)}
@@ -279,8 +292,12 @@ def send_otlp(
     for attempt in range(len(backoff) + 1):
         try:
             post = urllib.request.Request(to.url, data=body, headers=headers, method="POST")
-            with open_request(post, timeout) as answer:
+            with open_request(post, Bounds(timeout, deadline, _MAX_ANSWER)) as answer:
                 return _sent(to.url, answer.status, spans, answer.headers, answer.read())
+        except GaveUp as exc:
+            raise ExportError(
+                f"the OTLP endpoint {shown} {exc.limit}: gave up", url=to.url
+            ) from None
         except urllib.error.HTTPError as refused:
             with refused:  # its answer's connection closed, whatever was read of it
                 wait = _retry_wait(refused, backoff, attempt)

@@ -8,27 +8,39 @@ cursor goes through `Pages`, which stops at a page cap and at a token given twic
 
 from __future__ import annotations
 
-import http.client
 import json
-import time
 import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Sequence
 from typing import Any
 
-from otel_replay._web import FAILURES, moved, open_request, shown_url
+from otel_replay._web import (
+    DEADLINE_SECONDS,
+    FAILURES,
+    MAX_ANSWER_BYTES,
+    TIMEOUT_SECONDS,
+    Bounds,
+    GaveUp,
+    moved,
+    open_request,
+    shown_url,
+    size,
+)
 from otel_replay.errors import ReplayError
 
-#: Seconds a request may wait for the server before it is given up.
-TIMEOUT_SECONDS = 60.0
-#: Seconds one whole answer may take to arrive, however steadily it trickles in.
-DEADLINE_SECONDS = 300.0
-#: The largest answer held in memory.
-MAX_ANSWER_BYTES = 256 << 20
+__all__ = [
+    "DEADLINE_SECONDS",
+    "MAX_ANSWER_BYTES",
+    "MAX_PAGES",
+    "TIMEOUT_SECONDS",
+    "JsonClient",
+    "NotFound",
+    "Pages",
+]
+
 #: The most pages one listing is followed for.
 MAX_PAGES = 10_000
-_CHUNK = 1 << 16
 
 
 class NotFound(ReplayError):
@@ -94,10 +106,13 @@ class JsonClient:
             headers["Content-Type"] = "application/json"
         if self._key:
             headers["Authorization"] = f"{self._scheme} {self._key}"
+        bounds = Bounds(TIMEOUT_SECONDS, self.deadline, self.max_bytes)
         try:
             request = urllib.request.Request(url, data=body, headers=headers, method=method)
-            with open_request(request, min(TIMEOUT_SECONDS, self.deadline)) as response:
-                data = self._read(response, what or f"{method} {path}")
+            with open_request(request, bounds) as response:
+                data = response.read()
+        except GaveUp as exc:
+            raise self._gave_up(exc, what or f"{method} {path}") from None
         except urllib.error.HTTPError as exc:
             with exc:  # its answer's connection closed, whatever was read of it
                 raise self._refused(exc, url) from None
@@ -115,33 +130,15 @@ class JsonClient:
                 "not JSON (is it the right address?)"
             ) from None
 
-    def _read(self, response: Any, what: str) -> bytes:
-        """The answer's body, given up past ``max_bytes`` or ``deadline``."""
-        started = time.monotonic()
-        length = response.headers.get("content-length")
-        if length is not None and length.strip().isdigit() and int(length) > self.max_bytes:
-            raise self._too_large(what)
-        chunks: list[bytes] = []
-        held = 0
-        while chunk := response.read1(_CHUNK):
-            held += len(chunk)
-            if held > self.max_bytes:
-                raise self._too_large(what)
-            if time.monotonic() - started > self.deadline:
-                raise ReplayError(
-                    f"{self.platform} at {self.base} took more than {self.deadline:g} s to "
-                    f"answer {what}: gave up"
-                )
-            chunks.append(chunk)
-        data = b"".join(chunks)
-        if length is not None and length.strip().isdigit() and held < int(length):
-            raise http.client.IncompleteRead(data, int(length) - held)
-        return data
-
-    def _too_large(self, what: str) -> ReplayError:
+    def _gave_up(self, exc: GaveUp, what: str) -> ReplayError:
+        if exc.limit.startswith("answered with more than"):
+            return ReplayError(
+                f"{self.platform} at {self.base} answered {what} with more than "
+                f"{size(self.max_bytes)}: gave up (is it the right address?)"
+            )
         return ReplayError(
-            f"{self.platform} at {self.base} answered {what} with more than "
-            f"{_size(self.max_bytes)}: gave up (is it the right address?)"
+            f"{self.platform} at {self.base} took more than {self.deadline:g} s to answer "
+            f"{what}: gave up"
         )
 
     def _refused(self, exc: urllib.error.HTTPError, url: str) -> ReplayError:
@@ -210,13 +207,6 @@ class Pages:
 
 def _a(noun: str) -> str:
     return f"an {noun}" if noun[:1].lower() in "aeiou" else f"a {noun}"
-
-
-def _size(count: int) -> str:
-    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
-        if count >= 1 << shift and count % (1 << shift) == 0:
-            return f"{count >> shift} {unit}"
-    return f"{count} bytes"
 
 
 def _detail(exc: urllib.error.HTTPError) -> str:

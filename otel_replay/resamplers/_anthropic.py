@@ -17,9 +17,11 @@ import os
 from typing import Any
 
 from otel_replay._extras import install_command
+from otel_replay._web import Bounds
 from otel_replay.errors import PluginLoadError, RegistrationError, setting
 from otel_replay.messages import assistant_message, message_text
 from otel_replay.model import Step, Trajectory
+from otel_replay.resamplers._bounded import MAX_MODEL_ANSWER_BYTES, bounded_client
 from otel_replay.resamplers._context import RolloutContext
 from otel_replay.resamplers._openai import (
     RESPONSES_USAGE,
@@ -53,6 +55,9 @@ class AnthropicMessagesModel:
             api_key=os.environ.get("ANTHROPIC_API_KEY") or "not-needed",
             max_retries=options.max_retries,
             timeout=options.timeout_s,
+            http_client=bounded_client(
+                Bounds(options.timeout_s, options.timeout_s, MAX_MODEL_ANSWER_BYTES), "anthropic"
+            ),
         )
         self._errors: tuple[type[Exception], ...] = (
             anthropic.APIStatusError,

@@ -22,9 +22,11 @@ from enum import Enum
 from typing import Any
 
 from otel_replay._extras import install_command
+from otel_replay._web import Bounds, shown_url
 from otel_replay.errors import PluginLoadError, RegistrationError, setting
 from otel_replay.messages import assistant_message, conversation, message_text
 from otel_replay.model import Step, StepKind, Trajectory
+from otel_replay.resamplers._bounded import MAX_MODEL_ANSWER_BYTES, bounded_client, gave_up
 from otel_replay.resamplers._context import RolloutContext
 from otel_replay.resamplers._draws import noted_tokens
 from otel_replay.transcript import chained, rebuilt
@@ -54,7 +56,8 @@ class ChatModelOptions:
         temperature: 1.0 by default: at 0 a model answers the same every time, and resampling it
             changes nothing.
         max_retries: retries (with backoff) of a rate-limited or failed request.
-        timeout_s: how long one request may take.
+        timeout_s: how long one request may take, its answer whole (its answer holds at most
+            32 MiB).
         source: which API the model speaks (``--llm openai`` or ``--llm anthropic``).
     """
 
@@ -243,12 +246,17 @@ def openai_client(
         api_key=os.environ.get("OPENAI_API_KEY") or "not-needed",
         max_retries=max_retries,
         timeout=timeout_s,
+        http_client=bounded_client(Bounds(timeout_s, timeout_s, MAX_MODEL_ANSWER_BYTES), "openai"),
     )
     return client, (openai.APIStatusError, openai.APIConnectionError)
 
 
 def failed_request(base_url: str | None, exc: Exception) -> str:
-    """What a request that still failed after its retries ran into: the server, and what it said."""
+    """What a request that still failed after its retries ran into: the server, and what it said
+    (or the bound it was given up at: its deadline, its size cap)."""
+    bound = gave_up(exc)
+    if bound is not None:
+        return f"{shown_url(base_url) if base_url else 'the OpenAI API'} {bound.limit}: gave up"
     status = getattr(exc, "status_code", None)
     said = f"answered {status}" if status is not None else "could not be reached"
     return f"{base_url or 'the OpenAI API'} {said}: {_reason(exc)}"
