@@ -33,8 +33,9 @@ line's option (``--swap-model gpt-4o``). The library names the concept; the comm
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -59,15 +60,36 @@ __all__ = [
     "UnservableError",
     "VerifierError",
     "preview",
+    "quoting_through",
     "setting",
     "settings_as_options",
 ]
 
 
 def preview(value: object, limit: int = 60) -> str:
-    """``repr(value)``, cut to ``limit`` characters: how messages show an offending value."""
+    """``repr(value)``, cut to ``limit`` characters: how messages show an offending value; while
+    `quoting_through` is in force, redacted before it is cut (a secret cut short would no longer
+    be matched)."""
     text = repr(value)
+    scrub = _QUOTING.get()
+    if scrub is not None:
+        text = scrub(text)
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+#: How `preview` passes what it quotes: the redaction an import or a request is read under.
+_QUOTING: ContextVar[Callable[[str], str] | None] = ContextVar("quoting", default=None)
+
+
+@contextmanager
+def quoting_through(scrub: Callable[[str], str]) -> Iterator[None]:
+    """While in force (in this thread or task), `preview` passes what it quotes through ``scrub``
+    (``import --redact`` and ``serve --redact`` read under their patterns)."""
+    token = _QUOTING.set(scrub)
+    try:
+        yield
+    finally:
+        _QUOTING.reset(token)
 
 
 _NO_VALUE: Any = object()

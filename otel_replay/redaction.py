@@ -18,9 +18,10 @@ matched again.
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from otel_replay.errors import ReplayError, setting
 from otel_replay.model import Trajectory
@@ -30,11 +31,14 @@ __all__ = [
     "REDACTED",
     "Redactor",
     "patterns_of",
+    "redact_error",
     "redact_run",
     "with_patterns",
 ]
 
 REDACTED = "[REDACTED]"
+
+E = TypeVar("E", bound=BaseException)
 
 # A token's characters: what keys and tokens are written with (base64, base64url, dots of a JWT).
 _TOKEN = r"[A-Za-z0-9._~+/=-]"
@@ -70,8 +74,19 @@ COMMON_SECRET_PATTERNS: tuple[str, ...] = (
 
 class Redactor:
     """Replaces text matching any of ``patterns`` (regular expressions) with ``[REDACTED]`` in every
-    string of a JSON value (object keys are left as they are); with no patterns, returns the value
-    itself. A pattern that does not compile is a `ReplayError` naming it."""
+    string of a JSON value, object keys included; with no patterns, returns the value itself. A
+    pattern that does not compile is a `ReplayError` naming it.
+
+    Three rules make a value redacted the same however it arrives (parsed, or as JSON text inside a
+    string, as a span attribute holds a tool's arguments):
+
+    * a string that is JSON text (an object or an array) and holds a match is parsed, redacted as a
+      value and written back as JSON text, so its keys are redacted as keys are;
+    * an object's string value is matched with its key in front (``Authorization: Token …``), as
+      the same pair is matched in JSON or header text;
+    * two keys that redact to the same text both stay: the later one takes a numbered suffix,
+      ``[REDACTED] (2)``, ``[REDACTED] (3)``, the first number no other key of the object has.
+    """
 
     def __init__(self, patterns: Iterable[str]) -> None:
         self.patterns = tuple(patterns)
@@ -89,9 +104,9 @@ class Redactor:
         if not self._compiled:
             return value
         if isinstance(value, str):
-            return self.text(value)
+            return self.string(value)
         if isinstance(value, dict):
-            return {key: self(item) for key, item in value.items()}
+            return self._object(value)
         if isinstance(value, list):
             return [self(item) for item in value]
         return value
@@ -104,6 +119,66 @@ class Redactor:
                 continue
             text = REDACTED.join(pattern.sub(_replaced, piece) for piece in text.split(REDACTED))
         return text
+
+    def string(self, text: str) -> str:
+        """``text`` redacted; JSON text (an object or an array) redacted as the value it holds."""
+        redacted = self.text(text)
+        if redacted == text or text.lstrip()[:1] not in ("{", "["):
+            return redacted
+        try:
+            value = json.loads(text)
+        except (ValueError, RecursionError):
+            return redacted
+        if not isinstance(value, dict | list):
+            return redacted
+        structured = self(value)
+        written = json.dumps(structured, ensure_ascii=False)
+        try:
+            written.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate the text escaped: escaped it stays
+            written = json.dumps(structured)
+        written = self.text(written)
+        # a pattern written against the text as it was (its spacing, its escapes) may match what
+        # the value written again no longer shows: then the text redacted as text is kept
+        return redacted if any(found in written for found in self._found(text)) else written
+
+    def _found(self, text: str) -> list[str]:
+        """What the patterns match in ``text`` (each ``secret`` group, or the whole match)."""
+        found = []
+        for pattern in self._compiled:
+            group = "secret" if "secret" in pattern.groupindex else 0
+            found += [m.group(group) for m in pattern.finditer(text) if m.group(group)]
+        return found
+
+    def _object(self, value: dict[Any, Any]) -> dict[Any, Any]:
+        keys = [self.text(key) if isinstance(key, str) else key for key in value]
+        taken = {key for key, new in zip(value, keys, strict=True) if key == new}
+        redacted: dict[Any, Any] = {}
+        for (key, item), new in zip(value.items(), keys, strict=True):
+            if new != key:
+                new = _unclaimed(new, taken)
+                taken.add(new)
+            redacted[new] = self._paired(key, item) if isinstance(key, str) else self(item)
+        return redacted
+
+    def _paired(self, key: str, item: Any) -> Any:
+        """``item`` redacted, a string matched with its key in front (``key: item``) too."""
+        item = self(item)
+        if not isinstance(item, str):
+            return item
+        prefix = f"{key}: "
+        paired = self.text(prefix + item)
+        return paired[len(prefix) :] if paired.startswith(prefix) else item
+
+
+def _unclaimed(name: Any, taken: set[Any]) -> Any:
+    """``name``, or with the first numbered suffix no key in ``taken`` has."""
+    if name not in taken:
+        return name
+    number = 2
+    while f"{name} ({number})" in taken:
+        number += 1
+    return f"{name} ({number})"
 
 
 def _replaced(match: re.Match[str]) -> str:
@@ -153,3 +228,12 @@ def redact_run(run: Trajectory, patterns: Sequence[str]) -> Trajectory:
     metadata["redact"] = with_patterns(patterns_of(run), scrub.patterns)
     spans = [dataclasses.replace(node, name=scrub.text(node.name)) for node in run.spans]
     return Trajectory.build(run.id, steps, outcome=run.outcome, metadata=metadata, spans=spans)
+
+
+def redact_error(exc: E, patterns: Sequence[str]) -> E:
+    """``exc`` with ``patterns`` applied to its message (what user code's exception text or a trace
+    puts in it), in place: raise it again and its type and attributes are what they were."""
+    scrub = Redactor(patterns)
+    if scrub:
+        exc.args = tuple(scrub.text(a) if isinstance(a, str) else a for a in exc.args)
+    return exc

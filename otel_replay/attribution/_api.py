@@ -57,8 +57,9 @@ from otel_replay.attribution._variation import (
     varied_steps,
     with_variation,
 )
-from otel_replay.errors import AttributionError, VerifierError, setting
+from otel_replay.errors import AttributionError, ReplayError, VerifierError, setting
 from otel_replay.model import StepKind, Trajectory
+from otel_replay.redaction import patterns_of, redact_error
 from otel_replay.replay import Plan
 from otel_replay.replay._rollout import Rollout, score
 from otel_replay.replayable import check_attributable
@@ -117,6 +118,21 @@ def attribute(
     every step is resamplable (its live code re-runs it). ``shipper`` runs the rollouts elsewhere
     (see `otel_replay.attribution.attribute_stored`'s executor); the results are the same.
     """
+    try:
+        return _attribute(trajectory, registry, config, progress, driver, spending, shipper)
+    except ReplayError as exc:  # it may quote user code's exception text: redacted as the run is
+        raise redact_error(exc, patterns_of(trajectory)) from exc.__cause__
+
+
+def _attribute(
+    trajectory: Trajectory,
+    registry: Registry,
+    config: AttributionConfig | None,
+    progress: Progress | None,
+    driver: Callable[[Plan, int], Rollout] | None,
+    spending: Spending | None,
+    shipper: Shipper | None,
+) -> AttributionResult:
     config = config or AttributionConfig()
     check_attributable(trajectory)  # a run nothing of can be re-run or served: said, not tried
     started = time.perf_counter()

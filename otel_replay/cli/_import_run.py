@@ -21,10 +21,11 @@ from otel_replay.cli._common import (
     shown,
     trajectory_table,
 )
-from otel_replay.errors import ReplayError, TraceFormatError
+from otel_replay.errors import ReplayError, TraceFormatError, quoting_through
 from otel_replay.importers import Format, ReadOptions, read_path
 from otel_replay.ingest import IngestResult, ingest
 from otel_replay.model import Trajectory, is_failure
+from otel_replay.redaction import Redactor
 from otel_replay.store import Store
 
 _PROGRESS_MIN_BYTES = 4 * 1024 * 1024
@@ -66,8 +67,10 @@ def import_file(
     store: Store, path: Path, fmt: Format, options: ReadOptions, redact: Sequence[str] = ()
 ) -> FileResult:
     """Import one file in one transaction; on error nothing of it is kept. ``redact``: patterns
-    applied to every run before it is stored (`otel_replay.ingest`)."""
-    return _imported(store, path, read_path(path, fmt, options), options, redact)
+    applied to every run before it is stored (`otel_replay.ingest`), and to what an error quotes
+    of the file."""
+    with quoting_through(Redactor(redact).text):
+        return _imported(store, path, read_path(path, fmt, options), options, redact)
 
 
 def import_platforms(
@@ -100,10 +103,11 @@ def import_platforms(
                 def said(line: str) -> None:
                     status.update(Text(printable(line)))
 
-                traces = platform.read(url, since_ns, options, said)
-                results.append(_imported(db, url, traces, options, redact))
+                with quoting_through(Redactor(redact).text):
+                    traces = platform.read(url, since_ns, options, said)
+                    results.append(_imported(db, url, traces, options, redact))
         except ReplayError as exc:
-            print_error(exc)
+            print_error(Redactor(redact).text(str(exc)))  # it may quote what the server sent
             imported = sum(1 for r in results if r.rows)
             if imported:  # the error says what failed; this, what the store keeps
                 earlier = plural(imported, "earlier address", "earlier addresses")
@@ -145,6 +149,10 @@ def _imported(
     missing = options.missing_outcome()
     if missing is not None:
         result.warnings.append(f"{source}: {missing}")
+    # what the messages quote of the traces is redacted as the runs are
+    scrub = Redactor(redact)
+    result.skipped = [scrub.text(line) for line in result.skipped]
+    result.warnings = [scrub.text(line) for line in result.warnings]
     return result
 
 
@@ -186,21 +194,29 @@ def import_files(
                 results.append(import_file(db, path, fmt, options, redact))
             except TraceFormatError as exc:
                 if not skip_invalid:
-                    _stop(progress, results, path, exc)
-                results.append(FileResult(path, skipped=[str(exc)]))  # the whole file, listed
+                    _stop(progress, results, path, exc, redact)
+                skipped = [Redactor(redact).text(str(exc))]  # the whole file, listed
+                results.append(FileResult(path, skipped=skipped))
             except ReplayError as exc:
-                _stop(progress, results, path, exc)
+                _stop(progress, results, path, exc, redact)
             done += path.stat().st_size
     return results
 
 
-def _stop(progress: Progress, results: list[FileResult], path: Path, exc: ReplayError) -> NoReturn:
-    """The first file that cannot be imported ends the import, saying what earlier files brought."""
+def _stop(
+    progress: Progress,
+    results: list[FileResult],
+    path: Path,
+    exc: ReplayError,
+    redact: Sequence[str],
+) -> NoReturn:
+    """The first file that cannot be imported ends the import, saying what earlier files brought;
+    what its error quotes of the file is redacted with ``redact``."""
     progress.stop()
     imported = sum(1 for r in results if r.rows)
     were = "was" if imported == 1 else "were"
     note = f"; {plural(imported, 'earlier file')} {were} imported" if imported else ""
-    print_error(exc)
+    print_error(Redactor(redact).text(str(exc)))
     err_console.print(printable(f"nothing from {path} was imported{note}"), markup=False)
     raise typer.Exit(1)
 

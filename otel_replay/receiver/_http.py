@@ -29,7 +29,7 @@ import orjson
 from google.protobuf.json_format import MessageToJson
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
-from otel_replay.errors import ReplayError, TraceFormatError, setting
+from otel_replay.errors import ReplayError, TraceFormatError, quoting_through, setting
 from otel_replay.importers._request import spans_of_request
 from otel_replay.ingest import Ingested
 from otel_replay.receiver._framing import (
@@ -144,7 +144,8 @@ class _Handler(BaseHTTPRequestHandler):
                     f"Content-Type {media or '(none)'!r}: send {PROTOBUF} or {JSON}",
                 )
             body = self._body(length, receiver.max_body_bytes)
-            spans, rejected = spans_of_request(body, json=json)
+            with quoting_through(receiver.intake.scrub.text):  # what a refusal quotes
+                spans, rejected = spans_of_request(body, json=json)
             stored = receiver.intake.receive(spans, untraced_id(body))
         except Refused as exc:
             self.close_connection = True  # what is left of the body must not be read as a request
@@ -159,7 +160,7 @@ class _Handler(BaseHTTPRequestHandler):
         response = ExportTraceServiceResponse()
         if rejected:
             response.partial_success.rejected_spans = len(rejected)
-            response.partial_success.error_message = str(rejected[0])
+            response.partial_success.error_message = receiver.intake.scrub.text(str(rejected[0]))
         self._answer(HTTPStatus.OK, _encoded(response, json), json)
         self._told(HTTPStatus.OK, _summary(len(spans), len(rejected), stored))
 
@@ -223,8 +224,10 @@ class _Handler(BaseHTTPRequestHandler):
     def _answer_status(
         self, status: HTTPStatus, message: str, json: bool, *, retry: bool = False
     ) -> None:
-        """An error, as the ``google.rpc.Status`` OTLP/HTTP sends with one."""
+        """An error, as the ``google.rpc.Status`` OTLP/HTTP sends with one; what it quotes of the
+        request redacted with ``serve --redact``'s patterns, as the stored runs are."""
         code = _RPC_CODES.get(status, 2)  # UNKNOWN
+        message = self.server.receiver.intake.scrub.text(message)
         if json:
             body = orjson.dumps({"code": code, "message": message})
         else:

@@ -75,6 +75,12 @@ class Intake:
         each span as it arrives, and each run built (its metadata keeps the patterns)."""
         self._scrub = Redactor(patterns)
 
+    @property
+    def scrub(self) -> Redactor:
+        """The patterns every run received is redacted with (none: a redactor that changes
+        nothing); what an answer quotes of a request is redacted with them too."""
+        return self._scrub
+
     def start(self) -> None:
         """Open the store on the writer thread; raises what opening it raised."""
         self._thread.start()
