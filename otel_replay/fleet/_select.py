@@ -2,8 +2,10 @@
 
 ``--where`` is a small language over the run list's columns, never SQL: conditions joined by
 ``and``, each ``FIELD OP VALUE`` with FIELD one of `FIELDS`, OP one of ``< <= > >= = != ~`` (``~``:
-the value is a regular expression searched in the field) and VALUE a number or a string (quoted
-or bare). A run whose field is unknown (no outcome) matches no comparison on it.
+the value is a regular expression searched in the field, in RE2's syntax: `otel_replay._regex`)
+and VALUE a number or a string (quoted or bare). A run whose field is unknown (no outcome) matches
+no comparison on it. A filter holds at most the store's `MAX_FILTER` characters and
+`MAX_CONDITIONS` conditions.
 """
 
 from __future__ import annotations
@@ -16,8 +18,10 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
+from otel_replay._regex import PatternError, compiled, searches
 from otel_replay.errors import ReplayError, setting
 from otel_replay.store import Store
+from otel_replay.store._query import MAX_CONDITIONS, MAX_FILTER
 from otel_replay.store._trajectories import TrajectorySummary
 
 #: The fields ``--where`` reads, and where each comes from.
@@ -39,7 +43,7 @@ _OPERATORS: dict[str, Callable[[Any, Any], bool]] = {
     "<": operator.lt,
     ">": operator.gt,
     "=": operator.eq,
-    "~": lambda field, pattern: re.search(pattern, str(field)) is not None,
+    "~": lambda field, pattern: searches(pattern, str(field)),
 }
 _CONDITION = re.compile(
     r"\s*(?P<field>[a-z_]+)\s*(?P<op><=|>=|!=|==|<|>|=|~)\s*"
@@ -52,7 +56,23 @@ Condition = Callable[[TrajectorySummary], bool]
 
 def parse_where(text: str) -> Condition:
     """``--where`` as a test of one run; a mistake is an error naming the part not understood."""
-    conditions = [_condition(part, text) for part in re.split(r"\s+and\s+", text.strip()) if part]
+    if len(text) > MAX_FILTER:
+        raise ReplayError(
+            f"{setting('where')}: the filter is too long ({len(text):,} characters; at most "
+            f"{MAX_FILTER:,})"
+        )
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ReplayError(
+            f"{setting('where', text, quoted=True)}: holds bytes that are not UTF-8"
+        ) from None
+    parts = [part for part in re.split(r"\s+and\s+", text.strip()) if part]
+    if len(parts) > MAX_CONDITIONS:
+        raise ReplayError(
+            f"{setting('where')}: the filter has too many conditions (at most {MAX_CONDITIONS})"
+        )
+    conditions = [_condition(part, text) for part in parts]
     if not conditions:
         raise ReplayError(
             f"{setting('where', text, quoted=True)} holds no condition (e.g. 'outcome < 0.5')"
@@ -77,11 +97,11 @@ def _condition(part: str, whole: str) -> Condition:
     value: Any = raw
     if op == "~":
         try:
-            re.compile(raw)
-        except re.error as exc:
+            compiled(raw)
+        except PatternError as exc:
             raise ReplayError(
-                f"{setting('where', whole, quoted=True)}: {raw!r} is not a regular expression "
-                f"({exc})"
+                f"{setting('where', whole, quoted=True)}: {raw!r} is not a regular expression: "
+                f"{exc}"
             ) from None
     elif field in ("outcome", "steps", "start"):
         try:

@@ -2,13 +2,14 @@
 
 `answer_verifier` scores a trajectory 1.0 when its `Trajectory.final_answer` matches the success
 pattern (when given) and does not match the failure pattern (when given), else 0.0; a run without a
-final answer fails. Patterns are Python regular expressions, searched anywhere in the answer.
+final answer fails. Patterns are regular expressions in RE2's syntax (`otel_replay._regex`: a
+model's answer is searched in time linear in its length, whatever the pattern), searched anywhere
+in the answer.
 """
 
 from __future__ import annotations
 
-import re
-
+from otel_replay._regex import PatternError, compiled, searches
 from otel_replay.errors import RegistrationError, setting
 from otel_replay.model import Trajectory
 
@@ -35,9 +36,9 @@ class AnswerVerifier:
         answer = trajectory.final_answer
         if answer is None:
             return 0.0
-        if self._success is not None and not self._success.search(answer):
+        if self._success is not None and not searches(self._success, answer):
             return 0.0
-        if self._failure is not None and self._failure.search(answer):
+        if self._failure is not None and searches(self._failure, answer):
             return 0.0
         return 1.0
 
@@ -48,12 +49,14 @@ def answer_verifier(success_if: str | None = None, fail_if: str | None = None) -
     return AnswerVerifier(success_if, fail_if)
 
 
-def _compiled(pattern: str | None, name: str) -> re.Pattern[str] | None:
+def _compiled(pattern: str | None, name: str) -> str | None:
+    """``pattern`` once checked (RE2 keeps it compiled, `otel_replay._regex.compiled`)."""
     if pattern is None:
         return None
     try:
-        return re.compile(pattern)
-    except re.error as exc:
+        compiled(pattern)
+    except PatternError as exc:
         raise RegistrationError(
             f"{setting(name, pattern, quoted=True)} is not a regular expression: {exc}"
         ) from None
+    return pattern

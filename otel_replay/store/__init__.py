@@ -15,11 +15,15 @@ unchanged, merged or replaced is decided one floor up, in `otel_replay.ingest`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import sqlite3
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from otel_replay.store._connection import connect, default_store_path
 from otel_replay.store._pending import PendingSpans
+from otel_replay.store._query import QueryTimeout
 from otel_replay.store._reports import Reports
 from otel_replay.store._trajectories import Trajectories
 
@@ -54,3 +58,21 @@ class Store(Trajectories, PendingSpans, Reports):
         path = Path(path) if path is not None else default_store_path()
         db, tables = connect(path, create=create, read_only=read_only, on_wait=on_wait)
         return cls(db, path, tables, on_wait)
+
+    @contextmanager
+    def time_limit(self, seconds: float) -> Iterator[None]:
+        """Queries made inside take ``seconds`` in all: SQLite interrupts one still running then
+        (its progress handler, which runs while the query does, whatever the query), and it
+        raises `QueryTimeout`. A reader's bound on one question (a viewer's page)."""
+        deadline = time.monotonic() + seconds
+        self._db.set_progress_handler(lambda: time.monotonic() > deadline, 1_000)
+        try:
+            yield
+        except sqlite3.OperationalError:
+            if time.monotonic() <= deadline:
+                raise
+            raise QueryTimeout(
+                f"the store did not answer within {seconds:g} s (a narrower filter answers sooner)"
+            ) from None
+        finally:
+            self._db.set_progress_handler(None, 0)

@@ -15,10 +15,13 @@ outcome) matches no comparison on it. What ``list`` and the viewer add:
   conditions).
 
 Every value reaches SQLite as a bound parameter, never as SQL text; what the language does not
-read is a `QueryError` naming the part. An order is a key and a direction (``steps:desc``);
-``newest`` and ``oldest`` name the start time's two directions. Every order ends on the run id, so
-a page boundary is the same however often it is asked, and a cursor (``after``: a run id) is read
-in the same order. Runs with no start time (or no outcome) sort as the smallest.
+read is a `QueryError` naming the part. A ``~`` pattern is RE2's (`otel_replay._regex`: time
+linear in the text, whatever the pattern), and a filter is at most `MAX_FILTER` characters and
+`MAX_CONDITIONS` conditions (a page's offset and size at most `MAX_ROWS`): past those, SQLite
+would refuse the query as if the store were damaged. An order is a key and a direction
+(``steps:desc``); ``newest`` and ``oldest`` name the start time's two directions. Every order ends
+on the run id, so a page boundary is the same however often it is asked, and a cursor (``after``:
+a run id) is read in the same order. Runs with no start time (or no outcome) sort as the smallest.
 """
 
 from __future__ import annotations
@@ -26,12 +29,17 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from otel_replay._regex import PatternError, compiled, searches
 from otel_replay.errors import StoreError, setting
 from otel_replay.model import FAIL_THRESHOLD
 
 
 class QueryError(StoreError, ValueError):
     """A filter or an order the store cannot read; the message names the part it could not."""
+
+
+class QueryTimeout(StoreError):
+    """A query interrupted at its time limit (`otel_replay.store.Store.time_limit`)."""
 
 
 #: The columns a filter reads, by the names users write (`otel_replay.fleet._select.FIELDS`).
@@ -55,6 +63,12 @@ SORTS = {
     "id": ("id", "asc"),
 }
 DEFAULT_SORT = "newest"
+#: The longest filter (and the longest search) read, in characters.
+MAX_FILTER = 10_000
+#: The most conditions (search words included) one filter holds.
+MAX_CONDITIONS = 100
+#: The largest offset or page size: SQLite's largest integer.
+MAX_ROWS = 2**63 - 1
 
 _VALUE = r"""'[^']*'|"[^"]*"|[^\s'"]+"""
 _CONDITION = re.compile(
@@ -75,8 +89,8 @@ _HOW = (
 
 
 def regexp(pattern: str, value: object) -> bool | None:
-    """SQLite's ``value REGEXP pattern``: `re.search` in the value's text, as the fleet's ``~``."""
-    return None if value is None else re.search(pattern, str(value)) is not None
+    """SQLite's ``value REGEXP pattern``: RE2's search in the value's text, as the fleet's ``~``."""
+    return None if value is None else searches(pattern, str(value))
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +124,14 @@ def parse_filter(text: str | None, search: str | None = None) -> Filter:
     conditions: list[str] = []
     params: list[object] = []
     position, text = 0, text or ""
+    for name, given in (("where", text), ("search", search or "")):
+        if len(given) > MAX_FILTER:
+            raise QueryError(
+                f"{setting(name)}: the filter is too long ({len(given):,} characters; at most "
+                f"{MAX_FILTER:,})"
+            )
+        if not _is_text(given):
+            raise QueryError(f"{setting(name, given, quoted=True)}: holds bytes that are not UTF-8")
     while True:
         while position < len(text) and text[position].isspace():
             position += 1
@@ -121,6 +143,10 @@ def parse_filter(text: str | None, search: str | None = None) -> Filter:
         position = found.end()
         if found.group().lower() == "and":
             continue
+        if len(conditions) == MAX_CONDITIONS:
+            raise QueryError(
+                f"{setting('where')}: the filter has too many conditions (at most {MAX_CONDITIONS})"
+            )
         sql, values = _condition(found, text)
         conditions.append(sql)
         params.extend(values)
@@ -154,10 +180,10 @@ def _condition(found: re.Match[str], text: str) -> tuple[str, tuple[object, ...]
         return f"{column} GLOB ?", (_glob_escaped(raw) + "*",)
     if op == "~":
         try:
-            re.compile(raw)
-        except re.error as exc:
+            compiled(raw)
+        except PatternError as exc:
             raise QueryError(
-                f"{_where(text)}: {raw!r} is not a regular expression ({exc})"
+                f"{_where(text)}: {raw!r} is not a regular expression: {exc}"
             ) from None
         return f"{column} REGEXP ?", (raw,)
     value: object = raw
@@ -169,6 +195,15 @@ def _condition(found: re.Match[str], text: str) -> tuple[str, tuple[object, ...]
         if value != value:  # NaN: every comparison false, silently
             raise QueryError(f"{_where(text)}: {field} is a number, got {raw!r}")
     return f"{column} {_SQL_OPS.get(op, op)} ?", (value,)
+
+
+def check_page(limit: int | None, offset: int) -> None:
+    """A page's size (None: every run) and offset as SQLite can take them; a `QueryError` names a
+    bad one."""
+    if limit is not None and not 0 <= limit <= MAX_ROWS:
+        raise QueryError(f"{setting('limit', limit)}: a page holds 0 to {MAX_ROWS:,} runs")
+    if not 0 <= offset <= MAX_ROWS:
+        raise QueryError(f"{setting('offset', offset)}: a page starts at run 0 to {MAX_ROWS:,}")
 
 
 def parse_sort(text: str | None) -> Order:
@@ -186,6 +221,16 @@ def parse_sort(text: str | None) -> Order:
             f"{setting('sort', text, quoted=True)}: the direction is asc or desc, not {way!r}"
         )
     return Order(column, (way or default) == "desc", text)
+
+
+def _is_text(value: str) -> bool:
+    """Whether ``value`` is Unicode text SQLite can hold (no lone surrogate: the undecodable bytes
+    of a command line's argument are kept as such)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _like_escaped(value: str) -> str:

@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from otel_replay.errors import NotFoundError, StoreError, setting
+from otel_replay.errors import NotFoundError, StoreError
 from otel_replay.hashing import canonical_json, digest
 from otel_replay.model import SpanNode, Step, Trajectory
 from otel_replay.replayable import replayability
@@ -37,7 +37,7 @@ from otel_replay.store._connection import (
     read_inputs,
     task_text,
 )
-from otel_replay.store._query import Order, QueryError, parse_filter, parse_sort, regexp
+from otel_replay.store._query import Order, check_page, parse_filter, parse_sort, regexp
 
 
 @dataclass(frozen=True, slots=True)
@@ -340,10 +340,7 @@ class Trajectories(Connected):
         conditions). A bad filter or order is a `QueryError` before anything is read."""
         chosen, order = parse_filter(where, search), parse_sort(sort)
         self._db.create_function("regexp", 2, regexp, deterministic=True)
-        if limit is not None and limit < 0:
-            raise QueryError(f"{setting('limit', limit)}: a page holds 0 runs or more")
-        if offset < 0:
-            raise QueryError(f"{setting('offset', offset)}: a page starts at run 0 or later")
+        check_page(limit, offset)
         condition, params = chosen.sql, list(chosen.params)
         if after is not None:
             cursor, cursor_params = self._after(order, self.resolve(after))

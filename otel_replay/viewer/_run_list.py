@@ -15,7 +15,7 @@ from urllib.parse import parse_qs, urlencode
 
 from otel_replay.report._page import esc, page
 from otel_replay.store import Store
-from otel_replay.store._query import SORTS, parse_filter, parse_sort
+from otel_replay.store._query import MAX_ROWS, SORTS, check_page, parse_filter, parse_sort
 from otel_replay.store._trajectories import TrajectorySummary
 from otel_replay.viewer._pages import nav, outcome_class, outcome_text, run_link, utc
 
@@ -39,15 +39,18 @@ class ListQuery:
 
     @classmethod
     def read(cls, query: str) -> ListQuery:
-        """The question in a query string (a value that is not one is left out, never guessed)."""
+        """The question in a query string (a value that is not one is left out, never guessed; an
+        offset of more digits than SQLite's integers have is kept as one past the largest, which
+        the store refuses)."""
         values = {k: v[0].strip() for k, v in parse_qs(query).items() if v}
         offset = values.get("offset", "0")
+        digits = offset.isascii() and offset.isdigit()
         return cls(
             q=values.get("q", ""),
             outcome=values.get("outcome", "") if values.get("outcome") in _OUTCOMES else "",
             where=values.get("where", ""),
             sort=values.get("sort", ""),
-            offset=int(offset) if offset.isdigit() else 0,
+            offset=min(int(offset.lstrip("0")[:20] or "0"), MAX_ROWS + 1) if digits else 0,
         )
 
     @property
@@ -67,7 +70,8 @@ def run_list_page(store: Store, query: str = "") -> str:
     """A page of the runs the address asks for, newest first unless it names an order. A filter or
     order the store cannot read raises its `QueryError` (the server answers 400 with the form)."""
     asked = ListQuery.read(query)
-    parse_filter(asked.where), parse_sort(asked.sort or None)  # a bad one fails before reading
+    parse_filter(asked.where, asked.q), parse_sort(asked.sort or None)  # a bad one fails first
+    check_page(PAGE_SIZE, asked.offset)
     total = store.count_runs(asked.filter, search=asked.q)
     runs = list(
         store.runs(

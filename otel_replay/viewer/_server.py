@@ -13,6 +13,11 @@
   ``Cache-Control: no-store`` (pages hold prompts).
 * Bound to a loopback address, it answers only requests whose ``Host`` names a loopback address,
   so a web page in the same browser cannot reach it through a DNS name that points here.
+* No request can hold the viewer: each runs on a thread of its own, its filter's patterns are RE2's
+  (time linear in the text searched: `otel_replay._regex`), its filter is bounded in length and
+  conditions (`otel_replay.store._query`), and SQLite interrupts its queries after
+  `REQUEST_SECONDS` (503, the form to narrow the filter). Nothing holds the interpreter's lock for
+  long, so the command's SIGTERM and Ctrl-C handlers run while a page is being made.
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from otel_replay.errors import NotFoundError, ReplayError, setting
 from otel_replay.store import Store
-from otel_replay.store._query import QueryError
+from otel_replay.store._query import QueryError, QueryTimeout
 from otel_replay.viewer._compare import diff_page
 from otel_replay.viewer._pages import error_page, report_page, run_page
 from otel_replay.viewer._run_list import query_form_page, run_list_page
@@ -44,6 +49,8 @@ CONTENT_SECURITY_POLICY = (
 )
 #: How long a connection may sit silent before its thread gives up on it.
 IDLE_SECONDS = 10.0
+#: How long the store's queries for one page may take before SQLite interrupts them.
+REQUEST_SECONDS = 10.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,9 +62,10 @@ class Answer:
     location: str | None = None
 
 
-def answer(store_path: Path, target: str) -> Answer:
+def answer(store_path: Path, target: str, seconds: float = REQUEST_SECONDS) -> Answer:
     """The answer to ``GET target`` (a request line's path and query) over the store at
-    ``store_path``. Raises only what is not the request's fault (a bug)."""
+    ``store_path``, its queries interrupted after ``seconds``. Raises only what is not the
+    request's fault (a bug)."""
     path, _, query = target.partition("?")
     if not path.startswith("/"):
         return _not_found(f"{path!r} is not a path here")
@@ -68,13 +76,13 @@ def answer(store_path: Path, target: str) -> Answer:
     try:
         match parts:
             case [""]:
-                return _with_store(store_path, lambda db: run_list_page(db, query))
+                return _with_store(store_path, seconds, lambda db: run_list_page(db, query))
             case ["run", run_id]:
-                return _with_store(store_path, lambda db: run_page(db, run_id))
+                return _with_store(store_path, seconds, lambda db: run_page(db, run_id))
             case ["run", run_id, "report", digest] if is_config_digest(digest):
-                return _with_store(store_path, lambda db: report_page(db, run_id, digest))
+                return _with_store(store_path, seconds, lambda db: report_page(db, run_id, digest))
             case ["diff", left, right]:
-                return _with_store(store_path, lambda db: diff_page(db, left, right))
+                return _with_store(store_path, seconds, lambda db: diff_page(db, left, right))
             case ["diff", left]:
                 other = (parse_qs(query).get("with") or [""])[0].strip()
                 if not is_run_id(other):
@@ -84,6 +92,10 @@ def answer(store_path: Path, target: str) -> Answer:
         return _not_found(str(exc))
     except QueryError as exc:
         return Answer(HTTPStatus.BAD_REQUEST, query_form_page(query, str(exc)))
+    except QueryTimeout as exc:
+        if parts == [""]:
+            return Answer(HTTPStatus.SERVICE_UNAVAILABLE, query_form_page(query, str(exc)))
+        return Answer(HTTPStatus.SERVICE_UNAVAILABLE, error_page("Too slow", str(exc)))
     except (ReplayError, sqlite3.DatabaseError) as exc:
         return Answer(
             HTTPStatus.INTERNAL_SERVER_ERROR, error_page("The store cannot be read", str(exc))
@@ -91,8 +103,8 @@ def answer(store_path: Path, target: str) -> Answer:
     return _not_found(f"there is no page at {path}")
 
 
-def _with_store(store_path: Path, render: Callable[[Store], str]) -> Answer:
-    with Store.open(store_path, read_only=True) as db:
+def _with_store(store_path: Path, seconds: float, render: Callable[[Store], str]) -> Answer:
+    with Store.open(store_path, read_only=True) as db, db.time_limit(seconds):
         return Answer(HTTPStatus.OK, render(db))
 
 
