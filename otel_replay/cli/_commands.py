@@ -60,9 +60,9 @@ COMMANDS: dict[str, LazyCommand] = {
     "import": _command(
         "_import",
         "import_command",
-        "Import OTLP JSON / JSON Lines / protobuf files or native JSONL into the store; or the "
-        "traces of a Phoenix project (phoenix://HOST:PORT/PROJECT) or an MLflow experiment "
-        "(mlflow://HOST:PORT/EXPERIMENT).",
+        "Import trace files (OTLP, Jaeger, Zipkin, MLflow, LangSmith, Datadog, Langfuse, native "
+        "JSONL) into the store; or the traces of a Phoenix project, an MLflow experiment or a "
+        "Jaeger service (phoenix://, mlflow://, jaeger://HOST:PORT/NAME).",
         "agent-replay import sample_traces/incident.otlp.jsonl",
     ),
     "lint": _command(
@@ -88,8 +88,9 @@ COMMANDS: dict[str, LazyCommand] = {
     "export": _command(
         "_export",
         "export_command",
-        "Export trajectories (native JSONL, re-importable), all their steps (Parquet), or one "
-        "recorded run as a pytest regression test (with its recording beside it).",
+        "Export trajectories (native JSONL or OTLP traces, both re-importable), all their steps "
+        "(Parquet), or one recorded run as a pytest regression test (with its recording beside "
+        "it).",
         "agent-replay export incident-fail --out incident-fail.jsonl",
     ),
     "score": _command(

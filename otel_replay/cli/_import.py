@@ -122,9 +122,9 @@ def import_command(
     json: JsonOption = False,
     store: StoreOption = None,
 ) -> None:
-    """Import OTLP JSON / JSON Lines / protobuf files or native JSONL into the store; or the
-    traces of a Phoenix project (phoenix://HOST:PORT/PROJECT), an MLflow experiment
-    (mlflow://HOST:PORT/EXPERIMENT) or a Jaeger service (jaeger://HOST:PORT/SERVICE)."""
+    """Import trace files (OTLP, Jaeger, Zipkin, MLflow, LangSmith, Datadog, Langfuse, native
+    JSONL) into the store; or the traces of a Phoenix project, an MLflow experiment or a Jaeger
+    service (phoenix://, mlflow://, jaeger://HOST:PORT/NAME)."""
     from otel_replay.cli._import_run import expand, import_files, import_platforms, render
     from otel_replay.fleet._select import parse_since
 

@@ -250,6 +250,7 @@ VOCABULARIES: tuple[Vocabulary, ...] = (
             "tool_call_id": ("gen_ai.tool.call.id",),
             "arguments": ("gen_ai.prompt",),
             "result": ("gen_ai.completion (langsmith outputs)",),
+            "input": ("gen_ai.prompt",),
             "input_messages": ("gen_ai.prompt",),
             "output_messages": ("gen_ai.completion",),
             "input_tokens": ("gen_ai.usage.input_tokens",),
@@ -326,6 +327,7 @@ VOCABULARIES: tuple[Vocabulary, ...] = (
             "tool_name": ("gen_ai.tool.name",),
             "tool_call_id": ("gen_ai.tool.call.id",),
             "arguments": ("gen_ai.tool.call.arguments", "gen_ai.tool.args"),
+            "input": ("gen_ai.prompt",),
             "result": ("gen_ai.tool.call.result", "gen_ai.output"),
             "input_messages": (
                 "gen_ai.prompt.*",

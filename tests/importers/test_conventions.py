@@ -149,3 +149,15 @@ def test_a_new_vocabulary_is_a_new_row(monkeypatch: pytest.MonkeyPatch, tmp_path
         {"status": "lost"},
     )
     assert tool.status is StepStatus.ERROR
+
+
+def test_a_prompt_kept_as_text_is_the_calls_input(tmp_path: Path) -> None:
+    """The deprecated GenAI ``gen_ai.prompt`` (and LangSmith's, the inputs object) that holds no
+    messages is still what the call was asked: the step's raw input, never dropped."""
+    spans = _spans([{"gen_ai.operation.name": "chat", "gen_ai.prompt": "7" * 2_000}])
+    path = tmp_path / "prompt.otlp.jsonl"
+    write_otlp_json_lines([spans_to_request(spans)], path)  # type: ignore[arg-type]
+    (run,) = read_otlp_json(path)
+    (step,) = run.steps
+    assert step.kind is StepKind.LLM
+    assert step.inputs["input"] == "7" * 2_000
