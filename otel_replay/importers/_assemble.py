@@ -14,6 +14,7 @@ from typing import Any
 from otel_replay.importers._capture import step_instrumentation
 from otel_replay.importers._conversation import reconstruct
 from otel_replay.importers._exported import exported_steps, rebuilt_positions
+from otel_replay.importers._nesting import nested_in_tools
 from otel_replay.importers._operations import (
     Operation,
     build_operation,
@@ -23,9 +24,8 @@ from otel_replay.importers._operations import (
 )
 from otel_replay.importers._options import ReadOptions
 from otel_replay.importers._semconv import (
-    CONTAINER_ROLES,
     STEP_KINDS,
-    build_step,
+    Spans,
     is_placeholder,
     recognise,
 )
@@ -48,73 +48,6 @@ def _sibling_key(span: SpanRecord) -> tuple[int, int, str, int]:
         span.end_time_unix_nano,
         dotted if isinstance(dotted, str) else "",
         span.order,
-    )
-
-
-def _recorded_parents(spans: Sequence[SpanRecord]) -> list[int | None]:
-    """The parent position each span names (None: a root, an orphan, or itself)."""
-    by_id: dict[str, int] = {}
-    for i, span in enumerate(spans):
-        if span.span_id:
-            by_id.setdefault(span.span_id, i)
-    parent: list[int | None] = []
-    for i, span in enumerate(spans):
-        p = by_id.get(span.parent_span_id) if span.parent_span_id else None
-        parent.append(None if p == i else p)  # a span that names itself as parent is a root
-    return parent
-
-
-def _nested_in_tools(
-    spans: Sequence[SpanRecord], roles: Sequence[tuple[str, str]]
-) -> list[int | None]:
-    """The parents, with each agent or chain span that ran inside a tool call but hangs from above it
-    moved under that tool.
-
-    An agent used as a tool whose spans lost their link to the tool call (the tool span and the
-    agent's span both hang from the caller's side) is told by time: a container span whose interval
-    lies within a tool span's, and whose recorded parent is an ancestor of that tool span, ran inside
-    it. The innermost such tool is its parent; when tools that do not nest both contain it (two
-    such calls at once), which one ran it is unknown and it stays where it was recorded.
-    """
-    parent = _recorded_parents(spans)
-    tools = [i for i, (role, _) in enumerate(roles) if role == "tool" and _timed(spans[i])]
-    if not tools:
-        return parent
-
-    def ancestors(i: int) -> set[int]:
-        found: set[int] = set()
-        p = parent[i]
-        while p is not None and p not in found and p != i:  # a cycle ends the walk
-            found.add(p)
-            p = parent[p]
-        return found
-
-    above: dict[int, set[int]] = {}  # the ancestors of each tool that holds a container in time
-    moved = list(parent)
-    for i, (role, _) in enumerate(roles):
-        if role not in CONTAINER_ROLES or parent[i] is None or not _timed(spans[i]):
-            continue
-        holders = []
-        for t in tools:
-            if t != i and _within(spans[i], spans[t]):
-                if t not in above:
-                    above[t] = ancestors(t)
-                if parent[i] in above[t] and i not in above[t]:
-                    holders.append(t)
-        innermost = [t for t in holders if not any(t in above[o] for o in holders)]
-        if len(innermost) == 1:
-            moved[i] = innermost[0]
-    return moved
-
-
-def _timed(span: SpanRecord) -> bool:
-    return 0 < span.start_time_unix_nano <= span.end_time_unix_nano
-
-
-def _within(inner: SpanRecord, outer: SpanRecord) -> bool:
-    return (
-        outer.start_time_unix_nano <= inner.start_time_unix_nano
-        and inner.end_time_unix_nano <= outer.end_time_unix_nano
     )
 
 
@@ -164,9 +97,9 @@ def assemble(
     metadata: dict[str, Any],
 ) -> Trajectory:
     """Build the trajectory of one trace. ``metadata`` (source, format) is extended, not replaced."""
-    spans = [s for s in spans if not is_placeholder(s)]
+    spans = Spans(s for s in spans if not is_placeholder(s))
     roles = [recognise(s) for s in spans]
-    order, roots, parent = _tree(spans, _nested_in_tools(spans, roles))
+    order, roots, parent = _tree(spans, nested_in_tools(spans, roles))
     position = {node: rank for rank, node in enumerate(order)}
     kinds: dict[int, StepKind] = {
         i: STEP_KINDS[roles[i][0]] for i in order if roles[i][0] in STEP_KINDS
@@ -199,7 +132,7 @@ def assemble(
             (i for i in order if i not in has_child),
             key=lambda i: (spans[i].start_time_unix_nano, position[i]),
         )
-        built = [(build_step(spans[i], StepKind.OTHER), i) for i in leaves]
+        built = [(spans.step(i, StepKind.OTHER), i) for i in leaves]
     steps, rebuilt, placed = (
         ([step for step, _ in built], rebuilt_positions(spans, built), list(range(len(built))))
         if exported

@@ -31,15 +31,17 @@ Each `Operation` becomes one step; its first recording span is the one that name
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import itertools
-from collections.abc import Sequence
+from collections import deque
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from otel_replay.importers._content import RESULT_KEYS, tool_content
 from otel_replay.importers._conventions import VOCABULARIES, Part, sources
-from otel_replay.importers._semconv import CONTAINER_ROLES, build_step
+from otel_replay.importers._semconv import CONTAINER_ROLES, Spans
 from otel_replay.importers._spans import STATUS_ERROR, SpanRecord
 from otel_replay.messages import message_text
 from otel_replay.model import Step, StepKind, StepStatus
@@ -94,7 +96,7 @@ class Operation:
 
 
 def operations(
-    spans: Sequence[SpanRecord],
+    spans: Spans,
     order: Sequence[int],
     parent: Sequence[int | None],
     kinds: dict[int, StepKind],
@@ -106,21 +108,27 @@ def operations(
         p = parent[node]
         nearest[node] = None if p is None else (p if p in kinds else nearest[p])
     below: dict[int, list[Operation]] = {i: [] for i in kinds}
+    # how many tool operations in each hold nothing of their own: only those can be merges, so
+    # a list without one is not looked through again at every operation span above it
+    empty = dict.fromkeys(kinds, 0)
     found: list[Operation] = []
     for node in reversed(order):  # children before parents
         if node not in kinds:
             continue
-        inner = without_result_merges(below[node], spans)
+        held, holding = below.pop(node), empty.pop(node)
+        inner = without_result_merges(held, spans) if holding else held
+        holding -= len(held) - len(inner)
         kind = kinds[node]
+        made: Operation | None = None  # the one operation made here, when this span is one
         if not inner:
-            pending = [Operation(kind, [node], [])]
+            made = Operation(kind, [node], [])
         elif all(_records_event_of(spans, kind, op) for op in inner):  # its lifecycle events
             records = [i for op in inner for i in op.records]
-            pending = [Operation(kind, [node, *records], [i for op in inner for i in op.parts])]
+            made = Operation(kind, [node, *records], [i for op in inner for i in op.parts])
         elif len(inner) == 1 and _same_operation(spans, node, kind, inner[0]):  # recorded twice
-            pending = [Operation(kind, [node, *inner[0].records], inner[0].parts)]
+            made = Operation(kind, [node, *inner[0].records], inner[0].parts)
         elif kind in PARTS_OF and all(op.kind in PARTS_OF[kind] for op in inner):
-            pending = [Operation(kind, [node], [i for op in inner for i in op.spans()])]
+            made = Operation(kind, [node], [i for op in inner for i in op.spans()])
         elif kind is StepKind.LLM and _asked_for(spans, node, inner):  # the tools it asked for
             pending = [Operation(kind, [node], []), *inner]
         elif kind is StepKind.LLM and all(op.kind is StepKind.TOOL for op in inner):
@@ -128,46 +136,87 @@ def operations(
             pending = [*inner, exchange] if _answered(exchange, spans) else inner
         else:  # structure: what it contains stands on its own
             pending = inner
+        if made is not None:
+            pending, holding = [made], int(_holds_nothing(made, spans))
         up = nearest[node]
         if up is None:
             found.extend(pending)
-        else:
+        elif below[up]:
             below[up].extend(pending)
+            empty[up] += holding
+        else:  # taken as it is: a chain of spans does not copy what it holds at every level
+            below[up], empty[up] = pending, holding
     found = _without_preparations(without_result_merges(found, spans), spans, parent)
     return _without_duplicates(found, spans)
 
 
-def _without_duplicates(found: list[Operation], spans: Sequence[SpanRecord]) -> list[Operation]:
+def _without_duplicates(found: list[Operation], spans: Spans) -> list[Operation]:
     """``found`` with each operation that another one running at the same time records too
-    (`_same_call`) folded into the one that started first: its spans become recordings of it."""
+    (`_same_call`) folded into the one that started first: its spans become recordings of it.
+
+    The earlier operations still running are kept by what `_same_call` asks of them (the request,
+    whether they kept a response and which, the call id), so an operation is set only beside those
+    that are the same call as it: a trace of many operations at once costs what its spans do, not
+    their square."""
     timed = sorted(
         (op for op in found if not op.exchange and _timed(spans[op.head])),
         key=lambda op: (spans[op.head].start_time_unix_nano, spans[op.head].order),
     )
     folded: set[int] = set()
-    steps: dict[int, Step] = {}
-
-    def step(op: Operation) -> Step:
-        if op.head not in steps:
-            steps[op.head] = build_step(spans[op.head], op.kind)
-        return steps[op.head]
-
-    for k, first in enumerate(timed):
-        if first.head in folded:
+    running: dict[Hashable, deque[tuple[int, int, Operation]]] = {}  # (end, rank, first) by group
+    for rank, other in enumerate(timed):
+        step = spans.step(other.head, other.kind)
+        request = _request(step)
+        if request is None:
             continue
-        end = max(spans[i].end_time_unix_nano for i in first.records)
-        for other in timed[k + 1 :]:
-            if spans[other.head].start_time_unix_nano >= end:
-                break  # sorted by start: no later one overlaps ``first``
-            if (
-                other.kind is first.kind
-                and other.head not in folded
-                and _same_call(step(first), step(other))
-            ):
-                first.records.extend(other.records)
-                first.parts.extend(other.parts)
-                folded.add(other.head)
+        start = spans[other.head].start_time_unix_nano
+        answered = None if step.output is None else _frozen(step.output)
+        call_id = step.inputs.get("tool_call_id") if request[0] in _CALLS else None
+        call_id = call_id if isinstance(call_id, str) else None
+        ids: list[Hashable] = ["any"] if call_id is None else [("id", call_id), "no id"]
+        outputs = [("answered",)] if answered is None else [("silent",), ("output", answered)]
+        first: tuple[int, int, Operation] | None = None
+        for group in [(request, *output, by) for output in outputs for by in ids]:
+            queue = running.get(group)
+            while queue and queue[0][0] <= start:  # it ended before ``other`` began
+                queue.popleft()
+            if queue and (first is None or queue[0][1] < first[1]):
+                first = queue[0]
+        if first is not None and _same_call(spans.step(first[2].head, first[2].kind), step):
+            first[2].records.extend(other.records)
+            first[2].parts.extend(other.parts)
+            folded.add(other.head)
+            continue
+        end = max(spans[i].end_time_unix_nano for i in other.records)
+        kept = [("silent",)] if answered is None else [("answered",), ("output", answered)]
+        own: Hashable = "no id" if call_id is None else ("id", call_id)
+        for group in [(request, *output, by) for output in kept for by in ("any", own)]:
+            running.setdefault(group, deque()).append((end, rank, other))
     return [op for op in found if op.head not in folded] if folded else found
+
+
+#: Kinds whose steps `_same_call` tells apart by their call ids.
+_CALLS = frozenset({StepKind.TOOL, StepKind.RETRIEVER})
+
+
+def _request(step: Step) -> tuple[Any, ...] | None:
+    """What two steps `_same_call` takes for one call both send (None: a step no other is the same
+    call as): the kind, and the tool and its arguments, or the input messages."""
+    if step.kind in (StepKind.TOOL, StepKind.RETRIEVER):
+        asked = {k: v for k, v in step.inputs.items() if k != "tool_call_id"}
+        return (step.kind, step.name, _frozen(asked)) if asked else None
+    messages = step.inputs.get("messages")
+    return (step.kind, _frozen(messages)) if messages else None
+
+
+def _frozen(value: Any) -> Hashable:
+    """A JSON value as a hashable value equal to another's exactly when the values are equal."""
+    if isinstance(value, dict):
+        return frozenset((key, _frozen(item)) for key, item in value.items())
+    if isinstance(value, list):
+        return tuple(_frozen(item) for item in value)
+    scalar: Hashable = value
+    return scalar
 
 
 def _same_call(a: Step, b: Step) -> bool:
@@ -197,7 +246,7 @@ def _timed(span: SpanRecord) -> bool:
     return 0 < span.start_time_unix_nano <= span.end_time_unix_nano
 
 
-def _asked_for(spans: Sequence[SpanRecord], node: int, inner: list[Operation]) -> bool:
+def _asked_for(spans: Spans, node: int, inner: list[Operation]) -> bool:
     """Whether the tool calls inside an llm span are the ones its own response asked for: then the
     span is that one model call, and its tools ran after it (some frameworks end the model call's
     span only once the tools it asked for have run), not a call that ran a whole exchange.
@@ -207,8 +256,8 @@ def _asked_for(spans: Sequence[SpanRecord], node: int, inner: list[Operation]) -
     holds their results saw them run before it: it ran the exchange)."""
     if not inner or any(op.kind is not StepKind.TOOL for op in inner):
         return False
-    step = build_step(spans[node], StepKind.LLM)
-    ran = sorted(build_step(spans[op.head], StepKind.TOOL).name for op in inner)
+    step = spans.step(node, StepKind.LLM)
+    ran = sorted(spans.step(op.head, StepKind.TOOL).name for op in inner)
     history = step.inputs.get("messages")
     history = [m for m in history if isinstance(m, dict)] if isinstance(history, list) else []
     spoke = [i for i, m in enumerate(history) if m.get("role") == "user"]
@@ -234,7 +283,7 @@ _LIFECYCLE_EVENTS = frozenset(
 )
 
 
-def _records_event_of(spans: Sequence[SpanRecord], kind: StepKind, inner: Operation) -> bool:
+def _records_event_of(spans: Spans, kind: StepKind, inner: Operation) -> bool:
     """Whether an operation inside an operation span of the same kind is a span recording one
     lifecycle event of it (named after the event: start, update, success, error, finish): then it
     is the enclosing operation, its failure that operation's failure."""
@@ -245,7 +294,7 @@ def _records_event_of(spans: Sequence[SpanRecord], kind: StepKind, inner: Operat
     )
 
 
-def without_result_merges(ops: list[Operation], spans: Sequence[SpanRecord]) -> list[Operation]:
+def without_result_merges(ops: list[Operation], spans: Spans) -> list[Operation]:
     """``ops`` without the tool spans that only merge the results of parallel tool calls.
 
     When one response asks for several tools at once, some frameworks record, after the calls'
@@ -255,29 +304,38 @@ def without_result_merges(ops: list[Operation], spans: Sequence[SpanRecord]) -> 
     tools = [op for op in ops if op.kind is StepKind.TOOL]
     if len(tools) < 3:
         return ops
-    merges = {op.head for op in tools if _merges_results(op, tools, spans)}
+    ended: list[tuple[int, int]] = []  # (end, position in ``tools``) of each tool, in that order
+    merges = set()
+    for op in tools:
+        if not _holds_nothing(op, spans):
+            continue
+        if not ended:
+            ended = sorted((spans[o.head].end_time_unix_nano, k) for k, o in enumerate(tools))
+        if _gathers(spans[op.head], ended, tools, spans):
+            merges.add(op.head)
     return [op for op in ops if op.head not in merges] if merges else ops
 
 
-def _merges_results(op: Operation, tools: list[Operation], spans: Sequence[SpanRecord]) -> bool:
-    """Whether a tool operation holds nothing of its own and starts as a group of two or more tool
-    spans ends (calls run back to back: each starts within `_GATHERED_NS` of the previous end)."""
+def _holds_nothing(op: Operation, spans: Spans) -> bool:
+    """Whether an operation is one tool span, not failed, with no arguments and no result."""
     span = spans[op.head]
-    if len(op.records) != 1 or span.status_code == STATUS_ERROR:
+    if op.kind is not StepKind.TOOL or len(op.records) != 1 or span.status_code == STATUS_ERROR:
         return False
-    step = build_step(span, StepKind.TOOL)
-    if step.inputs.get("arguments") not in (None, {}, "") or step.output is not None:
-        return False
-    before = sorted(
-        (
-            spans[o.head]
-            for o in tools
-            if spans[o.head].end_time_unix_nano <= span.start_time_unix_nano
-        ),
-        key=lambda other: other.end_time_unix_nano,
-    )
+    step = spans.step(op.head, StepKind.TOOL)
+    return step.inputs.get("arguments") in (None, {}, "") and step.output is None
+
+
+def _gathers(
+    span: SpanRecord, ended: list[tuple[int, int]], tools: list[Operation], spans: Spans
+) -> bool:
+    """Whether ``span`` starts as a group of two or more tool spans ends (calls run back to back:
+    each starts within `_GATHERED_NS` of the previous end). ``ended`` is every tool's end and
+    position, in order."""
     group, start = 0, span.start_time_unix_nano
-    for other in reversed(before):
+    at = bisect.bisect_right(ended, (start, len(tools)))  # the tools that ended before it began
+    while at > 0 and group < 2:
+        at -= 1
+        other = spans[tools[ended[at][1]].head]
         if start - other.end_time_unix_nano > _GATHERED_NS:
             break
         group, start = group + 1, other.start_time_unix_nano
@@ -290,7 +348,7 @@ _GATHERED_NS = 20_000_000
 
 
 def tools_by_result(
-    spans: Sequence[SpanRecord], roles: Sequence[tuple[str, str]], kinds: dict[int, StepKind]
+    spans: Spans, roles: Sequence[tuple[str, str]], kinds: dict[int, StepKind]
 ) -> dict[int, StepKind]:
     """A span no convention claims that holds a tool's result (a tool message naming the call it
     answers) for a call a model span in the trace asked for is that tool call: ``kinds`` with
@@ -317,7 +375,7 @@ _EMBEDDING_KEYS = ("ai.embedding", "ai.embeddings", "embedding.embeddings")
 
 
 def lone_model_calls(
-    spans: Sequence[SpanRecord], roots: Sequence[int], roles: Sequence[tuple[str, str]]
+    spans: Spans, roots: Sequence[int], roles: Sequence[tuple[str, str]]
 ) -> list[Operation]:
     """In a trace with no operation span, the top-level container spans that record a whole model
     call themselves (they name the model and hold its response: vectors for an embedding) are
@@ -336,13 +394,13 @@ def lone_model_calls(
     return found
 
 
-def _requested_calls(spans: Sequence[SpanRecord], kinds: dict[int, StepKind]) -> set[str]:
+def _requested_calls(spans: Spans, kinds: dict[int, StepKind]) -> set[str]:
     """The ids of the tool calls the model spans of a trace asked for."""
     ids: set[str] = set()
     for i, kind in kinds.items():
         if kind is not StepKind.LLM:
             continue
-        output = build_step(spans[i], kind).output
+        output = spans.step(i, kind).output
         for message in output if isinstance(output, list) else [output]:
             calls = message.get("tool_calls") if isinstance(message, dict) else None
             for call in calls if isinstance(calls, list) else []:
@@ -351,14 +409,12 @@ def _requested_calls(spans: Sequence[SpanRecord], kinds: dict[int, StepKind]) ->
     return ids
 
 
-def _same_operation(
-    spans: Sequence[SpanRecord], outer: int, kind: StepKind, inner: Operation
-) -> bool:
+def _same_operation(spans: Spans, outer: int, kind: StepKind, inner: Operation) -> bool:
     if inner.kind is not kind:
         return False
     if kind is not StepKind.TOOL:  # no need to read the content: only tools compare names
         return True
-    return same_operation(build_step(spans[outer], kind), build_step(spans[inner.head], kind))
+    return same_operation(spans.step(outer, kind), spans.step(inner.head, kind))
 
 
 def same_operation(outer: Step, inner: Step) -> bool:
@@ -370,7 +426,7 @@ def same_operation(outer: Step, inner: Step) -> bool:
 
 
 def _without_preparations(
-    found: list[Operation], spans: Sequence[SpanRecord], parent: Sequence[int | None]
+    found: list[Operation], spans: Spans, parent: Sequence[int | None]
 ) -> list[Operation]:
     """Fold, among operations side by side under one parent, each llm operation without response
     evidence into the llm call after it, and an embedding straight before a retrieval (the query's
@@ -398,25 +454,25 @@ def _without_preparations(
     return [op for op in found if op.head not in folded]
 
 
-def _prepares(op: Operation, spans: Sequence[SpanRecord]) -> bool:
+def _prepares(op: Operation, spans: Spans) -> bool:
     """An llm operation that neither answered nor failed: the request being built."""
     return not _answered(op, spans) and all(
         spans[i].status_code != STATUS_ERROR for i in op.records
     )
 
 
-def _prepared_for(current: Operation, following: Operation, spans: Sequence[SpanRecord]) -> bool:
+def _prepared_for(current: Operation, following: Operation, spans: Spans) -> bool:
     """Whether the later call's input holds what the earlier span built (the messages of its input,
     else of its output); a span that shows no message is taken to build it, one whose messages the
     call was not sent built something else (it is a call of its own that kept no response)."""
-    built = build_step(spans[current.head], StepKind.LLM)
+    built = spans.step(current.head, StepKind.LLM)
     held = built.inputs.get("messages")
     if not isinstance(held, list) or not held:
         held = built.output if isinstance(built.output, list) else [built.output]
     said = [_said(m) for m in held if isinstance(m, dict) and "role" in m]
     if not said:
         return True
-    sent = build_step(spans[following.head], StepKind.LLM).inputs.get("messages")
+    sent = spans.step(following.head, StepKind.LLM).inputs.get("messages")
     shown = {_said(m) for m in sent if isinstance(m, dict)} if isinstance(sent, list) else set()
     return all(message in shown for message in said)
 
@@ -426,11 +482,11 @@ def _said(message: dict[str, Any]) -> tuple[str, str]:
     return str(message.get("role")), message_text(message.get("content"))
 
 
-def _turn_shown(current: Operation, following: Operation, spans: Sequence[SpanRecord]) -> bool:
+def _turn_shown(current: Operation, following: Operation, spans: Spans) -> bool:
     """Whether the later call's input shows a model turn right after the earlier one's input: the
     earlier span is a call whose span kept no response (its turn is that one), not a preparation."""
-    asked = build_step(spans[current.head], StepKind.LLM).inputs.get("messages")
-    later = build_step(spans[following.head], StepKind.LLM).inputs.get("messages")
+    asked = spans.step(current.head, StepKind.LLM).inputs.get("messages")
+    later = spans.step(following.head, StepKind.LLM).inputs.get("messages")
     if not isinstance(asked, list) or not isinstance(later, list) or not asked:
         return False
     if len(later) <= len(asked) or later[: len(asked)] != asked:
@@ -439,7 +495,7 @@ def _turn_shown(current: Operation, following: Operation, spans: Sequence[SpanRe
     return isinstance(turn, dict) and turn.get("role") in ("assistant", "model")
 
 
-def _answered(op: Operation, spans: Sequence[SpanRecord]) -> bool:
+def _answered(op: Operation, spans: Spans) -> bool:
     """Whether a span recording an llm operation carries evidence of a model's response (where a
     vocabulary keeps one: `_RESPONSE_KEYS`, `_RESPONSE_PREFIXES`, `_RESPONSE_EVENTS`)."""
     for i in op.records:
@@ -454,14 +510,14 @@ def _answered(op: Operation, spans: Sequence[SpanRecord]) -> bool:
     return False
 
 
-def build_operation(spans: Sequence[SpanRecord], op: Operation) -> tuple[Step, int]:
+def build_operation(spans: Spans, op: Operation) -> tuple[Step, int]:
     """The step of one operation and the span it was read from: the richest of the steps its
     recording spans give (the naming span's when they tie); a failure any of them recorded fails it.
     """
-    candidates = [(build_step(spans[i], op.kind), i) for i in op.records]
+    candidates = [(spans.step(i, op.kind), i) for i in op.records]
     step, source = max(candidates, key=lambda candidate: richness(candidate[0]))
     if op.kind is StepKind.RETRIEVER and "query" not in step.inputs:
-        step = _with_query(step, [build_step(spans[i], StepKind.EMBEDDING) for i in op.parts])
+        step = _with_query(step, [spans.step(i, StepKind.EMBEDDING) for i in op.parts])
     if step.status is StepStatus.OK:
         failed = next((c for c, _ in candidates if c.status is StepStatus.ERROR), None)
         if failed is not None:

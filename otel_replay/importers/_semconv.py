@@ -9,6 +9,8 @@ from the recognising vocabulary's keys first, then every other's; structured mes
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from otel_replay.importers._content import llm_content, other_content, tool_content
 from otel_replay.importers._conventions import fails, recognised, sources
 from otel_replay.importers._spans import STATUS_ERROR, SpanRecord
@@ -54,6 +56,23 @@ def build_step(span: SpanRecord, kind: StepKind) -> Step:
         span_id=span.span_id or None,
         parent_span_id=span.parent_span_id or None,
     )
+
+
+class Spans(list[SpanRecord]):
+    """The spans of one trace, each one's step built once per kind (`build_step`): the rules that
+    fold operations read a span's step several times (`otel_replay.importers._operations`), and
+    building it again each time made a trace's cost grow with its depth times its spans."""
+
+    def __init__(self, spans: Iterable[SpanRecord] = ()) -> None:
+        super().__init__(spans)
+        self._steps: dict[tuple[int, StepKind], Step] = {}
+
+    def step(self, i: int, kind: StepKind) -> Step:
+        """The step span ``i`` becomes as an operation of ``kind``."""
+        step = self._steps.get((i, kind))
+        if step is None:
+            step = self._steps[(i, kind)] = build_step(self[i], kind)
+        return step
 
 
 def step_status(span: SpanRecord) -> tuple[StepStatus, str | None]:

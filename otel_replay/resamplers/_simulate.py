@@ -128,12 +128,17 @@ class SimulatedTools:
         return result_of(text)
 
 
+_FENCE = re.compile(r"```[a-zA-Z0-9_-]*")
+
+
 def result_of(text: str) -> Any:
     """A played tool's reply as its result: JSON (inside a code fence too) as JSON, else text."""
     body = text.strip()
-    fenced = re.fullmatch(r"```[a-zA-Z0-9_-]*\s*\n?(.*?)\n?```", body, flags=re.DOTALL)
-    if fenced:
-        body = fenced.group(1).strip()
+    # a fence and its language's name, then whatever the fence holds up to the closing fence: read
+    # without a pattern around the body, which backtracked through a long run of blank lines
+    fence = _FENCE.match(body)
+    if fence and body.endswith("```") and fence.end() <= len(body) - 3:
+        body = body[fence.end() : -3].strip()
     try:
         return json.loads(body)
     except ValueError:
