@@ -83,8 +83,9 @@ class Redactor:
     Three rules make a value redacted the same however it arrives (parsed, or as JSON text inside a
     string, as a span attribute holds a tool's arguments):
 
-    * a string that is JSON text (an object or an array) and holds a match is parsed, redacted as a
-      value and written back as JSON text, so its keys are redacted as keys are;
+    * a string that is JSON text (an object, an array, a string of JSON text) and holds a match is
+      parsed, redacted as a value and written back as JSON text, so its keys are redacted as keys
+      are;
     * an object's string value is matched with its key in front (``Authorization: Token …``), as
       the same pair is matched in JSON or header text;
     * two keys that redact to the same text both stay: the later one takes a numbered suffix,
@@ -124,15 +125,16 @@ class Redactor:
         return text
 
     def string(self, text: str) -> str:
-        """``text`` redacted; JSON text (an object or an array) redacted as the value it holds."""
+        """``text`` redacted; JSON text (an object, an array, a string) redacted as the value it
+        holds."""
         redacted = self.text(text)
-        if redacted == text or text.lstrip()[:1] not in ("{", "["):
+        if redacted == text or text.lstrip()[:1] not in ("{", "[", '"'):
             return redacted
         try:
             value = json.loads(text)
         except (ValueError, RecursionError):
             return redacted
-        if not isinstance(value, dict | list):
+        if not isinstance(value, dict | list | str):
             return redacted
         structured = self(value)
         written = json.dumps(structured, ensure_ascii=False)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import re
 import string
 import tempfile
 from pathlib import Path
@@ -13,7 +14,7 @@ from typing import Any
 
 import orjson
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -128,6 +129,9 @@ def test_two_keys_that_redact_alike_both_stay_and_redacting_again_changes_nothin
     assert redacted["a"] == {"[REDACTED]": 1, "[REDACTED] (2)": 2, "[REDACTED] (3)": 3}
     assert orjson.loads(redacted["text"]) == {"[REDACTED]": ["[REDACTED]"]}
     assert scrub(redacted) == redacted
+    # JSON text of a string that is JSON text (a tool result written twice): its keys too
+    twice = scrub(json.dumps(json.dumps({FIRST: None, SECOND: None})))
+    assert json.loads(json.loads(twice)) == {"[REDACTED]": None, "[REDACTED] (2)": None}
 
 
 #: a bad value whose secret `preview` would cut short (no longer matched) unless redacted first
@@ -211,28 +215,28 @@ def test_attribute_says_a_resample_functions_exception_redacted_as_the_run_is(
 
 # --- fuzz: secrets planted in keys and values at random depths ----------------------------------
 
-#: the tail of a model provider's key: letters no hash, id or clock of a store is written with
-TAILS_DRAWN = st.text(alphabet="ghijklmnopqrstuvwxyzGHIJKLMNOPQRSTUVWXYZ", min_size=24, max_size=32)
+#: a model provider's key whose tail is letters no hash, id or clock of a store is written with
+SECRETS = st.text(
+    alphabet="ghijklmnopqrstuvwxyzGHIJKLMNOPQRSTUVWXYZ", min_size=24, max_size=32
+).map(lambda tail: "sk-proj-" + tail)
+PLANTED = re.compile(r"sk-proj-([g-zG-Z]{24,32})")
 _WORDS = st.text(alphabet=string.ascii_lowercase + " _-", max_size=6)
-
-
-def _json_values(secrets: st.SearchStrategy[str]) -> st.SearchStrategy[Any]:
-    """JSON values with ``secrets`` planted in keys and values at any depth, alone and in words,
-    and objects written as JSON text inside a string."""
-    leaves = st.one_of(
-        st.integers(-5, 5), st.booleans(), st.none(), _WORDS, secrets,
-        secrets.map(lambda s: f"the key {s} leaked"),
-    )  # fmt: skip
-    keys = st.one_of(_WORDS, secrets, secrets.map(lambda s: f"x {s}"))
-    return st.recursive(
-        leaves,
-        lambda inner: st.one_of(
-            st.lists(inner, max_size=3),
-            st.dictionaries(keys, inner, max_size=3),
-            st.dictionaries(keys, inner, max_size=3).map(json.dumps),
-        ),
-        max_leaves=12,
-    )
+_LEAVES = st.one_of(
+    st.integers(-5, 5), st.booleans(), st.none(), _WORDS, SECRETS,
+    SECRETS.map(lambda s: f"the key {s} leaked"),
+)  # fmt: skip
+_KEYS = st.one_of(_WORDS, SECRETS, SECRETS.map(lambda s: f"x {s}"))
+#: JSON values with secrets planted in keys and values at any depth, alone and in words, and
+#: objects written as JSON text inside a string
+JSON_VALUES = st.recursive(
+    _LEAVES,
+    lambda inner: st.one_of(
+        st.lists(inner, min_size=1, max_size=3),
+        st.dictionaries(_KEYS, inner, min_size=1, max_size=3),
+        st.dictionaries(_KEYS, inner, min_size=1, max_size=3).map(json.dumps),
+    ),
+    max_leaves=12,
+)
 
 
 def _outputs(runner: CliRunner, store: Path, folder: Path) -> dict[str, str]:
@@ -256,32 +260,34 @@ def _outputs(runner: CliRunner, store: Path, folder: Path) -> dict[str, str]:
 
 
 @FAST
-@given(data=st.data())
-def test_no_planted_secret_survives_import_in_any_output(runner: CliRunner, data: Any) -> None:
-    _check_planted(runner, data)
+@given(arguments=JSON_VALUES, output=JSON_VALUES)
+def test_no_planted_secret_survives_import_in_any_output(
+    runner: CliRunner, arguments: Any, output: Any
+) -> None:
+    _check_planted(runner, arguments, output)
 
 
 @pytest.mark.fuzz
-@SLOW
-@given(data=st.data())
+@settings(SLOW, max_examples=200)  # an import, a serve and seven outputs each
+@given(arguments=JSON_VALUES, output=JSON_VALUES)
 def test_no_planted_secret_survives_import_in_any_output_at_length(
-    runner: CliRunner, data: Any
+    runner: CliRunner, arguments: Any, output: Any
 ) -> None:
-    _check_planted(runner, data)
+    _check_planted(runner, arguments, output)
 
 
-def _check_planted(runner: CliRunner, data: Any) -> None:
-    tails = data.draw(st.lists(TAILS_DRAWN, min_size=1, max_size=3, unique=True))
-    values = _json_values(st.sampled_from(["sk-proj-" + tail for tail in tails]))
-    arguments, output = data.draw(values), data.draw(values)
+def _check_planted(runner: CliRunner, arguments: Any, output: Any) -> None:
+    tails = set(PLANTED.findall(json.dumps([arguments, output])))
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
         traces = root / "t.otlp.json"
-        traces.write_bytes(orjson.dumps(request_to_otlp_json(spans_to_request(
-            _tool_spans(arguments, output)))))  # fmt: skip
-        store = root / "s.db"
+        spans = _tool_spans(arguments, output)
+        traces.write_bytes(orjson.dumps(request_to_otlp_json(spans_to_request(spans))))
+        store, served = root / "s.db", root / "served.db"
         ok(invoke(runner, store, "import", str(traces), "--redact-common"))
         found = _outputs(runner, store, root)
+        _served(served, spans, list(COMMON_SECRET_PATTERNS))  # the same run, by one code path
+        assert _only_run(served).steps == _only_run(store).steps
     # nothing of a secret: not its tail, not the first half of it
     leaked = {where: [t for t in tails if t[:12] in text] for where, text in found.items()}
     assert {where: tails for where, tails in leaked.items() if tails} == {}
@@ -301,3 +307,36 @@ def _tool_spans(arguments: Any, output: Any) -> tuple[ReadableSpan, ...]:
         }):  # fmt: skip
             pass
     return tuple(exporter.get_finished_spans())
+
+
+RAISING_VERIFIER = """
+def outcome(run):
+    raise ValueError("the judge refused key {SECOND}")
+""".replace("{SECOND}", SECOND)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("fork", "--at", "0", "--output", '{"found": 1}'),
+        ("score",),
+        ("sweep", "--resamplers", "{tools}", "--rollouts", "2"),
+    ],
+    ids=["fork", "score", "sweep"],
+)
+def test_a_verifiers_exception_is_said_redacted_as_the_run_is(
+    runner: CliRunner, store_path: Path, tmp_path: Path, command: tuple[str, ...]
+) -> None:
+    """Before: `fork`, `score` and `sweep` said the verifier's exception text, key included."""
+    traces, tools = tmp_path / "t.otlp.json", tmp_path / "raising_tools.py"
+    verifier = tmp_path / "raising_verifier.py"
+    traces.write_bytes(orjson.dumps(request_to_otlp_json(spans_to_request(_keyed_spans()))))
+    tools.write_text(RAISING_TOOLS, encoding="utf-8")
+    verifier.write_text(RAISING_VERIFIER, encoding="utf-8")
+    ok(invoke(runner, store_path, "import", str(traces), "--redact-common"))
+    run = _only_run(store_path)
+    name, *rest = (part.replace("{tools}", str(tools)) for part in command)
+    result = invoke(runner, store_path, name, run.id, *rest, "--verifier", f"{verifier}:outcome")
+    said = result.stdout + result.stderr
+    assert "refused key [REDACTED]" in " ".join(said.split()), said
+    assert _leaks(said) == []

@@ -25,6 +25,7 @@ from otel_replay.errors import (
 )
 from otel_replay.hashing import check_json_value
 from otel_replay.model import Step, StepKind, StepStatus, Trajectory
+from otel_replay.redaction import Redactor, patterns_of, redact_error
 from otel_replay.replay._patch import apply_patch
 from otel_replay.replay._plan import Action, Plan
 from otel_replay.resamplers import Registry, RolloutContext, StepFailed
@@ -118,7 +119,8 @@ def rollout(
             noted_unanswered(step.kind is StepKind.LLM, step.index)  # nothing was called
             raise  # nothing can answer the call: the rollout ends here
         except Exception as exc:
-            raise _failure(step, registration, f"raised {type(exc).__name__}: {exc}") from exc
+            said = Redactor(patterns_of(factual)).text(str(exc))  # as the run is redacted
+            raise _failure(step, registration, f"raised {type(exc).__name__}: {said}") from exc
         try:
             check_json_value(output, "output")
         except CanonicalJSONError as exc:
@@ -163,14 +165,16 @@ def _failure(step: Step, registration: Registration, what: str) -> RolloutError:
 def score(verifier: Callable[[Trajectory], Any], trajectory: Trajectory) -> float:
     """The verifier's outcome for ``trajectory``, checked to be a finite number. An error
     agent-replay raised in it (a judge's unreadable reply) is passed on as it is: it says what
-    went wrong in its own words."""
+    went wrong in its own words. What either says is redacted with the run's patterns."""
+    patterns = patterns_of(trajectory)
     try:
         value = verifier(trajectory)
-    except ReplayError:
-        raise
+    except ReplayError as exc:
+        raise redact_error(exc, patterns) from exc.__cause__
     except Exception as exc:
+        said = Redactor(patterns).text(str(exc))
         raise VerifierError(
-            f"verifier {describe(verifier)} raised {type(exc).__name__}: {exc}"
+            f"verifier {describe(verifier)} raised {type(exc).__name__}: {said}"
         ) from exc
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         raise VerifierError(

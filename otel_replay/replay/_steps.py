@@ -460,7 +460,7 @@ class AgentContext:
             raise self._fatal(
                 RolloutError(
                     f"step {position} ({kind.value} {name!r}): resample function {function} "
-                    f"raised {type(exc).__name__}: {exc}",
+                    f"raised {type(exc).__name__}: {self._scrub.text(str(exc))}",
                     step_index=position,
                     function=function,
                 )
