@@ -422,3 +422,53 @@ def test_a_store_of_a_newer_version_is_refused_naming_both(tmp_path: Path, read_
         f"understands ({SCHEMA_VERSION}); upgrade agent-replay"
     )
     assert path.read_bytes() == before
+
+
+# --- every migration runs again over a store that has it ------------------------------------------
+
+
+def _contents(path: Path) -> dict[str, list[tuple[Any, ...]]]:
+    """Every row of every table, in a stable order."""
+    db = sqlite3.connect(path)
+    try:
+        tables = [
+            row[0]
+            for row in db.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+            )
+        ]
+        return {t: sorted(db.execute(f"SELECT * FROM {t}").fetchall(), key=repr) for t in tables}
+    finally:
+        db.close()
+
+
+@pytest.mark.parametrize("version", range(1, SCHEMA_VERSION))
+def test_every_migration_runs_again_over_a_store_that_has_it(tmp_path: Path, version: int) -> None:
+    """A store at the latest version whose ``user_version`` was set back to ``version`` (a tool, a
+    hand, an older copy of the file's header) takes the migrations after it again and is the same
+    store: the same tables, indexes, columns and rows; then it is written to as any other."""
+    path = tmp_path / "store.db"
+    with Store.open(path) as db:
+        ingest(db, [_old_run()])
+        db.keep_report("old-run", "q1", orjson.dumps(OLD_REPORT), "culprit")
+        with db.transaction():
+            db.keep_pending("t-waiting", [OLD_SPAN], 7)
+    shape, contents = _shape(path), _contents(path)
+    db = sqlite3.connect(path)
+    db.execute(f"PRAGMA user_version = {version}")
+    db.commit()
+    db.close()
+
+    with Store.open(path) as store:
+        added = _old_run().steps
+        ingest(store, [Trajectory.build("new-run", added, outcome=1.0)])
+
+    assert _version(path) == SCHEMA_VERSION
+    assert _shape(path) == shape
+    after = _contents(path)
+    new = {t: [r for r in rows if r not in contents[t]] for t, rows in after.items()}
+    assert {t: [r for r in rows if r in contents[t]] for t, rows in after.items()} == contents
+    assert {t for t, rows in new.items() if rows} <= {"trajectories", "steps", "blobs"}
+    with Store.open(path, read_only=True) as store:
+        assert sorted(s.id for s in store.summaries()) == ["new-run", "old-run"]
+        assert store.get("old-run") == _old_run()

@@ -22,6 +22,7 @@ from rich.text import Text
 
 from otel_replay.errors import ReplayError
 from otel_replay.store import Store
+from otel_replay.store._blobs import damaged
 from otel_replay.store._connection import default_store_path
 
 StoreOption = Annotated[
@@ -124,10 +125,7 @@ def user_errors() -> Iterator[None]:
         print_error(f"{exc.strerror or exc}: {exc.filename}" if exc.filename else exc)
         raise typer.Exit(1) from None
     except sqlite3.DatabaseError as exc:  # opened fine, then a page or a table turned out bad
-        print_error(
-            f"the store cannot be read ({exc}): it may be damaged; `sqlite3 STORE .recover | "
-            "sqlite3 NEW.db` saves what it can, or import the traces again into a new store"
-        )
+        print_error(damaged(str(exc)))  # the store's one message for it, as for a blob not JSON
         raise typer.Exit(1) from None
 
 

@@ -12,9 +12,11 @@ import hashlib
 from collections.abc import Iterator
 from typing import Any
 
+from otel_replay.errors import TraceFormatError
 from otel_replay.importers._assemble import assemble
 from otel_replay.importers._options import ReadOptions
 from otel_replay.importers._spans import STATUS_UNSET, SpanRecord
+from otel_replay.importers._storable import check_span
 from otel_replay.model import Trajectory
 
 
@@ -48,9 +50,24 @@ class TraceBuffer:
         self._seen: dict[str, dict[str, SpanRecord]] = {}
         self._duplicates: dict[str, int] = {}
 
-    def add(self, span: SpanRecord, untraced_id: str | UntracedId) -> str:
+    def add(
+        self,
+        span: SpanRecord,
+        untraced_id: str | UntracedId,
+        *,
+        line: int | None = None,
+        offset: int | None = None,
+    ) -> str | None:
         """Buffer ``span``; return the trajectory id it was filed under (``untraced_id``, or what
-        it computes, when the span has no trace id)."""
+        it computes, when the span has no trace id). A span holding what no run can keep (a token
+        count beyond 64 bits: `check_span`) is invalid, located in the source the metadata
+        names at ``line`` or ``offset``: raised, or skipped (None) when invalid spans are."""
+        try:
+            check_span(span)
+        except TraceFormatError as exc:
+            source = self._metadata.get("source")
+            self._options.invalid(exc.located(path=source, line=line, offset=offset))
+            return None
         key = span.trace_id or (untraced_id if isinstance(untraced_id, str) else untraced_id())
         bucket = self._traces.get(key)
         if bucket is None:

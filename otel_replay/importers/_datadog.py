@@ -303,7 +303,9 @@ def _apm(item: Any, high: dict[int, int], order: int) -> SpanRecord:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise TraceFormatError(f"expected a number, got {preview(value)}",
                                    where=f"metrics.{key}")  # fmt: skip
-        attributes[key] = int(value) if isinstance(value, float) and value.is_integer() else value
+        # a whole float becomes the integer it is, where one can hold it; beyond, it stays the float
+        whole = isinstance(value, float) and value.is_integer() and abs(value) < 2.0**63
+        attributes[key] = int(value) if whole else value
     for key, name in (("resource", "datadog.resource"), ("type", "datadog.span.type")):
         if item.get(key) not in (None, ""):
             attributes[name] = _text(item[key], key)

@@ -20,6 +20,7 @@ from otel_replay.importers._assemble import assemble
 from otel_replay.importers._options import ReadOptions
 from otel_replay.importers._otlp_json_decode import decode_request
 from otel_replay.importers._spans import SpanEvent, SpanRecord
+from otel_replay.importers._storable import check_span
 from otel_replay.importers.otlp_proto import proto_attributes, proto_span
 from otel_replay.model import Trajectory
 
@@ -29,14 +30,15 @@ _RECEIVED = "otlp-http"
 
 def spans_of_request(body: bytes, *, json: bool) -> tuple[list[SpanRecord], list[TraceFormatError]]:
     """The spans of one ``ExportTraceServiceRequest`` (OTLP JSON or protobuf), and why each span it
-    could not decode was rejected. Raises `TraceFormatError` when the body is not a request."""
+    could not decode, or that holds what no run can keep (`check_span`), was rejected. Raises
+    `TraceFormatError` when the body is not a request."""
     rejected: list[TraceFormatError] = []
     if json:
         try:
             document = orjson.loads(body)
         except orjson.JSONDecodeError as exc:
             raise TraceFormatError(f"the body is not JSON ({exc})") from None
-        return list(decode_request(document, rejected.append)), rejected
+        return _kept(decode_request(document, rejected.append), rejected), rejected
     request = ExportTraceServiceRequest()
     try:
         request.ParseFromString(body)
@@ -51,7 +53,20 @@ def spans_of_request(body: bytes, *, json: bool) -> tuple[list[SpanRecord], list
                     spans.append(proto_span(span, resource, scope_spans.scope.name, 0))
                 except TraceFormatError as exc:
                     rejected.append(exc)
-    return spans, rejected
+    return _kept(spans, rejected), rejected
+
+
+def _kept(spans: Iterable[SpanRecord], rejected: list[TraceFormatError]) -> list[SpanRecord]:
+    """``spans`` but those `check_span` refuses, which join ``rejected``."""
+    kept = []
+    for span in spans:
+        try:
+            check_span(span)
+        except TraceFormatError as exc:
+            rejected.append(exc)
+            continue
+        kept.append(span)
+    return kept
 
 
 _FIELDS = [f.name for f in dataclasses.fields(SpanRecord) if f.name not in ("events", "order")]

@@ -33,6 +33,7 @@ from otel_replay.importers._source import (
     is_compressed,
     open_trace_file,
 )
+from otel_replay.importers._storable import valid_text
 from otel_replay.model import Trajectory
 
 #: Files larger than this (on disk) are scanned first so traces can be flushed early; gzip files
@@ -74,6 +75,7 @@ def _read_document(path: Path, options: ReadOptions, only: str | None) -> Iterat
             options.progress(raw.tell())
     if len(data) > options.max_record_bytes:
         raise options.too_large("a JSON document").located(path=path)
+    python = False  # read by Python's decoder, which takes a lone surrogate as text
     try:
         document = parse_document(data, only)
     except orjson.JSONDecodeError as exc:
@@ -86,15 +88,20 @@ def _read_document(path: Path, options: ReadOptions, only: str | None) -> Iterat
             raise TraceFormatError(
                 f"malformed JSON: {exc.msg}", path=path, line=exc.lineno
             ) from None
-        document = objects
+        document, python = objects, True
     except TraceFormatError as exc:
         raise exc.located(path=path) from None
     untraced = UntracedId(data)
     options.report.records += 1
     fmt, decode = reader_for(document, only)
     buffer = TraceBuffer(options, _metadata(path, fmt))
+
+    def invalid(error: TraceFormatError) -> None:
+        options.invalid(error.located(path=path))
+
     try:
-        for span in decode(document, lambda e: options.invalid(e.located(path=path))):
+        spans = decode(document, invalid)
+        for span in valid_text(spans, invalid) if python else spans:
             buffer.add(span, untraced)
     except TraceFormatError as exc:
         raise exc.located(path=path) from None
@@ -142,6 +149,7 @@ def _read_lines(path: Path, options: ReadOptions, only: str | None) -> Iterator[
             if unclaimed is not None:  # the file has a second record: the first is one line of it
                 options.invalid(unclaimed.located(path=path, line=first_number))
                 unclaimed = None
+            python = False  # read by Python's decoder, which takes a lone surrogate as text
             try:
                 document = parse_document(line, only)
             except TraceFormatError as exc:
@@ -161,6 +169,7 @@ def _read_lines(path: Path, options: ReadOptions, only: str | None) -> Iterator[
                             TraceFormatError(f"malformed JSON: {exc.msg}", path=path, line=number)
                         )
                         continue
+                    python = True
                 elif not line.endswith(b"\n"):
                     # The Collector may still be writing: a cut-off last line is normal, not an error.
                     options.report.warnings.append(
@@ -183,7 +192,8 @@ def _read_lines(path: Path, options: ReadOptions, only: str | None) -> Iterator[
                 options.invalid(error.located(path=path, line=line))
 
             try:
-                spans = list(decode(document, invalid))
+                decoded = decode(document, invalid)
+                spans = list(valid_text(decoded, invalid) if python else decoded)
             except TraceFormatError as exc:
                 if number == first_number and claiming_row(document, only) is None:
                     unclaimed = exc  # a line, or the whole file when no other record follows
@@ -192,7 +202,9 @@ def _read_lines(path: Path, options: ReadOptions, only: str | None) -> Iterator[
                 continue
             for k, span in enumerate(spans):
                 span.order = order + k  # numbered across the file's lines
-                touched.add(buffer.add(span, untraced))
+                key = buffer.add(span, untraced, line=number)
+                if key is not None:
+                    touched.add(key)
             order += len(spans)
             if two_pass:
                 for key in sorted(touched):

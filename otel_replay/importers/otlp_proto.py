@@ -121,7 +121,9 @@ def _read_stream(
         untraced = UntracedId(body)
         touched: set[str] = set()
         for span in spans:
-            touched.add(buffer.add(span, untraced))
+            key = buffer.add(span, untraced, offset=offset)
+            if key is not None:
+                touched.add(key)
             order += 1
         if last is not None:
             for key in sorted(touched):

@@ -7,9 +7,11 @@
   or ``Transfer-Encoding: chunked``, whole, followed by nothing or by another request; gzip whole to
   its last member's trailer (`otel_replay.receiver._gzip`). Anything else: 400 (another transfer
   coding: 501), nothing stored, the connection closed: a request is stored whole or not at all.
-* 200 with an ``ExportTraceServiceResponse`` in the request's encoding; spans that cannot be decoded
-  are left out and counted in its ``partial_success`` (``rejected_spans``, the first reason in
-  ``error_message``). A body that is not a request: 400, with a ``google.rpc.Status`` saying why.
+* 200 with an ``ExportTraceServiceResponse`` in the request's encoding; spans that cannot be decoded,
+  or hold what no run can keep (a token count beyond 64 bits), are left out and counted in its
+  ``partial_success`` (``rejected_spans``, the first reason in ``error_message``). A body that is
+  not a request, or a run the store cannot hold as JSON: 400, with a ``google.rpc.Status`` saying
+  why, and nothing of the request stored.
 * The answer is sent after the spans are committed (`Intake`): a killed receiver loses only requests
   it had not answered, which the exporter retries. A store that cannot take them (busy past its
   patience, a full disk): 503 with ``Retry-After``, which exporters retry.
@@ -29,7 +31,13 @@ import orjson
 from google.protobuf.json_format import MessageToJson
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
-from otel_replay.errors import ReplayError, TraceFormatError, quoting_through, setting
+from otel_replay.errors import (
+    CanonicalJSONError,
+    ReplayError,
+    TraceFormatError,
+    quoting_through,
+    setting,
+)
 from otel_replay.importers._request import spans_of_request
 from otel_replay.ingest import Ingested
 from otel_replay.receiver._framing import (
@@ -151,7 +159,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True  # what is left of the body must not be read as a request
             self._answer_status(exc.status, str(exc), json)
             return
-        except TraceFormatError as exc:
+        except (TraceFormatError, CanonicalJSONError) as exc:  # the request's content: no retry
             self._answer_status(HTTPStatus.BAD_REQUEST, str(exc), json)
             return
         except ReplayError as exc:  # the store: busy past its patience, full, read-only

@@ -7,7 +7,10 @@ a writing open of an older one applies the rest in one transaction under the wri
 is at its old version or the latest, never between. A reading open changes nothing, and reads an older
 store as it is: a table its version lacks reads as empty (`Connected._has`). A migration is SQL, or a
 function of the connection when it recomputes what SQL cannot (version 3's op_keys); one that
-changes a table says how a reading open reads the older form. A store of a newer version than
+changes a table says how a reading open reads the older form. Every migration can run again over a
+store that already has it (one whose ``user_version`` was set back): tables and indexes are
+created ``IF NOT EXISTS``, a column is added only when missing, and a recomputation makes the
+values it made before. A store of a newer version than
 `SCHEMA_VERSION` is refused, naming both versions, and left as it is.
 """
 
@@ -24,35 +27,17 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import quote
 
-import orjson
-
 from otel_replay.errors import StoreError
 from otel_replay.hashing import op_key
 from otel_replay.model import Step, Trajectory
 from otel_replay.replayable import replayability
+from otel_replay.store._blobs import read_inputs, stored_json
 from otel_replay.transcript import task
 
 T = TypeVar("T")
 _Self = TypeVar("_Self", bound="Connected")
 
 DEFAULT_STORE = Path(".agent-replay") / "store.db"
-
-
-def read_inputs(db: sqlite3.Connection, data: bytes, layout: int) -> dict[str, Any]:
-    """A step's inputs from their blob: whole (layout 0), or a shell whose ``messages`` are the
-    digests of one blob each (layout 1)."""
-    inputs: dict[str, Any] = orjson.loads(data)
-    if layout == 1:
-        inputs["messages"] = [orjson.loads(load_blob(db, d)) for d in inputs["messages"]]
-    return inputs
-
-
-def load_blob(db: sqlite3.Connection, blob_digest: str) -> bytes:
-    row = db.execute("SELECT data FROM blobs WHERE digest = ?", (blob_digest,)).fetchone()
-    if row is None:
-        raise StoreError(f"the store is missing blob {blob_digest}")
-    data: bytes = row[0]
-    return data
 
 
 #: Which op_keys a store of each version holds: from version 3 on, a model call's is the content
@@ -147,14 +132,14 @@ def _stored_runs(db: sqlite3.Connection) -> Iterator[Trajectory]:
                     "kind": kind,
                     "name": name,
                     "inputs": read_inputs(db, inputs, layout),
-                    "output": orjson.loads(output),
+                    "output": stored_json(output, f"a step's output in run {run_id}"),
                     "status": status,
                     "error": error,
                 }
             )
             for kind, name, inputs, layout, output, status, error in rows
         ]
-        meta = orjson.loads(metadata)
+        meta = stored_json(metadata, f"the metadata of run {run_id}")
         yield Trajectory.build(run_id, steps, metadata=meta if isinstance(meta, dict) else {})
 
 
@@ -187,16 +172,14 @@ def _outcome_source_column(db: sqlite3.Connection) -> None:
     """6: each run's row says where its outcome came from, so ``list`` shows it without reading
     the run. The runs stored before are read once: a run with an outcome got it from its trace or
     its recording (nothing scored a stored run before this version)."""
-    columns = {row[1] for row in db.execute("PRAGMA table_info(trajectories)")}
-    if "outcome_source" not in columns:
-        db.execute("ALTER TABLE trajectories ADD COLUMN outcome_source TEXT")
+    _add_column(db, "outcome_source")
     runs = db.execute(
         "SELECT t.id, t.outcome, m.data FROM trajectories t "
         "JOIN blobs m ON m.digest = t.metadata_digest WHERE t.outcome IS NOT NULL"
     ).fetchall()
     sources = []
     for run_id, outcome, metadata in runs:
-        meta = orjson.loads(metadata)
+        meta = stored_json(metadata, f"the metadata of run {run_id}")
         sources.append((outcome_source(outcome, meta if isinstance(meta, dict) else {}), run_id))
     db.executemany("UPDATE trajectories SET outcome_source = ? WHERE id = ?", sources)
 
@@ -205,11 +188,11 @@ def _outcome_source_column(db: sqlite3.Connection) -> None:
 MIGRATIONS: tuple[str | Callable[[sqlite3.Connection], None], ...] = (
     # 1: runs, their steps and the blobs they are made of
     """
-CREATE TABLE blobs (                     -- a rowid table: new blobs append instead of being
+CREATE TABLE IF NOT EXISTS blobs (       -- a rowid table: new blobs append instead of being
     digest TEXT PRIMARY KEY,             -- inserted at random digest order (measured 1.4x faster)
     data   BLOB NOT NULL                 -- JSON, key order as recorded; digest = its sha256
 );
-CREATE TABLE trajectories (
+CREATE TABLE IF NOT EXISTS trajectories (
     id                    TEXT PRIMARY KEY,
     outcome               REAL,
     n_steps               INTEGER NOT NULL,
@@ -222,7 +205,7 @@ CREATE TABLE trajectories (
     start_time_unix_nano  INTEGER,
     imported_at_unix_nano INTEGER NOT NULL
 );
-CREATE TABLE steps (
+CREATE TABLE IF NOT EXISTS steps (
     trajectory_id        TEXT NOT NULL REFERENCES trajectories(id) ON DELETE CASCADE,
     idx                  INTEGER NOT NULL,
     kind                 TEXT NOT NULL,
@@ -241,7 +224,7 @@ CREATE TABLE steps (
     hash                 TEXT NOT NULL,
     PRIMARY KEY (trajectory_id, idx)
 ) WITHOUT ROWID;
-CREATE INDEX steps_by_op_key ON steps(op_key);
+CREATE INDEX IF NOT EXISTS steps_by_op_key ON steps(op_key);
 """,
     # 2: spans the receiver holds for traces whose root span has not come (`PendingSpans`), and
     # attribution reports kept for their run (`Reports`). Stores of version 1 may have these
@@ -286,9 +269,9 @@ CREATE TABLE IF NOT EXISTS report_steps (  -- what blame reads across runs (REPO
     # alone (measured 3 ms against 141 ms fetching each run's row from a 591 MB store). Only
     # indexes: a reading open of an older store reads the same rows, by scanning.
     """
-CREATE INDEX trajectories_by_start ON trajectories(start_time_unix_nano, id, n_steps, outcome);
-CREATE INDEX trajectories_by_steps ON trajectories(n_steps, id, outcome, start_time_unix_nano);
-CREATE INDEX trajectories_by_outcome ON trajectories(outcome, id, n_steps, start_time_unix_nano);
+CREATE INDEX IF NOT EXISTS trajectories_by_start ON trajectories(start_time_unix_nano, id, n_steps, outcome);
+CREATE INDEX IF NOT EXISTS trajectories_by_steps ON trajectories(n_steps, id, outcome, start_time_unix_nano);
+CREATE INDEX IF NOT EXISTS trajectories_by_outcome ON trajectories(outcome, id, n_steps, start_time_unix_nano);
 """,
     _replayability_column,
     _outcome_source_column,

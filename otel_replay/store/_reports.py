@@ -15,6 +15,7 @@ from typing import Any
 
 import orjson
 
+from otel_replay.store._blobs import stored_json
 from otel_replay.store._connection import Connected, chunks
 
 #: The columns of a ``report_steps`` row as `Store.keep_report` is given it, in order (the store
@@ -119,7 +120,7 @@ class Reports(Connected):
             ") WHERE newest = 1 ORDER BY trajectory_id"
         )
         for row in rows:
-            yield str(row[0]), orjson.loads(row[1])
+            yield str(row[0]), stored_json(row[1], f"the report kept for run {row[0]}")
 
     def reports(self, trajectory_id: str) -> list[dict[str, Any]]:
         """The reports kept for a run, newest first: ``config_digest``, ``created_at_unix_nano``,
@@ -131,7 +132,13 @@ class Reports(Connected):
             "WHERE trajectory_id = ? ORDER BY created_at_unix_nano DESC",
             (trajectory_id,),
         )
-        return [{**dict(row), "report": orjson.loads(row["report"])} for row in rows]
+        return [
+            {
+                **dict(row),
+                "report": stored_json(row["report"], f"a report kept for run {trajectory_id}"),
+            }
+            for row in rows
+        ]
 
     def report_counts(self, ids: Collection[str] | None = None) -> dict[str, int]:
         """How many reports are kept for each run that has any (of ``ids``, when given: a page of

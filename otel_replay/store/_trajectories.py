@@ -21,10 +21,11 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from otel_replay.errors import NotFoundError, StoreError
-from otel_replay.hashing import canonical_json, digest
+from otel_replay.errors import CanonicalJSONError, NotFoundError, StoreError
+from otel_replay.hashing import canonical_json, check_json_value, digest
 from otel_replay.model import SpanNode, Step, Trajectory
 from otel_replay.replayable import replayability
+from otel_replay.store._blobs import read_inputs, stored_json, stored_json_bytes
 from otel_replay.store._connection import (
     CONTENT_OP_KEYS,
     OUTCOME_SOURCES,
@@ -34,7 +35,6 @@ from otel_replay.store._connection import (
     chunks,
     current_op_key,
     outcome_source,
-    read_inputs,
     task_text,
 )
 from otel_replay.store._query import Order, check_page, parse_filter, parse_sort, regexp
@@ -143,9 +143,8 @@ class RecordedResult(NamedTuple):
 
 
 def _result(row: sqlite3.Row) -> RecordedResult:
-    return RecordedResult(
-        orjson.loads(row["output"]), row["status"], row["error"], row["trajectory_id"]
-    )
+    output = stored_json(row["output"], f"a step's output in run {row['trajectory_id']}")
+    return RecordedResult(output, row["status"], row["error"], row["trajectory_id"])
 
 
 class Trajectories(Connected):
@@ -177,7 +176,11 @@ class Trajectories(Connected):
         if not self._db.in_transaction:
             with self.transaction():
                 return self.put(trajectory)
-        row, steps, blobs = self._rows(trajectory)
+        try:
+            row, steps, blobs = self._rows(trajectory)
+        except TypeError:  # orjson: what JSON cannot hold (an integer beyond 64 bits)
+            _unstorable(trajectory)
+            raise
         stored = self.summary(trajectory.id)
         if stored is not None and stored.content_digest == row["content_digest"]:
             return stored
@@ -428,6 +431,9 @@ class Trajectories(Connected):
                         self._version, record["kind"], record["name"], inputs, record["op_key"]
                     )
                     record["inputs"] = orjson.dumps(inputs) if layout == 1 else record["inputs"]
+                else:  # handed on as stored: checked to be JSON as every read of a blob is
+                    record["inputs"] = stored_json_bytes(record["inputs"], "a step's inputs")
+                record["output"] = stored_json_bytes(record["output"], "a step's output")
                 yield record
 
     def results_of(self, op_keys: Iterable[str]) -> dict[str, list[tuple[Any, str, str | None]]]:
@@ -484,7 +490,7 @@ class Trajectories(Connected):
     def _step_record(self, row: sqlite3.Row) -> dict[str, Any]:
         record = dict(row)
         record["inputs"] = read_inputs(self._db, record["inputs"], record.pop("inputs_layout"))
-        record["output"] = orjson.loads(record["output"])
+        record["output"] = stored_json(record["output"], "a step's output")
         record["resamplable"] = bool(record["resamplable"])
         record["op_key"] = current_op_key(
             self._version, record["kind"], record["name"], record["inputs"], record["op_key"]
@@ -495,7 +501,7 @@ class Trajectories(Connected):
         row = self._db.execute("SELECT data FROM blobs WHERE digest = ?", (blob_digest,)).fetchone()
         if row is None:
             raise StoreError(f"{self.path} is missing blob {blob_digest}")
-        return orjson.loads(row["data"])
+        return stored_json(row["data"], f"blob {blob_digest}")
 
 
 def _summary(row: sqlite3.Row | dict[str, Any]) -> TrajectorySummary:
@@ -565,3 +571,15 @@ def _same(a: Any, b: Any) -> bool:
     if kind is float:
         return bool(a == b) and repr(a) == repr(b)
     return bool(a == b)
+
+
+def _unstorable(trajectory: Trajectory) -> None:
+    """Raise `CanonicalJSONError` naming the run and the value of it JSON cannot hold (the importers
+    refuse such values where they read them: this is the store's own guard)."""
+    try:
+        check_json_value(trajectory.metadata, "metadata")
+        for step in trajectory.steps:
+            check_json_value(step.output, f"step {step.index} output")
+            check_json_value(step.inputs, f"step {step.index} inputs")
+    except CanonicalJSONError as exc:
+        raise CanonicalJSONError(f"run {trajectory.id} cannot be stored: {exc}") from None
