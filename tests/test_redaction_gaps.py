@@ -340,3 +340,28 @@ def test_a_verifiers_exception_is_said_redacted_as_the_run_is(
     said = result.stdout + result.stderr
     assert "refused key [REDACTED]" in " ".join(said.split()), said
     assert _leaks(said) == []
+
+
+KEYED_AGENT = """
+def main(ctx, order="A-1"):
+    found = ctx.tool("lookup", produce=lambda: {"{SECOND}": "found"}, query={"{FIRST}": order})
+    return "done"
+""".replace("{FIRST}", FIRST).replace("{SECOND}", SECOND)
+
+
+def test_a_recording_with_secret_keys_exports_its_pytest_test_redacted(
+    runner: CliRunner, store_path: Path, tmp_path: Path
+) -> None:
+    """Before: `record --redact-common` stored the tool's secret keys, and the exported test's
+    recording held them."""
+    agent = tmp_path / "keyed_agent.py"
+    agent.write_text(KEYED_AGENT, encoding="utf-8")
+    recorded = ok(invoke(runner, store_path, "record", "--agent", f"{agent}:main",
+                         "--redact-common", "--json"))  # fmt: skip
+    run_id = orjson.loads(recorded.stdout)["id"]
+    out = tmp_path / "exported" / "test_keyed.py"
+    ok(invoke(runner, store_path, "export", run_id, "--format", "pytest", "--agent",
+              f"{agent}:main", "--out", str(out)))  # fmt: skip
+    written = b"".join(p.read_bytes() for p in out.parent.iterdir())
+    assert b"[REDACTED]" in written and _leaks(written) == []
+    assert _leaks(_store_bytes(store_path)) == []
