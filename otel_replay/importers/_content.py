@@ -13,8 +13,14 @@ from typing import Any
 
 from otel_replay.importers._conventions import Part, sources
 from otel_replay.importers._messages import flattened_messages, normalize_messages, unflatten
+from otel_replay.importers._replies import (
+    REQUEST_PARAMETERS,
+    one_or_many,
+    reply_of,
+    sdk_request,
+)
 from otel_replay.importers._spans import SpanRecord, is_json_mime, maybe_json
-from otel_replay.messages import assistant_message, conversation, shaped_results
+from otel_replay.messages import conversation, shaped_results
 from otel_replay.model import StepKind
 
 _MISSING: Any = object()
@@ -179,10 +185,10 @@ def _output_messages(span: SpanRecord, vocabulary: str = "") -> Any:
         else:
             raw = _source_value(span, source)
             if raw is not _MISSING:
-                return _openai_choice(maybe_json(raw))
+                return reply_of(maybe_json(raw))
             continue
         if messages:
-            return _one_or_many(messages)
+            return one_or_many(messages)
     return None
 
 
@@ -194,72 +200,6 @@ def _choice_messages(span: SpanRecord) -> list[dict[str, Any]]:
     choices = [e.attributes for e in span.events if e.name == "gen_ai.choice"]
     return normalize_messages(
         [dict(c.get("message", c), finish_reason=c.get("finish_reason")) for c in choices]
-    )
-
-
-def _one_or_many(messages: list[dict[str, Any]]) -> Any:
-    return messages[0] if len(messages) == 1 else messages
-
-
-def _openai_choice(value: Any) -> Any:
-    """A raw provider response: pick the message out of ``choices``; anything else stays as is."""
-    if isinstance(value, dict) and isinstance(value.get("choices"), list) and value["choices"]:
-        choices = [
-            dict(c.get("message") or {}, finish_reason=c.get("finish_reason"))
-            for c in value["choices"]
-            if isinstance(c, dict)
-        ]
-        return _one_or_many(normalize_messages(choices))
-    if isinstance(value, dict) and value.get("role") == "assistant":  # one message, as it is
-        return normalize_messages([value])[0]
-    if isinstance(value, list) and value and all(_is_function_call(v) for v in value):
-        return normalize_messages([{"role": "assistant", "tool_calls": value}])[0]
-    if isinstance(value, list):
-        messages = normalize_messages(value)
-        if messages and len(messages) == len(value):
-            return _one_or_many(messages)
-    if isinstance(value, dict) and isinstance(value.get("generations"), list):
-        return _generations(value["generations"], value)
-    if isinstance(value, dict) and (value.get("object") == "response" or "stop_reason" in value):
-        reply = assistant_message(value)  # a Responses API response, an Anthropic message
-        if reply is not None:
-            return normalize_messages([reply])[0]
-    return value
-
-
-def _generations(generations: list[Any], value: Any) -> Any:
-    """A LangChain ``LLMResult`` (``{"generations": [[{"message" | "text", "generation_info"}]]}``,
-    one list per prompt) as its reply: each generation's message (or its text as the assistant's),
-    the finish reason from its ``generation_info``; the result as it is when it holds none."""
-    first = generations[0] if generations else None
-    replies: list[dict[str, Any]] = []
-    for generation in first if isinstance(first, list) else generations:
-        if not isinstance(generation, dict):
-            continue
-        message = generation.get("message")
-        if not isinstance(message, dict):
-            text = generation.get("text")
-            message = {"role": "assistant", "content": text} if isinstance(text, str) else None
-        if message is None:
-            continue
-        read = normalize_messages([message])
-        if not read:
-            continue
-        reply = read[0]
-        info = generation.get("generation_info")
-        reason = info.get("finish_reason") if isinstance(info, dict) else None
-        if isinstance(reason, str):
-            reply.setdefault("finish_reason", reason)
-        replies.append(reply)
-    return _one_or_many(replies) if replies else value
-
-
-def _is_function_call(value: Any) -> bool:
-    """A tool call on its own (a model turn recorded as just the calls it made): OpenAI's, or
-    ``{"tool.name", "tool.args"}``."""
-    return isinstance(value, dict) and (
-        (value.get("type") == "function" and isinstance(value.get("function"), dict))
-        or isinstance(value.get("tool.name"), str)
     )
 
 
@@ -367,7 +307,7 @@ def llm_content(span: SpanRecord, vocabulary: str = "") -> tuple[str, dict[str, 
         if not tools and isinstance(defined, list):
             tools = [_flat_tool(tool) for tool in defined if isinstance(tool, dict)]
         if not params and "model" in request:
-            params = {k: v for k, v in request.items() if k in _REQUEST_PARAMETERS}
+            params = {k: v for k, v in request.items() if k in REQUEST_PARAMETERS}
     if messages:
         inputs["messages"] = shaped_results(messages)  # a tool's result as the text it was sent
     else:
@@ -382,40 +322,10 @@ def llm_content(span: SpanRecord, vocabulary: str = "") -> tuple[str, dict[str, 
     return name, inputs, _with_finish_reason(_output_messages(span, vocabulary), attrs)
 
 
-#: The sampling and tool-use parameters an SDK request may carry (what a resampled call sends too).
-_REQUEST_PARAMETERS = frozenset(
-    {
-        "temperature",
-        "top_p",
-        "top_k",
-        "max_tokens",
-        "max_completion_tokens",
-        "max_output_tokens",
-        "stop",
-        "stop_sequences",
-        "seed",
-        "n",
-        "frequency_penalty",
-        "presence_penalty",
-        "tool_choice",
-        "parallel_tool_calls",
-        "response_format",
-        "reasoning",
-        "reasoning_effort",
-    }
-)
-
-
 def _request(span: SpanRecord, vocabulary: str) -> dict[str, Any] | None:
-    """The span's raw input when it is a model request as an SDK takes it (``messages``, or the
-    Responses API's ``input``, beside a ``model``), else None."""
+    """The span's raw input when it is a model request as an SDK takes it, else None."""
     raw = _read(span, "input", vocabulary)
-    request = None if raw is _MISSING else maybe_json(raw)
-    if not isinstance(request, dict):
-        return None
-    chat = isinstance(request.get("messages"), list)
-    responses = "model" in request and isinstance(request.get("input"), (list, str))
-    return request if chat or responses else None
+    return None if raw is _MISSING else sdk_request(maybe_json(raw))
 
 
 def _with_finish_reason(output: Any, attrs: dict[str, Any]) -> Any:
