@@ -98,8 +98,9 @@ def import_command(
         typer.Option(
             "--max-record-bytes",
             metavar="BYTES",
-            help="Largest record (JSON line or document, protobuf message) held in memory, "
-            "decompressed; K, M, G suffixes count 1024s. A larger one is an error (or skipped).",
+            help="Largest record (JSON line or document, protobuf message, a platform's page) held "
+            "in memory, decompressed; K, M, G suffixes count 1024s. A larger one is an error (or "
+            "skipped).",
         ),
     ] = f"{DEFAULT_MAX_RECORD_BYTES >> 20}M",
     strict: Annotated[

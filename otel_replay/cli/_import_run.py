@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
@@ -11,6 +12,7 @@ import typer
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.text import Text
 
+from otel_replay._web import shown_url
 from otel_replay.cli._common import (
     console,
     display_path,
@@ -29,6 +31,8 @@ from otel_replay.redaction import Redactor
 from otel_replay.store import Store
 
 _PROGRESS_MIN_BYTES = 4 * 1024 * 1024
+#: Seconds between the lines a platform import prints of its pages when stderr is no terminal.
+_SAID_SECONDS = 5.0
 _SKIP_FILES = {".md", ".txt", ".py", ".yaml", ".yml", ".toml", ".db", ".db-wal", ".db-shm"}
 _TABLE_ROWS = 40
 _LESS = ("partial", "not-replayable")
@@ -99,13 +103,13 @@ def import_platforms(
             platform = platform_of(url)
             assert platform is not None  # platform_addresses chose them
             with err_console.status(Text(printable(f"reading {url}"))) as status:  # a terminal only
-
-                def said(line: str) -> None:
-                    status.update(Text(printable(line)))
-
+                said = _said(status)
                 with quoting_through(Redactor(redact).text):
                     traces = platform.read(url, since_ns, options, said)
                     results.append(_imported(db, url, traces, options, redact))
+        except KeyboardInterrupt:
+            print_error(f"interrupted while reading {shown_url(url)}: nothing from it was imported")
+            raise typer.Exit(1) from None
         except ReplayError as exc:
             print_error(Redactor(redact).text(str(exc)))  # it may quote what the server sent
             imported = sum(1 for r in results if r.rows)
@@ -115,6 +119,22 @@ def import_platforms(
                 err_console.print(printable(note), markup=False)
             raise typer.Exit(1) from None
     return results
+
+
+def _said(status: Any) -> Callable[[str], None]:
+    """What a platform says of its pages: the terminal's status line, or where standard error is
+    no terminal a line of its own every `_SAID_SECONDS` (a quick import says nothing; a long one
+    shows in a log that it is moving, and Ctrl-C stops it with the store as it was)."""
+    last = [time.monotonic()]
+
+    def said(line: str) -> None:
+        if err_console.is_terminal:
+            status.update(Text(printable(line)))
+        elif time.monotonic() - last[0] >= _SAID_SECONDS:
+            last[0] = time.monotonic()
+            err_console.print(printable(line), markup=False)
+
+    return said
 
 
 def _imported(

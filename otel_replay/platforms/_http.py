@@ -4,7 +4,8 @@ dependency), with a Bearer key (or Basic credentials), and its failures as one-l
 Every request is bounded: each read waits at most `TIMEOUT_SECONDS`, the whole answer must be in
 within ``deadline`` seconds (`DEADLINE_SECONDS`) and hold at most ``max_bytes`` (`MAX_ANSWER_BYTES`),
 else the error names what was asked (``what``: "page 3 of the trace search"). Paging by a token or
-cursor goes through `Pages`, which stops at a page cap and at a token given twice."""
+cursor goes through `Pages`, which stops at a page cap and at a token given twice; what an import
+holds until its runs are made goes through `Held`, which stops at a cap on spans and bytes."""
 
 from __future__ import annotations
 
@@ -27,13 +28,16 @@ from otel_replay._web import (
     shown_url,
     size,
 )
-from otel_replay.errors import ReplayError
+from otel_replay.errors import ReplayError, setting
 
 __all__ = [
     "DEADLINE_SECONDS",
     "MAX_ANSWER_BYTES",
+    "MAX_HELD_BYTES",
+    "MAX_HELD_SPANS",
     "MAX_PAGES",
     "TIMEOUT_SECONDS",
+    "Held",
     "JsonClient",
     "NotFound",
     "Pages",
@@ -41,6 +45,10 @@ __all__ = [
 
 #: The most pages one listing is followed for.
 MAX_PAGES = 10_000
+#: The most bytes of answers an import holds before its runs are made.
+MAX_HELD_BYTES = 2 << 30
+#: The most spans an import holds before its runs are made.
+MAX_HELD_SPANS = 2_000_000
 
 
 class NotFound(ReplayError):
@@ -69,8 +77,11 @@ class JsonClient:
         deadline: float = DEADLINE_SECONDS,
         scheme: str = "Bearer",
         secret: str = "API key",
+        cap: str = "",
     ) -> None:
         self.platform = platform
+        self.cap = cap
+        self.received = 0
         self.base = shown_url(base)
         self._url = base
         self._key = key
@@ -111,6 +122,7 @@ class JsonClient:
             request = urllib.request.Request(url, data=body, headers=headers, method=method)
             with open_request(request, bounds) as response:
                 data = response.read()
+            self.received = len(data)
         except GaveUp as exc:
             raise self._gave_up(exc, what or f"{method} {path}") from None
         except urllib.error.HTTPError as exc:
@@ -132,9 +144,10 @@ class JsonClient:
 
     def _gave_up(self, exc: GaveUp, what: str) -> ReplayError:
         if exc.limit.startswith("answered with more than"):
+            hint = f"{self.cap} raises the cap" if self.cap else "is it the right address?"
             return ReplayError(
                 f"{self.platform} at {self.base} answered {what} with more than "
-                f"{size(self.max_bytes)}: gave up (is it the right address?)"
+                f"{size(self.max_bytes)}: gave up ({hint})"
             )
         return ReplayError(
             f"{self.platform} at {self.base} took more than {self.deadline:g} s to answer "
@@ -203,6 +216,39 @@ class Pages:
             )
         self._seen.add(token)
         return token
+
+
+class Held:
+    """What one import holds until its runs are made (every page is fetched first, so a server
+    failing half way leaves the store as it was): `add` counts each page's bytes and spans, and a
+    `ReplayError` naming the page stops the import past ``max_bytes`` or ``max_spans``."""
+
+    def __init__(
+        self, client: JsonClient, max_bytes: int = MAX_HELD_BYTES, max_spans: int = MAX_HELD_SPANS
+    ) -> None:
+        self._client = client
+        self.max_bytes = max_bytes
+        self.max_spans = max_spans
+        self.bytes = 0
+        self.spans = 0
+
+    def add(self, what: str, spans: int) -> None:
+        """Count the page ``what`` just read (its bytes: the client's last answer's)."""
+        self.bytes += self._client.received
+        self.spans += spans
+        over = (
+            f"{self.max_spans} spans"
+            if self.spans > self.max_spans
+            else f"{size(self.max_bytes)} of pages"
+            if self.bytes > self.max_bytes
+            else None
+        )
+        if over is not None:
+            raise ReplayError(
+                f"{self._client.platform} at {self._client.base}: with {what}, the import would "
+                f"hold more than {over} before its runs are made, the most it holds: gave up "
+                f"(import less at a time: a shorter time with {setting('since')})"
+            )
 
 
 def _a(noun: str) -> str:

@@ -46,7 +46,14 @@ from otel_replay.errors import ReplayError, TraceFormatError
 from otel_replay.importers._buffer import TraceBuffer
 from otel_replay.importers._options import ReadOptions
 from otel_replay.model import Trajectory
-from otel_replay.platforms._http import MAX_ANSWER_BYTES, MAX_PAGES, JsonClient, NotFound, Pages
+from otel_replay.platforms._http import (
+    MAX_ANSWER_BYTES,
+    MAX_PAGES,
+    Held,
+    JsonClient,
+    NotFound,
+    Pages,
+)
 
 __all__ = [
     "COMMITMENT_ASSESSMENT",
@@ -262,6 +269,7 @@ def _traces(
     trace the server leaves out of its answer (MLflow gives only traces whose spans are all in:
     one still being written, or deleted since the search) is left out, and a warning names it."""
     found: list[dict[str, Any]] = []
+    held = Held(client)
     for start in range(0, len(trace_ids), TRACES_PER_REQUEST):
         chunk = trace_ids[start : start + TRACES_PER_REQUEST]
         what = f"the spans of traces {start + 1} to {start + len(chunk)} of {len(trace_ids)}"
@@ -283,8 +291,15 @@ def _traces(
                 "deleted since the search; left out, import again to take them"
             )
         found += [by_id[t] for t in chunk if t in by_id]
+        held.add(what, sum(_span_count(t) for t in by_id.values()))
         progress(f"MLflow: the spans of {start + len(chunk)} of {len(trace_ids)} trace(s) read")
     return found
+
+
+def _span_count(trace: dict[str, Any]) -> int:
+    """The spans of a trace in a ``batchGet`` answer (``{"trace_info", "spans"}``)."""
+    spans = trace.get("spans")
+    return len(spans) if isinstance(spans, list) else 0
 
 
 def read_mlflow(

@@ -23,20 +23,28 @@ from __future__ import annotations
 import os
 import re
 import urllib.parse
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
 from otel_replay._web import checked_url, shown_url
-from otel_replay.errors import ReplayError, TraceFormatError
+from otel_replay.errors import ReplayError, TraceFormatError, setting
 from otel_replay.importers._buffer import TraceBuffer
 from otel_replay.importers._options import ReadOptions
 from otel_replay.importers._phoenix import FORMAT as PHOENIX_PAGE
 from otel_replay.importers._phoenix import decode_phoenix_page
 from otel_replay.importers._spans import SpanRecord
 from otel_replay.model import Trajectory
-from otel_replay.platforms._http import JsonClient, NotFound, Pages
+from otel_replay.platforms._http import (
+    MAX_ANSWER_BYTES,
+    MAX_HELD_BYTES,
+    MAX_HELD_SPANS,
+    Held,
+    JsonClient,
+    NotFound,
+    Pages,
+)
 
 __all__ = [
     "ANNOTATION_IDENTIFIER",
@@ -110,9 +118,18 @@ def parse_phoenix_url(url: str) -> PhoenixAddress:
     return PhoenixAddress(parts.hostname, parts.port or DEFAULT_PORT, project)
 
 
-def _client(address: PhoenixAddress, key: str | None) -> JsonClient:
+#: Told of each page read: one line saying how far the reading is.
+Progress = Callable[[str], None]
+
+
+def _client(
+    address: PhoenixAddress, key: str | None, max_bytes: int = MAX_ANSWER_BYTES
+) -> JsonClient:
     key = os.environ.get(KEY_VARIABLE) if key is None else key
-    return JsonClient("Phoenix", address.base, key or None, KEY_VARIABLE)
+    cap = setting("max_record_bytes") if max_bytes != MAX_ANSWER_BYTES else ""
+    return JsonClient(
+        "Phoenix", address.base, key or None, KEY_VARIABLE, max_bytes=max_bytes, cap=cap
+    )
 
 
 def _project_path(address: PhoenixAddress) -> str:
@@ -162,19 +179,24 @@ def read_phoenix(
     since_ns: int | None = None,
     options: ReadOptions | None = None,
     key: str | None = None,
+    *,
+    progress: Progress | None = None,
+    held: tuple[int, int] = (MAX_HELD_BYTES, MAX_HELD_SPANS),
 ) -> Iterator[Trajectory]:
     """The runs of the project ``url`` names (``phoenix://HOST:PORT/PROJECT``): every trace, or with
     ``since_ns`` every trace with a span started at or after it, each whole. ``key`` is the API key
-    (default: ``PHOENIX_API_KEY``). A server that cannot be reached, refuses the key or has no such
-    project raises `ReplayError` before any run is yielded."""
+    (default: ``PHOENIX_API_KEY``); ``progress`` is told of each page read. A page is one record:
+    it holds at most the options' ``max_record_bytes``, and the pages held until the runs are made
+    at most ``held`` (bytes, spans). A server that cannot be reached, refuses the key, has no such
+    project or passes a bound raises `ReplayError` before any run is yielded."""
     address = parse_phoenix_url(url)
     if address.project is None:
         raise ReplayError(f"{url!r} names no project: phoenix://HOST:PORT/PROJECT")
     options = options or ReadOptions()
-    client = _client(address, key)
+    client = _client(address, key, options.max_record_bytes)
     _check_project(client, address)
     spans_path = _project_path(address) + "/spans/otlpv1"
-    fetched = _Fetched(address.url, options)
+    fetched = _Fetched(address.url, options, Held(client, *held), progress or (lambda line: None))
     base = [("limit", str(PAGE_SIZE))]
     fetched.pages(client, spans_path, base + ([("start_time", _iso(since_ns))] if since_ns else []))
     if since_ns is not None:
@@ -189,9 +211,11 @@ def read_phoenix(
 class _Fetched:
     """The spans fetched so far, and the runs they make once every page is in."""
 
-    def __init__(self, source: str, options: ReadOptions) -> None:
+    def __init__(self, source: str, options: ReadOptions, held: Held, progress: Progress) -> None:
         self._source = source
         self._options = options
+        self._held = held
+        self._progress = progress
         self._spans: list[SpanRecord] = []
         self._pages = 0
         self.trace_ids: set[str] = set()
@@ -206,9 +230,15 @@ class _Fetched:
                 raise ReplayError(f"Phoenix at {client.base} answered {path} with no span page")
             self._pages += 1
             self._options.report.records += 1
+            before = len(self._spans)
             for span in decode_phoenix_page(page, self._invalid(self._pages)):
                 self._spans.append(span)
                 self.trace_ids.add(span.trace_id)
+            self._held.add(pages.this, len(self._spans) - before)
+            self._progress(
+                f"Phoenix: {self._pages} page(s) of spans read, {len(self._spans)} span(s) of "
+                f"{len(self.trace_ids)} trace(s)"
+            )
             cursor = pages.turn(page.get("next_cursor"))
             if not cursor:
                 return

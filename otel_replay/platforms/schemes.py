@@ -47,7 +47,7 @@ def _read_phoenix(
 ) -> Iterator[Trajectory]:
     from otel_replay.platforms.phoenix import read_phoenix
 
-    return read_phoenix(url, since_ns, options)
+    return read_phoenix(url, since_ns, options, progress=progress)
 
 
 def _annotate_phoenix(url: str, report: Mapping[str, Any], run: Trajectory) -> list[str]:
