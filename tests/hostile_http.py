@@ -102,3 +102,11 @@ def within(seconds: float, call: Callable[[], object]) -> BaseException | None:
     worker.join(seconds)
     assert raised, f"still waiting after {seconds:g} s: the client is not bounded"
     return raised[0]
+
+
+def redirect_loop(asked: Asked) -> Iterator[bytes]:
+    """A redirect to the very address asked, every time."""
+    yield (
+        f"HTTP/1.1 302 Found\r\nLocation: {asked.path}\r\nContent-Length: 0\r\n"
+        "Connection: close\r\n\r\n"
+    ).encode()

@@ -21,6 +21,7 @@ from otel_replay.resamplers._openai import ChatModelOptions, ModelSource, OpenAI
 from tests.hostile_http import (
     endless_body,
     hostile,
+    redirect_loop,
     silent,
     trickled_body,
     trickled_headers,
@@ -31,7 +32,7 @@ SECRET = "sk-do-not-print-0123456789"
 
 
 def _phoenix(url: str, deadline: float = 300.0) -> JsonClient:
-    return JsonClient("Phoenix", url + f"?key={SECRET}", None, "PHOENIX_API_KEY", deadline=deadline)
+    return JsonClient("Phoenix", url, SECRET, "PHOENIX_API_KEY", deadline=deadline)
 
 
 def test_headers_that_never_end_are_given_up_at_the_deadline() -> None:
@@ -140,3 +141,24 @@ def test_the_anthropic_client_is_bounded(behave: object) -> None:
         else ("answered with more than 32 MiB")
     )
     assert str(raised) == f"{server.url} {limit}: gave up"
+
+
+def test_a_redirect_loop_is_one_line_for_every_client() -> None:
+    pytest.importorskip("openai")
+    with hostile(redirect_loop) as server:
+        otlp = within(15, lambda: send_otlp(_request(), _to(server.url), backoff=()))
+        judge = Judge(JudgeOptions("Right?", base_url=f"{server.url}/v1", max_retries=0))
+        judged = within(15, lambda: judge(_answered("It is out.")))
+        judge.close()
+        phoenix = within(15, lambda: _phoenix(server.url).get("/v1/projects"))
+    assert str(otlp) == (
+        f"the OTLP endpoint {server.url}/v1/traces answered 302, moved to {server.url}/v1/traces: "
+        "give that URL"
+    )
+    assert isinstance(judged, VerifierError)
+    assert str(judged).startswith(f"the judge: {server.url}/v1 answered 302")
+    assert str(phoenix) == (
+        f"Phoenix at {server.url} answered 302, moved to {server.url}/v1/projects: give that URL"
+    )
+    assert len(server.asked) == 3  # each asked once, no redirect followed
+    assert not any(SECRET in str(said) for said in (otlp, judged, phoenix))

@@ -126,7 +126,7 @@ def _client(
     address: PhoenixAddress, key: str | None, max_bytes: int = MAX_ANSWER_BYTES
 ) -> JsonClient:
     key = os.environ.get(KEY_VARIABLE) if key is None else key
-    cap = setting("max_record_bytes") if max_bytes != MAX_ANSWER_BYTES else ""
+    cap = setting("max_record_bytes")  # a page is one record
     return JsonClient(
         "Phoenix", address.base, key or None, KEY_VARIABLE, max_bytes=max_bytes, cap=cap
     )

@@ -22,6 +22,7 @@ from typer.testing import CliRunner
 from otel_replay.errors import ReplayError
 from otel_replay.platforms.phoenix import read_phoenix
 from tests.cli_helpers import invoke, ok, one_line_error
+from tests.hostile_http import hostile
 from tests.http_stub import Asked, answer, stub
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "platforms" / "phoenix"
@@ -74,7 +75,8 @@ def test_a_page_past_max_record_bytes_is_refused_naming_the_page(tmp_path: Path)
     store = tmp_path / "store.db"
     ok(invoke(CliRunner(), store, "import", str(FIXTURES / "incident.otlpv1.json")))
     before = _listed(store)
-    with stub(_endless(padding=2 << 20)) as server:
+    respond = _endless(padding=2 << 20)
+    with hostile(lambda asked: [respond(asked)]) as server:  # the client hangs up mid-answer
         url = f"phoenix://127.0.0.1:{server.port}/p"
         result = invoke(CliRunner(), store, "import", url, "--max-record-bytes", "1M")
     assert one_line_error(result) == (
