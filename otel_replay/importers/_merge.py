@@ -70,7 +70,8 @@ def merge_partial(existing: Trajectory, new: Trajectory) -> Trajectory:
                     steps[step.span_id] = step
             elif _exchange_turn(step, after):
                 turns.append(step)
-    recorded = [steps[key] for key in steps if key not in _contained(steps, parent)]
+    contained = _contained(steps, parent)
+    recorded = [steps[key] for key in steps if key not in contained]
     ordered = sorted(
         [*recorded, *_distinct(turns)], key=lambda s: (when[id(s)], s.span_id is not None, s.index)
     )
@@ -123,27 +124,92 @@ def _usage(part: Trajectory) -> dict[str, Any]:
 def _contained(steps: dict[str, Step], parent: dict[str, str | None]) -> set[str]:
     """Steps that, once both parts are in, turn out to be inside another step's span, folded by the
     rules of `otel_replay.importers._operations`: one operation recorded twice keeps its richer
-    step, an operation keeps its parts' steps out, anything else containing steps is structure."""
-    below: dict[str, list[str]] = {}
-    for span_id in steps:
-        seen: set[str] = set()
-        current = parent.get(span_id)
-        while current is not None and current not in seen:
-            seen.add(current)
-            if current in steps:
-                below.setdefault(current, []).append(span_id)
-            current = parent.get(current)
+    step, an operation keeps its parts' steps out, anything else containing steps is structure.
+
+    A step's span holds the steps below it by the recorded parents. Each span's steps below are
+    counted once, children before parents, rather than walked up from every step (which cost a
+    deep trace the square of its spans); a span in a parent cycle (A→B→A) is above every span
+    that reaches the cycle, itself included."""
+    tree = _Ancestry(steps, parent)
     dropped: set[str] = set()
-    for outer, inner in below.items():
-        kinds = [steps[i].kind for i in inner]
-        if len(inner) == 1 and same_operation(steps[outer], steps[inner[0]]):
-            poorer = min((outer, inner[0]), key=lambda i: richness(steps[i]))
-            dropped.add(poorer)
-        elif all(kind in PARTS_OF.get(steps[outer].kind, ()) for kind in kinds):
+    for outer, step in steps.items():
+        if outer in tree.cycle:  # it holds every step reaching its cycle, itself among them
+            dropped.add(outer)  # (alone: the same operation as itself; else more than its parts)
+            continue
+        count, kinds = tree.count.get(outer, 0), tree.kinds.get(outer, set())
+        if not count:
+            continue
+        inner = tree.below(outer) if count == 1 or kinds <= PARTS_OF.get(step.kind, set()) else []
+        if count == 1 and same_operation(step, steps[inner[0]]):
+            dropped.add(min((outer, inner[0]), key=lambda i: richness(steps[i])))
+        elif kinds <= PARTS_OF.get(step.kind, set()):
             dropped.update(inner)
         else:
             dropped.add(outer)
     return dropped
+
+
+class _Ancestry:
+    """The spans by their recorded parents: each parent cycle's spans (``cycle``: span → the
+    cycle's first span found), and for every other span the number and the kinds of the steps
+    below it (``count``, ``kinds``), spans of a cycle laid out as roots."""
+
+    def __init__(self, steps: dict[str, Step], parent: dict[str, str | None]) -> None:
+        self.steps = steps
+        nodes = list(dict.fromkeys([*parent, *(p for p in parent.values() if p), *steps]))
+        up = {node: parent.get(node) for node in nodes}
+        self.cycle: dict[str, str] = {}
+        done: set[str] = set()
+        for start in nodes:
+            path: list[str] = []
+            walking: set[str] = set()
+            node: str | None = start
+            while node is not None and node not in done and node not in walking:
+                walking.add(node)
+                path.append(node)
+                node = up[node]
+            if node is not None and node in walking:
+                for member in path[path.index(node) :]:
+                    self.cycle[member] = node
+            done.update(path)
+        self.children: dict[str, list[str]] = {}
+        roots = []
+        for node in nodes:
+            p = None if node in self.cycle else up[node]
+            if p is None:
+                roots.append(node)
+            else:
+                self.children.setdefault(p, []).append(node)
+        order: list[str] = []
+        stack = roots
+        while stack:
+            node = stack.pop()
+            order.append(node)
+            stack.extend(self.children.get(node, ()))
+        self.count: dict[str, int] = {}
+        self.kinds: dict[str, set[StepKind]] = {}
+        for node in reversed(order):  # children before parents
+            p = None if node in self.cycle else up[node]
+            if p is None:
+                continue
+            count = self.count.get(node, 0) + (node in steps)
+            if count:
+                self.count[p] = self.count.get(p, 0) + count
+                kinds = self.kinds.setdefault(p, set())
+                kinds |= self.kinds.get(node, set())
+                if node in steps:
+                    kinds.add(steps[node].kind)
+
+    def below(self, node: str) -> list[str]:
+        """The steps below ``node`` (a span in no cycle)."""
+        found: list[str] = []
+        stack = list(self.children.get(node, ()))
+        while stack:
+            current = stack.pop()
+            if current in self.steps:
+                found.append(current)
+            stack.extend(self.children.get(current, ()))
+        return found
 
 
 def _exchange_turn(step: Step, after: Step | None) -> bool:

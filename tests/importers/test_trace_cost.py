@@ -20,9 +20,11 @@ import pytest
 from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan
 
-from otel_replay.importers import _operations, _semconv, read_path
+from otel_replay.importers import _merge, _operations, _semconv, read_path
 from otel_replay.importers._nesting import nested_in_tools
+from otel_replay.importers._operations import PARTS_OF, richness, same_operation
 from otel_replay.importers._spans import SpanRecord
+from otel_replay.model import Step, StepKind
 from otel_replay.otlp_encode import request_to_otlp_json, spans_to_request
 from tests.sdk import Recorder
 
@@ -222,3 +224,86 @@ def test_containers_are_nested_in_tools_as_asking_every_tool_would(seed: int) ->
         )
         roles.append((rng.choice(["tool", "tool", "agent", "chain", "span", "llm"]), ""))
     assert nested_in_tools(spans, roles) == _nested_by_asking_every_tool(spans, roles)
+
+
+def _contained_by_walking_up(steps: dict[str, Any], parent: dict[str, str | None]) -> set[str]:
+    """`_merge._contained` as first written: each step walks up its ancestors."""
+    below: dict[str, list[str]] = {}
+    for span_id in steps:
+        seen: set[str] = set()
+        current = parent.get(span_id)
+        while current is not None and current not in seen:
+            seen.add(current)
+            if current in steps:
+                below.setdefault(current, []).append(span_id)
+            current = parent.get(current)
+    dropped: set[str] = set()
+    for outer, inner in below.items():
+        kinds = [steps[i].kind for i in inner]
+        if len(inner) == 1 and same_operation(steps[outer], steps[inner[0]]):
+            dropped.add(min((outer, inner[0]), key=lambda i: richness(steps[i])))
+        elif all(kind in PARTS_OF.get(steps[outer].kind, ()) for kind in kinds):
+            dropped.update(inner)
+        else:
+            dropped.add(outer)
+    return dropped
+
+
+@pytest.mark.parametrize("seed", range(300))
+def test_steps_inside_steps_of_two_parts_are_found_as_walking_up_finds_them(seed: int) -> None:
+    """Random span forests, parent cycles and parents no part holds included."""
+    rng = random.Random(seed)
+    n = rng.randint(1, 12)
+    names = [f"s{i}" for i in range(n)]
+    parent = {name: rng.choice([None, "gone", *names]) for name in names}
+    kinds = [StepKind.TOOL, StepKind.RETRIEVER, StepKind.EMBEDDING, StepKind.LLM, StepKind.RERANKER]
+    steps = {
+        name: Step(
+            rng.choice(kinds),
+            rng.choice(["a", "b"]),
+            {"k": rng.randint(0, 2)},
+            rng.choice([None, 1]),
+        )
+        for name in [*names, "gone"]
+        if rng.random() < 0.6
+    }
+    assert _merge._contained(steps, parent) == _contained_by_walking_up(steps, parent)
+
+
+def test_joining_two_parts_of_a_trace_looks_at_each_step_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A trace whose 1,000 tool calls are each recorded twice (a wrapper and the call), the
+    wrappers in one file and the calls in another: each wrapper is compared with its call once."""
+    rec = Recorder()
+    root = rec.tracer.start_span("root", attributes={OI: "AGENT"}, start_time=rec.tick(1))
+    for k in range(1_000):
+        context = trace.set_span_in_context(root)
+        outer = rec.tracer.start_span(
+            f"w{k}", context=context, attributes=_tool(k), start_time=rec.tick(1)
+        )
+        rec.tracer.start_span(
+            f"c{k}",
+            context=trace.set_span_in_context(outer),
+            attributes=_tool(k),
+            start_time=rec.tick(1),
+        ).end(end_time=rec.tick(1))
+        outer.end(end_time=rec.tick(1))
+    root.end(end_time=rec.tick(1))
+    spans = rec.spans()
+    wrappers = [s for s in spans if not s.name.startswith("c")]
+    calls = [s for s in spans if s.name.startswith("c")]
+    (first,) = read_path(write(wrappers, tmp_path / "wrappers.json"))
+    (second,) = read_path(write(calls, tmp_path / "calls.json"))
+    compared = 0
+    same = _merge.same_operation
+
+    def comparing(*args: Any) -> bool:
+        nonlocal compared
+        compared += 1
+        return same(*args)
+
+    monkeypatch.setattr(_merge, "same_operation", comparing)
+    merged = _merge.merge_partial(first, second)
+    assert len(merged.steps) == 1_000
+    assert compared <= 1_000, compared
