@@ -162,3 +162,22 @@ def test_a_redirect_loop_is_one_line_for_every_client() -> None:
     )
     assert len(server.asked) == 3  # each asked once, no redirect followed
     assert not any(SECRET in str(said) for said in (otlp, judged, phoenix))
+
+
+def test_a_model_server_behind_the_environments_proxy_is_bounded_too(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    pytest.importorskip("openai")
+    for name in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    with hostile(trickled_headers) as proxy:
+        monkeypatch.setenv("HTTP_PROXY", proxy.url)
+        monkeypatch.setenv("http_proxy", proxy.url)
+        options = ChatModelOptions(
+            base_url="http://models.invalid/v1", timeout_s=1.5, max_retries=0
+        )
+        model = OpenAIChatModel(options)
+        raised = within(15, lambda: model.ask("m", "You are a tool.", "Look it up."))
+        model.close()
+    assert str(raised) == "http://models.invalid/v1 took more than 1.5 s to answer: gave up"
+    assert [asked.path for asked in proxy.asked] == ["http://models.invalid/v1/chat/completions"]

@@ -3,11 +3,13 @@ or ``anthropic`` client is built on) with the bounds every client of the package
 read waits at most the timeout, the whole answer (connecting, headers, body) is in within the
 deadline, or the connection's socket is shut, and the body holds at most ``max_bytes``. A limit
 hit is a `GaveUp` naming the URL and the limit, which `gave_up` finds behind the client's own
-error. Each request has its own connection, so the watchdog always knows its socket."""
+error. Each request has its own connection, so the watchdog always knows its socket; a proxy the
+environment names is used by the bounded transport itself, so no request goes around it."""
 
 from __future__ import annotations
 
 import importlib
+import urllib.request
 from collections.abc import Iterator
 from types import ModuleType
 from typing import Any
@@ -71,9 +73,22 @@ def bounded_client(bounds: Bounds, sdk: str) -> Any:
         return Bounded(str(exc))
 
     class Transport(httpx.BaseTransport):  # type: ignore[misc]
+        """Requests sent directly or through the proxy the environment names for their URL
+        (``HTTPS_PROXY``, ``NO_PROXY``...), bounded either way."""
+
         def __init__(self) -> None:
-            # no connection is kept for the next request: each one's socket is its own to shut
-            self._inner = httpx.HTTPTransport(limits=httpx.Limits(max_keepalive_connections=0))
+            self._inners: dict[str | None, Any] = {}
+
+        def _inner(self, url: Any) -> Any:
+            proxies = urllib.request.getproxies()
+            proxy = proxies.get(url.scheme) or proxies.get("all")
+            if proxy and urllib.request.proxy_bypass(url.host):
+                proxy = None
+            if proxy not in self._inners:
+                # no connection is kept for the next request: each one's socket is its own to shut
+                limits = httpx.Limits(max_keepalive_connections=0)
+                self._inners[proxy] = httpx.HTTPTransport(limits=limits, proxy=proxy)
+            return self._inners[proxy]
 
         def handle_request(self, request: Any) -> Any:
             watch = Watch(bounds.deadline)
@@ -89,7 +104,7 @@ def bounded_client(bounds: Bounds, sdk: str) -> Any:
 
             request.extensions = {**request.extensions, "trace": trace}
             try:
-                answer = self._inner.handle_request(request)
+                answer = self._inner(request.url).handle_request(request)
             except (httpx.TransportError, *FAILURES):
                 watch.cancel()
                 if watch.expired:
@@ -110,9 +125,12 @@ def bounded_client(bounds: Bounds, sdk: str) -> Any:
             )
 
         def close(self) -> None:
-            self._inner.close()
+            for inner in self._inners.values():
+                inner.close()
 
-    return httpx.Client(transport=Transport(), timeout=min(bounds.timeout, bounds.deadline))
+    # the environment's proxies are the transport's to use: httpx would send through its own
+    timeout = min(bounds.timeout, bounds.deadline)
+    return httpx.Client(transport=Transport(), timeout=timeout, trust_env=False)
 
 
 def gave_up(exc: BaseException) -> GaveUp | None:
