@@ -35,7 +35,7 @@ from otel_replay.importers._jaeger import FORMAT, decode_jaeger
 from otel_replay.importers._options import ReadOptions
 from otel_replay.importers._spans import SpanRecord
 from otel_replay.model import Trajectory
-from otel_replay.platforms._http import JsonClient
+from otel_replay.platforms._http import MAX_HELD_BYTES, MAX_HELD_SPANS, Held, JsonClient
 
 __all__ = [
     "DEFAULT_PORT",
@@ -113,11 +113,13 @@ def read_jaeger(
     max_requests: int = MAX_REQUESTS,
     max_traces: int = MAX_TRACES,
     search_limit: int = SEARCH_LIMIT,
+    held: tuple[int, int] = (MAX_HELD_BYTES, MAX_HELD_SPANS),
 ) -> Iterator[Trajectory]:
     """The runs of the service ``url`` names (``jaeger://HOST:PORT/SERVICE``): every trace with a
     span of it (started since ``since_ns`` when given), each whole. ``key`` is a bearer token
     (default: ``JAEGER_API_KEY``); ``client`` one to use instead (its bounds); ``search_limit`` the
-    traces asked for in one search. A server that cannot
+    traces asked for in one search; ``held`` the most bytes of answers and spans held until the
+    runs are made. A server that cannot
     be reached, has no such service, answers what is no Jaeger JSON or holds more than the bounds
     raises `ReplayError` before any run is yielded."""
     address = parse_jaeger_url(url)
@@ -128,7 +130,8 @@ def read_jaeger(
         key = os.environ.get(KEY_VARIABLE) if key is None else key
         client = JsonClient("Jaeger", address.base, key or None, KEY_VARIABLE)
     _check_service(client, address.service)
-    search = _Search(client, address, options, progress, (max_requests, max_traces, search_limit))
+    bounds = (max_requests, max_traces, search_limit)
+    search = _Search(client, address, options, progress, bounds, Held(client, *held))
     end = (time.time_ns() if now_ns is None else now_ns) // 1000 + 1
     search.window(0 if since_ns is None else since_ns // 1000, end)
     yield from search.runs()
@@ -159,8 +162,10 @@ class _Search:
         options: ReadOptions,
         progress: Progress | None,
         bounds: tuple[int, int, int],
+        held: Held,
     ) -> None:
         self._client = client
+        self._held = held
         self._address = address
         self._options = options
         self._progress = progress
@@ -196,6 +201,7 @@ class _Search:
         answer = self._client.get("/api/traces", params, what)
         traces = _answer_traces(answer, self._client.base, what)
         self._options.report.records += 1
+        new = 0
         for i, trace in enumerate(traces):
             trace_id = trace.get("traceID") if isinstance(trace, dict) else None
             if isinstance(trace_id, str) and trace_id in self._traces:
@@ -209,11 +215,13 @@ class _Search:
                 located(exc)  # no trace at all: refused, or skipped whole
                 spans = []
             self._traces[str(trace_id) if trace_id else f"{what}#{i}"] = spans
+            new += len(spans)
             if len(self._traces) > self._max_traces:
                 raise ReplayError(
                     f"Jaeger at {self._client.base} holds more than {self._max_traces} traces "
                     f"of {self._address.service!r} here: gave up (narrow it with {setting('since')})"
                 )
+        self._held.add(what, new)
         if self._progress is not None:
             found = len(self._traces)
             self._progress(

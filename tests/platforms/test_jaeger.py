@@ -100,6 +100,16 @@ def test_the_bounds_give_up_in_one_line() -> None:
     )
 
 
+def test_the_spans_held_until_the_runs_are_made_are_capped() -> None:
+    with serve() as jaeger, pytest.raises(ReplayError) as caught:
+        _read(jaeger.base, held=(1 << 30, 3))
+    assert str(caught.value) == (
+        f"Jaeger at http://{jaeger.base}: with search 1 of the traces of 'support-agent', the "
+        "import would hold more than 3 spans before its runs are made, the most it holds: gave "
+        "up (import less at a time: a shorter time with since)"
+    )
+
+
 def test_a_server_failing_half_way_yields_nothing() -> None:
     with serve(fail_after=1) as jaeger:
         reader = read_jaeger(f"jaeger://{jaeger.base}/support-agent", now_ns=NOW_NS, search_limit=1)
