@@ -16,6 +16,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -635,3 +636,51 @@ def test_a_client_that_sends_chunks_is_stored(receiver: Receiver, store_file: Pa
     finally:
         connection.close()
     assert _stored(store_file) == {trace_id: 3, other_id: 3}
+
+
+def test_a_waiting_trace_that_cannot_be_built_is_dropped_and_the_writer_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A trace built on the flush's own time, with no request to answer, that fails to build is
+    said and dropped (its spans hold what no run can: trying again would fail again); the other
+    waiting traces are stored and later requests are answered. The failure is injected into the
+    real receiver: no input that passes the receiver's checks on arrival is known to do it."""
+    from otel_replay.errors import TraceFormatError
+    from otel_replay.receiver import _intake
+
+    real = _intake.assemble_trace
+
+    def failing(trace_id: str, spans: Sequence[Any], *rest: Any) -> Any:
+        if any(span.resource.get("service.name") == "poisoned" for span in spans):
+            raise TraceFormatError("a span holds what no run can")
+        return real(trace_id, spans, *rest)
+
+    monkeypatch.setattr(_intake, "assemble_trace", failing)
+    said: list[str] = []
+    path = tmp_path / "store.db"
+    receiver = Receiver(
+        lambda: Store.open(path), "127.0.0.1", 0, flush_after=0.2, on_trouble=said.append
+    )
+    receiver.start()
+    try:
+        memory = InMemorySpanExporter()
+        provider = TracerProvider(resource=Resource.create({"service.name": "poisoned"}))
+        provider.add_span_processor(SimpleSpanProcessor(memory))
+        _agent_run(provider, "what broke?")
+        poisoned, waiting = memory.get_finished_spans(), _spans()
+        for spans in (poisoned, waiting):  # children only: each trace waits for its root
+            assert _post(receiver, _proto(spans[:-1]))[0] == 200
+        deadline = time.monotonic() + 20
+        while not said and time.monotonic() < deadline:
+            time.sleep(0.05)
+        whole = _spans()
+        assert _post(receiver, _proto(whole))[0] == 200  # the writer still answers
+    finally:
+        receiver.stop()
+    (line,) = said
+    bad = format(poisoned[0].context.trace_id, "032x")
+    assert f"trace {bad} dropped: it cannot be stored" in line
+    assert line.endswith("a span holds what no run can")
+    stored = _stored(path)
+    assert bad not in stored
+    assert {format(s[0].context.trace_id, "032x") for s in (waiting, whole)} <= set(stored)

@@ -77,6 +77,7 @@ def serve_command(
             max_body_bytes=byte_count(max_body_bytes, "--max-body-bytes"),
             on_stored=_stored,
             on_request=_refused,
+            on_trouble=_trouble,
         )
         receiver.intake.redacting(patterns)  # before any request is taken
         receiver.intake.scoring(outcome_attribute)
@@ -103,6 +104,10 @@ def _stored(run: Ingested) -> None:
         f"{run.result.value} {shown(summary.id)} ({summary.n_steps} steps{outcome})",
         highlight=False,
     )
+
+
+def _trouble(what: str) -> None:
+    err_console.print(f"[yellow]{shown(what)}[/]", highlight=False)
 
 
 def _refused(status: int, what: str) -> None:

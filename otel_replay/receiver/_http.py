@@ -64,7 +64,8 @@ class Receiver:
     (on the writer thread: a connection belongs to the thread that opened it).
 
     ``on_stored`` hears of each run stored or merged into, ``on_request`` of each request answered
-    (its status and a line saying what it did); both on server threads.
+    (its status and a line saying what it did), ``on_trouble`` of what went wrong with no request
+    to answer (a waiting trace built on its own time); all on server threads.
     """
 
     def __init__(
@@ -77,6 +78,7 @@ class Receiver:
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         on_stored: Callable[[Ingested], None] | None = None,
         on_request: Callable[[int, str], None] | None = None,
+        on_trouble: Callable[[str], None] | None = None,
     ) -> None:
         try:
             self._server = _Server((host, port), _Handler)
@@ -92,7 +94,9 @@ class Receiver:
         host_name, bound = self._server.server_address[:2]
         name = host_name.decode() if isinstance(host_name, bytes) else str(host_name)
         self.url = f"http://{name}:{bound}"
-        self.intake = Intake(open_store, f"otlp-http {self.url}", flush_after, on_stored)
+        self.intake = Intake(
+            open_store, f"otlp-http {self.url}", flush_after, on_stored, on_trouble
+        )
         self._serving: threading.Thread | None = None
 
     @property

@@ -23,6 +23,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from otel_replay.errors import ReplayError
 from otel_replay.importers._request import assemble_trace, span_bytes, span_from_bytes
 from otel_replay.importers._spans import SpanEvent, SpanRecord
 from otel_replay.ingest import Ingested, ingest_one
@@ -54,11 +55,13 @@ class Intake:
         source: str,
         flush_after: float,
         on_stored: Callable[[Ingested], None] | None = None,
+        on_trouble: Callable[[str], None] | None = None,
     ) -> None:
         self._open_store = open_store
         self._source = source
         self._flush_after_ns = int(flush_after * 1e9)
         self._on_stored = on_stored
+        self._on_trouble = on_trouble
         self._jobs: queue.Queue[tuple[Callable[[Store], Any], Future[Any]] | None] = queue.Queue()
         self._ready: Future[None] = Future()
         self._thread = threading.Thread(target=self._run, name="agent-replay-writer")
@@ -115,7 +118,7 @@ class Intake:
                 try:
                     item = self._jobs.get(timeout=FLUSH_CHECK_SECONDS)
                 except queue.Empty:
-                    self._flush(store, time.time_ns() - self._flush_after_ns)
+                    self._timed_flush(store)
                     continue
                 if item is None:
                     return
@@ -153,13 +156,35 @@ class Intake:
             still = len(store.pending_traces())
         return self._heard(runs, still)
 
-    def _flush(self, store: Store, quiet_since_ns: int | None) -> Stored:
+    def _timed_flush(self, store: Store) -> None:
+        """Build the traces that have been quiet long enough, no request waiting on it: a trace
+        that cannot be built (its spans hold what no run can: deterministic, so trying again would
+        fail again) is dropped and said; any other failure (the disk, the store) is said and the
+        traces wait for the next flush. The writer goes on either way: every later request would
+        hang without it."""
+        try:
+            self._flush(store, time.time_ns() - self._flush_after_ns, dropping=True)
+        except Exception as exc:
+            self._trouble(f"waiting traces not stored yet, tried again later: {exc}")
+
+    def _trouble(self, line: str) -> None:
+        if self._on_trouble is not None:
+            self._on_trouble(line)
+
+    def _flush(self, store: Store, quiet_since_ns: int | None, dropping: bool = False) -> Stored:
         """Build the traces quiet since ``quiet_since_ns`` (every waiting trace, with None)."""
         runs = []
         with store.transaction():
             quiet = store.pending_traces(quiet_since_ns)
             for trace_id, kept in store.pending(quiet).items():
-                runs.append(self._store(store, trace_id, [span_from_bytes(data) for data in kept]))
+                try:
+                    runs.append(
+                        self._store(store, trace_id, [span_from_bytes(data) for data in kept])
+                    )
+                except ReplayError as exc:  # what the spans hold, not the store's state
+                    if not dropping:
+                        raise
+                    self._trouble(f"trace {trace_id} dropped: it cannot be stored: {exc}")
                 store.drop_pending(trace_id)
             waiting = len(store.pending_traces())
         return self._heard(runs, waiting)
