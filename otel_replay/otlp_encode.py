@@ -48,7 +48,6 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from otel_replay._files import output_file
 from otel_replay._web import (
-    DEADLINE_SECONDS,
     FAILURES,
     Bounds,
     GaveUp,
@@ -198,17 +197,19 @@ _MAX_ANSWER = 16 << 20
 
 _HEADER_VARIABLES = ("OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS")
 _COMPRESSION_VARIABLES = ("OTEL_EXPORTER_OTLP_COMPRESSION", "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION")
+_TIMEOUT_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "OTEL_EXPORTER_OTLP_TIMEOUT")
 
 
 @dataclass(frozen=True, slots=True, repr=False)
 class Destination:
     """Where requests go: the full URL POSTed to, the headers sent with each (lower-case names),
-    and whether bodies are gzipped. Its repr shows the URL without its query and the headers'
-    names only, which may hold keys."""
+    whether bodies are gzipped, and the seconds one POST may take, its answer whole. Its repr
+    shows the URL without its query and the headers' names only, which may hold keys."""
 
     url: str
     headers: tuple[tuple[str, str], ...] = ()
     gzip: bool = False
+    timeout: float = TIMEOUT
 
     def __repr__(self) -> str:
         names = tuple(name for name, _ in self.headers)
@@ -239,7 +240,9 @@ def destination(
     (``key=value`` pairs parted by commas, values percent-encoded), then ``headers``
     (``KEY=VALUE`` each); a later one of the same name wins. ``compression`` (``gzip`` or
     ``none``) defaults to ``OTEL_EXPORTER_OTLP_TRACES_COMPRESSION``, else
-    ``OTEL_EXPORTER_OTLP_COMPRESSION``, else none."""
+    ``OTEL_EXPORTER_OTLP_COMPRESSION``, else none. The time one POST may take, its answer whole,
+    is ``OTEL_EXPORTER_OTLP_TRACES_TIMEOUT``, else ``OTEL_EXPORTER_OTLP_TIMEOUT`` (milliseconds, as
+    the SDK's exporter reads them), else 10 s."""
     env = os.environ if environ is None else environ
     parts = checked_url(endpoint, "OTLP endpoint")
     if parts.path in ("", "/"):
@@ -257,7 +260,24 @@ def destination(
         compression = compression or env.get(variable, "").strip().lower() or None
     if compression not in (None, "gzip", "none"):
         raise ReplayError(f"OTLP compression {compression!r} is not gzip or none")
-    return Destination(urllib.parse.urlunsplit(parts), tuple(chosen.items()), compression == "gzip")
+    url = urllib.parse.urlunsplit(parts)
+    return Destination(url, tuple(chosen.items()), compression == "gzip", _timeout(env))
+
+
+def _timeout(env: Mapping[str, str]) -> float:
+    """Seconds one POST may take: the first timeout variable set, in milliseconds."""
+    for variable in _TIMEOUT_VARIABLES:
+        given = env.get(variable, "").strip()
+        if not given:
+            continue
+        try:
+            milliseconds = float(given)
+        except ValueError:
+            milliseconds = 0.0
+        if not 0 < milliseconds < 1e9:
+            raise ReplayError(f"{variable}={given!r} is not a number of milliseconds above 0")
+        return milliseconds / 1000
+    return TIMEOUT
 
 
 def _pair(text: str, where: str) -> tuple[str, str]:
@@ -273,15 +293,17 @@ def send_otlp(
     request: ExportTraceServiceRequest,
     to: Destination,
     *,
-    timeout: float = TIMEOUT,
-    deadline: float = DEADLINE_SECONDS,
+    timeout: float | None = None,
+    deadline: float | None = None,
     backoff: Sequence[float] = BACKOFF,
     sleep: Callable[[float], None] = time.sleep,
 ) -> Sent:
     """POST ``request`` as protobuf to ``to``; retried after each of ``backoff``'s waits while the
     endpoint answers a retryable status. Each try waits at most ``timeout`` per read and
-    ``deadline`` for its whole answer, and holds at most 16 MiB of it. Raises `ExportError` when it cannot be reached or answers
+    ``deadline`` for its whole answer (both by default ``to.timeout``), and holds at most 16 MiB
+    of it. Raises `ExportError` when it cannot be reached or answers
     with any other error status (or still a retryable one after the last wait)."""
+    bounds = Bounds(timeout or to.timeout, deadline or to.timeout, _MAX_ANSWER)
     body = _serialize(request)
     headers = {"content-type": "application/x-protobuf", **dict(to.headers)}
     if to.gzip:
@@ -292,7 +314,7 @@ def send_otlp(
     for attempt in range(len(backoff) + 1):
         try:
             post = urllib.request.Request(to.url, data=body, headers=headers, method="POST")
-            with open_request(post, Bounds(timeout, deadline, _MAX_ANSWER)) as answer:
+            with open_request(post, bounds) as answer:
                 return _sent(to.url, answer.status, spans, answer.headers, answer.read())
         except GaveUp as exc:
             raise ExportError(

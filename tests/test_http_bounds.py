@@ -13,7 +13,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from otel_replay.errors import ExportError, ReplayError, VerifierError
 from otel_replay.model import Step, StepKind, Trajectory
-from otel_replay.otlp_encode import Destination, send_otlp
+from otel_replay.otlp_encode import Destination, destination, send_otlp
 from otel_replay.platforms._http import JsonClient
 from otel_replay.resamplers._anthropic import AnthropicMessagesModel
 from otel_replay.resamplers._judge import Judge, JudgeOptions
@@ -89,6 +89,17 @@ def test_an_otlp_endpoint_that_takes_too_long_is_given_up_at_the_deadline(behave
         raised = within(
             15, lambda: send_otlp(_request(), _to(server.url), deadline=1.5, backoff=())
         )
+    assert isinstance(raised, ExportError)
+    assert str(raised) == (
+        f"the OTLP endpoint {server.url}/v1/traces took more than 1.5 s to answer: gave up"
+    )
+
+
+def test_the_otlp_timeout_variable_is_the_whole_answers_deadline() -> None:
+    environ = {"OTEL_EXPORTER_OTLP_TIMEOUT": "9000", "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT": "1500"}
+    with hostile(trickled_headers) as server:
+        to = destination(f"{server.url}/v1/traces?token={SECRET}", environ=environ)
+        raised = within(15, lambda: send_otlp(_request(), to, backoff=()))
     assert isinstance(raised, ExportError)
     assert str(raised) == (
         f"the OTLP endpoint {server.url}/v1/traces took more than 1.5 s to answer: gave up"
@@ -181,3 +192,11 @@ def test_a_model_server_behind_the_environments_proxy_is_bounded_too(
         model.close()
     assert str(raised) == "http://models.invalid/v1 took more than 1.5 s to answer: gave up"
     assert [asked.path for asked in proxy.asked] == ["http://models.invalid/v1/chat/completions"]
+
+
+def test_an_otlp_timeout_that_is_no_number_is_one_line() -> None:
+    with pytest.raises(ReplayError) as raised:
+        destination("http://127.0.0.1:4318", environ={"OTEL_EXPORTER_OTLP_TIMEOUT": "soon"})
+    assert str(raised.value) == (
+        "OTEL_EXPORTER_OTLP_TIMEOUT='soon' is not a number of milliseconds above 0"
+    )
