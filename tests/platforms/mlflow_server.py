@@ -4,6 +4,8 @@ the support agent (`tests/platforms/mlflow_agent.py`, run with the venv's Python
 
 from __future__ import annotations
 
+import base64
+import json
 import os
 import subprocess
 import time
@@ -78,7 +80,30 @@ class Mlflow:
             raise MlflowFailed(
                 f"the traced agent failed ({done.returncode}):\n{done.stderr[-2000:]}"
             )
+        self._await_spans(lines[-1])
         return lines[-1]
+
+    def _await_spans(self, trace_id: str, seconds: float = 30.0) -> None:
+        """Wait until the server gives the trace's spans: it can answer for a trace whose spans
+        it has not committed yet ("Trace data not stored in tracking store") just after the
+        agent's process ends, even with synchronous logging."""
+        url = f"{self.base}/api/3.0/mlflow/traces/batchGet?trace_ids={trace_id}"
+        request = urllib.request.Request(url)
+        if self.password is not None:
+            token = base64.b64encode(f"{ADMIN}:{self.password}".encode()).decode()
+            request.add_header("Authorization", f"Basic {token}")
+        deadline = time.monotonic() + seconds
+        while True:
+            try:
+                with urllib.request.urlopen(request, timeout=10) as answer:
+                    traces = json.loads(answer.read()).get("traces") or []
+                if traces and traces[0].get("spans"):
+                    return
+            except (urllib.error.URLError, OSError, ValueError):
+                pass
+            if time.monotonic() > deadline:
+                raise MlflowFailed(f"the server never gave the spans of {trace_id}")
+            time.sleep(0.2)
 
 
 def _environment() -> dict[str, str]:
