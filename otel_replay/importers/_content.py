@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from otel_replay.importers._conventions import Part, sources
+from otel_replay.importers._conventions import Part, sources, split_source
 from otel_replay.importers._messages import flattened_messages, normalize_messages, unflatten
 from otel_replay.importers._replies import (
     REQUEST_PARAMETERS,
@@ -65,22 +65,13 @@ def _read(span: SpanRecord, part: Part, vocabulary: str) -> Any:
     return _MISSING
 
 
-def _split(source: str) -> tuple[str, str]:
-    """A source's key and the reader it names (``key (reader)``, or ``(reader)`` alone), the
-    reader with its closing parenthesis."""
-    if source.startswith("("):
-        return "", source[1:]
-    key, _, reader = source.partition(" (")
-    return key, reader
-
-
 def _source_value(span: SpanRecord, source: str) -> Any:
     """What one plain source holds: an attribute (a ``*.value`` decoded by its mime type), or an
     attribute of an event (``event NAME: key``)."""
     if source.startswith("event "):
         name, _, key = source[len("event ") :].partition(": ")
         return _event_attribute(span, name, key)
-    key, reader = _split(source)
+    key, reader = split_source(source)
     if key.endswith(".value"):
         return _io_value(span.attributes, key[: -len(".value")])
     value = _first(span.attributes, key)
@@ -100,7 +91,7 @@ def _unwrapped_outputs(outputs: Any) -> Any:
 def _input_messages(span: SpanRecord, vocabulary: str = "") -> list[dict[str, Any]]:
     attrs = span.attributes
     for source in sources("input_messages", vocabulary):
-        key, reader = _split(source)
+        key, reader = split_source(source)
         if source.endswith(".*"):
             messages = flattened_messages(attrs, key[: -len(".*")])
         elif reader == "messages events)":
@@ -171,7 +162,7 @@ def _event_messages(span: SpanRecord) -> list[dict[str, Any]]:
 def _output_messages(span: SpanRecord, vocabulary: str = "") -> Any:
     attrs = span.attributes
     for source in sources("output_messages", vocabulary):
-        key, reader = _split(source)
+        key, reader = split_source(source)
         if source.endswith(".*"):
             messages = flattened_messages(attrs, key[: -len(".*")])
         elif reader == "messages)":
@@ -343,7 +334,7 @@ def _with_finish_reason(output: Any, attrs: dict[str, Any]) -> Any:
 
 
 #: Where a span records a tool's result, whichever convention wrote it (`tool_content` reads them).
-RESULT_KEYS = tuple(source.partition(" (")[0] for source in sources("result"))
+RESULT_KEYS = tuple(split_source(source)[0] for source in sources("result"))
 
 
 def tool_content(

@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 #: The parts of a step a vocabulary can say where it keeps.
 Part = Literal[
@@ -50,22 +50,7 @@ Part = Literal[
     "total_tokens",
     "error_message",
 ]
-PARTS: tuple[Part, ...] = (
-    "model",
-    "tool_name",
-    "step_name",
-    "tool_call_id",
-    "arguments",
-    "result",
-    "input",
-    "output",
-    "input_messages",
-    "output_messages",
-    "input_tokens",
-    "output_tokens",
-    "total_tokens",
-    "error_message",
-)
+PARTS: tuple[Part, ...] = get_args(Part)
 #: Parts whose sources are messages: structured sources are asked before raw ones across rows.
 MESSAGE_PARTS = frozenset({"input_messages", "output_messages"})
 #: A role rule's key that means the span's name rather than an attribute.
@@ -465,6 +450,15 @@ def sources(part: Part, first: str = "") -> Iterator[str]:
                     continue
                 seen.add(source)
                 yield source
+
+
+def split_source(source: str) -> tuple[str, str]:
+    """A source's key and the reader it names, with its closing parenthesis (``key (reader)``, or
+    ``(reader)`` alone with no key); the reader is empty for a plain key."""
+    if source.startswith("("):
+        return "", source[1:]
+    key, _, reader = source.partition(" (")
+    return key, reader
 
 
 def fails(attributes: Mapping[str, Any]) -> bool:

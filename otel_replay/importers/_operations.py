@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from otel_replay.importers._content import RESULT_KEYS, tool_content
-from otel_replay.importers._conventions import VOCABULARIES, Part, sources
+from otel_replay.importers._conventions import VOCABULARIES, Part, sources, split_source
 from otel_replay.importers._semconv import CONTAINER_ROLES, Spans
 from otel_replay.importers._spans import STATUS_ERROR, SpanRecord
 from otel_replay.messages import message_text
@@ -60,7 +60,7 @@ PARTS_OF = {
 _RESPONSE_PARTS: tuple[Part, ...] = ("output_messages", "output_tokens", "total_tokens")
 _ANY_OUTPUT = frozenset(s for row in VOCABULARIES for s in row.parts.get("output", ()))
 _RESPONSE_SOURCES = [
-    s.partition(" (")[0]  # the key a reader shapes
+    split_source(s)[0]  # the key a reader shapes
     for part in _RESPONSE_PARTS
     for s in sources(part)
     if s not in _ANY_OUTPUT and not s.startswith(("(", "event "))

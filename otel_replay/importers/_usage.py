@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from otel_replay.errors import TraceFormatError, preview
-from otel_replay.importers._conventions import Part, sources
+from otel_replay.importers._conventions import Part, sources, split_source
 from otel_replay.importers._spans import SpanRecord, maybe_json
 
 #: The largest count kept: OTLP's ``intValue`` and SQLite's integers are signed 64 bits.
@@ -69,11 +69,12 @@ def check_counts(span: SpanRecord) -> None:
 def _value(attributes: Mapping[str, Any], source: str) -> Any:
     """A count's value: an attribute, or a field of a usage object (``key (usage: field)``, as
     Langfuse keeps ``{"input": n, "output": m, "total": t}``)."""
-    key, _, reader = source.partition(" (usage: ")
-    if not reader:
+    key, reader = split_source(source)
+    if not reader.startswith("usage: "):
         return attributes.get(key)
     details = maybe_json(attributes.get(key))
-    return details.get(reader.rstrip(")")) if isinstance(details, dict) else None
+    field = reader.removeprefix("usage: ").rstrip(")")
+    return details.get(field) if isinstance(details, dict) else None
 
 
 def _count(value: Any, source: str) -> int | None:
