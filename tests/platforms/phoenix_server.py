@@ -63,6 +63,12 @@ class Phoenix:
             exporter.shutdown()  # type: ignore[no-untyped-call]
         # Phoenix queues what it receives and inserts it a moment later: wait until it is there
         trace_ids = sorted({format(s.context.trace_id, "032x") for s in spans if s.context})
+        self.wait_for(project, len(spans), trace_ids)
+
+    def wait_for(self, project: str, count: int, trace_ids: Sequence[str] = ()) -> None:
+        """Return once ``project`` holds ``count`` spans (of ``trace_ids``, when given): Phoenix
+        answers an export before it has inserted all of it, and a run read half-inserted is a
+        different run."""
         query = urllib.parse.urlencode([("limit", "1000"), *(("trace_id", t) for t in trace_ids)])
         request = urllib.request.Request(
             f"{self.base}/v1/projects/{urllib.parse.quote(project)}/spans/otlpv1?{query}",
@@ -72,20 +78,14 @@ class Phoenix:
         while True:
             try:
                 with urllib.request.urlopen(request, timeout=10) as response:
-                    if len(json.loads(response.read())["data"]) >= len(spans):
+                    if len(json.loads(response.read())["data"]) >= count:
                         return
             except urllib.error.HTTPError as exc:
                 if exc.code != 404:  # the project appears with its first span
                     raise
             if time.monotonic() > deadline:
-                raise PhoenixFailed(f"Phoenix did not store the spans of {trace_ids}")
+                raise PhoenixFailed(f"Phoenix did not store {count} spans in {project!r}")
             time.sleep(0.2)
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def free_port() -> int:

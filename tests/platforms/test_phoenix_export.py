@@ -58,6 +58,7 @@ def test_an_export_sent_to_phoenix_comes_back_the_same(phoenix: Phoenix, tmp_pat
     sent = send_otlp(request, destination(phoenix.base, [f"x-project-name={PROJECT}"]))
     assert sent.rejected == 0 and sent.spans == len(run.steps) + 1
 
+    phoenix.wait_for(PROJECT, sent.spans)
     (back,) = _arrived(f"phoenix://{phoenix.address}/{PROJECT}", 1)
     assert back.id == run.id
     assert back.identity == run.identity

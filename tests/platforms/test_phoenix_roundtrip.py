@@ -71,6 +71,7 @@ def test_a_fork_sent_to_phoenix_comes_back_as_the_fork(phoenix: Phoenix, tmp_pat
         fork = db.get(fork_id)
     assert fork.steps[at].output == orjson.loads(deploys)
 
+    phoenix.wait_for(FORKS, len(fork.steps) + 1)  # the steps' spans and the run's root
     (back,) = _arrived(f"phoenix://{phoenix.address}/{FORKS}", 1)
     assert _content(back) == _content(fork)
     assert back.identity == fork.identity
