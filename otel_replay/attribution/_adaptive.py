@@ -1,13 +1,13 @@
 """The adaptive strategy: search for the suffix that holds the commitment, then scan back from it.
 
 The Point of Commitment is the latest step shown to matter with every later step shown to have no
-effect (`otel_replay.attribution._contrastive`). The search (`_search`) finds, by a gallop from the
-end and a bisection, the latest position whose suffix matters and the earliest whose suffix has no
-effect; its questions resample whole suffixes, so a handful of them clears most of a long run. The
-scan then estimates steps one by one from that position back, each as a sequential question
-(`_sequential`), and stops at the first shown to matter. The steps it never reaches come before the
-culprit and are never estimated: they are the expensive ones, since ``ablate_from(i)`` resamples
-every step from i on.
+effect (`otel_replay.attribution._commitment`, the rule the sweep uses too). The search (`_search`)
+finds, by a gallop from the end and a bisection, the latest position whose suffix matters and the
+earliest whose suffix has no effect; its questions resample whole suffixes, so a handful of them
+clears most of a long run. The scan then estimates steps one by one from that position back, each
+as a sequential question (`_sequential`), and stops at the first shown to matter. The steps it
+never reaches come before the culprit and are never estimated: they are the expensive ones, since
+``ablate_from(i)`` resamples every step from i on.
 
 Where the search's assumption fails (the failure rate falls somewhere as more of the record is
 kept), the scan starts from the last step instead and nothing is cleared jointly. Where the search
@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from otel_replay.attribution._causation import read_off
+from otel_replay.attribution._commitment import commitment
 from otel_replay.attribution._config import AttributionConfig, Strategy, budget_words
 from otel_replay.attribution._contrastive import (
     Localisation,
@@ -46,8 +47,8 @@ SEARCH_FROM = 12
 
 def adaptive(
     engine: Engine, resamplable: Sequence[int], mode: Mode, config: AttributionConfig
-) -> tuple[Localisation, list[str]]:
-    """The Point of Commitment by the search and the scan; and notes on what they left out."""
+) -> Localisation:
+    """The Point of Commitment by the search and the scan, with notes on what they left out."""
     m = len(resamplable)
     searching = config.strategy is Strategy.ADAPTIVE and m >= SEARCH_FROM
     # the search from the start, when the root cause is asked for, asks as many questions more
@@ -70,27 +71,39 @@ def adaptive(
     estimates = _scan(rollouts, start, mode, plan)
     cleared_from = resamplable[cleared] if cleared is not None else None
     steps = all_steps(engine.factual, estimates, resamplable, cleared_from)
-    poc, bracket, needed, calls = _verdict(steps, searched, rollouts)
+    # the sweep's rule over what the search and the scan showed: a step cleared jointly counts as
+    # shown to have no effect, a step never reached may still be the commitment
+    named = commitment(steps, resamplable)
+    needed, calls = _needed(steps, named.open_steps, searched, rollouts)
     notes: list[str] = []
     root = read_off(steps, resamplable, mode)
     if root is not None and root.bracket is not None and not rollouts.out_of_budget:
         if config.root_cause:
             spent = engine.step_executions
             latest = resamplable.index(root.bracket[1])  # the earliest step shown to matter yet
-            prefix, more = seek(rollouts, plan, mode, estimates, latest, searching=searching)
+            sought = seek(rollouts, plan, mode, estimates, latest, searching=searching)
             steps = all_steps(engine.factual, estimates, resamplable, cleared_from)
+            prefix = sought.cleared_to
             before = resamplable[prefix] if prefix is not None else None
             root = read_off(
                 steps, resamplable, mode, cleared_to=before, calls=engine.step_executions - spent
             )
-            notes += more
+            notes += sought.notes
         else:
             root = RootCause(None, False, why="not sought: --root-cause looks for it")
-    found = Localisation(
-        steps, poc, bracket, needed, rollouts.outcomes, tuple(searched.tests), calls, root
-    )
     before = root.cleared_to if root is not None else None
-    return found, _notes(steps, resamplable, searched, rollouts, mode, before) + notes
+    notes = _notes(steps, resamplable, searched, rollouts, mode, before) + notes
+    return Localisation(
+        steps,
+        named.step,
+        named.bracket,
+        needed,
+        rollouts.outcomes,
+        tuple(searched.tests),
+        calls,
+        root,
+        tuple(notes),
+    )
 
 
 def _still_cleared(searched: Searched, resamplable: Sequence[int]) -> int | None:
@@ -101,7 +114,7 @@ def _still_cleared(searched: Searched, resamplable: Sequence[int]) -> int | None
     back over the bracket the fall left open; None when there is none (the scan starts at the
     end)."""
     assert searched.falling is not None
-    after = searched.falling[1]
+    after = searched.falling.later
     positions = [
         resamplable.index(t.start)
         for t in searched.tests
@@ -125,27 +138,6 @@ def _scan(rollouts: Rollouts, start: int, mode: Mode, plan: Schedule) -> dict[in
     return estimates
 
 
-#: (Point of Commitment, bracket, rollouts per plan and calls that might settle the bracket).
-Verdict = tuple[int | None, tuple[int, int] | None, int | None, int | None]
-
-
-def _verdict(steps: tuple[StepAttribution, ...], searched: Searched, rollouts: Rollouts) -> Verdict:
-    """The sweep's rule over what the search and the scan showed: a step cleared jointly counts as
-    shown to have no effect, a step never reached may still be the commitment."""
-    resamplable = rollouts.resamplable
-    shown_none = [i for i in resamplable if steps[i].no_effect or steps[i].cleared_by is not None]
-    matters = [i for i in resamplable if steps[i].significant]
-    open_steps = [i for i in resamplable if i not in shown_none and i not in matters]
-    if matters:
-        later = [i for i in open_steps if i > matters[-1]]
-        if not later:
-            return matters[-1], None, None, None
-        return None, (matters[-1], later[-1]), *_needed(steps, later, searched, rollouts)
-    if not open_steps:
-        return None, None, None, None  # every step shown to have no effect
-    return None, (open_steps[0], open_steps[-1]), *_needed(steps, open_steps, searched, rollouts)
-
-
 def _needed(
     steps: tuple[StepAttribution, ...],
     open_steps: Sequence[int],
@@ -153,7 +145,10 @@ def _needed(
     rollouts: Rollouts,
 ) -> tuple[int | None, int | None]:
     """Rollouts per plan that might settle the latest open question (an undecided step, else the
-    search's last question when it stayed open), and the calls they would add."""
+    search's last question when it stayed open), and the calls they would add; (None, None) with
+    no ``open_steps`` (the commitment named, or no step holds it)."""
+    if not open_steps:
+        return None, None
     n_steps = len(rollouts.engine.factual.steps)
     undecided = [i for i in open_steps if steps[i].attribution is not None]
     if undecided:

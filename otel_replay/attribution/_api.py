@@ -39,12 +39,11 @@ from otel_replay.attribution._results import (
     AttributionResult,
     Mode,
     Repair,
-    ShapleySummary,
     StepAttribution,
     Verdict,
     percent,
 )
-from otel_replay.attribution._shapley import shapley, shapley_plans
+from otel_replay.attribution._shapley import Credit, shapley, shapley_plans
 from otel_replay.attribution._spend import NOTHING
 from otel_replay.attribution._variation import (
     cannot_tell,
@@ -167,7 +166,8 @@ def _attribute(
             pass
         elif config.method in (Method.CONTRASTIVE, Method.ALL):
             if config.strategy.sequential:
-                found, notes = adaptive(engine, varied, mode, config)
+                found = adaptive(engine, varied, mode, config)
+                notes = list(found.notes)
             else:
                 found = localise(engine, varied, mode, config)
         if varied and config.method in (Method.SHAPLEY, Method.ALL):
@@ -234,7 +234,7 @@ def _attribute(
         rollouts_needed=found.rollouts_needed if found else None,
         repair=repair,
         repair_note=repair_note,
-        shapley=credit[1] if credit else None,
+        shapley=credit.summary if credit else None,
         resamplers=tuple(registry.descriptions()),
         verifier=describe(verifier),
         rollouts=engine.rollouts,
@@ -319,7 +319,7 @@ def _steps(
     trajectory: Trajectory,
     resamplable: Sequence[int],
     found: Localisation | None,
-    credit: tuple[dict[int, tuple[float, float]], ShapleySummary] | None,
+    credit: Credit | None,
 ) -> tuple[StepAttribution, ...]:
     """Each step's estimates from the methods that ran."""
     steps = (
@@ -332,9 +332,9 @@ def _steps(
     )
     if credit is None:
         return steps
-    values = credit[0]
+    values = credit.values
     return tuple(
-        dataclasses.replace(s, shapley=values[s.index][0], shapley_se=values[s.index][1])
+        dataclasses.replace(s, shapley=values[s.index].phi, shapley_se=values[s.index].se)
         if s.index in values
         else s
         for s in steps

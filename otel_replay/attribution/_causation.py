@@ -25,6 +25,7 @@ the estimate at the rates' ends.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from otel_replay.attribution._results import Mode, Proportion, RootCause, Share, StepAttribution
 from otel_replay.attribution._stats import clopper_pearson
@@ -45,14 +46,22 @@ def _outcome_rate(p: Proportion, mode: Mode, looks: int) -> tuple[float, float, 
     return 1.0 - p.value, 1.0 - high, 1.0 - low
 
 
+@dataclass(frozen=True, slots=True)
+class Causation:
+    """A step's probabilities of causation (module docstring); either is None where it is
+    undefined (no rollout had the outcome with the step kept, or every rollout had it with the
+    step resampled) or nothing ran."""
+
+    necessity: Share | None
+    sufficiency: Share | None
+
+
 def probabilities_of_causation(
     kept: Proportion, ablated: Proportion, mode: Mode, looks: int = 1
-) -> tuple[Share | None, Share | None]:
-    """(necessity, sufficiency) of the step whose plans are ``kept`` and ``ablated``; either is
-    None where it is undefined (no rollout had the outcome with the step kept, or every rollout
-    had it with the step resampled) or nothing ran."""
+) -> Causation:
+    """The necessity and sufficiency of the step whose plans are ``kept`` and ``ablated``."""
     if kept.n == 0 or ablated.n == 0:
-        return None, None
+        return Causation(None, None)
     k, k_low, k_high = _outcome_rate(kept, mode, looks)
     a, a_low, a_high = _outcome_rate(ablated, mode, looks)
     necessity = None
@@ -73,7 +82,7 @@ def probabilities_of_causation(
             lower=_clip(1 - (1 - k) / (1 - a)),
             upper=_clip(k / (1 - a)),
         )
-    return necessity, sufficiency
+    return Causation(necessity, sufficiency)
 
 
 def read_off(

@@ -8,7 +8,7 @@ import re
 import shlex
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any
+from typing import Any, NamedTuple
 
 from otel_replay.errors import AttributionError, setting
 from otel_replay.hashing import canonical_json, digest
@@ -73,7 +73,14 @@ class BudgetUnit(str, Enum):
 _BUDGET = re.compile(r"(?P<amount>[0-9][0-9_]*(?:\.[0-9]+)?(?:e[0-9]+)?)(?::(?P<unit>.*))?", re.I)
 
 
-def parse_budget(text: str) -> tuple[int, BudgetUnit]:
+class Budget(NamedTuple):
+    """A budget as `parse_budget` reads it: how many of what."""
+
+    amount: int
+    unit: BudgetUnit
+
+
+def parse_budget(text: str) -> Budget:
     """A budget as the command line gives it: ``N`` (resample-function calls), ``N:calls``,
     ``N:model-calls`` or ``N:tokens``; N a whole number, 1 or more (``1e6`` and ``1_000_000``
     too)."""
@@ -100,7 +107,7 @@ def parse_budget(text: str) -> tuple[int, BudgetUnit]:
         raise AttributionError(
             f"{setting('budget', text, quoted=True)} must be a whole number of {unit.words}, 1 or more"
         )
-    return int(amount), unit
+    return Budget(int(amount), unit)
 
 
 def budget_settings(text: str | None) -> dict[str, Any]:
@@ -108,8 +115,8 @@ def budget_settings(text: str | None) -> dict[str, Any]:
     None: no budget)."""
     if text is None:
         return {"budget": None}
-    budget, unit = parse_budget(text)
-    return {"budget": budget, "budget_unit": unit}
+    budget = parse_budget(text)
+    return {"budget": budget.amount, "budget_unit": budget.unit}
 
 
 def budget_words(budget: int, unit: BudgetUnit) -> str:

@@ -8,7 +8,8 @@ serves every estimate.
 Point of Commitment = the latest resamplable step shown to matter — not the largest effect, which a
 butterfly effect early in the run can fake — named only when every later resamplable step is shown
 to have no effect beyond ±margin; otherwise the verdict is inconclusive and says between which steps
-the commitment lies. Credit mode mirrors all of this.
+the commitment lies (the rule, every strategy's, is `_commitment.commitment`). Credit mode mirrors
+all of this.
 
 The error is a stated bound: a wrong step is named (one with no effect, or one before a step whose
 effect exceeds the margin) at most `ERROR_BOUND` of the time. A wrong name needs a "matters" test
@@ -27,6 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from otel_replay.attribution._causation import probabilities_of_causation, read_off
+from otel_replay.attribution._commitment import Commitment, commitment
 from otel_replay.attribution._config import AttributionConfig
 from otel_replay.attribution._engine import Engine, Outcome
 from otel_replay.attribution._results import (
@@ -97,6 +99,7 @@ class Localisation:
     search: tuple[SuffixTest, ...] = ()  # the adaptive search's questions
     calls_needed: int | None = None  # with rollouts_needed, the calls it would add (sequential)
     root_cause: RootCause | None = None  # the earliest step that matters (`_root`)
+    notes: tuple[str, ...] = ()  # what the adaptive search and scan left out, for a person
 
     def resampled_from(self, index: int) -> list[Outcome]:
         """The rollouts that held the steps before ``index`` and resampled the rest."""
@@ -161,9 +164,10 @@ def localise(
         )
         estimates[index] = estimate_step(factual.steps[index], tests)
     steps = all_steps(factual, estimates, resamplable)
-    poc, bracket, needed = _commitment(steps, resamplable, config)
+    found = commitment(steps, resamplable)
+    needed = _rollouts_to_settle(steps, found, resamplable, config)
     root = read_off(steps, resamplable, mode)
-    return Localisation(steps, poc, bracket, needed, outcomes, root_cause=root)
+    return Localisation(steps, found.step, found.bracket, needed, outcomes, root_cause=root)
 
 
 def all_steps(
@@ -276,7 +280,7 @@ def judged(
     ci = bounds(0.025 / tails.looks)
     interval = bounds(tails.no_effect)
     matters_bound = bounds(tails.matters)[0]
-    necessity, sufficiency = probabilities_of_causation(kept, ablated, mode, tails.looks)
+    causation = probabilities_of_causation(kept, ablated, mode, tails.looks)
     return Comparison(
         kept=kept,
         ablated=ablated,
@@ -289,8 +293,8 @@ def judged(
         no_effect_tail=tails.no_effect,
         significant=matters_bound > 0.0,
         no_effect=interval[0] >= -margin and interval[1] <= margin,
-        necessity=necessity,
-        sufficiency=sufficiency,
+        necessity=causation.necessity,
+        sufficiency=causation.sufficiency,
     )
 
 
@@ -299,40 +303,30 @@ def _signed(sign: float, ends: tuple[float, float]) -> tuple[float, float]:
     return low, high
 
 
-def _commitment(
-    steps: tuple[StepAttribution, ...], resamplable: Sequence[int], config: AttributionConfig
-) -> tuple[int | None, tuple[int, int] | None, int | None]:
-    """(Point of Commitment, bracket when inconclusive, rollouts that might decide it). With no step
-    shown to matter and every step shown not to, there is neither: the failure depends on no
-    resampled step."""
-    if not resamplable:
-        return None, None, None
+def _rollouts_to_settle(
+    steps: tuple[StepAttribution, ...],
+    found: Commitment,
+    resamplable: Sequence[int],
+    config: AttributionConfig,
+) -> int | None:
+    """The sweep's rollouts per plan that might settle the bracket ``found`` left open (None when
+    it named a step, or no step holds the commitment)."""
+    if found.bracket is None:
+        return None
     floor = decisive_rollouts(config.margin, test_tail(len(resamplable)))
-    significant = [i for i in resamplable if steps[i].significant]
-    if significant:
-        candidate = significant[-1]
-        undecided = [i for i in resamplable if i > candidate and not steps[i].no_effect]
-        if not undecided:
-            return candidate, None, None
+    if found.latest_matters is not None:
         # a later step is neither shown to matter nor shown not to: the commitment is at or after
-        # the candidate, up to the latest such step. To settle it, the least settled of them needs
-        # its interval to fit inside the margin around its estimate.
-        widest = max(undecided, key=lambda i: _test_half_width(steps[i]))
+        # the step shown to matter, up to the latest such step. To settle it, the least settled of
+        # them needs its interval to fit inside the margin around its estimate.
+        widest = max(found.open_steps, key=lambda i: _test_half_width(steps[i]))
         room = config.margin - abs(steps[widest].attribution or 0.0)
-        needed = rollouts_needed(room, _test_half_width(steps[widest]), config.rollouts, floor)
-        return None, (candidate, undecided[-1]), needed
+        return rollouts_needed(room, _test_half_width(steps[widest]), config.rollouts, floor)
     # nothing shown to matter: the commitment, if any, is among the steps not shown not to
-    undecided = [i for i in resamplable if not steps[i].no_effect]
-    if not undecided:
-        return None, None, None
-    strongest = max(undecided, key=lambda i: steps[i].attribution or 0.0)
+    strongest = max(found.open_steps, key=lambda i: steps[i].attribution or 0.0)
     effect = steps[strongest].attribution or 0.0
     reach = effect - (steps[strongest].matters_bound or 0.0)  # estimate to its one-sided bound
     # no effect worth chasing: what it takes is the rollouts at which "no effect" can be shown
-    needed = rollouts_needed(effect, reach, config.rollouts, floor) or max(
-        floor, 2 * config.rollouts
-    )
-    return None, (undecided[0], undecided[-1]), needed
+    return rollouts_needed(effect, reach, config.rollouts, floor) or max(floor, 2 * config.rollouts)
 
 
 def _test_half_width(step: StepAttribution) -> float:

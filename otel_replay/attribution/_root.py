@@ -27,6 +27,7 @@ covers the Point of Commitment and the root cause together.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from otel_replay.attribution._contrastive import compare, estimate_step, kept_plan
 from otel_replay.attribution._engine import Outcome
@@ -58,6 +59,16 @@ def estimate(
     )
 
 
+@dataclass(frozen=True, slots=True)
+class Sought:
+    """What `seek` did besides its estimates: ``cleared_to``, the position before which the
+    prefix search cleared every step together (None: none); ``notes``, what a person should know
+    of where it stopped short."""
+
+    cleared_to: int | None
+    notes: tuple[str, ...] = ()
+
+
 def seek(
     rollouts: Rollouts,
     plan: Schedule,
@@ -66,11 +77,10 @@ def seek(
     latest: int,
     *,
     searching: bool,
-) -> tuple[int | None, list[str]]:
+) -> Sought:
     """Estimate what the root cause needs, into ``estimates``: the prefix search (when
     ``searching``), then the scan forward from where it stopped up to position ``latest`` (the
-    Point of Commitment's, or the latest step shown to matter). The position before which the
-    prefix search cleared every step (None: none), and notes."""
+    Point of Commitment's, or the latest step shown to matter)."""
     notes: list[str] = []
     start, cleared = 0, None
     if searching:
@@ -89,7 +99,7 @@ def seek(
             estimates[index] = found
         if rollouts.out_of_budget or found.significant or not found.no_effect:
             break
-    return cleared, notes
+    return Sought(cleared, tuple(notes))
 
 
 def _prefixes(rollouts: Rollouts, plan: Schedule, mode: Mode, latest: int) -> tuple[int, str]:

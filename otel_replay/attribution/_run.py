@@ -14,7 +14,7 @@ import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import Any, NamedTuple
 
 from otel_replay.attribution._api import attribute
 from otel_replay.attribution._config import AttributionConfig
@@ -151,9 +151,17 @@ class RolloutWork:
         return rolled_out(drive, *task)
 
 
+class Planned(NamedTuple):
+    """What `planned_cost_stored` plans: the ``cost``, and ``how`` the rollouts would run (the
+    driver, in words)."""
+
+    cost: PlannedCost
+    how: str
+
+
 def planned_cost_stored(
     store: Store, id_or_prefix: str, config: AttributionConfig, code: UserCode
-) -> tuple[PlannedCost, str]:
+) -> Planned:
     """What `attribute_stored` would cost (rollouts, resample-function calls), and how it would
     roll out, without running anything (``agent-replay attribute --dry-run``)."""
     registry = code.registry()
@@ -163,7 +171,7 @@ def planned_cost_stored(
     cost = planned_cost(
         prepared.trajectory, prepared.registry, config, driven, is_live(prepared.driver)
     )
-    return cost, prepared.how
+    return Planned(cost, prepared.how)
 
 
 @dataclass

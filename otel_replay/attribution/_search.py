@@ -39,6 +39,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from statistics import NormalDist
+from typing import NamedTuple
 
 from otel_replay.attribution._contrastive import compare
 from otel_replay.attribution._engine import Outcome
@@ -69,6 +70,15 @@ class Stop(str, Enum):
     SKIPPED = "skipped"  # too few steps to be worth a search
 
 
+class Fall(NamedTuple):
+    """Two plans whose failure rates fall from the one to the other (rise, in credit mode): the
+    one resampling from step ``earlier`` on and the one resampling from step ``later`` on, which
+    keeps more of the record."""
+
+    earlier: int
+    later: int
+
+
 @dataclass
 class Searched:
     """What the search settled: the suffixes from position ``lo`` on matter (-1: none shown to),
@@ -78,7 +88,7 @@ class Searched:
     hi: int
     stop: Stop = Stop.DONE
     tests: list[SuffixTest] = field(default_factory=list)
-    falling: tuple[int, int] | None = None  # step indices between which the failure rate fell
+    falling: Fall | None = None  # the steps between whose plans the failure rate fell
 
 
 def search(rollouts: Rollouts, mode: Mode, plan: Schedule) -> Searched:
@@ -153,7 +163,7 @@ def _ask(
     falling = _falling(found.tests, mode, plan.tails.matters)
     if test.decision == "falls" or falling is not None:
         found.stop = Stop.FALLS
-        found.falling = falling or (start, n_steps)
+        found.falling = falling or Fall(start, n_steps)
     elif test.decision == "undecided":
         found.stop = Stop.BUDGET if rollouts.out_of_budget else Stop.UNDECIDED
     elif test.decision == "passed over" and rollouts.out_of_budget:
@@ -161,15 +171,13 @@ def _ask(
     return test.decision
 
 
-def _falling(tests: Sequence[SuffixTest], mode: Mode, tail: float) -> tuple[int, int] | None:
+def _falling(tests: Sequence[SuffixTest], mode: Mode, tail: float) -> Fall | None:
     """Two of the suffix plans run, neighbours by position, whose failure rates fall from the
     earlier to the later (`falling`)."""
     return falling([(t.start, t.comparison.ablated) for t in tests], mode, tail)
 
 
-def falling(
-    points: Sequence[tuple[int, Proportion]], mode: Mode, tail: float
-) -> tuple[int, int] | None:
+def falling(points: Sequence[tuple[int, Proportion]], mode: Mode, tail: float) -> Fall | None:
     """Two plans, each resampling from the step it is paired with on, neighbours by that step,
     whose failure rates fall from the earlier to the later (rise, in credit mode) beyond their
     Wilson intervals at one-sided ``tail`` each: keeping more of the record lowered the failure
@@ -180,5 +188,5 @@ def falling(
         early_low, early_high = wilson(early.failures, early.n, z)
         late_low, late_high = wilson(late.failures, late.n, z)
         if (early_low > late_high) if mode is Mode.FAILURE else (early_high < late_low):
-            return a, b
+            return Fall(a, b)
     return None

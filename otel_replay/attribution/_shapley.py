@@ -47,6 +47,8 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import NamedTuple
 
 from otel_replay.attribution._config import MAX_PERMUTATIONS, AttributionConfig
 from otel_replay.attribution._engine import Engine, Outcome
@@ -141,7 +143,23 @@ def _variance(values: Sequence[float]) -> float:
     return sum((v - mean) ** 2 for v in values) / (len(values) - 1)
 
 
-def standard_errors(per_pair: dict[int, list[float]]) -> dict[int, tuple[float, float]]:
+class ShapleyValue(NamedTuple):
+    """One step's Shapley value ``phi`` and its standard error ``se``."""
+
+    phi: float
+    se: float
+
+
+@dataclass(frozen=True, slots=True)
+class Credit:
+    """What `shapley` found: each resamplable step's value (by index), and the efficiency
+    summary."""
+
+    values: dict[int, ShapleyValue]
+    summary: ShapleySummary
+
+
+def standard_errors(per_pair: dict[int, list[float]]) -> dict[int, ShapleyValue]:
     """Per player ``(φ, SE)`` from its pair contributions (two pairs at least), with the pooled,
     t-calibrated standard error of the module docstring: ``φ ± 1.96·SE`` is a 95 % interval."""
     if not per_pair:
@@ -157,7 +175,7 @@ def standard_errors(per_pair: dict[int, list[float]]) -> dict[int, tuple[float, 
     for player, values in per_pair.items():
         own = variances[player]
         variance = max(own, ((pairs - 1) * own + POOLED_DF * pooled) / df)
-        estimates[player] = (sum(values) / pairs, math.sqrt(variance / pairs) * scale)
+        estimates[player] = ShapleyValue(sum(values) / pairs, math.sqrt(variance / pairs) * scale)
     return estimates
 
 
@@ -167,7 +185,7 @@ def _total_se(sums: Sequence[float]) -> float:
     return math.sqrt(_variance(sums) / pairs) * t_quantile(0.975, pairs - 1) / Z_95
 
 
-def _estimates(per_pair: dict[int, list[float]]) -> dict[int, tuple[float, float]]:
+def _estimates(per_pair: dict[int, list[float]]) -> dict[int, ShapleyValue]:
     """`standard_errors` of the pairs kept, or nothing when fewer than two are."""
     return standard_errors(per_pair) if len(next(iter(per_pair.values()), [])) > 1 else {}
 
@@ -182,8 +200,8 @@ def next_pairs(pairs: int, largest_se: float, target: float, cap: int) -> int:
 
 def shapley(
     engine: Engine, resamplable: Sequence[int], mode: Mode, config: AttributionConfig
-) -> tuple[dict[int, tuple[float, float]], ShapleySummary]:
-    """Per step ``(φ, standard error)`` and the efficiency summary."""
+) -> Credit:
+    """Per step its value and standard error, and the efficiency summary."""
     n_steps = len(engine.factual.steps)
     outcomes = engine.run(shapley_plans(n_steps, resamplable, config))
     sign = 1.0 if mode is Mode.FAILURE else -1.0
@@ -249,4 +267,4 @@ def shapley(
         se_target=target,
         note="; ".join(notes) or None,
     )
-    return estimates, summary
+    return Credit(estimates, summary)

@@ -16,7 +16,7 @@ import pytest
 from otel_replay.attribution import AttributionConfig, Strategy, Verdict, attribute
 from otel_replay.attribution._adaptive import _still_cleared
 from otel_replay.attribution._results import Comparison, Proportion, SuffixTest
-from otel_replay.attribution._search import Searched, Stop
+from otel_replay.attribution._search import Fall, Searched, Stop
 from otel_replay.report import build_report
 from tests.attribution.long_runs import Break, Crash, LongRun, Luck, Miss, run
 
@@ -112,9 +112,9 @@ def test_a_fall_on_the_plans_visited_keeps_the_clearings_after_it() -> None:
     assert all(s.cleared_by == 24 for s in result.steps[24:])
     # a fall seen between 16 and 22 leaves the clearing from 24 standing, not the one from 16
     tests = [SuffixTest(start, _comparison(decision)) for start, decision in ASKED]
-    fell = Searched(22, 24, Stop.FALLS, tests, falling=(16, 22))
+    fell = Searched(22, 24, Stop.FALLS, tests, falling=Fall(16, 22))
     assert _still_cleared(fell, list(range(48))) == 24
-    assert _still_cleared(dataclasses.replace(fell, falling=(16, 48)), list(range(48))) is None
+    assert _still_cleared(dataclasses.replace(fell, falling=Fall(16, 48)), list(range(48))) is None
     scanned = attribute(
         model.trajectory(),
         model.registry(),
