@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from otel_replay.cli import app
 from otel_replay.cli._common import OPTIONS_NAMED_OTHERWISE
 from otel_replay.errors import ReplayError, setting, settings_as_options
-from otel_replay.fleet._select import parse_where
+from otel_replay.store._query import parse_filter
 from tests.conftest import ROOT
 
 PACKAGE = ROOT / "otel_replay"
@@ -71,7 +71,7 @@ def test_every_setting_the_library_names_is_an_option_of_a_command() -> None:
 
 def test_a_mistake_is_named_in_the_callers_terms() -> None:
     with pytest.raises(ReplayError) as caught:
-        parse_where("outcome <")
+        parse_filter("outcome <")
     assert str(caught.value).startswith("where='outcome <': cannot read")
     assert setting("swap_from", 2) == "swap_from=2"
     with settings_as_options(OPTIONS_NAMED_OTHERWISE):

@@ -2,8 +2,8 @@
 API, by ``agent-replay list`` and by the viewer, each page checked against the whole store sorted
 and filtered in Python.
 
-The filter language is the one ``attribute --where`` reads (`otel_replay.fleet._select`), so every
-condition it reads is also checked to pick the same runs in SQL as the fleet's Python test does.
+The filter language is the one every ``--where`` reads (the store's, which the fleet selects
+through), so every condition here is checked against a test of each run written in Python.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ import pytest
 from typer.testing import CliRunner
 
 from benchmarks.many_runs import build_store
-from otel_replay.fleet._select import parse_where
 from otel_replay.model import is_failure
 from otel_replay.store import Store
 from otel_replay.store._connection import SCHEMA_VERSION
@@ -30,6 +29,7 @@ from otel_replay.viewer._server import Viewer, answer
 from tests.cli_helpers import invoke, ok, one_line_error
 
 RUNS = 5000
+Condition = Callable[[TrajectorySummary], bool]
 
 
 @pytest.fixture(scope="module")
@@ -103,26 +103,32 @@ def test_an_order_with_no_start_time_puts_those_runs_last_going_down(store: Path
     assert timed == sorted(timed, reverse=True)  # every timed run before every untimed one
 
 
-WHERES = [  # what the fleet's language reads, each checked against its Python evaluator
-    "outcome < 0.5",
-    "outcome < 0.5 and steps >= 8",
-    "outcome != 1",
-    "steps = 2",
-    "steps == 12 and format = langfuse",
-    "format != jsonl",
-    "source ~ 'batch-0[37]'",
-    "id ~ ^ab",
-    "steps > 3 and steps <= 5 and outcome >= 0.5",
-    "start > 1793700000000000000",
-]
+def _outcome(s: TrajectorySummary) -> float:
+    """The run's outcome, NaN when it has none (which no ``<``, ``<=``, ``>`` or ``>=`` admits)."""
+    return float("nan") if s.outcome is None else s.outcome
+
+
+WHERES: dict[str, Condition] = {  # each filter, and a test of one run saying what it admits
+    "outcome < 0.5": lambda s: _outcome(s) < 0.5,
+    "outcome < 0.5 and steps >= 8": lambda s: _outcome(s) < 0.5 and s.n_steps >= 8,
+    "outcome != 1": lambda s: s.outcome is not None and s.outcome != 1,
+    "steps = 2": lambda s: s.n_steps == 2,
+    "steps == 12 and format = langfuse": lambda s: s.n_steps == 12 and s.format == "langfuse",
+    "format != jsonl": lambda s: s.format is not None and s.format != "jsonl",
+    "source ~ 'batch-0[37]'": lambda s: re.search("batch-0[37]", s.source or "") is not None,
+    "id ~ ^ab": lambda s: s.id.startswith("ab"),
+    "steps > 3 and steps <= 5 and outcome >= 0.5": lambda s: (
+        3 < s.n_steps <= 5 and _outcome(s) >= 0.5
+    ),
+    "start > 1793700000000000000": lambda s: (s.start_time_unix_nano or 0) > 1793700000000000000,
+}
 
 
 @pytest.mark.parametrize("where", WHERES)
-def test_a_filter_picks_what_the_fleet_picks_and_counts_them(
+def test_a_filter_picks_what_python_picks_and_counts_them(
     store: Path, everything: list[TrajectorySummary], where: str
 ) -> None:
-    test = parse_where(where)
-    expected = _sorted([s for s in everything if test(s)], None)
+    expected = _sorted([s for s in everything if WHERES[where](s)], None)
     assert 0 < len(expected) < RUNS, "a filter that picks nothing (or all) checks nothing"
     with Store.open(store, read_only=True) as db:
         assert db.count_runs(where) == len(expected)
@@ -130,7 +136,7 @@ def test_a_filter_picks_what_the_fleet_picks_and_counts_them(
         assert [s.id for s in db.runs(where, offset=len(expected) - 7)] == expected[-7:]
 
 
-EXTENSIONS: dict[str, Callable[[TrajectorySummary], bool]] = {
+EXTENSIONS: dict[str, Condition] = {
     "failed": lambda s: is_failure(s.outcome) is True,
     "passed": lambda s: is_failure(s.outcome) is False,
     "unknown": lambda s: s.outcome is None,
@@ -167,7 +173,8 @@ def test_values_are_parameters_never_sql(store: Path) -> None:
         ("steps > many", "steps is a number, got 'many'"),
         ("source ~ '('", "'(' is not a regular expression"),
         ("steps^1", "^ (starts with) is for text fields"),
-        ("outcome <", "cannot read '<'"),
+        ("outcome <", "cannot read 'outcome <'"),  # the condition, not its last character
+        ("failed task ~ 'unclosed", 'cannot read "task ~ \'unclosed"'),
         ("steps > nan", "steps is a number, got 'nan'"),
     ],
 )

@@ -1,15 +1,17 @@
 """Which runs a view asks for: a filter, an order and a page, read into parameterized SQL.
 
-The filter is the language ``attribute --where`` and ``blame --where`` already read
-(`otel_replay.fleet._select`), answered here by SQLite so a page of 100,000 runs reads only its
-page: conditions joined by ``and`` (or by spaces alone), each ``FIELD OP VALUE`` with FIELD one of
-`FIELDS`, OP one of ``< <= > >= = == != ~`` (``~``: the value is a regular expression searched in
-the field) and VALUE a number or a string, quoted or bare. A run whose field is unknown (no
-outcome) matches no comparison on it. What ``list`` and the viewer add:
+The filter is the one language every ``--where`` reads (``list``, ``lint``, ``attribute``,
+``score``, ``sweep``, ``blame``: the fleet selects its runs through `Store.runs`) and the
+viewer's run list, answered by SQLite so a page of 100,000 runs reads only its page. The
+language's page is docs/many-runs.md ("The filter language"), with the examples a test runs
+through each command. Conditions are joined by ``and`` (or by spaces alone), each one of:
 
-* ``failed``, ``passed``, ``unknown``: the run's outcome (below the failure threshold, at or above
-  it, none recorded);
+* ``FIELD OP VALUE``, FIELD one of `FIELDS`, OP one of ``< <= > >= = == != ~`` (``~``: the value
+  is a regular expression searched in the field) and VALUE a number or a string, quoted or bare.
+  A run whose field is unknown (no outcome) matches no comparison on it;
 * ``FIELD^PREFIX``: the field starts with PREFIX (a run id prefix, as ``show`` takes one);
+* ``failed``, ``passed``, ``unknown``: the run's outcome (below `FAIL_THRESHOLD`, at or above
+  it, none recorded);
 * any other word: the run's id, source or task (its first user message) contains it, in any case
   (the viewer's search box, which callers pass as ``search`` so its words are never read as
   conditions).
@@ -42,7 +44,7 @@ class QueryTimeout(StoreError):
     """A query interrupted at its time limit (`otel_replay.store.Store.time_limit`)."""
 
 
-#: The columns a filter reads, by the names users write (`otel_replay.fleet._select.FIELDS`).
+#: The columns a filter reads, by the names users write.
 FIELDS = {
     "id": "id",
     "outcome": "outcome",
@@ -71,9 +73,10 @@ MAX_CONDITIONS = 100
 MAX_ROWS = 2**63 - 1
 
 _VALUE = r"""'[^']*'|"[^"]*"|[^\s'"]+"""
-_CONDITION = re.compile(
-    rf"(?P<field>[A-Za-z_]+)\s*(?P<op><=|>=|!=|==|<|>|=|~|\^)\s*(?P<value>{_VALUE})"
-)
+_OPS = r"<=|>=|!=|==|<|>|=|~|\^"
+_CONDITION = re.compile(rf"(?P<field>[A-Za-z_]+)\s*(?P<op>{_OPS})\s*(?P<value>{_VALUE})")
+#: A field and an operator with no value after them (``outcome <``, ``task ~ 'unclosed``).
+_NO_VALUE = re.compile(rf"[A-Za-z_]+\s*(?:{_OPS})")
 _WORD = re.compile(_VALUE)
 _SQL_OPS = {"==": "=", "~": "REGEXP"}
 _WORDS = {
@@ -137,7 +140,10 @@ def parse_filter(text: str | None, search: str | None = None) -> Filter:
             position += 1
         if position >= len(text):
             break
-        found = _CONDITION.match(text, position) or _WORD.match(text, position)
+        found = _CONDITION.match(text, position)
+        if found is None and _NO_VALUE.match(text, position):
+            raise QueryError(f"{_where(text)}: cannot read {text[position:]!r}{_HOW}")
+        found = found or _WORD.match(text, position)
         if found is None:  # an unclosed quote
             raise QueryError(f"{_where(text)}: cannot read {text[position:]!r}{_HOW}")
         position = found.end()

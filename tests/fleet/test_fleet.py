@@ -19,44 +19,14 @@ from typer.testing import CliRunner
 
 from otel_replay.errors import ReplayError
 from otel_replay.fleet import Selection
-from otel_replay.fleet._select import parse_since, parse_where
+from otel_replay.fleet._select import parse_since
 from otel_replay.store import Store
-from otel_replay.store._trajectories import TrajectorySummary
 from tests.cli_helpers import invoke, ok, one_line_error
 from tests.conftest import ROOT, SAMPLES
 
 TOOLS = str(ROOT / "examples" / "incident" / "tools.py")
 CODE = ["--resamplers", TOOLS, "--success-if", "v841"]
 FAILING = {"ef2843ff74cff6a6b6dc0914faa30751", "incident-fail", "780c4b16a51059fa62b2bbd1c38dbe31"}
-
-
-def _summary(**fields: Any) -> TrajectorySummary:
-    base = dict(id="r1", n_steps=5, outcome=0.0, final_hash="h", source="a.jsonl", format="jsonl",
-                start_time_unix_nano=10**18, content_digest="d")  # fmt: skip
-    return TrajectorySummary(**{**base, **fields})
-
-
-def test_where_reads_conditions_on_the_run_list() -> None:
-    failing_long = parse_where("outcome < 0.5 and steps >= 5")
-    assert failing_long(_summary()) and not failing_long(_summary(n_steps=3))
-    assert not failing_long(_summary(outcome=None))  # unknown matches no comparison
-    assert parse_where("source ~ 'incident\\.steps'")(_summary(source="x/incident.steps.jsonl"))
-    assert parse_where("id = r1")(_summary()) and not parse_where("id != r1")(_summary())
-
-
-@pytest.mark.parametrize(
-    ("where", "message"),
-    [
-        ("outcome <", "cannot read 'outcome <'"),
-        ("colour = red", "no field 'colour'"),
-        ("steps > many", "steps is a number, got 'many'"),
-        ("source ~ '('", "is not a regular expression"),
-        ("", "holds no condition"),
-    ],
-)
-def test_a_where_it_cannot_read_is_an_error_naming_the_part(where: str, message: str) -> None:
-    with pytest.raises(ReplayError, match=message.replace("(", r"\(").replace(")", r"\)")):
-        parse_where(where)
 
 
 def test_since_takes_a_date_or_an_age() -> None:
