@@ -213,6 +213,31 @@ def _call_of(call: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def wire_tool_calls(calls: Any) -> list[dict[str, Any]]:
+    """Tool calls in the chat-completions form (``{id, type, function: {name, arguments}}``, the
+    arguments as a JSON string), from the store's ``{id, name, arguments}`` or from that form
+    itself (what an instrumented SDK call recorded): what `_call_of` reads back."""
+    wired = []
+    for i, call in enumerate(calls if isinstance(calls, list) else []):
+        if not isinstance(call, dict):
+            continue
+        function = call["function"] if _is_wired(call) else call
+        arguments = function.get("arguments")
+        wired.append(
+            {
+                "id": call.get("id") or f"call_{i}",
+                "type": "function",
+                "function": {
+                    "name": function.get("name"),
+                    "arguments": arguments
+                    if isinstance(arguments, str)
+                    else json.dumps(arguments or {}),
+                },
+            }
+        )
+    return wired
+
+
 def _from_response_items(items: list[Any]) -> Message | None:
     text: list[str] = []
     calls: list[dict[str, Any]] = []

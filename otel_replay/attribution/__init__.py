@@ -32,6 +32,43 @@ if TYPE_CHECKING:
     from otel_replay.attribution._sweep_stored import sweep_stored
     from otel_replay.replay import Driver
 
+if TYPE_CHECKING:  # lent to the other floors: __inside__
+    from otel_replay.attribution._config import MAX_PERMUTATIONS as MAX_PERMUTATIONS
+    from otel_replay.attribution._config import BudgetUnit as BudgetUnit
+    from otel_replay.attribution._config import budget_settings as budget_settings
+    from otel_replay.attribution._config import budget_text as budget_text
+    from otel_replay.attribution._config import budget_words as budget_words
+    from otel_replay.attribution._config import config_digest as config_digest
+    from otel_replay.attribution._config import rerun_command as rerun_command
+    from otel_replay.attribution._contrastive import ERROR_BOUND as ERROR_BOUND
+    from otel_replay.attribution._cost import PlannedCost as PlannedCost
+    from otel_replay.attribution._engine import Progress as Progress
+    from otel_replay.attribution._engine import Spending as Spending
+    from otel_replay.attribution._engine import Spent as Spent
+    from otel_replay.attribution._results import Proportion as Proportion
+    from otel_replay.attribution._results import RootCause as RootCause
+    from otel_replay.attribution._results import Share as Share
+    from otel_replay.attribution._results import StepAttribution as StepAttribution
+    from otel_replay.attribution._results import SuffixTest as SuffixTest
+    from otel_replay.attribution._results import percent as percent
+    from otel_replay.attribution._run import RunJob as RunJob
+    from otel_replay.attribution._run import Told as Told
+    from otel_replay.attribution._run import attribute_job as attribute_job
+    from otel_replay.attribution._run import job_of as job_of
+    from otel_replay.attribution._run import planned_cost_stored as planned_cost_stored
+    from otel_replay.attribution._spend import Spend as Spend
+    from otel_replay.attribution._stats import BOOTSTRAP as BOOTSTRAP
+    from otel_replay.attribution._stats import EXACT_DIFFERENCE as EXACT_DIFFERENCE
+    from otel_replay.attribution._stats import EXACT_PROPORTION as EXACT_PROPORTION
+    from otel_replay.attribution._stats import WILSON as WILSON
+    from otel_replay.attribution._stats import wilson as wilson
+    from otel_replay.attribution._sweep import CellVerdict as CellVerdict
+    from otel_replay.attribution._sweep import SweepCell as SweepCell
+    from otel_replay.attribution._sweep import SweepCost as SweepCost
+    from otel_replay.attribution._sweep_stored import sweep_cost_stored as sweep_cost_stored
+    from otel_replay.attribution._variation import WORLD as WORLD
+    from otel_replay.attribution._variation import Variation as Variation
+
 __all__ = [
     "AttributionConfig",
     "AttributionResult",
@@ -49,4 +86,43 @@ __all__ = [
     "sweep_stored",
 ]
 
-__getattr__, __dir__ = lazy_exports(__name__, __all__)
+#: The inside API: what the package's other floors may import from here besides `__all__`.
+__inside__ = [
+    "BOOTSTRAP",
+    "ERROR_BOUND",
+    "EXACT_DIFFERENCE",
+    "EXACT_PROPORTION",
+    "MAX_PERMUTATIONS",
+    "WILSON",
+    "WORLD",
+    "BudgetUnit",
+    "CellVerdict",
+    "PlannedCost",
+    "Progress",
+    "Proportion",
+    "RootCause",
+    "RunJob",
+    "Share",
+    "Spend",
+    "Spending",
+    "Spent",
+    "StepAttribution",
+    "SuffixTest",
+    "SweepCell",
+    "SweepCost",
+    "Told",
+    "Variation",
+    "attribute_job",
+    "budget_settings",
+    "budget_text",
+    "budget_words",
+    "config_digest",
+    "job_of",
+    "percent",
+    "planned_cost_stored",
+    "rerun_command",
+    "sweep_cost_stored",
+    "wilson",
+]
+
+__getattr__, __dir__ = lazy_exports(__name__, [*__all__, *__inside__])

@@ -25,6 +25,9 @@ __all__ = [
     "main",
 ]
 
+#: The inside API: nothing lent; the CLI is the top floor.
+__inside__: list[str] = []
+
 app = typer.Typer(
     name="agent-replay",
     cls=LazyGroup,  # the commands (otel_replay.cli._commands.COMMANDS) are built when they run

@@ -62,10 +62,8 @@ def blame_command(
 
 
 def _show(rows: list[dict[str, Any]], json: bool) -> None:
-    from otel_replay.fleet._blame import finite
-
-    if json:
-        print_json([{k: finite(v) for k, v in row.items()} for row in rows])
+    if json:  # orjson writes NaN and the infinities as null
+        print_json(rows)
         return
     decided = rows[0]["decided_runs"]
     table = Table(

@@ -30,6 +30,8 @@ and `_ray` (an executor each), `_choose` (the one ``--executor`` names).
 
 from __future__ import annotations
 
+from otel_replay.executors._base import ExecutorKind as ExecutorKind
+from otel_replay.executors._choose import executor as executor
 from otel_replay.executors._pool import Processes
 from otel_replay.executors._ray import RayExecutor
 from otel_replay.executors._threads import Threads
@@ -38,4 +40,10 @@ __all__ = [
     "Processes",
     "RayExecutor",
     "Threads",
+]
+
+#: The inside API: what the package's other floors may import from here besides `__all__`.
+__inside__ = [
+    "ExecutorKind",
+    "executor",
 ]

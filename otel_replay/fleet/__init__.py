@@ -16,6 +16,16 @@ if TYPE_CHECKING:
     from otel_replay.fleet._score import Scored, score_runs
     from otel_replay.fleet._select import Selection
 
+if TYPE_CHECKING:  # lent to the other floors: __inside__
+    from otel_replay.fleet._batch import Attributed as Attributed
+    from otel_replay.fleet._batch import pending as pending
+    from otel_replay.fleet._kept import keep as keep
+    from otel_replay.fleet._pairs import Unpaired as Unpaired
+    from otel_replay.fleet._pairs import unpaired as unpaired
+    from otel_replay.fleet._score import ScoreStatus as ScoreStatus
+    from otel_replay.fleet._score import triage as triage
+    from otel_replay.fleet._select import parse_since as parse_since
+
 __all__ = [
     "FragilityRow",
     "Scored",
@@ -27,4 +37,16 @@ __all__ = [
     "score_runs",
 ]
 
-__getattr__, __dir__ = lazy_exports(__name__, __all__)
+#: The inside API: what the package's other floors may import from here besides `__all__`.
+__inside__ = [
+    "Attributed",
+    "ScoreStatus",
+    "Unpaired",
+    "keep",
+    "parse_since",
+    "pending",
+    "triage",
+    "unpaired",
+]
+
+__getattr__, __dir__ = lazy_exports(__name__, [*__all__, *__inside__])

@@ -22,9 +22,7 @@ object per value, cost 4 s of the 5 a 100,000-report store allows.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Collection
-from typing import Any
 
 import polars as pl
 
@@ -94,8 +92,3 @@ def _share(commitments: int, decided: int) -> tuple[float | None, float | None, 
         return None, None, None
     low, high = wilson(int(commitments), decided)
     return commitments / decided, low, high
-
-
-def finite(value: Any) -> Any:
-    """A float for JSON: NaN and infinities are None."""
-    return None if isinstance(value, float) and not math.isfinite(value) else value

@@ -31,7 +31,7 @@ from otel_replay.errors import TraceFormatError
 from otel_replay.importers._datadog import FORMAT as DATADOG
 from otel_replay.importers._datadog import decode_datadog, is_datadog
 from otel_replay.importers._flat import decode_flat_spans, is_flat_span_list, log_record_key
-from otel_replay.importers._jaeger import FORMAT as JAEGER
+from otel_replay.importers._jaeger import JAEGER_FORMAT as JAEGER
 from otel_replay.importers._jaeger import decode_jaeger, is_jaeger
 from otel_replay.importers._langfuse import FORMAT as LANGFUSE
 from otel_replay.importers._langfuse import decode_langfuse, is_langfuse
@@ -43,10 +43,10 @@ from otel_replay.importers._lookalikes import (
     is_span_dump,
     lookalike,
 )
-from otel_replay.importers._mlflow import FORMAT as MLFLOW
+from otel_replay.importers._mlflow import MLFLOW_FORMAT as MLFLOW
 from otel_replay.importers._mlflow import decode_mlflow, is_mlflow
 from otel_replay.importers._otlp_json_decode import decode_request
-from otel_replay.importers._phoenix import FORMAT as PHOENIX_PAGE
+from otel_replay.importers._phoenix import PHOENIX_FORMAT as PHOENIX_PAGE
 from otel_replay.importers._phoenix import decode_phoenix_page, is_phoenix_page
 from otel_replay.importers._spans import SpanRecord
 from otel_replay.importers._zipkin import FORMAT as ZIPKIN

@@ -41,7 +41,7 @@ from otel_replay.importers._spans import (
 )
 from otel_replay.importers._values import KINDS, plain_value, text
 
-FORMAT = "jaeger"
+JAEGER_FORMAT = "jaeger"
 
 Invalid = Callable[[TraceFormatError], None]
 

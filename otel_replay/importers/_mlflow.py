@@ -52,7 +52,7 @@ from otel_replay.importers._spans import STATUS_ERROR, STATUS_UNSET, SpanRecord,
 from otel_replay.importers._values import any_attributes, events, plain_attributes, read_time
 from otel_replay.importers._values import status as read_status
 
-FORMAT = "mlflow"
+MLFLOW_FORMAT = "mlflow"
 
 Invalid = Callable[[TraceFormatError], None]
 

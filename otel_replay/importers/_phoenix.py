@@ -18,7 +18,7 @@ from otel_replay.errors import TraceFormatError
 from otel_replay.importers._flat import decode_flat_spans, is_flat_span
 from otel_replay.importers._spans import SpanRecord
 
-FORMAT = "phoenix-otlp"
+PHOENIX_FORMAT = "phoenix-otlp"
 
 
 def is_phoenix_page(document: Any) -> bool:

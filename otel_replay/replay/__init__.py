@@ -24,6 +24,24 @@ if TYPE_CHECKING:
     from otel_replay.replay._running import current_context, run_agent
     from otel_replay.replay._steps import AgentContext, StepError
 
+if TYPE_CHECKING:  # lent to the other floors: __inside__
+    from otel_replay.replay._builtin import built_in_agent as built_in_agent
+    from otel_replay.replay._builtin import chat_loop as chat_loop
+    from otel_replay.replay._chat import chat_driver as chat_driver
+    from otel_replay.replay._durable import DurableLedger as DurableLedger
+    from otel_replay.replay._faults import FAULTS as FAULTS
+    from otel_replay.replay._live import agent_driver as agent_driver
+    from otel_replay.replay._made import AS_RECORDED as AS_RECORDED
+    from otel_replay.replay._made import Verifying as Verifying
+    from otel_replay.replay._made import instrumented_with as instrumented_with
+    from otel_replay.replay._made import recorded_answer as recorded_answer
+    from otel_replay.replay._made import recorded_verifier as recorded_verifier
+    from otel_replay.replay._moves import fork_injection as fork_injection
+    from otel_replay.replay._moves import injection as injection
+    from otel_replay.replay._rollout import Rollout as Rollout
+    from otel_replay.replay._rollout import TraceDriver as TraceDriver
+    from otel_replay.replay._tracing import send_run as send_run
+
 __all__ = [
     "AgentContext",
     "AgentRaised",
@@ -55,4 +73,24 @@ __all__ = [
     "uninstrument",
 ]
 
-__getattr__, __dir__ = lazy_exports(__name__, __all__)
+#: The inside API: what the package's other floors may import from here besides `__all__`.
+__inside__ = [
+    "AS_RECORDED",
+    "FAULTS",
+    "DurableLedger",
+    "Rollout",
+    "TraceDriver",
+    "Verifying",
+    "agent_driver",
+    "built_in_agent",
+    "chat_driver",
+    "chat_loop",
+    "fork_injection",
+    "injection",
+    "instrumented_with",
+    "recorded_answer",
+    "recorded_verifier",
+    "send_run",
+]
+
+__getattr__, __dir__ = lazy_exports(__name__, [*__all__, *__inside__])

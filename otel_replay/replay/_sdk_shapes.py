@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-from otel_replay.resamplers._openai import wire_tool_calls
+from otel_replay.messages import wire_tool_calls
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,7 +19,7 @@ from typing import Any
 from otel_replay._extras import install_command
 from otel_replay._web import Bounds
 from otel_replay.errors import PluginLoadError, RegistrationError, setting
-from otel_replay.messages import assistant_message, message_text
+from otel_replay.messages import assistant_message, message_text, wire_tool_calls
 from otel_replay.model import Step, Trajectory
 from otel_replay.resamplers._bounded import MAX_MODEL_ANSWER_BYTES, bounded_client
 from otel_replay.resamplers._context import RolloutContext
@@ -30,7 +30,6 @@ from otel_replay.resamplers._openai import (
     failed_request,
     noted_usage,
     rebuild_messages,
-    wire_tool_calls,
 )
 
 #: What a request must say and the record may not (the Messages API has no default).

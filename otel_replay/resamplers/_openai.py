@@ -24,7 +24,12 @@ from typing import Any
 from otel_replay._extras import install_command
 from otel_replay._web import Bounds, shown_url
 from otel_replay.errors import PluginLoadError, RegistrationError, setting
-from otel_replay.messages import assistant_message, conversation, message_text
+from otel_replay.messages import (
+    assistant_message,
+    conversation,
+    message_text,
+    wire_tool_calls,
+)
 from otel_replay.model import Step, StepKind, Trajectory
 from otel_replay.resamplers._bounded import MAX_MODEL_ANSWER_BYTES, bounded_client, gave_up
 from otel_replay.resamplers._context import RolloutContext
@@ -378,31 +383,6 @@ def _openai_message(message: dict[str, Any]) -> dict[str, Any]:
     if out["role"] in ("user", "assistant") and isinstance(message.get("name"), str):
         out["name"] = message["name"]
     return out
-
-
-def wire_tool_calls(calls: Any) -> list[dict[str, Any]]:
-    """Tool calls in the chat-completions form (``{id, type, function: {name, arguments}}``, the
-    arguments as a JSON string), from the importers' ``{id, name, arguments}`` or from that form
-    itself (what an instrumented SDK call recorded)."""
-    wired = []
-    for i, call in enumerate(calls if isinstance(calls, list) else []):
-        if not isinstance(call, dict):
-            continue
-        function = call["function"] if isinstance(call.get("function"), dict) else call
-        arguments = function.get("arguments")
-        wired.append(
-            {
-                "id": call.get("id") or f"call_{i}",
-                "type": "function",
-                "function": {
-                    "name": function.get("name"),
-                    "arguments": arguments
-                    if isinstance(arguments, str)
-                    else json.dumps(arguments or {}),
-                },
-            }
-        )
-    return wired
 
 
 def _openai_tool(tool: Any) -> Any:

@@ -20,16 +20,56 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from otel_replay.store._connection import connect, default_store_path
+from otel_replay._lazy import lazy_exports
+from otel_replay.store._connection import connect
+from otel_replay.store._connection import default_store_path as default_store_path
 from otel_replay.store._pending import PendingSpans
-from otel_replay.store._query import QueryTimeout
+from otel_replay.store._query import QueryTimeout as QueryTimeout
 from otel_replay.store._reports import Reports
 from otel_replay.store._trajectories import Trajectories
+
+if TYPE_CHECKING:  # lent to the other floors: __inside__
+    from otel_replay.store._blobs import damaged as damaged
+    from otel_replay.store._connection import outcome_source as outcome_source
+    from otel_replay.store._query import MAX_CONDITIONS as MAX_CONDITIONS
+    from otel_replay.store._query import MAX_FILTER as MAX_FILTER
+    from otel_replay.store._query import MAX_ROWS as MAX_ROWS
+    from otel_replay.store._query import SORTS as SORTS
+    from otel_replay.store._query import QueryError as QueryError
+    from otel_replay.store._query import check_page as check_page
+    from otel_replay.store._query import parse_filter as parse_filter
+    from otel_replay.store._query import parse_sort as parse_sort
+    from otel_replay.store._trajectories import RecordedResult as RecordedResult
+    from otel_replay.store._trajectories import TrajectorySummary as TrajectorySummary
+    from otel_replay.store._trajectories import summarize as summarize
 
 __all__ = [
     "Store",
 ]
+
+#: The inside API: what the package's other floors may import from here besides `__all__`.
+__inside__ = [
+    "MAX_CONDITIONS",
+    "MAX_FILTER",
+    "MAX_ROWS",
+    "SORTS",
+    "QueryError",
+    "QueryTimeout",
+    "RecordedResult",
+    "TrajectorySummary",
+    "check_page",
+    "damaged",
+    "default_store_path",
+    "outcome_source",
+    "parse_filter",
+    "parse_sort",
+    "summarize",
+]
+
+# what is lent and not imported above loads on first use, as a lazy package's exports do
+__getattr__, __dir__ = lazy_exports(__name__, [n for n in __inside__ if n not in globals()])
 
 
 class Store(Trajectories, PendingSpans, Reports):

@@ -9,4 +9,18 @@ divergence; the pages are `otel_replay.report`'s, served by the standard library
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from otel_replay._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from otel_replay.viewer._server import Viewer as Viewer
+
 __all__: list[str] = []
+
+#: The inside API: what the package's other floors may import from here besides `__all__`.
+__inside__ = [
+    "Viewer",
+]
+
+__getattr__, __dir__ = lazy_exports(__name__, [*__all__, *__inside__])
