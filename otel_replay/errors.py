@@ -23,8 +23,10 @@
     ├── ExportError (ConnectionError)    an OTLP endpoint cannot be reached, or refuses what is sent
     ├── InterventionError (ValueError)   a fork or plan names a step the run does not have, or an
     │                                    unknown fault or option
-    └── UnreplayableError (ValueError)   a replay or fork needs steps whose record lacks their result
-                                         (the replayability reasons, `otel_replay.replayable`)
+    ├── UnreplayableError (ValueError)   a replay or fork needs steps whose record lacks their result
+    │                                    (the replayability reasons, `otel_replay.replayable`)
+    └── ConfigError (ValueError)         a configuration file (agent-replay.toml) that cannot be
+                                         read: the file, the line, the key and its value
 
 Messages show the offending value, and name a setting as the caller gave it (`setting`): the
 keyword a Python caller passes (``swap_model='gpt-4o'``), or, while a command runs, the command
@@ -43,6 +45,7 @@ __all__ = [
     "AgentError",
     "AttributionError",
     "CanonicalJSONError",
+    "ConfigError",
     "EditedContentError",
     "ExportError",
     "InterventionError",
@@ -249,6 +252,11 @@ class EditedContentError(TraceFormatError):
 
 class CanonicalJSONError(ReplayError, ValueError):
     """A value cannot be stored as canonical JSON (NaN, a set, bytes, a non-string key, ...)."""
+
+
+class ConfigError(ReplayError, ValueError):
+    """A configuration file that cannot be read: no TOML, a key no command takes, a table that
+    is no command, a value of the wrong type (``FILE:LINE: KEY = VALUE: what was wrong``)."""
 
 
 class StoreError(ReplayError):

@@ -63,6 +63,16 @@ def _everywhere(
             show_default=False,
         ),
     ] = None,
+    config: Annotated[
+        Path | None,
+        typer.Option(
+            "--config",
+            metavar="FILE",
+            help="The configuration file (default: agent-replay.toml, or the tool.agent-replay "
+            "table of pyproject.toml, in this folder or the nearest one above it).",
+            show_default=False,
+        ),
+    ] = None,
     version: Annotated[
         bool,
         typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
@@ -80,6 +90,9 @@ def _everywhere(
         previous = os.environ.get("AGENT_REPLAY_STORE")
         os.environ["AGENT_REPLAY_STORE"] = str(store)
         ctx.call_on_close(lambda: _put_back("AGENT_REPLAY_STORE", previous))
+    from otel_replay.cli._config import configure
+
+    configure(ctx, config)  # the file's settings: the defaults of the command that runs
 
 
 def _put_back(name: str, value: str | None) -> None:

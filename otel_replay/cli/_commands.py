@@ -179,6 +179,14 @@ COMMANDS: dict[str, LazyCommand] = {
         "The attribution report: its format, and as a page.",
         "agent-replay report schema",
     ),
+    "init": _command(
+        "_init",
+        "init_command",
+        "Write an agent-replay.toml: how to re-run the agent and the question's defaults, from "
+        "what a run remembers (the code it was recorded or last attributed with) or from "
+        "questions asked here. Every command reads it from then on; flags still win.",
+        "agent-replay init incident-fail",
+    ),
 }
 
 #: The examples of the commands inside a group, by their path below ``agent-replay``.
@@ -267,6 +275,13 @@ class LazyGroup(TyperGroup):
         option = super().get_help_option(ctx)
         convert_param(option)  # made when the command line is parsed, as in PlainValuesCommand
         return option
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if any(arg == "--config" or arg.startswith("--config=") for arg in args):
+            from otel_replay.cli._config import hoist_config  # `CMD ... --config FILE` too
+
+            args = hoist_config(args, COMMANDS)
+        return super().parse_args(ctx, args)
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return list(self.commands)  # the names, without building the commands as `.items()` would
