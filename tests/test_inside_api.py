@@ -108,6 +108,7 @@ INSIDE: dict[str, list[str]] = {
     "replay": [
         "AS_RECORDED",
         "FAULTS",
+        "MADE_HERE",
         "DurableLedger",
         "Rollout",
         "TraceDriver",
@@ -175,8 +176,6 @@ INSIDE: dict[str, list[str]] = {
         "ways_to_resample",
     ],
     "store": [
-        "MAX_CONDITIONS",
-        "MAX_FILTER",
         "MAX_ROWS",
         "SORTS",
         "QueryError",

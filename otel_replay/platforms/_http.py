@@ -28,7 +28,7 @@ from otel_replay._web import (
     shown_url,
     size,
 )
-from otel_replay.errors import PlatformError, ReplayError, setting
+from otel_replay.errors import ReplayError, setting
 
 __all__ = [
     "DEADLINE_SECONDS",
@@ -131,13 +131,13 @@ class JsonClient:
         except FAILURES as exc:
             reason = getattr(exc, "reason", None) or exc
             asking = f" (asking for {what})" if what else ""
-            raise PlatformError(
+            raise ReplayError(
                 f"cannot reach {self.platform} at {self.base}: {reason}{asking}"
             ) from None
         try:
             return json.loads(data)
         except (ValueError, RecursionError):
-            raise PlatformError(
+            raise ReplayError(
                 f"{self.platform} at {self.base} answered {method} {path} with something that is "
                 "not JSON (is it the right address?)"
             ) from None
@@ -205,12 +205,12 @@ class Pages:
         token = str(token)
         where = f"{self._client.platform} at {self._client.base}"
         if token in self._seen:
-            raise PlatformError(
+            raise ReplayError(
                 f"{where} answered page {self.count} of {self.what} with a {self.token} it gave "
                 "before: its pages go round in a circle"
             )
         if self.count >= self.limit:
-            raise PlatformError(
+            raise ReplayError(
                 f"{where} still had more after page {self.count} of {self.what}, the most "
                 f"followed: gave up"
             )
@@ -244,7 +244,7 @@ class Held:
             else None
         )
         if over is not None:
-            raise PlatformError(
+            raise ReplayError(
                 f"{self._client.platform} at {self._client.base}: with {what}, the import would "
                 f"hold more than {over} before its runs are made, the most it holds: gave up "
                 f"(import less at a time: a shorter time with {setting('since')})"

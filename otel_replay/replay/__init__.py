@@ -32,6 +32,7 @@ if TYPE_CHECKING:  # lent to the other floors: __inside__
     from otel_replay.replay._faults import FAULTS as FAULTS
     from otel_replay.replay._live import agent_driver as agent_driver
     from otel_replay.replay._made import AS_RECORDED as AS_RECORDED
+    from otel_replay.replay._made import MADE_HERE as MADE_HERE
     from otel_replay.replay._made import Verifying as Verifying
     from otel_replay.replay._made import instrumented_with as instrumented_with
     from otel_replay.replay._made import recorded_answer as recorded_answer
@@ -77,6 +78,7 @@ __all__ = [
 __inside__ = [
     "AS_RECORDED",
     "FAULTS",
+    "MADE_HERE",
     "DurableLedger",
     "Rollout",
     "TraceDriver",

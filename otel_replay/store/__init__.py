@@ -33,8 +33,6 @@ from otel_replay.store._trajectories import Trajectories
 if TYPE_CHECKING:  # lent to the other floors: __inside__
     from otel_replay.store._blobs import damaged as damaged
     from otel_replay.store._connection import outcome_source as outcome_source
-    from otel_replay.store._query import MAX_CONDITIONS as MAX_CONDITIONS
-    from otel_replay.store._query import MAX_FILTER as MAX_FILTER
     from otel_replay.store._query import MAX_ROWS as MAX_ROWS
     from otel_replay.store._query import SORTS as SORTS
     from otel_replay.store._query import QueryError as QueryError
@@ -51,8 +49,6 @@ __all__ = [
 
 #: The inside API: what the package's other floors may import from here besides `__all__`.
 __inside__ = [
-    "MAX_CONDITIONS",
-    "MAX_FILTER",
     "MAX_ROWS",
     "SORTS",
     "QueryError",
