@@ -1,10 +1,11 @@
 """How the investigator's spans are named and annotated in each semantic convention.
 
-* :class:`OpenInference` (FORMATS.md §3): AGENT root ``investigate``; LLM spans with flattened
-  ``llm.input_messages.<i>.message.*`` / ``llm.output_messages.0.message.*``, the raw request and
-  response as JSON in ``input.value`` / ``output.value``; TOOL spans with ``tool.name``, ``tool.id``
-  (the tool-call id) and JSON ``input.value`` / ``output.value``. Successful spans are marked OK.
-* :class:`GenAI` (FORMATS.md §4, current ≥ v1.37 form): ``invoke_agent``, ``chat`` and
+* :class:`OpenInference` (docs/importing.md, "From spans to steps"): AGENT root ``investigate``; LLM
+  spans with flattened ``llm.input_messages.<i>.message.*`` / ``llm.output_messages.0.message.*``,
+  the raw request and response as JSON in ``input.value`` / ``output.value``; TOOL spans with
+  ``tool.name``, ``tool.id`` (the tool-call id) and JSON ``input.value`` / ``output.value``.
+  Successful spans are marked OK.
+* :class:`GenAI` (the same page; the current, v1.37 and later, form): ``invoke_agent``, ``chat`` and
   ``execute_tool`` spans; messages are JSON strings in the parts format. Successful spans stay
   UNSET.
 

@@ -1,4 +1,5 @@
-"""Span dumps that look like OTLP JSON but are not (FORMATS.md §1.11), decoded to `SpanRecord`s:
+"""Span dumps that look like OTLP JSON but are not (docs/importing.md, "What it reads"), decoded to
+`SpanRecord`s:
 
 * JS SDK ``ReadableSpan`` arrays: ``spanContext.traceId``, ``[seconds, nanos]`` hrtime tuples,
   ``attributes`` as a plain object;

@@ -20,10 +20,11 @@ DEFAULT_OUTCOME_ATTRIBUTES = (
 
 #: The largest record a reader holds in memory: one JSON document, one JSON line, one protobuf
 #: message. What pipelines write is far smaller (gRPC refuses messages above 4 MiB unless told
-#: otherwise, and OTLP/HTTP receivers are advised to refuse bodies above 64 MiB decompressed: see
-#: FORMATS.md 2.3), so 4x that reads any exporter's batch and a hand-made whole-trace document,
-#: while a gzip bomb (kilobytes that inflate to gigabytes in one line) stops at a size a laptop
-#: holds: the record's bytes plus, once parsed, a few times as much.
+#: otherwise, and the OTLP/HTTP specification advises receivers to refuse bodies above 64 MiB
+#: decompressed, as `serve` does: docs/importing.md, "Receive traces as they happen"), so 4x that
+#: reads any exporter's batch and a hand-made whole-trace document, while a gzip bomb (kilobytes
+#: that inflate to gigabytes in one line) stops at a size a laptop holds: the record's bytes plus,
+#: once parsed, a few times as much.
 DEFAULT_MAX_RECORD_BYTES = 256 << 20
 #: Past this a limit means nothing: no record that large could be held anyway.
 MAX_RECORD_BYTES_CEILING = 1 << 40

@@ -1,9 +1,9 @@
 """Walk one decoded OTLP JSON request (a dict) into `SpanRecord`s.
 
-Accepts everything FORMATS.md §1 lists: camelCase and snake_case keys, hex or base64 ids, enum names or
-numbers, int64 as string or number (never through float), the legacy ``instrumentationLibrarySpans``
-layout, the ``batches`` (Tempo) and ``trace_requests[].pbreq`` (oteltest) envelopes. A value of the wrong
-type raises `TraceFormatError` naming its JSON path.
+Accepts everything docs/importing.md ("What it reads") lists: camelCase and snake_case keys, hex or
+base64 ids, enum names or numbers, int64 as string or number (never through float), the legacy
+``instrumentationLibrarySpans`` layout, the ``batches`` (Tempo) and ``trace_requests[].pbreq``
+(oteltest) envelopes. A value of the wrong type raises `TraceFormatError` naming its JSON path.
 """
 
 from __future__ import annotations
@@ -137,7 +137,7 @@ def decode_span(span: Any, where: str) -> SpanRecord:
     if code == STATUS_UNSET and _deprecated_error(
         _get(status, "deprecatedCode", "deprecated_code")
     ):
-        code = STATUS_ERROR  # the pre-2021 backward-compatibility rule (FORMATS.md §1.5)
+        code = STATUS_ERROR  # OTLP's rule until 2021 (docs/importing.md, "What it reads")
     message = status.get("message") or ""
     return SpanRecord(
         trace_id=trace_id,

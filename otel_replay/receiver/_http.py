@@ -52,7 +52,8 @@ from otel_replay.store import Store
 
 PATH = "/v1/traces"
 PROTOBUF, JSON = "application/x-protobuf", "application/json"
-#: What an OTLP/HTTP receiver is advised to accept at most, decompressed (FORMATS.md 2.3).
+#: What the OTLP/HTTP specification advises a receiver to accept at most, decompressed
+#: (docs/importing.md, "Receive traces as they happen").
 DEFAULT_MAX_BODY_BYTES = 64 << 20
 DEFAULT_FLUSH_AFTER = 30.0
 #: How long a kept-alive connection may sit idle before it is closed (and how long a stop waits).

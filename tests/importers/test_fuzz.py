@@ -166,7 +166,7 @@ native_lines = st.one_of(
 )
 
 
-# --- span dumps (FORMATS.md §1.11): what SDK console exporters print ---------------------------------
+# --- span dumps (docs/importing.md, "What it reads"): what SDK console exporters print ------------
 
 # Only the Python decoder (used for objects written back to back) lets these through: NaN and
 # Infinity literals, integers beyond 64 bits kept exact, and lone surrogates from ``\\ud800`` escapes.
