@@ -41,6 +41,8 @@ ALWAYS_MADE = (
 )  # the store's folder, made by any agent-replay command
 _OPERATORS = {"&&", "||", "|", ";", "&", "(", ")"}
 _MAKERS = {"mkdir": "{}", "gzip": "{}.gz"}  # commands whose arguments name what they make
+#: The file a command writes when no --out names another.
+_DEFAULT_OUT = {("agent-replay", "init"): "agent-replay.toml"}
 _PLACEHOLDER = re.compile(
     r"^(?:[A-Z][A-Z_]*_)?ID$"
 )  # ID, FORK_ID, PASSING_ID: a sample's id belongs there
@@ -134,6 +136,9 @@ def _writes(words: list[str]) -> Iterator[PurePosixPath]:
     for simple in _simple_commands(words):
         makes = _MAKERS.get(simple[0], "")
         writes = WRITES | ({"--store"} if STORE_MAKERS & set(simple[1:3]) else set())
+        default = _DEFAULT_OUT.get((simple[0], simple[1]) if len(simple) > 1 else ())
+        if default and not any(w.partition("=")[0] == "--out" for w in simple):
+            yield PurePosixPath(default)
         for index, word in enumerate(simple[1:], start=1):
             previous = simple[index - 1]
             option, _, value = word.partition("=")

@@ -110,7 +110,7 @@ def incident_config(folder: Path) -> str:
         f'store = "runs.db"\n'
         f'resamplers = ["{rel(INCIDENT / "tools.py", folder)}"]\n'
         f'success-if = "v841"\n'
-        f"\n[sweep]\nrollouts = 4\n"
+        f'\n[sweep]\nseed = 3\nsteps = ["list_deploys"]\nfaults = "empty"\n'
         f'\n[record]\nagent = "{rel(INCIDENT / "agent.py", folder)}:investigate"\n'
     )
 
@@ -124,7 +124,7 @@ def test_attribute_sweep_fork_and_record_run_from_the_file_with_no_code_flags(
     rerun = json.loads((project / "report.json").read_text())["config"]["rerun"]
     assert f"--resamplers {rel(INCIDENT / 'tools.py', project)} --success-if v841" in rerun
     swept = ok(run("sweep", "incident-fail", "--json"))
-    assert json.loads(swept.stdout)["config"]["max_rollouts"] == 4  # [sweep] rollouts
+    assert json.loads(swept.stdout)["config"]["seed"] == 3  # [sweep] seed
     assert fork_outcome("incident-fail", "--at", "3", "--observe", DEPLOY) == 1.0
     recorded = ok(run("record", "--json"))  # [record] agent, scored by the top level's success-if
     with Store.open(project / "runs.db", read_only=True) as db:
@@ -142,7 +142,7 @@ def test_another_agent_and_trace_run_from_the_file(project: Path) -> None:
     write(
         project / "agent-replay.toml",
         'store = "runs.db"\nresamplers = ["code/and_gate.py"]\n\n'
-        '[sweep]\nrollouts = 4\nsteps = ["llm"]\nfaults = "timeout"\n'
+        '[sweep]\nsteps = ["llm"]\nfaults = "timeout"\n'
         '\n[record]\nagent = "code/gate.py:gate"\nverifier = "code/gate.py:held"\nseed = 1\n',
     )
     attributed = ok(run("attribute", "scm-and", "--json"))
@@ -184,6 +184,12 @@ def test_found_from_a_folder_below_with_paths_relative_to_the_file(project: Path
     ok(run("attribute", "incident-fail", "--out", str(report)))
     rerun = json.loads(report.read_text())["config"]["rerun"]
     assert f"--resamplers {rel(INCIDENT / 'tools.py', below)} " in rerun  # as typed from here
+
+
+def test_a_command_without_an_option_leaves_a_top_level_key_alone(project: Path) -> None:
+    write(project / "agent-replay.toml", incident_config(project) + "[list]\nlimit = 1\n")
+    listed = ok(run("list"))  # list takes no --resamplers, no --success-if; [list] limit
+    assert "showing 1 of 3 runs" in listed.output
 
 
 def test_flags_win_and_a_command_table_wins_over_the_top_level(project: Path) -> None:
@@ -250,6 +256,13 @@ def test_a_mistake_in_the_file_is_one_located_line_and_the_store_untouched(
     assert line.startswith("error: agent-replay.toml:"), line
     assert said in line, line
     assert state(project) == before
+
+
+def test_config_none_reads_no_file(project: Path) -> None:
+    write(project / "agent-replay.toml", "sucess-if = 'v841'\n")
+    assert "no command takes --sucess-if" in one_line(run("list", "--store", "runs.db"))
+    ok(run("--config", "none", "list", "--store", "runs.db"))
+    ok(run("list", "--store", "runs.db", "--config", "none"))
 
 
 def test_a_missing_config_file_is_one_line(project: Path) -> None:

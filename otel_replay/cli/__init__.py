@@ -69,7 +69,7 @@ def _everywhere(
             "--config",
             metavar="FILE",
             help="The configuration file (default: agent-replay.toml, or the tool.agent-replay "
-            "table of pyproject.toml, in this folder or the nearest one above it).",
+            "table of pyproject.toml, in this folder or the nearest one above it; none: none).",
             show_default=False,
         ),
     ] = None,

@@ -63,6 +63,8 @@ TOOL_TABLE = ("tool", "agent-replay")
 #: Options whose value names code as ``module:function``, ``file.py:function``, a module or a
 #: ``.py`` file: a file among them is relative to the configuration file.
 CODE_SPECS = frozenset({"resamplers", "verifier", "outcome", "agent"})
+#: What ``--config`` takes to mean no file at all (as ``--verifier none`` means no verifier).
+NONE = "none"
 #: Commands that never read the file (``init`` writes one, whatever is there now).
 UNREAD_BY = frozenset({"init"})
 
@@ -215,7 +217,7 @@ def subcommands(command: click.Command, ctx: click.Context) -> dict[str, click.C
 
 
 def default_map(
-    config: ConfigFile, root: click.Command, ctx: click.Context, running: str | None = None
+    config: ConfigFile, root: TyperGroup, ctx: click.Context, running: str | None = None
 ) -> dict[str, Any]:
     """Click's ``default_map`` for the commands below ``root`` from ``config``, checked (a
     `ConfigError` for the first mistake).
@@ -232,7 +234,7 @@ def default_map(
     top = _scalars(config.settings, ())
     made: dict[str, Any] = {}
     for name in names if running is None else [n for n in names if n == running]:
-        command = root.get_command(ctx, name)  # type: ignore[attr-defined]
+        command = root.get_command(ctx, name)
         if command is not None:
             made[name] = _map_for(config, command, ctx, (name,), top, walk)
     for key, (where, value) in top.items():
@@ -299,10 +301,10 @@ def _map_for(
     }
 
 
-def _taken(key: str, root: click.Command, ctx: click.Context, names: list[str]) -> bool:
+def _taken(key: str, root: TyperGroup, ctx: click.Context, names: list[str]) -> bool:
     """Whether a command takes ``--key`` (the commands built one by one until one does)."""
     for name in names:
-        command = root.get_command(ctx, name)  # type: ignore[attr-defined]
+        command = root.get_command(ctx, name)
         if command is not None and any(key in option_keys(c) for c in _leaves(command, ctx)):
             return True
     return False
@@ -478,15 +480,16 @@ def _relative_path(value: str, base: Path) -> str:
 
 def configure(ctx: click.Context, given: Path | None) -> None:
     """Give the command about to run the configuration file's settings (``given``, else the one
-    found from the working directory up) as its ``default_map``; a mistake in the file is one
-    line on stderr and exit 1, before anything runs."""
-    if ctx.invoked_subcommand in UNREAD_BY:
+    found from the working directory up; ``none``: no file) as its ``default_map``; a mistake in
+    the file is one line on stderr and exit 1, before anything runs."""
+    if ctx.invoked_subcommand in UNREAD_BY or (given is not None and str(given) == NONE):
         return
     try:
         path = given if given is not None else find_config(Path.cwd())
         if path is None:
             return
         config = read_config(path)
+        assert isinstance(ctx.command, TyperGroup)
         ctx.default_map = default_map(config, ctx.command, ctx, ctx.invoked_subcommand)
     except ConfigError as exc:
         from otel_replay.cli._common import print_error

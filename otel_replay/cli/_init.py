@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from typer.core import TyperGroup
 
 from otel_replay.cli._common import StoreOption, err_console, open_store, user_errors
 from otel_replay.cli._config import (
@@ -84,7 +85,8 @@ def init_command(
         if out.exists() and not force:
             raise ReplayError(f"{shown_path(out)} exists; --force replaces it")
         root = ctx.find_root()
-        attribute = root.command.get_command(root, "attribute")  # type: ignore[attr-defined]
+        assert isinstance(root.command, TyperGroup)
+        attribute = root.command.get_command(root, "attribute")
         assert attribute is not None
         settings = remembered(run, store, attribute) if run is not None else asked()
         text = toml_text(settings, out)
@@ -121,12 +123,7 @@ def remembered(run: str, store: Path | None, attribute: click.Command) -> Settin
 
 def made_with(run: Trajectory) -> Settings:
     """How a run agent-replay made was made: its agent, verifier, SDKs and redaction."""
-    from otel_replay.replay._made import (
-        MADE_HERE,
-        instrumented_with,
-        recorded_answer,
-        recorded_verifier,
-    )
+    from otel_replay.replay import MADE_HERE, instrumented_with, recorded_answer, recorded_verifier
 
     if run.metadata.get("source") not in MADE_HERE:
         return {}
