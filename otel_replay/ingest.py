@@ -30,11 +30,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
-from otel_replay.importers._merge import built_from_spans, merge_partial
+from otel_replay.importers import built_from_spans, merge_partial
 from otel_replay.model import Trajectory
 from otel_replay.redaction import patterns_of, redact_run
-from otel_replay.store import Store
-from otel_replay.store._trajectories import TrajectorySummary, summarize
+from otel_replay.store import Store, TrajectorySummary, summarize
 
 __all__ = ["IngestResult", "Ingested", "ingest", "ingest_one"]
 

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from otel_replay.hashing import digest
-from otel_replay.importers._exported import REBUILT_ATTRIBUTE, RECORD_ATTRIBUTE
+from otel_replay.importers import REBUILT_ATTRIBUTE, RECORD_ATTRIBUTE
 from otel_replay.model import Step, StepKind, StepStatus, Trajectory
 from otel_replay.otlp_spans import (
     MADE_ATTRIBUTES,

@@ -254,8 +254,7 @@ def reaches(
                 continue
             if parts[1] == own:
                 continue  # inside a subpackage its rooms import one another freely
-            private = any(part.startswith("_") for part in parts[2:])
-            if private and name not in declared[parts[1]]:
+            if any(part.startswith("_") for part in parts[2:]):  # a private module
                 found.append((node.lineno, module, name))
             elif len(parts) == 2 and name not in declared[parts[1]]:
                 public_module = (PACKAGE / parts[1] / f"{name}.py").exists()
@@ -324,6 +323,7 @@ def test_a_new_reach_is_found() -> None:
             "from otel_replay.resamplers import _judge",  # the private module itself
             "import otel_replay.store._query",  # a plain import of one
             "from otel_replay.store import parse_filter",  # a name not lent
+            "from otel_replay.resamplers._registry import describe",  # lent, but not so
             "from otel_replay.resamplers import JudgeOptions, describe",  # declared: fine
             "from otel_replay.cli._common import print_error",  # its own floor: fine
             "from otel_replay.errors import ReplayError",  # a top-level module: fine
@@ -334,6 +334,7 @@ def test_a_new_reach_is_found() -> None:
         (2, "otel_replay.resamplers", "_judge"),
         (3, "otel_replay.store._query", ""),
         (4, "otel_replay.store", "parse_filter"),
+        (5, "otel_replay.resamplers._registry", "describe"),
     ]
     # a top-level module of the package is another floor to every subpackage
     assert reaches("otel_replay.ingest", source, declared)[:1] == [

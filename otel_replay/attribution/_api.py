@@ -59,12 +59,9 @@ from otel_replay.attribution._variation import (
 from otel_replay.errors import AttributionError, ReplayError, VerifierError, setting
 from otel_replay.model import StepKind, Trajectory
 from otel_replay.redaction import patterns_of, redact_error
-from otel_replay.replay import Plan
-from otel_replay.replay._rollout import Rollout, score
+from otel_replay.replay import Plan, Rollout, score
 from otel_replay.replayable import check_attributable
-from otel_replay.resamplers import Registry
-from otel_replay.resamplers._judge import Judge
-from otel_replay.resamplers._registry import VerifierFunction, describe, ways_to_resample
+from otel_replay.resamplers import Judge, Registry, VerifierFunction, describe, ways_to_resample
 
 
 def method_plans(

@@ -39,11 +39,16 @@ from otel_replay.errors import RolloutError, UnservableError
 from otel_replay.hashing import canonical_json, digest
 from otel_replay.model import Trajectory
 from otel_replay.redaction import Redactor, patterns_of, redact_run
-from otel_replay.replay import Plan, StepError
-from otel_replay.replay._rollout import Rollout, TraceDriver, score
-from otel_replay.resamplers import Registry
-from otel_replay.resamplers._draws import NO_DRAWS, Call, DrawLog, Draws, drawing
-from otel_replay.resamplers._registry import VerifierFunction
+from otel_replay.replay import Plan, Rollout, StepError, TraceDriver, score
+from otel_replay.resamplers import (
+    NO_DRAWS,
+    Call,
+    DrawLog,
+    Draws,
+    Registry,
+    VerifierFunction,
+    drawing,
+)
 
 
 @dataclass(frozen=True, slots=True)

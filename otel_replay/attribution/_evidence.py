@@ -19,7 +19,7 @@ from otel_replay.attribution._contrastive import Localisation
 from otel_replay.attribution._engine import Engine, EvidenceMissing
 from otel_replay.attribution._results import Evidence, Proportion
 from otel_replay.errors import setting
-from otel_replay.resamplers._draws import Call
+from otel_replay.resamplers import Call
 
 T = TypeVar("T", str, Call)
 

@@ -23,7 +23,7 @@ from otel_replay.errors import RegistrationError
 from otel_replay.hashing import canonical_json
 from otel_replay.model import StepKind, StepStatus
 from otel_replay.replay import Intervention, Plan
-from otel_replay.resamplers._registry import describe
+from otel_replay.resamplers import describe
 from otel_replay.transcript import compared_output
 
 _ALPHA = 0.05  # the error rate a repair is accepted at (split over the candidates tried)

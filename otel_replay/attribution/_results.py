@@ -10,8 +10,7 @@ from typing import Any
 from otel_replay.attribution._spend import NOTHING, Spend
 from otel_replay.attribution._stats import Z_95
 from otel_replay.model import Trajectory
-from otel_replay.resamplers._draws import Call
-from otel_replay.resamplers._judge import JudgeSummary
+from otel_replay.resamplers import Call, JudgeSummary
 
 
 def percent(confidence: float) -> str:

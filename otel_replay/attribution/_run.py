@@ -23,20 +23,29 @@ from otel_replay.attribution._engine import Progress, Spending, rolled_out
 from otel_replay.attribution._results import AttributionResult
 from otel_replay.attribution._variation import Variation, is_live, variations
 from otel_replay.errors import AttributionError, setting
-from otel_replay.executors import Processes, RayExecutor, Threads
-from otel_replay.executors._base import ExecutorKind
+from otel_replay.executors import ExecutorKind, Processes, RayExecutor, Threads
 from otel_replay.model import Trajectory
-from otel_replay.replay import Driver, Plan, instrument
-from otel_replay.replay._chat import chat_driver
-from otel_replay.replay._live import agent_driver
-from otel_replay.replay._made import instrumented_with
-from otel_replay.replay._rollout import Rollout, TraceDriver
+from otel_replay.replay import (
+    Driver,
+    Plan,
+    Rollout,
+    TraceDriver,
+    agent_driver,
+    chat_driver,
+    instrument,
+    instrumented_with,
+)
 from otel_replay.replayable import check_attributable
-from otel_replay.resamplers import Registry, UserCode
-from otel_replay.resamplers._builtins import BuiltIns, add_built_ins, tool_draws
-from otel_replay.resamplers._judge import Judge
-from otel_replay.resamplers._loading import load_object
-from otel_replay.resamplers._recorded import RecordedOutcomes
+from otel_replay.resamplers import (
+    BuiltIns,
+    Judge,
+    RecordedOutcomes,
+    Registry,
+    UserCode,
+    add_built_ins,
+    load_object,
+    tool_draws,
+)
 from otel_replay.store import Store
 
 Executor = Threads | Processes | RayExecutor

@@ -55,7 +55,7 @@ from otel_replay.attribution._engine import Engine, Outcome
 from otel_replay.attribution._results import Mode, Proportion, ShapleySummary
 from otel_replay.attribution._stats import Z_95, t_quantile, wilson
 from otel_replay.replay import Plan
-from otel_replay.resamplers._context import step_seed
+from otel_replay.resamplers import step_seed
 
 #: Degrees of freedom the pooled variance of all players is worth to each player's own.
 POOLED_DF = 4

@@ -25,8 +25,7 @@ from typing import Any
 from otel_replay.attribution._config import BudgetUnit
 from otel_replay.errors import AttributionError
 from otel_replay.model import Step, StepKind, Trajectory
-from otel_replay.resamplers import Registry
-from otel_replay.resamplers._recorded import RecordedOutcomes
+from otel_replay.resamplers import RecordedOutcomes, Registry
 
 
 @dataclass(frozen=True, slots=True)

@@ -44,13 +44,8 @@ from otel_replay.errors import (
 )
 from otel_replay.hashing import canonical_json
 from otel_replay.model import StepKind, Trajectory
-from otel_replay.replay import Plan
-from otel_replay.replay._faults import FAULTS
-from otel_replay.replay._moves import Move, MoveKind, injection
-from otel_replay.replay._plan import Intervention
-from otel_replay.replay._rollout import Rollout, score
-from otel_replay.resamplers import Registry, StepFailed
-from otel_replay.resamplers._registry import describe
+from otel_replay.replay import FAULTS, Intervention, Move, MoveKind, Plan, Rollout, injection, score
+from otel_replay.resamplers import Registry, StepFailed, describe
 
 #: The faults a sweep injects when none are named.
 DEFAULT_FAULTS = ("error", "timeout", "empty", "truncate")

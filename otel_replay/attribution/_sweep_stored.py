@@ -12,9 +12,8 @@ from otel_replay.attribution._config import AttributionConfig
 from otel_replay.attribution._engine import Progress, Spending
 from otel_replay.attribution._run import Executor, RolloutWork, _prepare, job_of
 from otel_replay.attribution._sweep import SweepCost, SweepResult, sweep, sweep_cost
-from otel_replay.executors._base import ExecutorKind
-from otel_replay.resamplers import UserCode
-from otel_replay.resamplers._judge import Judge
+from otel_replay.executors import ExecutorKind
+from otel_replay.resamplers import Judge, UserCode
 from otel_replay.store import Store
 
 

@@ -29,11 +29,14 @@ from otel_replay.attribution._contrastive import Localisation
 from otel_replay.attribution._results import Mode, RootCause, StepAttribution, Verdict
 from otel_replay.errors import setting
 from otel_replay.model import Step, StepKind, Trajectory
-from otel_replay.resamplers import Registry
-from otel_replay.resamplers._loading import ToolSource
-from otel_replay.resamplers._recorded import RecordedOutcomes, call_of
-from otel_replay.resamplers._registry import describe
-from otel_replay.resamplers._simulate import SimulatedTools
+from otel_replay.resamplers import (
+    RecordedOutcomes,
+    Registry,
+    SimulatedTools,
+    ToolSource,
+    call_of,
+    describe,
+)
 
 
 @dataclass(frozen=True, slots=True)

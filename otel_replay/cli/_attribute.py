@@ -9,14 +9,15 @@ from typing import Annotated
 import typer
 
 from otel_replay.attribution import (
+    MAX_PERMUTATIONS,
     AttributionConfig,
     Driver,
     Method,
     OnResamplerError,
     OnSuccess,
     Strategy,
+    budget_settings,
 )
-from otel_replay.attribution._config import MAX_PERMUTATIONS, budget_settings
 from otel_replay.cli._code import (
     FailIfOption,
     JudgeBaseUrlOption,
@@ -44,7 +45,7 @@ from otel_replay.cli._send import (
     rollouts_destination,
 )
 from otel_replay.errors import ReplayError
-from otel_replay.executors._base import ExecutorKind
+from otel_replay.executors import ExecutorKind
 from otel_replay.fleet import Selection
 from otel_replay.model import FAIL_THRESHOLD
 

@@ -15,8 +15,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsed
 from rich.progress import Progress as RichProgress
 from rich.table import Table
 
-from otel_replay.attribution import AttributionConfig, OnSuccess
-from otel_replay.attribution._config import config_digest
+from otel_replay.attribution import AttributionConfig, OnSuccess, config_digest
 from otel_replay.cli._common import (
     console,
     err_console,
@@ -28,10 +27,7 @@ from otel_replay.cli._common import (
 )
 from otel_replay.cli._executing import Running, executing
 from otel_replay.errors import ReplayError
-from otel_replay.fleet import Selection, attribute_runs
-from otel_replay.fleet._batch import Attributed, pending
-from otel_replay.fleet._kept import keep
-from otel_replay.fleet._score import triage
+from otel_replay.fleet import Attributed, Selection, attribute_runs, keep, pending, triage
 from otel_replay.resamplers import UserCode
 
 

@@ -24,15 +24,19 @@ from otel_replay.attribution import (
     AttributionConfig,
     AttributionResult,
     Mode,
+    PlannedCost,
+    Progress,
+    Spending,
+    Spent,
+    StepAttribution,
     Strategy,
+    SuffixTest,
     Verdict,
     attribute_stored,
+    config_digest,
+    percent,
+    planned_cost_stored,
 )
-from otel_replay.attribution._config import config_digest
-from otel_replay.attribution._cost import PlannedCost
-from otel_replay.attribution._engine import Progress, Spending, Spent
-from otel_replay.attribution._results import StepAttribution, SuffixTest, percent
-from otel_replay.attribution._run import planned_cost_stored
 from otel_replay.cli._causes_view import cleared_before, pn_ps, root_cause_line
 from otel_replay.cli._common import (
     console,
@@ -51,8 +55,7 @@ from otel_replay.cli._send import said_sent, send_runs
 from otel_replay.cli._variation_view import held_cells, tell, variation_lines
 from otel_replay.errors import StoreError
 from otel_replay.model import StepKind, Trajectory
-from otel_replay.resamplers import UserCode
-from otel_replay.resamplers._judge import JudgeSummary
+from otel_replay.resamplers import JudgeSummary, UserCode
 from otel_replay.transcript import compared_output
 
 if TYPE_CHECKING:
@@ -75,8 +78,7 @@ def run(
     (``phoenix://HOST:PORT``, ``mlflow://HOST:PORT``) the verdict is written to (``None``: none);
     ``to``: where the kept rollouts are sent (`AttributionConfig.keep_rollouts`), linked to the run."""
     from otel_replay.platforms.schemes import annotated_by
-    from otel_replay.report import build_report, dumps_report, html_report
-    from otel_replay.report._json import read_report
+    from otel_replay.report import build_report, dumps_report, html_report, read_report
 
     json_out, html_out, annotate = outputs
 
@@ -153,7 +155,7 @@ def write_annotations(url: str, report: bytes, trajectory: Trajectory, json: boo
 def keep_report(store: Path | None, report: bytes, question: str) -> None:
     """Keep the report in the store beside its run (``ui`` shows it, ``blame`` counts it); a store
     that cannot be written (a read-only disk) keeps nothing, and the user is told so."""
-    from otel_replay.fleet._kept import keep
+    from otel_replay.fleet import keep
 
     try:
         with open_store(store, write=True) as db:

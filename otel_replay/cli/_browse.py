@@ -26,7 +26,7 @@ from otel_replay.cli._run_table import Seen, page_footer, print_json_rows, print
 from otel_replay.messages import assistant_message, conversation
 from otel_replay.model import Step, StepKind, StepStatus, Trajectory
 from otel_replay.replayable import replayability
-from otel_replay.store._connection import outcome_source
+from otel_replay.store import outcome_source
 
 LimitOption = Annotated[
     int, typer.Option("--limit", "-n", help="How many runs to show (0: all of them).", min=0)

@@ -4,8 +4,7 @@ that came from a trace passes through `shown`."""
 
 from __future__ import annotations
 
-from otel_replay.attribution import AttributionResult, Mode
-from otel_replay.attribution._results import Proportion, Share, StepAttribution
+from otel_replay.attribution import AttributionResult, Mode, Proportion, Share, StepAttribution
 from otel_replay.cli._common import shown
 
 

@@ -11,9 +11,7 @@ from typing import Annotated
 
 import typer
 
-from otel_replay.resamplers import ChatModelOptions, ToolSource, UserCode
-from otel_replay.resamplers._judge import JudgeOptions
-from otel_replay.resamplers._openai import ModelSource
+from otel_replay.resamplers import ChatModelOptions, JudgeOptions, ModelSource, ToolSource, UserCode
 
 ResamplersOption = Annotated[
     list[str] | None,

@@ -21,9 +21,7 @@ from rich.table import Table
 from rich.text import Text
 
 from otel_replay.errors import ReplayError
-from otel_replay.store import Store
-from otel_replay.store._blobs import damaged
-from otel_replay.store._connection import default_store_path
+from otel_replay.store import Store, damaged, default_store_path
 
 StoreOption = Annotated[
     Path | None,
@@ -164,7 +162,7 @@ def refuse_store(path: Path, store: Path) -> None:
 
 def load_agent(spec: str, instrument: str | None = None) -> Any:
     """The ``--agent`` function, with ``--instrument``'s SDKs patched first."""
-    from otel_replay.resamplers._loading import load_object
+    from otel_replay.resamplers import load_object
 
     if instrument:
         from otel_replay.replay import instrument as patch

@@ -4,7 +4,7 @@ for the store's draws, the faults fallback's calls, the unservable and the crash
 
 from __future__ import annotations
 
-from otel_replay.attribution._results import AttributionResult
+from otel_replay.attribution import AttributionResult
 from otel_replay.cli._common import plural, short
 
 

@@ -7,9 +7,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from otel_replay.executors import Processes, RayExecutor, Threads
-from otel_replay.executors._base import ExecutorKind
-from otel_replay.executors._choose import executor
+from otel_replay.executors import ExecutorKind, Processes, RayExecutor, Threads, executor
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,7 +35,7 @@ from otel_replay.export import (
 from otel_replay.store import Store
 
 if TYPE_CHECKING:
-    from otel_replay.fleet._pairs import Unpaired
+    from otel_replay.fleet import Unpaired
 
 
 class ExportFormat(str, Enum):
@@ -173,7 +173,7 @@ def _pytest(
             "--format pytest exports one run: give its ID, --agent MODULE:FUNCTION and "
             "--out tests/test_NAME.py"
         )
-    from otel_replay.replay._made import recorded_answer, recorded_verifier
+    from otel_replay.replay import recorded_answer, recorded_verifier
 
     run = db.get(ids[0])
     scorer, answer = None, None
@@ -214,7 +214,7 @@ def _pairs(db: Store, runs: set[str] | None, out: Path | None) -> None:
     No pair at all is an error naming the runs and why each has none, and nothing is written."""
     import orjson
 
-    from otel_replay.fleet._pairs import pairs, unpaired
+    from otel_replay.fleet import pairs, unpaired
 
     found = list(pairs(db, runs))
     if not found:

@@ -22,8 +22,7 @@ from otel_replay.cli._common import (
     user_errors,
 )
 from otel_replay.errors import ReplayError
-from otel_replay.importers import Format
-from otel_replay.importers._options import DEFAULT_MAX_RECORD_BYTES
+from otel_replay.importers import DEFAULT_MAX_RECORD_BYTES, Format
 
 _BYTE_COUNT = re.compile(r"(\d+)\s*(?:([KMG])(?:i?B)?|B)?", re.IGNORECASE)
 _BYTE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
@@ -127,7 +126,7 @@ def import_command(
     JSONL) into the store; or the traces of a Phoenix project, an MLflow experiment or a Jaeger
     service (phoenix://, mlflow://, jaeger://HOST:PORT/NAME)."""
     from otel_replay.cli._import_run import expand, import_files, import_platforms, render
-    from otel_replay.fleet._select import parse_since
+    from otel_replay.fleet import parse_since
 
     with user_errors():
         limit = byte_count(max_record_bytes)

@@ -29,10 +29,9 @@ from otel_replay.cli._common import (
     user_errors,
 )
 from otel_replay.errors import NotFoundError, ReplayError
-from otel_replay.importers import Format, ReadOptions
-from otel_replay.importers._lint import LintedRun, lint_file, lint_stored
+from otel_replay.importers import Format, LintedRun, ReadOptions, lint_file, lint_stored
 from otel_replay.replayable import ReplayabilityVerdict
-from otel_replay.store._connection import default_store_path
+from otel_replay.store import default_store_path
 
 #: How many reasons are listed under each run that has some (``--json`` lists them all).
 _REASONS = 10

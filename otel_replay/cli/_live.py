@@ -61,11 +61,10 @@ from otel_replay.cli._send import (
 )
 from otel_replay.errors import ReplayError
 from otel_replay.model import Step, StepKind, Trajectory
-from otel_replay.replay import Driver
-from otel_replay.replay._faults import FAULTS
+from otel_replay.replay import FAULTS, Driver
 from otel_replay.replayable import check_servable
-from otel_replay.resamplers._judge import judged
-from otel_replay.store._connection import outcome_source
+from otel_replay.resamplers import judged
+from otel_replay.store import outcome_source
 from otel_replay.transcript import compared_output
 
 if TYPE_CHECKING:
@@ -129,8 +128,7 @@ def record_command(
     completes: a run killed half-way is kept up to its last whole step (agent-replay resume
     continues it)."""
     from otel_replay.otlp_encode import request_to_otlp_json
-    from otel_replay.replay import record
-    from otel_replay.replay._durable import DurableLedger
+    from otel_replay.replay import DurableLedger, record
 
     with user_errors():
         registry, scorer = user_code(
@@ -163,7 +161,7 @@ def record_command(
 def _said_recorded(recording: Recording, trajectory: Trajectory, json: bool) -> None:
     """The recorded run, printed; exit 1 when its agent raised (the run is stored all the same)."""
     if json:
-        from otel_replay.report._runs import recorded_record
+        from otel_replay.report import recorded_record
 
         print_json(recorded_record(recording))
     else:
@@ -214,8 +212,7 @@ def replay_command(
     store: StoreOption = None,
 ) -> None:
     """Re-run an agent with its recorded outputs served and check it does exactly the same."""
-    from otel_replay.replay import replay
-    from otel_replay.replay._builtin import chat_loop
+    from otel_replay.replay import chat_loop, replay
 
     with user_errors():
         with open_store(store) as db:
@@ -227,7 +224,7 @@ def replay_command(
         sdks = sdks_for(original, instrument)
         result = replay(original, function, live_kinds=live or (), instrument=sdks)
     if json:
-        from otel_replay.report._runs import replay_record
+        from otel_replay.report import replay_record
 
         print_json(replay_record(result))
     else:
@@ -367,10 +364,8 @@ def fork_command(
     """Hold the steps before --at, change it (--do, --observe, --fault, --remove), continue, store
     the fork;
     with --otlp-endpoint, also send it out as OTLP, linked to the run it forks."""
-    from otel_replay.replay import keep_fork
-    from otel_replay.replay._builtin import built_in_agent
-    from otel_replay.replay._moves import fork_injection, injection
-    from otel_replay.resamplers._builtins import rollout_code
+    from otel_replay.replay import built_in_agent, fork_injection, injection, keep_fork
+    from otel_replay.resamplers import rollout_code
 
     with user_errors():
         to = otlp_destination(otlp_endpoint, otlp_header, otlp_compression)
@@ -420,7 +415,7 @@ def _said_fork(
     forked = kept.run
     result = diff(original, forked)
     if json:
-        from otel_replay.report._runs import fork_record
+        from otel_replay.report import fork_record
 
         print_json(fork_record(forked, result, kept))
     else:
@@ -514,7 +509,7 @@ def diff_command(
     with user_errors(), open_store(store) as db:
         result = diff(db.get(left), db.get(right))
     if json:
-        from otel_replay.report._runs import diff_record
+        from otel_replay.report import diff_record
 
         print_json(diff_record(result))
     else:

@@ -11,8 +11,7 @@ from otel_replay.cli._common import load_agent, print_error
 from otel_replay.model import Trajectory
 
 if TYPE_CHECKING:
-    from otel_replay.replay import AgentRaised
-    from otel_replay.replay._made import Verifying
+    from otel_replay.replay import AgentRaised, Verifying
 
 #: What ``--instrument`` and ``--verifier`` take to mean none at all (not the run's own).
 NONE = "none"
@@ -30,7 +29,7 @@ def sdks_given(text: str | None) -> tuple[str, ...] | None:
 def sdks_for(run: Trajectory, text: str | None) -> tuple[str, ...]:
     """The SDKs an agent re-running ``run`` is served through: ``--instrument``'s, else those
     the run was recorded through."""
-    from otel_replay.replay._made import instrumented_with
+    from otel_replay.replay import instrumented_with
 
     given = sdks_given(text)
     return instrumented_with(run) if given is None else given
@@ -44,8 +43,8 @@ def agent_for(run: Trajectory, spec: str, instrument: str | None) -> Any:
 
 def verifier_given(spec: str | None) -> Verifying:
     """``--verifier``: the function it names; ``none``: None; not given: the run's own."""
-    from otel_replay.replay._made import AS_RECORDED
-    from otel_replay.resamplers._loading import load_object
+    from otel_replay.replay import AS_RECORDED
+    from otel_replay.resamplers import load_object
 
     if spec is None:
         return AS_RECORDED
@@ -57,7 +56,7 @@ def verifier_given(spec: str | None) -> Verifying:
 
 def recorded_unless_none(spec: str | None) -> Verifying:
     """The verifier when no option names one: none for ``--verifier none``, else the run's own."""
-    from otel_replay.replay._made import AS_RECORDED
+    from otel_replay.replay import AS_RECORDED
 
     return None if spec is not None and spec.strip().lower() == NONE else AS_RECORDED
 

@@ -32,7 +32,7 @@ def schema_command(
 ) -> None:
     """Print the JSON Schema of the attribution report."""
     if sweep:
-        from otel_replay.report._sweep import SWEEP_SCHEMA
+        from otel_replay.report import SWEEP_SCHEMA
 
         print_json(SWEEP_SCHEMA)
         return
@@ -50,8 +50,7 @@ def html_command(
     store: StoreOption = None,
 ) -> None:
     """Write a JSON report as one self-contained HTML page, with its run's steps from the store."""
-    from otel_replay.report import html_report
-    from otel_replay.report._json import read_report
+    from otel_replay.report import html_report, read_report
 
     with user_errors():
         data = read_report(report.read_bytes(), str(report))

@@ -72,9 +72,7 @@ def resume_command(
     """Continue a run that ended early (killed, or its agent raised): its recorded steps are
     served, nothing of them runs again, and the agent goes on live from there. Stores the result
     as a new run linked to the original (with --otlp-endpoint, also sent out as OTLP)."""
-    from otel_replay.replay import resume
-    from otel_replay.replay._builtin import chat_loop
-    from otel_replay.replay._durable import DurableLedger
+    from otel_replay.replay import DurableLedger, chat_loop, resume
 
     with user_errors():
         to = otlp_destination(otlp_endpoint, otlp_header, otlp_compression)
@@ -110,7 +108,7 @@ def resume_command(
 def _print_resumed(original: Trajectory, done: Resumed, json: bool) -> None:
     run = done.trajectory
     if json:
-        from otel_replay.report._runs import resumed_record
+        from otel_replay.report import resumed_record
 
         print_json(resumed_record(original, done))
         return

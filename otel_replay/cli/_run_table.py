@@ -19,7 +19,7 @@ from rich.cells import cell_len, set_cell_size
 
 from otel_replay.cli._common import console, display_path, plural, printable
 from otel_replay.model import is_failure
-from otel_replay.store._trajectories import TrajectorySummary
+from otel_replay.store import TrajectorySummary
 
 #: How many rows the column widths are measured on (a page is measured whole).
 MEASURED = 1000

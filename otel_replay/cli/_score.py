@@ -104,7 +104,7 @@ def _check(scoring: bool, chosen: bool, every: bool) -> None:
 
 
 def _show(results: list[Scored], json: bool) -> None:
-    from otel_replay.fleet._score import ScoreStatus
+    from otel_replay.fleet import ScoreStatus
 
     if json:
         print_json([result.to_json() for result in results])

@@ -119,7 +119,7 @@ def send_runs(
     if to is None:
         return None
     from otel_replay.errors import ExportError
-    from otel_replay.replay._tracing import send_run
+    from otel_replay.replay import send_run
 
     sending = Sending(to, what)
     for run, source, also in runs:

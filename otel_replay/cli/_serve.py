@@ -23,7 +23,7 @@ from otel_replay.cli._common import (
 )
 from otel_replay.cli._import import byte_count
 from otel_replay.errors import ReplayError
-from otel_replay.store._connection import default_store_path
+from otel_replay.store import default_store_path
 
 if TYPE_CHECKING:
     from otel_replay.ingest import Ingested
@@ -63,7 +63,7 @@ def serve_command(
 ) -> None:
     """Receive traces over OTLP/HTTP (POST /v1/traces, protobuf or JSON, gzip or not) into the
     store: point OTEL_EXPORTER_OTLP_ENDPOINT at it. Runs until Ctrl-C or SIGTERM."""
-    from otel_replay.receiver._http import Receiver
+    from otel_replay.receiver import Receiver
 
     with user_errors():
         if not flush_after > 0:

@@ -8,8 +8,7 @@ from typing import Annotated
 
 import typer
 
-from otel_replay.attribution import AttributionConfig, Driver
-from otel_replay.attribution._config import budget_settings
+from otel_replay.attribution import AttributionConfig, Driver, budget_settings
 from otel_replay.cli._code import (
     FailIfOption,
     JudgeBaseUrlOption,
@@ -27,7 +26,7 @@ from otel_replay.cli._code import (
 )
 from otel_replay.cli._common import JsonOption, StoreOption, user_errors
 from otel_replay.errors import ReplayError
-from otel_replay.executors._base import ExecutorKind
+from otel_replay.executors import ExecutorKind
 from otel_replay.model import FAIL_THRESHOLD
 
 #: The most rollouts per cell when --rollouts is not given.

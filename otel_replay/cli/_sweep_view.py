@@ -11,9 +11,14 @@ from rich import box
 from rich.table import Table
 
 from otel_replay._files import write_output
-from otel_replay.attribution import AttributionConfig
-from otel_replay.attribution._sweep import CellVerdict, SweepCost, SweepResult
-from otel_replay.attribution._sweep_stored import sweep_cost_stored, sweep_stored
+from otel_replay.attribution import (
+    AttributionConfig,
+    CellVerdict,
+    SweepCost,
+    SweepResult,
+    sweep_cost_stored,
+    sweep_stored,
+)
 from otel_replay.cli._attribute_view import progress_bar
 from otel_replay.cli._common import (
     console,
@@ -26,14 +31,8 @@ from otel_replay.cli._common import (
 )
 from otel_replay.cli._executing import Running, executing
 from otel_replay.errors import AttributionError, ReplayError
-from otel_replay.fleet import Selection
-from otel_replay.fleet._fragility import fragility
-from otel_replay.report._sweep import (
-    build_sweep_report,
-    dumps_sweep_report,
-    rerun_sweep,
-    sweep_html,
-)
+from otel_replay.fleet import Selection, fragility
+from otel_replay.report import build_sweep_report, dumps_sweep_report, rerun_sweep, sweep_html
 from otel_replay.resamplers import UserCode
 
 _MARK = {CellVerdict.FAILS: "✗", CellVerdict.PASSES: "✓", CellVerdict.UNDECIDED: "?"}

@@ -19,7 +19,7 @@ from otel_replay.cli._common import (
     stop_signals,
     user_errors,
 )
-from otel_replay.store._connection import default_store_path
+from otel_replay.store import default_store_path
 
 
 def ui_command(
@@ -35,7 +35,7 @@ def ui_command(
     """Browse the store in a web browser: the runs (filter, sort), each run's steps and span tree,
     its stored attribution reports, two runs compared. Read-only; opens no browser by itself.
     Runs until Ctrl-C or SIGTERM."""
-    from otel_replay.viewer._server import Viewer
+    from otel_replay.viewer import Viewer
 
     with user_errors():
         viewer = Viewer(

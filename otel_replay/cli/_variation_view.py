@@ -5,9 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from otel_replay.attribution._results import StepAttribution
-from otel_replay.attribution._run import Told
-from otel_replay.attribution._variation import WORLD, Variation
+from otel_replay.attribution import WORLD, StepAttribution, Told, Variation
 from otel_replay.cli._common import console, err_console, plural, shown
 from otel_replay.model import Trajectory
 

@@ -13,9 +13,14 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from otel_replay.attribution import AttributionConfig, AttributionResult
-from otel_replay.attribution._config import config_digest
-from otel_replay.attribution._run import RunJob, attribute_job, job_of
+from otel_replay.attribution import (
+    AttributionConfig,
+    AttributionResult,
+    RunJob,
+    attribute_job,
+    config_digest,
+    job_of,
+)
 from otel_replay.errors import ReplayError
 from otel_replay.executors import Processes, RayExecutor, Threads
 from otel_replay.resamplers import UserCode

@@ -26,7 +26,7 @@ from collections.abc import Collection
 
 import polars as pl
 
-from otel_replay.attribution._stats import wilson
+from otel_replay.attribution import wilson
 from otel_replay.store import Store
 
 IDENTITY = ["kind", "name", "shape"]

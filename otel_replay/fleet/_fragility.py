@@ -13,8 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from otel_replay.attribution._stats import WILSON, wilson
-from otel_replay.attribution._sweep import CellVerdict, SweepResult
+from otel_replay.attribution import WILSON, CellVerdict, SweepResult, wilson
 
 #: How a sentence says a built-in fault.
 _DOING = {

@@ -25,10 +25,8 @@ from otel_replay.errors import ReplayError, VerifierError, setting
 from otel_replay.fleet._kept import unfinished
 from otel_replay.fleet._select import Selection
 from otel_replay.model import FAIL_THRESHOLD
-from otel_replay.replay._rollout import score
-from otel_replay.resamplers import UserCode
-from otel_replay.resamplers._judge import Judge
-from otel_replay.resamplers._registry import VerifierFunction, describe
+from otel_replay.replay import score
+from otel_replay.resamplers import Judge, UserCode, VerifierFunction, describe
 from otel_replay.store import Store
 
 

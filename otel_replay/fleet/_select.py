@@ -15,8 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from otel_replay.errors import ReplayError, setting
-from otel_replay.store import Store
-from otel_replay.store._trajectories import TrajectorySummary
+from otel_replay.store import Store, TrajectorySummary
 
 _AGO = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 

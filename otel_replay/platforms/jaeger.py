@@ -30,10 +30,7 @@ from typing import Any
 
 from otel_replay._web import checked_url, shown_url
 from otel_replay.errors import ReplayError, TraceFormatError, setting
-from otel_replay.importers._buffer import TraceBuffer
-from otel_replay.importers._jaeger import JAEGER_FORMAT, decode_jaeger
-from otel_replay.importers._options import ReadOptions
-from otel_replay.importers._spans import SpanRecord
+from otel_replay.importers import JAEGER_FORMAT, ReadOptions, SpanRecord, TraceBuffer, decode_jaeger
 from otel_replay.model import Trajectory
 from otel_replay.platforms._http import MAX_HELD_BYTES, MAX_HELD_SPANS, Held, JsonClient
 

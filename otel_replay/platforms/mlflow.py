@@ -43,8 +43,7 @@ from typing import Any
 
 from otel_replay._web import checked_url, shown_url
 from otel_replay.errors import ReplayError, TraceFormatError
-from otel_replay.importers._buffer import TraceBuffer
-from otel_replay.importers._options import ReadOptions
+from otel_replay.importers import ReadOptions, TraceBuffer
 from otel_replay.model import Trajectory
 from otel_replay.platforms._http import (
     MAX_ANSWER_BYTES,
@@ -323,7 +322,7 @@ def read_mlflow(
     experiment_id = _experiment_id(client, address.experiment)
     trace_ids = _trace_ids(client, experiment_id, since_ns, said, options)
     traces = _traces(client, trace_ids, said, options)
-    from otel_replay.importers._mlflow import MLFLOW_FORMAT, decode_mlflow_trace
+    from otel_replay.importers import MLFLOW_FORMAT, decode_mlflow_trace
 
     buffer = TraceBuffer(options, {"source": address.url, "format": MLFLOW_FORMAT})
     order = 0

@@ -30,10 +30,13 @@ from typing import Any
 
 from otel_replay._web import checked_url, shown_url
 from otel_replay.errors import ReplayError, TraceFormatError, setting
-from otel_replay.importers._buffer import TraceBuffer
-from otel_replay.importers._options import ReadOptions
-from otel_replay.importers._phoenix import PHOENIX_FORMAT, decode_phoenix_page
-from otel_replay.importers._spans import SpanRecord
+from otel_replay.importers import (
+    PHOENIX_FORMAT,
+    ReadOptions,
+    SpanRecord,
+    TraceBuffer,
+    decode_phoenix_page,
+)
 from otel_replay.model import Trajectory
 from otel_replay.platforms._http import (
     MAX_ANSWER_BYTES,

@@ -11,7 +11,7 @@ from typing import Any
 
 from otel_replay._web import shown_url
 from otel_replay.errors import ReplayError, setting
-from otel_replay.importers._options import ReadOptions
+from otel_replay.importers import ReadOptions
 from otel_replay.model import Trajectory
 
 __all__ = ["PLATFORMS", "Platform", "annotated_by", "platform_of", "sources"]

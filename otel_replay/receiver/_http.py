@@ -38,7 +38,7 @@ from otel_replay.errors import (
     quoting_through,
     setting,
 )
-from otel_replay.importers._request import spans_of_request
+from otel_replay.importers import spans_of_request
 from otel_replay.ingest import Ingested
 from otel_replay.receiver._framing import (
     Refused,

@@ -24,8 +24,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from otel_replay.errors import ReplayError
-from otel_replay.importers._request import assemble_trace, span_bytes, span_from_bytes
-from otel_replay.importers._spans import SpanEvent, SpanRecord
+from otel_replay.importers import SpanEvent, SpanRecord, assemble_trace, span_bytes, span_from_bytes
 from otel_replay.ingest import Ingested, ingest_one
 from otel_replay.redaction import Redactor
 from otel_replay.store import Store

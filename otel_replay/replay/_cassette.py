@@ -23,10 +23,7 @@ from otel_replay.replay._diff import flat_inputs
 from otel_replay.replay._patch import apply_patch
 from otel_replay.replay._plan import Action, Plan
 from otel_replay.replay._steps import AgentContext, _Live, _Served
-from otel_replay.resamplers import Registry
-from otel_replay.resamplers._context import RolloutSeed
-from otel_replay.resamplers._draws import current_log
-from otel_replay.resamplers._registry import ways_to_resample
+from otel_replay.resamplers import Registry, RolloutSeed, current_log, ways_to_resample
 
 
 class Record:

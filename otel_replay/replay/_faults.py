@@ -9,8 +9,7 @@ from typing import Any, TypeVar, overload
 
 from otel_replay.errors import InterventionError, RegistrationError
 from otel_replay.replay._plan import Intervention
-from otel_replay.resamplers._faults import FAILURES
-from otel_replay.resamplers._registry import current_registry
+from otel_replay.resamplers import FAILURES, current_registry
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -45,9 +45,7 @@ from otel_replay.replay._rollout import Rollout, rollout, score
 from otel_replay.replay._running import arun_agent, run_agent
 from otel_replay.replay._steps import Ledger, RecordingContext
 from otel_replay.replay._tracing import RecordedSpans, emit_spans
-from otel_replay.resamplers import Registry
-from otel_replay.resamplers._context import RolloutSeed
-from otel_replay.resamplers._registry import describe
+from otel_replay.resamplers import Registry, RolloutSeed, describe
 
 
 @dataclass(frozen=True, slots=True)

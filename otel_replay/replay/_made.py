@@ -25,8 +25,7 @@ from otel_replay.model import Step, StepStatus, Trajectory
 from otel_replay.redaction import Redactor, patterns_of
 from otel_replay.replay._steps import AgentContext, StepError
 from otel_replay.replay._values import lossy
-from otel_replay.resamplers import Registry
-from otel_replay.resamplers._registry import USER_MODULE_PREFIX
+from otel_replay.resamplers import USER_MODULE_PREFIX, Registry
 
 AgentFunction = Callable[..., Any]
 OutcomeFunction = Callable[[Trajectory], Any]
@@ -74,7 +73,7 @@ def remembered_verifier(verifier: OutcomeFunction | None, spec: str | None) -> d
     """How a run's metadata remembers the verifier that scored it: ``verifier``, the spec that
     loads it, or for ``--success-if`` / ``--fail-if`` ``answer_verifier``, their patterns (nothing
     for a verifier nothing names)."""
-    from otel_replay.resamplers._verifiers import AnswerVerifier
+    from otel_replay.resamplers import AnswerVerifier
 
     if isinstance(verifier, AnswerVerifier):
         return {"answer_verifier": dict(verifier.patterns)}
@@ -166,10 +165,10 @@ def scoring(
         return None, None
     remembered, answer = recorded_verifier(run), recorded_answer(run)
     if remembered is None:
-        from otel_replay.resamplers._verifiers import answer_verifier
+        from otel_replay.resamplers import answer_verifier
 
         return (None if answer is None else answer_verifier(**answer)), None
-    from otel_replay.resamplers._loading import load_object
+    from otel_replay.resamplers import load_object
 
     try:
         return load_object(remembered, "the recorded verifier"), remembered

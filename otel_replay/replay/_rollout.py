@@ -28,10 +28,21 @@ from otel_replay.model import Step, StepKind, StepStatus, Trajectory
 from otel_replay.redaction import Redactor, patterns_of, redact_error
 from otel_replay.replay._patch import apply_patch
 from otel_replay.replay._plan import Action, Plan
-from otel_replay.resamplers import Registry, RolloutContext, StepFailed
-from otel_replay.resamplers._context import History, RolloutSeed, standing_in
-from otel_replay.resamplers._draws import NO_DRAWS, Draws, noted_call, noted_unanswered
-from otel_replay.resamplers._registry import Registration, describe, ways_to_resample
+from otel_replay.resamplers import (
+    NO_DRAWS,
+    Draws,
+    History,
+    Registration,
+    Registry,
+    RolloutContext,
+    RolloutSeed,
+    StepFailed,
+    describe,
+    noted_call,
+    noted_unanswered,
+    standing_in,
+    ways_to_resample,
+)
 
 
 @dataclass(frozen=True, slots=True)

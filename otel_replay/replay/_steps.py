@@ -56,9 +56,17 @@ from otel_replay.redaction import Redactor
 from otel_replay.replay._current import inside_a_step, outside_the_agent, remember_fatal
 from otel_replay.replay._plan import Plan
 from otel_replay.replay._values import lossy, plain_json
-from otel_replay.resamplers import Registry, RolloutContext, StepFailed
-from otel_replay.resamplers._context import RolloutSeed, standing_in, step_seed, unrecorded
-from otel_replay.resamplers._registry import describe, ways_to_resample
+from otel_replay.resamplers import (
+    Registry,
+    RolloutContext,
+    RolloutSeed,
+    StepFailed,
+    describe,
+    standing_in,
+    step_seed,
+    unrecorded,
+    ways_to_resample,
+)
 
 Produce = Callable[[], Any]
 

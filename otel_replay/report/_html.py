@@ -17,10 +17,7 @@ from typing import Any
 
 import orjson
 
-from otel_replay.attribution._config import BudgetUnit, budget_words
-from otel_replay.attribution._results import percent
-from otel_replay.attribution._spend import Spend
-from otel_replay.attribution._variation import WORLD
+from otel_replay.attribution import WORLD, BudgetUnit, Spend, budget_words, percent
 from otel_replay.model import StepKind, Trajectory
 from otel_replay.report._causes import pn_ps, root_cause
 from otel_replay.report._page import esc, page

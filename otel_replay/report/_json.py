@@ -10,25 +10,24 @@ from typing import Any
 
 import orjson
 
-from otel_replay.attribution import AttributionConfig, AttributionResult, Mode
-from otel_replay.attribution._config import rerun_command
-from otel_replay.attribution._contrastive import ERROR_BOUND
-from otel_replay.attribution._results import (
+from otel_replay.attribution import (
+    BOOTSTRAP,
+    ERROR_BOUND,
+    EXACT_DIFFERENCE,
+    EXACT_PROPORTION,
+    AttributionConfig,
+    AttributionResult,
+    Mode,
     Proportion,
     RootCause,
     Share,
     StepAttribution,
     SuffixTest,
-)
-from otel_replay.attribution._stats import (
-    BOOTSTRAP,
-    EXACT_DIFFERENCE,
-    EXACT_PROPORTION,
+    rerun_command,
 )
 from otel_replay.errors import ReplayError, preview
 from otel_replay.replay import Plan
-from otel_replay.resamplers import UserCode
-from otel_replay.resamplers._draws import Call
+from otel_replay.resamplers import Call, UserCode
 
 #: 2: each step's ``tests`` (the bounds its decisions read) and ``shapley_disagrees``; the Shapley
 #: summary's target, largest SE and note. 3: the adaptive ``search`` (its questions about suffixes)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from otel_replay.model import Trajectory
-from otel_replay.store._connection import outcome_source
+from otel_replay.store import outcome_source
 
 if TYPE_CHECKING:
     from otel_replay.replay import AgentRaised, KeptFork, Recording, Replay, Resumed, TrajectoryDiff

@@ -13,8 +13,13 @@ from typing import Any
 
 import orjson
 
-from otel_replay.attribution._config import AttributionConfig, budget_text
-from otel_replay.attribution._sweep import CellVerdict, SweepCell, SweepResult
+from otel_replay.attribution import (
+    AttributionConfig,
+    CellVerdict,
+    SweepCell,
+    SweepResult,
+    budget_text,
+)
 from otel_replay.report._page import esc, page
 from otel_replay.resamplers import UserCode
 

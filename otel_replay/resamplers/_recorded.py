@@ -38,8 +38,7 @@ from otel_replay.model import Step, StepKind, StepStatus, Trajectory
 from otel_replay.resamplers._context import RolloutContext, StepFailed
 from otel_replay.resamplers._draws import Call, noted_draw, noted_fault, noted_free
 from otel_replay.resamplers._faults import injected_fault
-from otel_replay.store import Store
-from otel_replay.store._trajectories import RecordedResult
+from otel_replay.store import RecordedResult, Store
 
 
 class _Known(NamedTuple):

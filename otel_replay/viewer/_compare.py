@@ -15,9 +15,8 @@ import orjson
 
 from otel_replay.model import Step, Trajectory
 from otel_replay.replay import TrajectoryDiff, diff
-from otel_replay.report._page import esc, page
-from otel_replay.store import Store
-from otel_replay.store._connection import outcome_source
+from otel_replay.report import esc, page
+from otel_replay.store import Store, outcome_source
 from otel_replay.transcript import compared_output
 from otel_replay.viewer._pages import VIEWER_STYLE, nav, outcome_text, run_link, step_label
 from otel_replay.viewer._urls import diff_url, is_run_id, run_url

@@ -15,11 +15,8 @@ from typing import Any
 from otel_replay.errors import NotFoundError
 from otel_replay.model import Step, StepStatus, Trajectory, is_failure
 from otel_replay.replayable import replayability
-from otel_replay.report._html import question, report_body
-from otel_replay.report._page import esc, page
-from otel_replay.report._timeline import run_section
-from otel_replay.store import Store
-from otel_replay.store._connection import outcome_source
+from otel_replay.report import esc, page, question, report_body, run_section
+from otel_replay.store import Store, outcome_source
 from otel_replay.viewer._urls import compare_url, diff_url, is_run_id, report_url, run_url
 
 #: What the viewer's own pages add to the shared style (the comparison's rows, the report list).

@@ -13,10 +13,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import parse_qs, urlencode
 
-from otel_replay.report._page import esc, page
-from otel_replay.store import Store
-from otel_replay.store._query import MAX_ROWS, SORTS, check_page, parse_filter, parse_sort
-from otel_replay.store._trajectories import TrajectorySummary
+from otel_replay.report import esc, page
+from otel_replay.store import (
+    MAX_ROWS,
+    SORTS,
+    Store,
+    TrajectorySummary,
+    check_page,
+    parse_filter,
+    parse_sort,
+)
 from otel_replay.viewer._pages import nav, outcome_class, outcome_text, run_link, utc
 
 #: Runs on one page of the list.

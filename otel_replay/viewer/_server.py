@@ -34,8 +34,7 @@ from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from otel_replay.errors import NotFoundError, ReplayError, setting
-from otel_replay.store import Store
-from otel_replay.store._query import QueryError, QueryTimeout
+from otel_replay.store import QueryError, QueryTimeout, Store
 from otel_replay.viewer._compare import diff_page
 from otel_replay.viewer._pages import error_page, report_page, run_page
 from otel_replay.viewer._run_list import query_form_page, run_list_page
