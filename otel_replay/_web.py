@@ -28,7 +28,7 @@ import urllib.request
 from dataclasses import dataclass
 from typing import Any
 
-from otel_replay.errors import ReplayError
+from otel_replay.errors import AddressError, ReplayError
 
 __all__ = [
     "DEADLINE_SECONDS",
@@ -345,22 +345,22 @@ def checked_url(
     try:
         parts = urllib.parse.urlsplit(url)
     except ValueError as exc:
-        raise ReplayError(f"{what} {shown!r} is not a URL ({exc})") from None
+        raise AddressError(f"{what} {shown!r} is not a URL ({exc})") from None
     if parts.scheme not in schemes or not parts.netloc:
         wanted = " or ".join(f"{scheme}://" for scheme in schemes)
-        raise ReplayError(f"{what} {shown!r} is not an {wanted} URL")
+        raise AddressError(f"{what} {shown!r} is not an {wanted} URL")
     if "@" in parts.netloc:
-        raise ReplayError(
+        raise AddressError(
             f"{what} {shown!r} has a user name or password in it, which is not sent: drop them "
             "and give the key in a header or the environment variable instead"
         )
     host = parts.hostname or ""
     if not _HOST.fullmatch(host):
-        raise ReplayError(f"{what} {shown!r} has no host name a request can go to")
+        raise AddressError(f"{what} {shown!r} has no host name a request can go to")
     try:
         port = parts.port
     except ValueError:
         port = 0
     if port == 0:
-        raise ReplayError(f"{what} {shown!r}: the port is not a number from 1 to 65535")
+        raise AddressError(f"{what} {shown!r}: the port is not a number from 1 to 65535")
     return parts

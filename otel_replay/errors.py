@@ -20,9 +20,21 @@
     ├── AttributionError (ValueError)    attribution asked of a run it cannot be done on
     ├── NonDeterminismError (RuntimeError) a replayed agent made a call the record does not have
     ├── AgentError (RuntimeError)        an agent cannot be loaded or run as asked
+    ├── RecorderError (RuntimeError)     agent-replay's own recording failed while an agent ran
     ├── ExportError (ConnectionError)    an OTLP endpoint cannot be reached, or refuses what is sent
     ├── InterventionError (ValueError)   a fork or plan names a step the run does not have, or an
-    │                                    unknown fault or option
+    │                                    unknown fault or option; a resume of a run that finished
+    ├── SettingError (ValueError)        a setting (a keyword, an option, an environment variable)
+    │                                    whose value cannot be used, or settings that do not go together
+    ├── AddressError (ValueError)        an address that cannot be used as given: no URL, credentials
+    │                                    in it, no host, a bad port, a platform's without its project
+    ├── PlatformError                    Phoenix, MLflow or Jaeger unreachable, answering what it should
+    │                                    not, lacking what was named, or holding more than an import takes
+    ├── ListenError (OSError)            the receiver or the viewer cannot listen on its host and port
+    ├── ExecutorError (RuntimeError)     an executor cannot reach its workers (a Ray cluster)
+    ├── MissingExtraError (ImportError)  an optional package the feature asked for is not installed
+    ├── ReportFormatError (ValueError)   a file given as an attribution report is not one
+    ├── TooLargeError (ValueError)       a run larger than the format asked for can hold
     ├── UnreplayableError (ValueError)   a replay or fork needs steps whose record lacks their result
     │                                    (the replayability reasons, `otel_replay.replayable`)
     └── ConfigError (ValueError)         a configuration file (agent-replay.toml) that cannot be
@@ -42,22 +54,30 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "AddressError",
     "AgentError",
     "AttributionError",
     "CanonicalJSONError",
     "ConfigError",
     "EditedContentError",
+    "ExecutorError",
     "ExportError",
     "InterventionError",
+    "ListenError",
+    "MissingExtraError",
     "NonDeterminismError",
     "NotFoundError",
     "OutputError",
+    "PlatformError",
     "PluginLoadError",
     "RecorderError",
     "RegistrationError",
     "ReplayError",
+    "ReportFormatError",
     "RolloutError",
+    "SettingError",
     "StoreError",
+    "TooLargeError",
     "TraceFormatError",
     "UnreplayableError",
     "UnservableError",
@@ -398,12 +418,58 @@ class ExportError(ReplayError, ConnectionError):
 
 class InterventionError(ReplayError, ValueError):
     """A fork, fault or plan asks for something the run cannot take: a step it does not have, an
-    unknown fault, an option outside its range."""
+    unknown fault, an option outside its range, a resume of a run whose agent returned."""
 
 
 class UnreplayableError(ReplayError, ValueError):
     """A replay or fork would serve steps whose record lacks what serving needs (their result, cut
-    or hidden by the instrumentation); the message names the steps and what each lacks."""
+    or hidden by the instrumentation); the message names the steps and what each lacks. Also a
+    recorded run whose seed is not an integer: its agent cannot be run again as it was."""
+
+
+class SettingError(ReplayError, ValueError):
+    """A setting (a keyword a Python caller passes, a command line's option, an environment
+    variable) has a value that cannot be used, or names something that does not go with the
+    other settings; the message names the setting (`setting`) and shows the value."""
+
+
+class AddressError(ReplayError, ValueError):
+    """An address cannot be used as given: not a URL, not of a scheme the setting takes, a user
+    name or password in it, no host, a port that is no number from 1 to 65535, or a platform's
+    address (``phoenix://HOST:PORT/PROJECT``) without the project, experiment or service it must
+    name, or of a platform that cannot take what is asked of it."""
+
+
+class PlatformError(ReplayError):
+    """An observability platform (Phoenix, MLflow, Jaeger) cannot be reached, answers with what it
+    should not (no JSON, a page without its list, errors), lacks what was named (a project, an
+    experiment, a service, a run's spans or trace), or holds more than one import follows or
+    keeps; or a run has no span or trace the platform could know it by. The message names the
+    platform's address and what it gave up on."""
+
+
+class ListenError(ReplayError, OSError):
+    """A server of agent-replay's (the OTLP receiver of ``serve``, the viewer of ``ui``) cannot
+    listen on its host and port; the message says why and which setting picks another port."""
+
+
+class ExecutorError(ReplayError, RuntimeError):
+    """An executor cannot start or reach its workers (a Ray cluster that does not answer)."""
+
+
+class MissingExtraError(ReplayError, ImportError):
+    """A feature asked for needs an optional package that is not installed; the message gives the
+    command that installs its extra."""
+
+
+class ReportFormatError(ReplayError, ValueError):
+    """A file given as an attribution report cannot be read as one: no JSON, no object, a version
+    this agent-replay does not read, or a field of the wrong type."""
+
+
+class TooLargeError(ReplayError, ValueError):
+    """A run larger than the format asked for can hold (a request of a length-prefixed protobuf
+    export beyond its 4-byte length)."""
 
 
 def _export_error(message: str, url: str, status: int | None) -> ExportError:

@@ -13,11 +13,11 @@ import inspect
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
 import orjson
 
-from otel_replay.errors import ReplayError, UnreplayableError
+from otel_replay.errors import TooLargeError, UnreplayableError
 from otel_replay.model import StepKind, Trajectory
 
 if TYPE_CHECKING:
@@ -46,9 +46,16 @@ def write_jsonl(trajectories: Iterable[Trajectory], out: IO[bytes]) -> int:
     return count
 
 
+class Written(NamedTuple):
+    """What `write_otlp` wrote: how many ``runs``, and how many of them ``with_report``."""
+
+    runs: int
+    with_report: int
+
+
 def write_otlp(
     db: Store, ids: Sequence[str], out: Path, *, proto: bool, verdicts: bool = False
-) -> tuple[int, int]:
+) -> Written:
     """Write the runs ``ids`` of ``db`` to ``out`` as OTLP, a trace each: JSON Lines (one
     ``ExportTraceServiceRequest`` a line, the Collector file exporter's ``format: json``) or, with
     ``proto``, length-prefixed protobuf (its ``format: proto``). A fork, resumed run or rollout
@@ -65,11 +72,11 @@ def write_otlp(
         else:
             write_otlp_json_lines(requests, out)
     except _TooBig as exc:
-        raise ReplayError(
+        raise TooLargeError(
             f"run {exc.run_id} is {exc.size} bytes of protobuf, more than the 4-byte length "
             "before each request can say (OTLP JSON Lines have no such limit)"
         ) from None
-    return counted[0], counted[1]
+    return Written(counted[0], counted[1])
 
 
 class _TooBig(ValueError):

@@ -56,7 +56,7 @@ from otel_replay._web import (
     open_request,
     shown_url,
 )
-from otel_replay.errors import ExportError, ReplayError
+from otel_replay.errors import ExportError, SettingError
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import ReadableSpan
@@ -259,7 +259,7 @@ def destination(
     for variable in reversed(_COMPRESSION_VARIABLES):  # the traces' own first
         compression = compression or env.get(variable, "").strip().lower() or None
     if compression not in (None, "gzip", "none"):
-        raise ReplayError(f"OTLP compression {compression!r} is not gzip or none")
+        raise SettingError(f"OTLP compression {compression!r} is not gzip or none")
     url = urllib.parse.urlunsplit(parts)
     return Destination(url, tuple(chosen.items()), compression == "gzip", _timeout(env))
 
@@ -275,7 +275,7 @@ def _timeout(env: Mapping[str, str]) -> float:
         except ValueError:
             milliseconds = 0.0
         if not 0 < milliseconds < 1e9:
-            raise ReplayError(f"{variable}={given!r} is not a number of milliseconds above 0")
+            raise SettingError(f"{variable}={given!r} is not a number of milliseconds above 0")
         return milliseconds / 1000
     return TIMEOUT
 
@@ -285,7 +285,7 @@ def _pair(text: str, where: str) -> tuple[str, str]:
     its text: with no ``=`` there is no telling a name from a value, and a value may be a key."""
     name, equals, value = text.partition("=")
     if not equals or not name.strip():
-        raise ReplayError(f"{where} is not KEY=VALUE (a name, '=', then the value)")
+        raise SettingError(f"{where} is not KEY=VALUE (a name, '=', then the value)")
     return name.strip().lower(), value.strip()
 
 

@@ -23,7 +23,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from otel_replay.errors import ReplayError, setting
+from otel_replay.errors import SettingError, setting
 from otel_replay.model import Trajectory
 
 __all__ = [
@@ -97,7 +97,7 @@ class Redactor:
         try:
             self._compiled = [re.compile(p) for p in self.patterns]
         except re.error as exc:
-            raise ReplayError(
+            raise SettingError(
                 f"{setting('redact', exc.pattern, quoted=True)} is not a regular expression: {exc}"
             ) from None
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from otel_replay.errors import ReplayError, setting
+from otel_replay.errors import SettingError, setting
 from otel_replay.executors._base import ExecutorKind
 from otel_replay.executors._pool import Processes
 from otel_replay.executors._ray import RayExecutor
@@ -16,7 +16,7 @@ def executor(
     if kind is ExecutorKind.RAY:
         return RayExecutor(workers, address)
     if address is not None:
-        raise ReplayError(
+        raise SettingError(
             f"{setting('ray_address', address, quoted=True)} is for "
             f"{setting('executor', 'ray')}, not {kind.value}"
         )

@@ -10,7 +10,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from otel_replay._extras import install_command
-from otel_replay.errors import ReplayError, setting
+from otel_replay.errors import ExecutorError, MissingExtraError, setting
 from otel_replay.executors._base import (
     RETRIES,
     Done,
@@ -28,7 +28,7 @@ def _ray() -> Any:
     try:
         import ray
     except ImportError:
-        raise ReplayError(
+        raise MissingExtraError(
             f"{setting('executor', 'ray')} needs Ray: {install_command('ray')}"
         ) from None
     _messages_to_stderr()
@@ -101,7 +101,7 @@ class RayExecutor:
                 else:
                     ray.init(address=address, log_to_driver=False)
             except Exception as exc:  # Ray raises what its layers meet: a refused socket, a timeout
-                raise ReplayError(_unreachable(address, exc)) from None
+                raise ExecutorError(_unreachable(address, exc)) from None
         # a Ray started here for the run is this machine's; a cluster's workers may be anywhere
         self.on_this_machine = address is None and self._started_here
         threads = math.ceil(workers / processes)
@@ -200,7 +200,7 @@ def _answering(address: str) -> None:
     try:
         socket.create_connection((host.strip("[]"), int(port)), REACH_SECONDS).close()
     except OSError as exc:
-        raise ReplayError(_unreachable(address, exc)) from None
+        raise ExecutorError(_unreachable(address, exc)) from None
 
 
 def _unreachable(address: str | None, exc: Exception) -> str:

@@ -28,7 +28,7 @@ from otel_replay._web import (
     shown_url,
     size,
 )
-from otel_replay.errors import ReplayError, setting
+from otel_replay.errors import PlatformError, setting
 
 __all__ = [
     "DEADLINE_SECONDS",
@@ -51,7 +51,7 @@ MAX_HELD_BYTES = 2 << 30
 MAX_HELD_SPANS = 2_000_000
 
 
-class NotFound(ReplayError):
+class NotFound(PlatformError):
     """The server answered 404: what was asked for is not there (the caller says what it was)."""
 
     def __init__(self, detail: str) -> None:
@@ -131,47 +131,47 @@ class JsonClient:
         except FAILURES as exc:
             reason = getattr(exc, "reason", None) or exc
             asking = f" (asking for {what})" if what else ""
-            raise ReplayError(
+            raise PlatformError(
                 f"cannot reach {self.platform} at {self.base}: {reason}{asking}"
             ) from None
         try:
             return json.loads(data)
         except (ValueError, RecursionError):
-            raise ReplayError(
+            raise PlatformError(
                 f"{self.platform} at {self.base} answered {method} {path} with something that is "
                 "not JSON (is it the right address?)"
             ) from None
 
-    def _gave_up(self, exc: GaveUp, what: str) -> ReplayError:
+    def _gave_up(self, exc: GaveUp, what: str) -> PlatformError:
         if exc.limit.startswith("answered with more than"):
             hint = f"{self.cap} raises the cap" if self.cap else "is it the right address?"
-            return ReplayError(
+            return PlatformError(
                 f"{self.platform} at {self.base} answered {what} with more than "
                 f"{size(self.max_bytes)}: gave up ({hint})"
             )
-        return ReplayError(
+        return PlatformError(
             f"{self.platform} at {self.base} took more than {self.deadline:g} s to answer "
             f"{what}: gave up"
         )
 
-    def _refused(self, exc: urllib.error.HTTPError, url: str) -> ReplayError:
+    def _refused(self, exc: urllib.error.HTTPError, url: str) -> PlatformError:
         redirect = moved(exc, url)
         if redirect is not None:
-            return ReplayError(f"{self.platform} at {self.base} {redirect}")
+            return PlatformError(f"{self.platform} at {self.base} {redirect}")
         detail = _detail(exc)
         if exc.code in (401, 403):
             if not self._key:
-                return ReplayError(
+                return PlatformError(
                     f"{self.platform} at {self.base} wants {_a(self._secret)} (HTTP {exc.code}): set "
                     f"{self._key_variable}"
                 )
-            return ReplayError(
+            return PlatformError(
                 f"{self.platform} at {self.base} refused the {self._secret} in {self._key_variable} "
                 f"(HTTP {exc.code}{': ' + detail if detail else ''})"
             )
         if exc.code == 404:
             return NotFound(detail)
-        return ReplayError(
+        return PlatformError(
             f"{self.platform} at {self.base} answered HTTP {exc.code}"
             f"{': ' + detail if detail else ''}"
         )
@@ -205,12 +205,12 @@ class Pages:
         token = str(token)
         where = f"{self._client.platform} at {self._client.base}"
         if token in self._seen:
-            raise ReplayError(
+            raise PlatformError(
                 f"{where} answered page {self.count} of {self.what} with a {self.token} it gave "
                 "before: its pages go round in a circle"
             )
         if self.count >= self.limit:
-            raise ReplayError(
+            raise PlatformError(
                 f"{where} still had more after page {self.count} of {self.what}, the most "
                 f"followed: gave up"
             )
@@ -244,7 +244,7 @@ class Held:
             else None
         )
         if over is not None:
-            raise ReplayError(
+            raise PlatformError(
                 f"{self._client.platform} at {self._client.base}: with {what}, the import would "
                 f"hold more than {over} before its runs are made, the most it holds: gave up "
                 f"(import less at a time: a shorter time with {setting('since')})"

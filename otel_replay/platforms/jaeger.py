@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from otel_replay._web import checked_url, shown_url
-from otel_replay.errors import ReplayError, TraceFormatError, setting
+from otel_replay.errors import AddressError, PlatformError, ReplayError, TraceFormatError, setting
 from otel_replay.importers import JAEGER_FORMAT, ReadOptions, SpanRecord, TraceBuffer, decode_jaeger
 from otel_replay.model import Trajectory
 from otel_replay.platforms._http import MAX_HELD_BYTES, MAX_HELD_SPANS, Held, JsonClient
@@ -84,16 +84,16 @@ def parse_jaeger_url(url: str) -> JaegerAddress:
     form = "jaeger://HOST:PORT/SERVICE (the port is 16686 when left out)"
     shown = shown_url(url)
     if not is_jaeger_url(url):
-        raise ReplayError(f"{shown!r} is not a Jaeger address: expected {form}")
+        raise AddressError(f"{shown!r} is not a Jaeger address: expected {form}")
     try:
         parts = checked_url("http://" + url[len(SCHEME) :], "Jaeger address", shown=shown)
     except ReplayError as exc:
-        raise ReplayError(f"{exc}; expected {form}") from None
+        raise AddressError(f"{exc}; expected {form}") from None
     if parts.query or parts.fragment:
-        raise ReplayError(f"{shown!r} is not a Jaeger address: expected {form}")
+        raise AddressError(f"{shown!r} is not a Jaeger address: expected {form}")
     service = urllib.parse.unquote(parts.path.strip("/")) or None
     if service is not None and ("/" in service or "?" in service or "#" in service):
-        raise ReplayError(f"{shown!r}: a Jaeger service name has no '/', '?' or '#'")
+        raise AddressError(f"{shown!r}: a Jaeger service name has no '/', '?' or '#'")
     assert parts.hostname is not None  # checked_url saw a host
     return JaegerAddress(parts.hostname, parts.port or DEFAULT_PORT, service)
 
@@ -121,7 +121,7 @@ def read_jaeger(
     raises `ReplayError` before any run is yielded."""
     address = parse_jaeger_url(url)
     if address.service is None:
-        raise ReplayError(f"{url!r} names no service: jaeger://HOST:PORT/SERVICE")
+        raise AddressError(f"{url!r} names no service: jaeger://HOST:PORT/SERVICE")
     options = options or ReadOptions()
     if client is None:
         key = os.environ.get(KEY_VARIABLE) if key is None else key
@@ -138,13 +138,13 @@ def _check_service(client: JsonClient, service: str) -> None:
     answer = client.get("/api/services", (), "the list of services")
     names = answer.get("data") if isinstance(answer, dict) else None
     if not isinstance(names, list):
-        raise ReplayError(
+        raise PlatformError(
             f"Jaeger at {client.base} answered /api/services with no list of services (is it "
             "Jaeger's query service, port 16686?)"
         )
     if service not in names:
         there = ", ".join(sorted(str(n) for n in names)[:20]) or "none"
-        raise ReplayError(
+        raise PlatformError(
             f"Jaeger at {client.base} has no service {service!r} (its services: {there})"
         )
 
@@ -183,7 +183,7 @@ class _Search:
     def _search(self, start: int, end: int) -> bool:
         """Search one window; whether its answer was full (it may hold more)."""
         if self.requests >= self._max_requests:
-            raise ReplayError(
+            raise PlatformError(
                 f"Jaeger at {self._client.base} still had more traces after {self.requests} "
                 f"searches, the most made: gave up (narrow it with {setting('since')})"
             )
@@ -214,7 +214,7 @@ class _Search:
             self._traces[str(trace_id) if trace_id else f"{what}#{i}"] = spans
             new += len(spans)
             if len(self._traces) > self._max_traces:
-                raise ReplayError(
+                raise PlatformError(
                     f"Jaeger at {self._client.base} holds more than {self._max_traces} traces "
                     f"of {self._address.service!r} here: gave up (narrow it with {setting('since')})"
                 )
@@ -252,11 +252,11 @@ class _Search:
 
 def _answer_traces(answer: Any, base: str, what: str) -> list[Any]:
     if not isinstance(answer, dict) or not isinstance(answer.get("data") or [], list):
-        raise ReplayError(f"Jaeger at {base} answered {what} with no list of traces")
+        raise PlatformError(f"Jaeger at {base} answered {what} with no list of traces")
     errors = answer.get("errors")
     if errors and not answer.get("data"):
         shown = "; ".join(
             str(e.get("msg", e)) if isinstance(e, dict) else str(e) for e in errors[:3]
         )
-        raise ReplayError(f"Jaeger at {base} answered {what} with errors: {shown}")
+        raise PlatformError(f"Jaeger at {base} answered {what} with errors: {shown}")
     return list(answer.get("data") or [])

@@ -42,7 +42,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from otel_replay._web import checked_url, shown_url
-from otel_replay.errors import ReplayError, TraceFormatError
+from otel_replay.errors import AddressError, PlatformError, ReplayError, TraceFormatError
 from otel_replay.importers import ReadOptions, TraceBuffer
 from otel_replay.model import Trajectory
 from otel_replay.platforms._http import (
@@ -123,16 +123,16 @@ def parse_mlflow_url(url: str) -> MlflowAddress:
     form = "mlflow://HOST:PORT/EXPERIMENT (a name or an id; the port is 5000 when left out)"
     shown = shown_url(url)
     if not is_mlflow_url(url):
-        raise ReplayError(f"{shown!r} is not an MLflow address: expected {form}")
+        raise AddressError(f"{shown!r} is not an MLflow address: expected {form}")
     try:
         parts = checked_url("http://" + url[len(SCHEME) :], "MLflow address", shown=shown)
     except ReplayError as exc:
-        raise ReplayError(f"{exc}; expected {form}") from None
+        raise AddressError(f"{exc}; expected {form}") from None
     if parts.query or parts.fragment:
-        raise ReplayError(f"{shown!r} is not an MLflow address: expected {form}")
+        raise AddressError(f"{shown!r} is not an MLflow address: expected {form}")
     experiment = urllib.parse.unquote(parts.path.strip("/")) or None
     if experiment is not None and "/" in experiment:
-        raise ReplayError(
+        raise AddressError(
             f"{shown!r}: an experiment named with '/' in it is written with %2F "
             f"({urllib.parse.quote(experiment, safe='')})"
         )
@@ -176,7 +176,7 @@ def _experiment_id(client: JsonClient, experiment: str) -> str:
     except NotFound:
         names = _experiment_names(client)
         there = ", ".join(repr(n) for n in names[:20]) if names else "none"
-        raise ReplayError(
+        raise PlatformError(
             f"MLflow at {client.base} has no experiment {experiment!r} (its experiments: {there})"
         ) from None
     return _id_of(client, found, asked)
@@ -186,7 +186,7 @@ def _id_of(client: JsonClient, answer: Any, path: str) -> str:
     experiment = answer.get("experiment") if isinstance(answer, dict) else None
     found = experiment.get("experiment_id") if isinstance(experiment, dict) else None
     if not isinstance(found, str) or not found:
-        raise ReplayError(f"MLflow at {client.base} answered {path} with no experiment")
+        raise PlatformError(f"MLflow at {client.base} answered {path} with no experiment")
     return found
 
 
@@ -237,11 +237,11 @@ def _trace_ids(
         page = client.post(f"{_V3}/search", (), body, pages.this)
         infos = page.get("traces", []) if isinstance(page, dict) else None
         if not isinstance(infos, list):
-            raise ReplayError(f"MLflow at {client.base} answered {pages.this} with no traces")
+            raise PlatformError(f"MLflow at {client.base} answered {pages.this} with no traces")
         for info in infos:
             trace_id = info.get("trace_id") if isinstance(info, dict) else None
             if not isinstance(trace_id, str) or not trace_id:
-                raise ReplayError(
+                raise PlatformError(
                     f"MLflow at {client.base} answered {pages.this} with a trace without an id"
                 )
             ended = _ended_ns(info) if since_ns is not None else None
@@ -275,7 +275,7 @@ def _traces(
         answer = client.get(f"{_V3}/batchGet", [("trace_ids", t) for t in chunk], what)
         traces = answer.get("traces", []) if isinstance(answer, dict) else None
         if not isinstance(traces, list):
-            raise ReplayError(f"MLflow at {client.base} answered {what} with no traces")
+            raise PlatformError(f"MLflow at {client.base} answered {what} with no traces")
         by_id: dict[str, dict[str, Any]] = {}
         for trace in traces:
             info = trace.get("trace_info") if isinstance(trace, dict) else None
@@ -315,7 +315,7 @@ def read_mlflow(
     before any run is yielded."""
     address = parse_mlflow_url(url)
     if address.experiment is None:
-        raise ReplayError(f"{url!r} names no experiment: mlflow://HOST:PORT/EXPERIMENT")
+        raise AddressError(f"{url!r} names no experiment: mlflow://HOST:PORT/EXPERIMENT")
     options = options or ReadOptions()
     said = progress or (lambda line: None)
     client = _client(address, key)
@@ -375,7 +375,7 @@ def mlflow_trace_id(trajectory: Trajectory) -> str:
         return "tr-" + trajectory.id
     if trajectory.id.startswith("tr-"):
         return trajectory.id
-    raise ReplayError(
+    raise PlatformError(
         f"run {trajectory.id} has no trace id MLflow could know it by (it was not read from "
         "spans), so there is no trace in MLflow to annotate"
     )
@@ -440,7 +440,7 @@ def annotate_mlflow(
     try:
         answer = client.get(path, (), "the trace's assessments")
     except NotFound:
-        raise ReplayError(
+        raise PlatformError(
             f"MLflow at {client.base} does not have trace {trace_id} (run {trajectory.id}): "
             "assessments go to the MLflow the run's trace was logged to"
         ) from None

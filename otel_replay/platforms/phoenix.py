@@ -29,7 +29,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from otel_replay._web import checked_url, shown_url
-from otel_replay.errors import ReplayError, TraceFormatError, setting
+from otel_replay.errors import AddressError, PlatformError, ReplayError, TraceFormatError, setting
 from otel_replay.importers import (
     PHOENIX_FORMAT,
     ReadOptions,
@@ -105,17 +105,17 @@ def parse_phoenix_url(url: str) -> PhoenixAddress:
     form = "phoenix://HOST:PORT/PROJECT (the port is 6006 when left out)"
     shown = shown_url(url)
     if not is_phoenix_url(url):
-        raise ReplayError(f"{shown!r} is not a Phoenix address: expected {form}")
+        raise AddressError(f"{shown!r} is not a Phoenix address: expected {form}")
     http = "http://" + url[len(SCHEME) :]
     try:
         parts = checked_url(http, "Phoenix address", shown=shown)
     except ReplayError as exc:
-        raise ReplayError(f"{exc}; expected {form}") from None
+        raise AddressError(f"{exc}; expected {form}") from None
     if parts.query or parts.fragment:
-        raise ReplayError(f"{shown!r} is not a Phoenix address: expected {form}")
+        raise AddressError(f"{shown!r} is not a Phoenix address: expected {form}")
     project = urllib.parse.unquote(parts.path.strip("/")) or None
     if project is not None and ("/" in project or "?" in project or "#" in project):
-        raise ReplayError(f"{shown!r}: a Phoenix project name has no '/', '?' or '#'")
+        raise AddressError(f"{shown!r}: a Phoenix project name has no '/', '?' or '#'")
     assert parts.hostname is not None  # checked_url saw a host
     return PhoenixAddress(parts.hostname, parts.port or DEFAULT_PORT, project)
 
@@ -146,7 +146,7 @@ def _check_project(client: JsonClient, address: PhoenixAddress) -> None:
     except NotFound:
         names = _project_names(client)
         there = ", ".join(names[:20]) if names else "none"
-        raise ReplayError(
+        raise PlatformError(
             f"Phoenix at {client.base} has no project {address.project!r} (its projects: {there})"
         ) from None
 
@@ -161,7 +161,7 @@ def _project_names(client: JsonClient) -> list[str]:
         params = [("limit", "100")] + ([("cursor", cursor)] if cursor else [])
         page = client.get("/v1/projects", params, pages.this)
         if not isinstance(page, dict) or not isinstance(page.get("data") or [], list):
-            raise ReplayError(
+            raise PlatformError(
                 f"Phoenix at {client.base} answered /v1/projects with no project page"
             )
         names.extend(str(p.get("name")) for p in page.get("data") or [] if isinstance(p, dict))
@@ -193,7 +193,7 @@ def read_phoenix(
     project or passes a bound raises `ReplayError` before any run is yielded."""
     address = parse_phoenix_url(url)
     if address.project is None:
-        raise ReplayError(f"{url!r} names no project: phoenix://HOST:PORT/PROJECT")
+        raise AddressError(f"{url!r} names no project: phoenix://HOST:PORT/PROJECT")
     options = options or ReadOptions()
     client = _client(address, key, options.max_record_bytes)
     _check_project(client, address)
@@ -229,7 +229,7 @@ class _Fetched:
             asked = [*params, *([("cursor", cursor)] if cursor else [])]
             page = client.get(path, asked, pages.this)
             if not isinstance(page, dict) or not isinstance(page.get("data"), list):
-                raise ReplayError(f"Phoenix at {client.base} answered {path} with no span page")
+                raise PlatformError(f"Phoenix at {client.base} answered {path} with no span page")
             self._pages += 1
             self._options.report.records += 1
             before = len(self._spans)
@@ -306,7 +306,7 @@ def phoenix_annotations(report: Mapping[str, Any], trajectory: Trajectory) -> li
     annotations: list[Annotation] = []
     root = _root_span(trajectory)
     if root is None:
-        raise ReplayError(
+        raise PlatformError(
             f"run {trajectory.id} has no root span with a span id (it was not read from spans), "
             "so there is no span in Phoenix to annotate"
         )
@@ -368,7 +368,7 @@ def annotate_phoenix(
     try:
         client.post("/v1/span_annotations", [("sync", "true")], body)
     except NotFound as exc:
-        raise ReplayError(
+        raise PlatformError(
             f"Phoenix at {client.base} does not have the spans of run {trajectory.id} "
             f"({exc.detail or 'span not found'}): annotations go to the Phoenix the run's spans "
             "were sent to"

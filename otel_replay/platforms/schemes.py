@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from otel_replay._web import shown_url
-from otel_replay.errors import ReplayError, setting
+from otel_replay.errors import AddressError, setting
 from otel_replay.importers import ReadOptions
 from otel_replay.model import Trajectory
 
@@ -39,7 +39,7 @@ def _check_phoenix(url: str, source: bool) -> None:
     from otel_replay.platforms.phoenix import parse_phoenix_url
 
     if parse_phoenix_url(url).project is None and source:
-        raise ReplayError(f"{url} names no project: phoenix://HOST:PORT/PROJECT")
+        raise AddressError(f"{url} names no project: phoenix://HOST:PORT/PROJECT")
 
 
 def _read_phoenix(
@@ -64,7 +64,7 @@ def _check_mlflow(url: str, source: bool) -> None:
     from otel_replay.platforms.mlflow import parse_mlflow_url
 
     if parse_mlflow_url(url).experiment is None and source:
-        raise ReplayError(f"{url} names no experiment: mlflow://HOST:PORT/EXPERIMENT")
+        raise AddressError(f"{url} names no experiment: mlflow://HOST:PORT/EXPERIMENT")
 
 
 def _read_mlflow(
@@ -94,7 +94,7 @@ def _check_jaeger(url: str, source: bool) -> None:
     from otel_replay.platforms.jaeger import parse_jaeger_url
 
     if parse_jaeger_url(url).service is None and source:
-        raise ReplayError(f"{url} names no service: jaeger://HOST:PORT/SERVICE")
+        raise AddressError(f"{url} names no service: jaeger://HOST:PORT/SERVICE")
 
 
 def _read_jaeger(
@@ -152,6 +152,6 @@ def annotated_by(url: str) -> Platform:
             if platform
             else f"{shown_url(url)!r} is no platform"
         )
-        raise ReplayError(f"{setting('annotate')} {named}: give {takers}")
+        raise AddressError(f"{setting('annotate')} {named}: give {takers}")
     platform.check(url, False)
     return platform

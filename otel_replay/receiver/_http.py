@@ -33,6 +33,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from otel_replay.errors import (
     CanonicalJSONError,
+    ListenError,
     ReplayError,
     TraceFormatError,
     quoting_through,
@@ -84,7 +85,7 @@ class Receiver:
         try:
             self._server = _Server((host, port), _Handler)
         except OSError as exc:
-            raise ReplayError(
+            raise ListenError(
                 f"cannot listen on {host}:{port}: {exc.strerror or exc} (is another receiver or a "
                 f"Collector there? {setting('port')} picks another)"
             ) from None

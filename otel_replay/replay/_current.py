@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
-from otel_replay.errors import ReplayError
+from otel_replay.errors import AgentError, ReplayError
 
 # Errors of agent-replay itself raised during the current `run_agent` (per thread of execution).
 _FATAL: ContextVar[list[ReplayError] | None] = ContextVar("otel_replay_fatal", default=None)
@@ -57,7 +57,7 @@ def current() -> Any:
     if len(sole) == 1:
         return sole[0][0]
     if sole:  # which run's is it? none can tell: each fails, rather than run it unrecorded
-        error = ReplayError(
+        error = AgentError(
             f"a call was made on a thread that carries no run's context while {len(sole)} runs "
             "are under way, so it cannot be told which run it belongs to, and it ran unrecorded; "
             "start the agent's threads with contextvars.copy_context().run (asyncio.to_thread "

@@ -32,7 +32,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
 
 from otel_replay._extras import install_command
-from otel_replay.errors import ReplayError
+from otel_replay.errors import MissingExtraError, SettingError
 from otel_replay.model import StepKind
 from otel_replay.replay import _environment
 from otel_replay.replay._running import current_context
@@ -56,7 +56,7 @@ def instrument(*sdks: str) -> None:
     nothing."""
     for sdk in sdks:
         if sdk not in _SDKS:
-            raise ReplayError(
+            raise SettingError(
                 f"cannot instrument {sdk!r}: agent-replay instruments {', '.join(map(repr, _SDKS))}"
             )
         _SDKS[sdk]()
@@ -82,7 +82,7 @@ def _instrument_openai() -> None:
         from openai.resources.chat.completions import AsyncCompletions, Completions
         from openai.resources.responses import AsyncResponses, Responses
     except ImportError:
-        raise ReplayError(
+        raise MissingExtraError(
             f"instrumenting openai needs the openai package: {install_command('openai')}"
         ) from None
     _patch(Completions, "create", OPENAI_CHAT, asynchronous=False)
@@ -102,7 +102,7 @@ def _instrument_anthropic() -> None:
     try:
         from anthropic.resources.messages import AsyncMessages, Messages
     except ImportError:
-        raise ReplayError(
+        raise MissingExtraError(
             f"instrumenting anthropic needs the anthropic package: {install_command('anthropic')}"
         ) from None
     _patch(Messages, "create", ANTHROPIC, asynchronous=False)

@@ -17,9 +17,14 @@ import sys
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any
+from typing import Any, NamedTuple
 
-from otel_replay.errors import CanonicalJSONError, PluginLoadError, ReplayError, setting
+from otel_replay.errors import (
+    CanonicalJSONError,
+    PluginLoadError,
+    UnreplayableError,
+    setting,
+)
 from otel_replay.hashing import check_json_value, digest
 from otel_replay.model import Step, StepStatus, Trajectory
 from otel_replay.redaction import Redactor, patterns_of
@@ -109,7 +114,14 @@ def recorded_verifier(run: Trajectory) -> str | None:
     return spec if made_here and isinstance(spec, str) and spec else None
 
 
-def run_inputs(run: Trajectory, agent: AgentFunction | None) -> tuple[Any, int]:
+class RunInputs(NamedTuple):
+    """What a recorded run's agent was called with: its ``arguments`` and its ``seed``."""
+
+    arguments: Any
+    seed: int
+
+
+def run_inputs(run: Trajectory, agent: AgentFunction | None) -> RunInputs:
     """The recorded run's input and seed. The input was the recorded agent's: the built-in chat
     loop, which rebuilds its opening from the record, is given none (a run recorded with
     ``record --agent`` and attributed without its agent used to hand the loop that agent's
@@ -117,10 +129,10 @@ def run_inputs(run: Trajectory, agent: AgentFunction | None) -> tuple[Any, int]:
     meta = run.metadata
     seed = meta.get("seed", 0)
     if isinstance(seed, bool) or not isinstance(seed, int):
-        raise ReplayError(
+        raise UnreplayableError(
             f"{run.id} has seed {seed!r} in its metadata; a recorded run's seed is an integer"
         )
-    return (None if agent is not None and is_built_in(agent) else meta.get("input")), seed
+    return RunInputs(None if agent is not None and is_built_in(agent) else meta.get("input"), seed)
 
 
 def instrument_for(run: Trajectory, agent: AgentFunction, sdks: Sequence[str] | None) -> None:

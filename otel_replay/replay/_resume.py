@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from otel_replay.errors import ReplayError
+from otel_replay.errors import InterventionError
 from otel_replay.hashing import canonical_json, digest
 from otel_replay.model import Step, Trajectory
 from otel_replay.redaction import Redactor, redact_run
@@ -85,7 +85,7 @@ def resume(
     if why is None and is_built_in(agent) and original.final_answer is None:
         why = "the record stops before a final answer"
     if why is None:
-        raise ReplayError(
+        raise InterventionError(
             f"run {original.id} finished (its agent returned): there is nothing to resume; "
             "`replay` re-runs it, `fork` changes it"
         )

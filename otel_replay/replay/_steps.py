@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from otel_replay.errors import (
+    AgentError,
     CanonicalJSONError,
     RecorderError,
     ReplayError,
@@ -441,7 +442,7 @@ class AgentContext:
         registration = self.registry.lookup(Step(kind, name, inputs))
         if registration is None:
             raise self._fatal(
-                ReplayError(
+                AgentError(
                     f"step {position} ({kind.value} {name!r}) has no produce= callable and no "
                     f"resample function is registered for it: pass produce=..., or "
                     f"{ways_to_resample(kind, name)}"

@@ -25,7 +25,7 @@ from otel_replay.attribution import (
     SuffixTest,
     rerun_command,
 )
-from otel_replay.errors import ReplayError, preview
+from otel_replay.errors import ReportFormatError, preview
 from otel_replay.replay import Plan
 from otel_replay.resamplers import Call, UserCode
 
@@ -362,20 +362,20 @@ def read_report(data: bytes, where: str) -> dict[str, Any]:
     try:
         report = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
-        raise ReplayError(
+        raise ReportFormatError(
             f"{where}: not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
         ) from None
     if not isinstance(report, dict):
-        raise ReplayError(f"{where}: a report is a JSON object, got {preview(report)}")
+        raise ReportFormatError(f"{where}: a report is a JSON object, got {preview(report)}")
     version = report.get("version")
     if not isinstance(version, int) or not 1 <= version <= REPORT_VERSION:
-        raise ReplayError(
+        raise ReportFormatError(
             f"{where}: not an attribution report of a version this agent-replay reads "
             f"(1 to {REPORT_VERSION}): version is {preview(version)}"
         )
     for name, kind in (("trajectory_id", str), ("steps", list), ("config", dict)):
         if not isinstance(report.get(name), kind):
-            raise ReplayError(
+            raise ReportFormatError(
                 f"{where}: {name} must be a {kind.__name__}, got {preview(report.get(name))}"
             )
     return report

@@ -33,7 +33,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from otel_replay.errors import NotFoundError, ReplayError, setting
+from otel_replay.errors import ListenError, NotFoundError, ReplayError, setting
 from otel_replay.store import QueryError, QueryTimeout, Store
 from otel_replay.viewer._compare import diff_page
 from otel_replay.viewer._pages import error_page, report_page, run_page
@@ -130,7 +130,7 @@ class Viewer:
         try:
             self._server = server_class((host, port), _Handler)
         except OSError as exc:
-            raise ReplayError(
+            raise ListenError(
                 f"cannot listen on {host}:{port}: {exc.strerror or exc} (is another viewer "
                 f"there? {setting('port')} picks another, 0 a free one)"
             ) from None
