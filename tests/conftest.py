@@ -1,4 +1,6 @@
-"""Shared fixtures: the published trace corpus beside the project, the bundled samples, a CLI runner."""
+"""Shared fixtures: the published trace corpus beside the project, the bundled samples, a CLI runner;
+and the tiers: plain ``pytest`` runs the fast one and skips the slow ones (`SLOW_TIERS`), saying
+``--all`` runs them; ``pytest --all`` (what ``.ci/run`` runs) or any ``-m`` runs what it names."""
 
 from __future__ import annotations
 
@@ -15,6 +17,41 @@ pytest_plugins = ["tests.browser", "pytester"]  # `browser`, `browser_page`; `py
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT.parent / "shared" / "trace-corpus"
 SAMPLES = ROOT / "sample_traces"
+
+#: The slow tiers, each a marker (declared in pyproject.toml): plain ``pytest`` skips them.
+SLOW_TIERS = ("statistical", "fuzz", "scale", "platform", "browser")
+#: A test that asks for one of these fixtures (or for one that does) starts a real platform server.
+PLATFORM_FIXTURES = frozenset({"phoenix", "phoenix_auth", "mlflow", "mlflow_auth"})
+#: A test that asks for one of these drives a real Chromium.
+BROWSER_FIXTURES = frozenset({"browser", "browser_page"})
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--all",
+        action="store_true",
+        default=False,
+        help=f"run every tier, the slow ones too ({', '.join(SLOW_TIERS)}); CI does",
+    )
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` selects by marker
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark the tests that start a platform server or a browser by the fixtures they ask for; skip
+    every slow tier's test unless ``--all`` or a ``-m`` expression says which to run."""
+    for item in items:
+        names = set(getattr(item, "fixturenames", ()))
+        if names & PLATFORM_FIXTURES:
+            item.add_marker(pytest.mark.platform)
+        if names & BROWSER_FIXTURES:
+            item.add_marker(pytest.mark.browser)
+    if config.getoption("--all") or config.getoption("markexpr"):
+        return
+    for item in items:
+        tiers = [tier for tier in SLOW_TIERS if item.get_closest_marker(tier)]
+        if tiers:
+            reason = f"slow tier ({', '.join(tiers)}): pytest --all runs it, or -m {tiers[0]}"
+            item.add_marker(pytest.mark.skip(reason=reason))
 
 
 def big_native_run(tmp_path: Path, size: int) -> Path:

@@ -32,8 +32,9 @@ from tests.conftest import ROOT
 
 CATASTROPHIC = r"(\w+)+!"
 LONG_WORD = "x" * 36
-#: A command that does not hang ends within this, CLI start-up on a busy two-core machine included.
-PROMPT = 30.0
+#: A command that hangs is cut here (a backtracking engine takes hours); one that does not ends
+#: long before, however busy the machine.
+PROMPT = 300.0
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +50,6 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _run(store: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """``agent-replay ARGS --store STORE`` in a process of its own; a hang fails at `PROMPT`."""
-    started = time.monotonic()
     try:
         done = subprocess.run(
             [sys.executable, "-m", "otel_replay", *args, "--store", str(store)],
@@ -58,7 +58,6 @@ def _run(store: Path, *args: str) -> subprocess.CompletedProcess[str]:
     except subprocess.TimeoutExpired:
         pytest.fail(f"agent-replay {' '.join(args)} did not end within {PROMPT} s")
     assert "Traceback" not in done.stderr, done.stderr
-    assert time.monotonic() - started < PROMPT
     return done
 
 
@@ -144,8 +143,9 @@ def test_no_filter_gives_anything_but_runs_or_one_reason(
     store: Path, where: str, search: str, offset: str
 ) -> None:
     """Random, long and nested filters: the store answers or raises `QueryError`, the viewer
-    answers 200 or 400, never 500 or a traceback, each at once."""
-    started = time.monotonic()
+    answers 200 or 400, never 500 or a traceback, each at once (in processor time, which other
+    work on the machine does not stretch)."""
+    started = time.process_time()
     with Store.open(store, read_only=True) as db:
         for text, words in ((where, None), ("", search), (where, search)):
             try:
@@ -160,4 +160,4 @@ def test_no_filter_gives_anything_but_runs_or_one_reason(
     if len(query) < 60_000:  # what a request line holds
         page = answer(store, "/?" + query)
         assert page.status in (200, 400), page.html[-500:]
-    assert time.monotonic() - started < 10
+    assert time.process_time() - started < 10

@@ -15,8 +15,9 @@ import pytest
 from otel_replay.redaction import COMMON_SECRET_PATTERNS, REDACTED, Redactor
 
 SIZE = 200_000
-#: Linear patterns take milliseconds here; the backtracking private-key pattern took 20 s.
-BUDGET = 1.5
+#: Linear patterns take milliseconds here; the backtracking private-key pattern took 20 s. The
+#: budget is of this thread's processor time, which other work on the machine does not stretch.
+BUDGET = 3.0
 
 NEAR_MISSES = {
     "private-key-begins": "-----BEGIN PRIVATE KEY-----\n",
@@ -40,9 +41,9 @@ NEAR_MISSES = {
 def test_the_common_patterns_search_their_near_misses_in_linear_time(piece: str) -> None:
     text = piece * (SIZE // len(piece) + 1)
     redact = Redactor(COMMON_SECRET_PATTERNS)
-    started = time.monotonic()
+    started = time.thread_time()
     redact.text(text)
-    assert time.monotonic() - started < BUDGET
+    assert time.thread_time() - started < BUDGET
 
 
 def test_a_private_key_among_unended_begin_lines_is_still_redacted() -> None:

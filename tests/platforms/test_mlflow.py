@@ -354,6 +354,7 @@ def test_an_unknown_experiment_is_one_line_naming_those_there(
     assert _stored(store_path) == []
 
 
+@pytest.mark.platform  # starts a real MLflow of its own
 def test_a_server_that_is_gone_is_one_line_and_the_store_is_untouched(
     tmp_path: Path, runner: CliRunner, store_path: Path
 ) -> None:

@@ -187,11 +187,12 @@ def test_what_the_model_is_told_of_a_tool_and_how_its_reply_is_read() -> None:
 
 def test_a_reply_of_a_fence_and_many_blank_lines_is_read_at_once() -> None:
     """A model's reply is read in time linear in its length (issue 40): a fence, then 20,000 blank
-    lines, took 12 s when a pattern around the fence's body backtracked through them."""
-    started = time.monotonic()
+    lines, took 12 s when a pattern around the fence's body backtracked through them. The time is
+    this thread's processor time, which other work on the machine does not stretch."""
+    started = time.thread_time()
     assert result_of("```json" + "\n" * 20_000 + "x") == "```json" + "\n" * 20_000 + "x"
     assert result_of("```" + "\n" * 20_000 + "[1]\n```") == [1]
-    assert time.monotonic() - started < 1.0
+    assert time.thread_time() - started < 3.0
 
 
 def test_a_request_that_failed_is_counted_all_the_same() -> None:
