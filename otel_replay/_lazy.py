@@ -33,8 +33,9 @@ def _type_checking_imports(source: str) -> dict[str, str]:
 def lazy_exports(
     package: str, exports: Sequence[str]
 ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
-    """``(__getattr__, __dir__)`` for ``package``, loading each of ``exports`` (its ``__all__``)
-    from the module its ``if TYPE_CHECKING:`` block imports it from."""
+    """``(__getattr__, __dir__)`` for ``package``, loading each of ``exports`` (its ``__all__``,
+    and its ``__inside__``: what it lends the package's other floors) from the module its ``if
+    TYPE_CHECKING:`` block imports it from."""
     module = sys.modules[package]
     where = _type_checking_imports(Path(str(module.__file__)).read_text(encoding="utf-8"))
     missing = sorted(set(exports) - set(where))
