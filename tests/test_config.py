@@ -212,6 +212,17 @@ def test_a_pyproject_table_counts_and_agent_replay_toml_wins_beside_it(project: 
     assert "elsewhere.db" in one_line(run("attribute", "incident-fail"))
 
 
+def test_a_mistake_in_a_pyproject_table_names_its_line(project: Path) -> None:
+    text = (
+        '[project]\nname = "x"\n\n[tool.agent-replay]\nseed = 1\n\n[tool.agent-replay.attribute]\n'
+    )
+    write(project / "pyproject.toml", text + "margin = 'wide'\n")
+    before = state(project)
+    line = one_line(run("attribute", "incident-fail", "--store", "runs.db"))
+    assert line == "error: pyproject.toml:8: margin = 'wide': --margin takes a number"
+    assert state(project) == before
+
+
 def test_a_pyproject_without_the_table_does_not_count(project: Path) -> None:
     write(project / "agent-replay.toml", incident_config(project))
     inner = project / "package"
