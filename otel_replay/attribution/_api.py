@@ -34,11 +34,10 @@ from otel_replay.attribution._engine import (
     resamplable_steps,
 )
 from otel_replay.attribution._evidence import evidence_of, told
-from otel_replay.attribution._repair import search
+from otel_replay.attribution._repair import Repaired, search
 from otel_replay.attribution._results import (
     AttributionResult,
     Mode,
-    Repair,
     StepAttribution,
     Verdict,
     percent,
@@ -340,10 +339,10 @@ def _steps(
 
 def _repair(
     engine: Engine, found: Localisation | None, resamplable: list[int], config: AttributionConfig
-) -> tuple[Repair | None, str]:
+) -> Repaired:
     poc = found.point_of_commitment if found is not None else None
     if found is None or poc is None:
-        return None, "no repair search: there is no Point of Commitment to repair"
+        return Repaired(None, "no repair search: there is no Point of Commitment to repair")
     kept = kept_plan(len(engine.factual.steps), resamplable, resamplable.index(poc))
     return search(engine, poc, kept, found.resampled_from(poc), config)
 

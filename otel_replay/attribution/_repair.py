@@ -13,7 +13,7 @@ and saves at least one run, is the repair.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from otel_replay.attribution._config import AttributionConfig
 from otel_replay.attribution._engine import Engine, Outcome
@@ -80,13 +80,21 @@ def repair_bound(config: AttributionConfig) -> int:
     return (1 + config.max_repair_candidates) * config.rollouts
 
 
+class Repaired(NamedTuple):
+    """What `search` found: the ``repair`` (None: none saved the run), and a ``note`` saying how it
+    was found or why there is none."""
+
+    repair: Repair | None
+    note: str
+
+
 def search(
     engine: Engine,
     index: int,
     kept: Plan,
     rollouts: list[Outcome],
     config: AttributionConfig,
-) -> tuple[Repair | None, str]:
+) -> Repaired:
     """The repair, or None and why not.
 
     ``kept`` is the culprit's kept plan: it is rolled out afresh as the baseline, because the
@@ -96,7 +104,9 @@ def search(
     """
     found = candidates(engine, index, rollouts)
     if not found:
-        return None, f"no candidate output for step {index}: no rollout that resampled it succeeded"
+        return Repaired(
+            None, f"no candidate output for step {index}: no rollout that resampled it succeeded"
+        )
     n_steps = len(engine.factual.steps)
     trials = min(len(found), config.max_repair_candidates)
     engine.announce((1 + trials) * config.rollouts)
@@ -119,7 +129,7 @@ def search(
             engine.withdraw((trials - tried) * config.rollouts)
             successes = len(outcomes) - failures
             s_low, s_high = wilson(successes, len(outcomes))
-            return (
+            return Repaired(
                 Repair(
                     step_index=index,
                     output=candidate.output,
@@ -134,7 +144,9 @@ def search(
                 ),
                 f"tried {tried} of {len(found)} candidates",
             )
-    return None, f"none of the {trials} most similar candidates (of {len(found)}) saved the run"
+    return Repaired(
+        None, f"none of the {trials} most similar candidates (of {len(found)}) saved the run"
+    )
 
 
 def _named(engine: Engine, plan: Plan, index: int) -> dict[str, str]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import partial
+from typing import NamedTuple
 
 from otel_replay.attribution._config import AttributionConfig
 from otel_replay.attribution._engine import Progress, Spending
@@ -50,6 +51,13 @@ def sweep_stored(
             prepared.registry.verifier.close()
 
 
+class PlannedSweep(NamedTuple):
+    """What `sweep_cost_stored` plans: the ``cost``, and ``how`` the rollouts would run."""
+
+    cost: SweepCost
+    how: str
+
+
 def sweep_cost_stored(
     store: Store,
     id_or_prefix: str,
@@ -57,11 +65,11 @@ def sweep_cost_stored(
     steps: Sequence[str] | None,
     config: AttributionConfig,
     code: UserCode,
-) -> tuple[SweepCost, str]:
+) -> PlannedSweep:
     """What `sweep_stored` would cost, and how it would roll out, calling no resample function."""
     registry = code.registry()
     prepared = _prepare(job_of(store, id_or_prefix, config, code), registry)
     prepared.built.close()
     driven = prepared.driver is not None
     cost = sweep_cost(prepared.trajectory, prepared.registry, faults, steps, config, driven)
-    return cost, prepared.how
+    return PlannedSweep(cost, prepared.how)

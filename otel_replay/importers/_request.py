@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable
+from typing import NamedTuple
 
 import orjson
 from google.protobuf.message import DecodeError
@@ -28,7 +29,14 @@ from otel_replay.model import Trajectory
 _RECEIVED = "otlp-http"
 
 
-def spans_of_request(body: bytes, *, json: bool) -> tuple[list[SpanRecord], list[TraceFormatError]]:
+class RequestSpans(NamedTuple):
+    """The ``spans`` of one request, and why each span ``rejected`` was."""
+
+    spans: list[SpanRecord]
+    rejected: list[TraceFormatError]
+
+
+def spans_of_request(body: bytes, *, json: bool) -> RequestSpans:
     """The spans of one ``ExportTraceServiceRequest`` (OTLP JSON or protobuf), and why each span it
     could not decode, or that holds what no run can keep (`check_span`), was rejected. Raises
     `TraceFormatError` when the body is not a request."""
@@ -38,7 +46,7 @@ def spans_of_request(body: bytes, *, json: bool) -> tuple[list[SpanRecord], list
             document = orjson.loads(body)
         except orjson.JSONDecodeError as exc:
             raise TraceFormatError(f"the body is not JSON ({exc})") from None
-        return _kept(decode_request(document, rejected.append), rejected), rejected
+        return RequestSpans(_kept(decode_request(document, rejected.append), rejected), rejected)
     request = ExportTraceServiceRequest()
     try:
         request.ParseFromString(body)
@@ -53,7 +61,7 @@ def spans_of_request(body: bytes, *, json: bool) -> tuple[list[SpanRecord], list
                     spans.append(proto_span(span, resource, scope_spans.scope.name, 0))
                 except TraceFormatError as exc:
                     rejected.append(exc)
-    return _kept(spans, rejected), rejected
+    return RequestSpans(_kept(spans, rejected), rejected)
 
 
 def _kept(spans: Iterable[SpanRecord], rejected: list[TraceFormatError]) -> list[SpanRecord]:

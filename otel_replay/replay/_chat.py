@@ -23,7 +23,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from otel_replay.messages import (
     assistant_message,
@@ -172,9 +172,17 @@ def chat_agent(record: ChatRecord, goes_on: bool = False) -> Callable[[AgentCont
     return run
 
 
+class ChatDriver(NamedTuple):
+    """What `chat_driver` makes: the ``drive`` that rolls a plan out, and the run as it sees it
+    (``marked``: steps no resample function can run are observed-only)."""
+
+    drive: Callable[[Plan, int], Rollout]
+    marked: Trajectory
+
+
 def chat_driver(
     factual: Trajectory, registry: Registry, seed: int, max_turns: int | None = None
-) -> tuple[Callable[[Plan, int], Rollout], Trajectory] | None:
+) -> ChatDriver | None:
     """Rollouts that re-drive ``factual`` as its tool-calling loop, and the run as they see it
     (steps without a resample function marked observed-only: served from the record, never run);
     None when the run is not a tool-calling chat. ``max_turns``: model turns a rollout may take
@@ -190,7 +198,7 @@ def chat_driver(
         ),
     )
     drive = agent_driver(marked, chat_agent(record), registry, seed)
-    return drive, marked
+    return ChatDriver(drive, marked)
 
 
 def _without_call(reply: dict[str, Any], call: dict[str, Any]) -> dict[str, Any]:

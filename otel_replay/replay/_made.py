@@ -161,29 +161,34 @@ def verifier_name(function: OutcomeFunction) -> str | None:
     return None if module == "__main__" else f"{module}:{name}"
 
 
-def scoring(
-    run: Trajectory, outcome: Verifying, registry: Registry, spec: str = ""
-) -> tuple[OutcomeFunction | None, str | None]:
+class Scoring(NamedTuple):
+    """A verifier a new run is scored with (None: none), and the spec its metadata keeps."""
+
+    verifier: OutcomeFunction | None
+    spec: str | None
+
+
+def scoring(run: Trajectory, outcome: Verifying, registry: Registry, spec: str = "") -> Scoring:
     """The verifier a fork or a resumed run of ``run`` is scored with, and its spec (kept in the
     new run's metadata): ``outcome`` (``spec`` is what it was loaded by); else the registry's;
     else, by default (`AS_RECORDED`), the one ``run`` was recorded with, loaded by its spec, so
     the new run's outcome compares with the old. ``outcome=None``: the registry's, or none.
     Only a run agent-replay made (`MADE_HERE`) has its verifier remembered so."""
     if callable(outcome):
-        return outcome, spec or verifier_name(outcome)
+        return Scoring(outcome, spec or verifier_name(outcome))
     if registry.verifier is not None:
-        return registry.verifier, verifier_name(registry.verifier)
+        return Scoring(registry.verifier, verifier_name(registry.verifier))
     if outcome is None:
-        return None, None
+        return Scoring(None, None)
     remembered, answer = recorded_verifier(run), recorded_answer(run)
     if remembered is None:
         from otel_replay.resamplers import answer_verifier
 
-        return (None if answer is None else answer_verifier(**answer)), None
+        return Scoring(None if answer is None else answer_verifier(**answer), None)
     from otel_replay.resamplers import load_object
 
     try:
-        return load_object(remembered, "the recorded verifier"), remembered
+        return Scoring(load_object(remembered, "the recorded verifier"), remembered)
     except PluginLoadError as exc:
         raise PluginLoadError(
             f"{run.id} was scored with the verifier {remembered!r}, which does not load ({exc}); "
