@@ -12,8 +12,6 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
-import threading
-from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -27,23 +25,11 @@ from otel_replay.resamplers import ChatModelOptions  # noqa: E402
 FAILING = "ef2843ff74cff6a6b6dc0914faa30751"
 
 
-class _Counted(openai_server.Handler):
-    answered = 0
-    lock = threading.Lock()
-
-    def do_POST(self) -> None:
-        with type(self).lock:
-            type(self).answered += 1
-        super().do_POST()
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=3)
     args = parser.parse_args()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Counted)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    server, url = openai_server.serve()
     run = next(
         r for r in read_path(ROOT / "sample_traces" / "incident.otlp.jsonl") if r.id == FAILING
     )
@@ -55,7 +41,7 @@ def main() -> None:
         for tools in ("recorded", "simulate"):
             for seed in range(args.seeds):
                 code = UserCode(tools=tools, success_if="v841", llm=ChatModelOptions(base_url=url))  # type: ignore[arg-type]
-                _Counted.answered = 0
+                server.served["model"] = 0
                 with Store.open(store, read_only=True) as db:
                     result = attribute_stored(
                         db, FAILING, AttributionConfig(seed=seed, workers=4), code
@@ -64,7 +50,7 @@ def main() -> None:
                 report = spend.model + played
                 row: list[Any] = [
                     tools, seed, result.verdict.value, result.point_of_commitment,
-                    result.rollouts, spend.model, spend.tool, played, report, _Counted.answered,
+                    result.rollouts, spend.model, spend.tool, played, report, server.served["model"],
                 ]  # fmt: skip
                 print("{:<10} {:>4}  {:<12} {:>4}  {:>8}  {:>5}  {:>4}  {:>6}  {:>6}  {:>6}".format(
                     *(("—" if v is None else v) for v in row)))  # fmt: skip

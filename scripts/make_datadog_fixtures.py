@@ -4,7 +4,7 @@
     python scripts/make_datadog_fixtures.py --venv DIR # the ddtrace environment (default below)
     python scripts/make_datadog_fixtures.py dropped    # some of the modes below
 
-The support agent of the framework corpus (``scripts/frameworks/fake_models.py`` answers it on a
+The support agent of the framework corpus (``examples/fake_model_server.py`` answers it on a
 loopback port) is written against the raw OpenAI and Anthropic clients, its tools decorated with
 LLM Observability's ``@tool`` and each run with ``@workflow``; ddtrace's openai and anthropic
 integrations are patched. ddtrace's agent URL (``DD_TRACE_AGENT_URL``) is a loopback HTTP server this

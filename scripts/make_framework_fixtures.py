@@ -7,7 +7,7 @@ Each ``scripts/frameworks/<name>/`` holds ``run.py`` (the support-agent scenario
 framework and its instrumentation, see ``scripts/frameworks/harness.py``) and ``requirements.txt``
 (a frozen list: every package pinned, so ``pip install --no-deps`` installs exactly it). Each
 framework gets its own virtual environment under ``--venvs`` (their pins clash), then its
-``run.py`` runs against the local fake model server (``scripts/frameworks/fake_models.py``) and
+``run.py`` runs against the local fake model server (``examples/fake_model_server.py``) and
 writes ``<name>.otlp.pb``, a bare OTLP protobuf body; this script adds ``<name>.otlp.jsonl``, the
 same spans as OTLP JSON Lines. The frameworks are needed here only, never by the tests.
 """

@@ -7,7 +7,7 @@ LangSmith's API and keeps what the SDK sends, byte for byte.
 The venv holds ``scripts/langsmith/requirements.txt`` (the pinned ``langsmith``, ``openai``,
 ``langchain-core`` and ``langchain-openai``): ``python -m venv /work/venvs/langsmith`` then
 ``pip install -r scripts/langsmith/requirements.txt``. The model is the project's loopback fake
-model server (``scripts/frameworks/fake_models.py``, OpenAI chat completions); ``LANGSMITH_ENDPOINT`` points the SDK at the capture server this script starts, which
+model server (``examples/fake_model_server.py``, OpenAI chat completions); ``LANGSMITH_ENDPOINT`` points the SDK at the capture server this script starts, which
 answers ``GET /info`` (saying whether to use the multipart endpoint), takes ``POST /runs/batch``,
 ``POST /runs/multipart`` and ``POST /feedback``, and answers every request with an empty JSON object.
 

@@ -4,7 +4,7 @@
 
 ``scripts/mlflow/run.py`` is the support agent traced by MLflow (``mlflow.openai.autolog()`` on an
 OpenAI client, tools traced with ``@mlflow.trace(span_type="TOOL")``) against the local fake model
-server (``scripts/frameworks/fake_models.py``), logging its traces to a real ``mlflow server``
+server (``examples/fake_model_server.py``), logging its traces to a real ``mlflow server``
 (SQLite backend, a free loopback port) that it starts. It writes each run's ``Trace.to_json()``,
 the runs as JSON Lines, and the server's REST answers (see its docstring). MLflow gets its own
 virtual environment (``--venv``), filled from ``scripts/mlflow/requirements.txt`` (a frozen list:

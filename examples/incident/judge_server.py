@@ -2,7 +2,9 @@
 no network: it reads the agent's final answer from the judge's prompt and says yes when the answer
 names the deploy that broke checkout in the incident example (v841), no otherwise, with its reason,
 as the JSON object the judge asks for. A real judge is a real model (``--llm-base-url`` of any
-OpenAI-compatible server, ``--judge-model``); this one only shows the path. Standard library only.
+OpenAI-compatible server, ``--judge-model``); this one only shows the path. The server is the one
+fake model server of the examples and tests (`examples.fake_model_server`); this module is the model
+it serves.
 
     python -m examples.incident.judge_server --port 8001     # then --llm-base-url http://127.0.0.1:8001/v1
 """
@@ -10,10 +12,11 @@ OpenAI-compatible server, ``--judge-model``); this one only shows the path. Stan
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from examples.fake_model_server import Request
+from examples.fake_model_server import main as serve_until_stopped
 
 #: Where the judge's prompt puts the answer (`otel_replay.resamplers.Judge`).
 ANSWER_HEADING = "The agent's final answer:\n"
@@ -30,45 +33,13 @@ def verdict(prompt: str) -> dict[str, str]:
     return {"verdict": "no", "reason": "the answer does not name deploy v841"}
 
 
-class Handler(BaseHTTPRequestHandler):
-    def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))) or b"{}")
-        if self.path.rstrip("/") != "/v1/chat/completions":
-            self.send_error(404)
-            return
-        prompt = next(
-            (
-                m.get("content") or ""
-                for m in reversed(body.get("messages", []))
-                if m.get("role") == "user"
-            ),
-            "",
-        )
-        message = {"role": "assistant", "content": json.dumps(verdict(str(prompt)))}
-        data = json.dumps(
-            {
-                "id": "chatcmpl-judge",
-                "object": "chat.completion",
-                "created": 1773497000,
-                "model": body.get("model") or "rule-judge",
-                "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
-            }
-        ).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, format: str, *args: Any) -> None:  # quiet
-        return None
+def judge(request: Request) -> dict[str, Any]:
+    """The verdict on the last user message's prompt, as the JSON text the judge reads."""
+    prompt = next((m["content"] for m in reversed(request.messages) if m["role"] == "user"), "")
+    return {"content": json.dumps(verdict(str(prompt))), "usage": False}
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--port", type=int, default=8001)
-    port = parser.parse_args().port
-    server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
-    print(f"serving a stand-in judge at http://127.0.0.1:{port}/v1 (Ctrl-C stops)", flush=True)
-    with contextlib.suppress(KeyboardInterrupt):
-        server.serve_forever()
+    serve_until_stopped(judge, parser.parse_args().port, "a stand-in judge")

@@ -1,16 +1,18 @@
 """The incident investigator's rule-based model behind a local OpenAI-compatible endpoint.
 
-``POST /v1/chat/completions`` (no streaming) answers with `examples.incident.model.respond`: the
-same pure function of the conversation the other examples use, so an unmodified OpenAI-SDK agent
-(`examples.incident.openai_app`) can run against it with no key and no network. Standard library only.
-Like every real server it gives each response and each tool call a fresh id and stamps ``created``
-with the clock: what the model says is a function of the conversation, its ids are not.
+``POST /v1/chat/completions`` answers with `examples.incident.model.respond`: the same pure function
+of the conversation the other examples use, so an unmodified OpenAI-SDK agent
+(`examples.incident.openai_app`) can run against it with no key and no network. The server is the
+one fake model server of the examples and tests (`examples.fake_model_server`); this module is the
+model it serves. Like every real server it gives each response and each tool call a fresh id and
+stamps ``created`` with the clock: what the model says is a function of the conversation, its ids
+are not.
 
 Asked to play one of the investigator's tools (``--tools simulate``: a question that gives the
 tool's name, the call's arguments and the results it returned before), it answers as a model that
 knows the world would, and samples as one does: the deploy API's answer is sometimes empty, as the
-flaky deploy API of `examples.incident.tools` is (a draw per request, from a generator seeded when
-the server starts, so a run of the docs sees the same world every time it is made serially).
+flaky deploy API of `examples.incident.tools` is (a draw per request, from one generator seeded when
+this module is loaded, so a run of the docs sees the same world every time it is made serially).
 
     python -m examples.incident.openai_server --port 8000     # then base_url http://127.0.0.1:8000/v1
 """
@@ -21,20 +23,20 @@ import argparse
 import contextlib
 import json
 import random
-import threading
-import time
-import uuid
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from examples.fake_model_server import FakeModelServer, Request
+from examples.fake_model_server import main as serve_until_stopped
 
 from . import world
 from .model import MODEL_NAME, respond
 
+__all__ = ["MODEL_NAME", "answer", "play", "serve"]
+
 _DRAWS = random.Random(0)  # the stand-in model's sampling
-_DRAWS_LOCK = threading.Lock()
 
 
-def play(question: dict[str, Any]) -> Any:
+def play(question: dict[str, Any], draws: random.Random) -> Any:
     """A tool's result, played: the world's answer to the call, the deploy API's sometimes empty."""
     tool, arguments = question.get("tool"), question.get("arguments") or {}
     real = {
@@ -44,8 +46,7 @@ def play(question: dict[str, Any]) -> Any:
     }.get(str(tool))
     if real is None:
         return {"error": f"no such tool: {tool}"}
-    with _DRAWS_LOCK:
-        empty = _DRAWS.random() < world.EMPTY_DEPLOYS_RATE
+    empty = draws.random() < world.EMPTY_DEPLOYS_RATE
     if tool == "list_deploys" and empty:
         return []
     try:
@@ -66,14 +67,15 @@ def _played(body: dict[str, Any]) -> dict[str, Any] | None:
     return None
 
 
-def completion(body: dict[str, Any]) -> dict[str, Any]:
-    """One chat completion: the OpenAI conversation in the model's own shape, its reply back (or,
-    asked to play a tool, the tool's result as JSON text)."""
-    question = _played(body)
+def answer(request: Request) -> dict[str, Any]:
+    """The model's reply to one chat completion: the OpenAI conversation in the model's own shape,
+    its reply back (or, asked to play a tool, the tool's result as JSON text). It reports no token
+    usage."""
+    question = _played(request.body)
     if question is not None:
-        return _completed(body, {"content": json.dumps(play(question))})
+        return {"content": json.dumps(play(question, request.draws)), "usage": False}
     conversation = []
-    for message in body.get("messages", []):
+    for message in request.body.get("messages", []):
         calls = [
             {
                 "id": call["id"],
@@ -83,60 +85,26 @@ def completion(body: dict[str, Any]) -> dict[str, Any]:
             for call in message.get("tool_calls") or []
         ]
         conversation.append({**message, "tool_calls": calls} if calls else dict(message))
-    return _completed(body, respond(conversation))
-
-
-def _completed(body: dict[str, Any], reply: dict[str, Any]) -> dict[str, Any]:
-    message: dict[str, Any] = {"role": "assistant", "content": reply.get("content")}
-    if reply.get("tool_calls"):
-        message["tool_calls"] = [
-            {
-                "id": f"call_{uuid.uuid4().hex[:24]}",
-                "type": "function",
-                "function": {"name": call["name"], "arguments": json.dumps(call["arguments"])},
-            }
-            for call in reply["tool_calls"]
-        ]
-    finish = "tool_calls" if reply.get("tool_calls") else "stop"
+    reply = respond(conversation)
+    calls = [
+        {"name": c["name"], "arguments": c["arguments"]} for c in reply.get("tool_calls") or []
+    ]
+    # as a real server, fresh call ids rather than the ones the pure model makes
     return {
-        "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
-        "object": "chat.completion",
-        "created": int(time.time()),
-        "model": body.get("model") or MODEL_NAME,
-        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        "content": reply.get("content"),
+        **({"tool_calls": calls} if calls else {}),
+        "usage": False,
     }
 
 
-class Handler(BaseHTTPRequestHandler):
-    def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))) or b"{}")
-        if self.path.rstrip("/") != "/v1/chat/completions":
-            self.send_error(404)
-            return
-        data = json.dumps(completion(body)).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, format: str, *args: Any) -> None:  # quiet
-        return None
-
-
-def serve(port: int = 0) -> tuple[ThreadingHTTPServer, str]:
+def serve(port: int = 0) -> tuple[FakeModelServer, str]:
     """Start on 127.0.0.1 (``port`` 0: any free one) in a daemon thread; the server and its
     ``base_url`` (ending in ``/v1``)."""
-    server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server, f"http://127.0.0.1:{server.server_address[1]}/v1"
+    server = FakeModelServer(lambda request: answer(request), port=port, draws=_DRAWS)
+    return server, server.base_url
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--port", type=int, default=8000)
-    port = parser.parse_args().port
-    server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
-    print(f"serving the incident model at http://127.0.0.1:{port}/v1 (Ctrl-C stops)", flush=True)
-    with contextlib.suppress(KeyboardInterrupt):
-        server.serve_forever()
+    serve_until_stopped(answer, parser.parse_args().port, "the incident model", draws=_DRAWS)

@@ -13,7 +13,7 @@ from otel_replay import Step, Trajectory, conversation
 from otel_replay.resamplers import RolloutContext, repair_candidates, resampler
 
 DATED = "Order A-1001 is delayed, new ETA 2026-12-04; a late delivery is refundable."
-#: What the fake server answered (`scripts/frameworks/fake_models.py` ``POLICY_ANSWER``).
+#: What the fake server answered (`examples/fake_model_server.py` ``POLICY_ANSWER``).
 UNDATED = "Late deliveries (more than 3 days) qualify for a full refund of the shipping cost."
 
 

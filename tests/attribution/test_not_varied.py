@@ -7,7 +7,7 @@ A scheduling assistant's failing run, built with the library and stored alone::
     2 llm   gpt-test        "Sorry, nothing is free that day."
 
 Attributed as a new user does, with no code: ``--tools recorded --llm openai --success-if Booked``,
-the model played by a loopback server (`tests.resamplers.rule_server`) that books whatever slot
+the model played by a loopback server (`examples.fake_model_server`) that books whatever slot
 the tool returned and apologises when there is none. Alone in its store, the run's
 ``get_free_slots`` call has one recorded result, its own: drawing from the store can only give it
 back, so step 1 was never varied, and the model turns, varied, change nothing. The answer must be
@@ -28,6 +28,7 @@ import pytest
 from jsonschema import Draft202012Validator
 from typer.testing import CliRunner
 
+from examples.fake_model_server import FakeModelServer, replying
 from otel_replay import Step, StepKind, Trajectory
 from otel_replay.attribution import (
     AttributionConfig,
@@ -44,7 +45,6 @@ from otel_replay.resamplers._loading import ToolSource
 from otel_replay.resamplers._recorded import recorded_outcomes
 from otel_replay.store import Store
 from tests.cli_helpers import invoke, ok
-from tests.resamplers.rule_server import RuleServer, serving
 
 FAILING = "schedule-no-slots"
 PASSING = "schedule-booked"
@@ -121,8 +121,8 @@ def _assistant(body: dict[str, Any]) -> dict[str, Any]:
 
 
 @pytest.fixture
-def model() -> Iterator[RuleServer]:
-    with serving(_assistant) as server:
+def model() -> Iterator[FakeModelServer]:
+    with FakeModelServer(replying(_assistant)) as server:
         yield server
 
 
@@ -133,15 +133,15 @@ def _store(path: Path, *, with_passing: bool) -> None:
             store.put(_run(PASSING, ["09:00"], "Booked 09:00 with ann@example.com.", 1.0))
 
 
-def _command(model: RuleServer, *more: str) -> list[str]:
+def _command(model: FakeModelServer, *more: str) -> list[str]:
     return [
         "attribute", FAILING, "--tools", "recorded", "--llm", "openai",
-        "--llm-base-url", model.url, "--success-if", "Booked", "--seed", "3", *more,
+        "--llm-base-url", model.base_url, "--success-if", "Booked", "--seed", "3", *more,
     ]  # fmt: skip
 
 
 def test_a_lone_run_whose_tool_has_only_its_own_result_cannot_tell(
-    runner: CliRunner, store_path: Path, model: RuleServer, tmp_path: Path
+    runner: CliRunner, store_path: Path, model: FakeModelServer, tmp_path: Path
 ) -> None:
     _store(store_path, with_passing=False)
     page = tmp_path / "report.html"
@@ -174,7 +174,7 @@ def test_a_lone_run_whose_tool_has_only_its_own_result_cannot_tell(
 
 
 def test_the_table_says_not_varied_and_never_no_effect(
-    runner: CliRunner, store_path: Path, model: RuleServer
+    runner: CliRunner, store_path: Path, model: FakeModelServer
 ) -> None:
     _store(store_path, with_passing=False)
     output = ok(invoke(runner, store_path, *_command(model))).stdout
@@ -186,7 +186,7 @@ def test_the_table_says_not_varied_and_never_no_effect(
 
 
 def test_a_second_stored_run_with_another_result_varies_the_step_and_names_it(
-    runner: CliRunner, store_path: Path, model: RuleServer
+    runner: CliRunner, store_path: Path, model: FakeModelServer
 ) -> None:
     _store(store_path, with_passing=True)
     result = ok(invoke(runner, store_path, *_command(model, "--json")))
@@ -203,7 +203,7 @@ def test_a_second_stored_run_with_another_result_varies_the_step_and_names_it(
 
 
 def test_dry_run_says_which_steps_can_be_varied_before_any_model_call(
-    runner: CliRunner, store_path: Path, model: RuleServer
+    runner: CliRunner, store_path: Path, model: FakeModelServer
 ) -> None:
     _store(store_path, with_passing=False)
     text = ok(invoke(runner, store_path, *_command(model, "--dry-run"))).stdout

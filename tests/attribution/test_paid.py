@@ -4,7 +4,7 @@ server answered, with rollouts on four threads or in a process pool.
 
 The run is the OpenAI Agents support run whose ``lookup_order`` failed
 (``tests/fixtures/frameworks/openai-agents.otlp.jsonl``), re-driven as its loop and asked again of
-the fake model server of ``scripts/frameworks/fake_models.py`` (the built-in model), its tool calls
+the fake model server of ``examples/fake_model_server.py`` (the built-in model), its tool calls
 drawn from the store (``--tools recorded``). Some rollouts ask for a call no stored run made, after
 model calls were paid for: they end unservable, which is where the calls went missing. The fake
 server's policy is deterministic and a rollout is a pure function of the seed, the plan and its
@@ -12,7 +12,6 @@ number, so the tally is exact whatever order the workers run in."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,6 +20,7 @@ import pytest
 from jsonschema import Draft202012Validator
 from typer.testing import CliRunner
 
+from examples.fake_model_server import FakeModelServer
 from otel_replay import Store, UserCode
 from otel_replay.attribution import AttributionConfig, Driver, Strategy, attribute_stored
 from otel_replay.attribution._config import OnResamplerError
@@ -35,41 +35,18 @@ from otel_replay.report._sweep import SWEEP_SCHEMA, build_sweep_report
 from otel_replay.resamplers._openai import ChatModelOptions
 from tests.cli_helpers import invoke
 from tests.conftest import ROOT
-from tests.fake_models import fake_models
 
 RUNS = ROOT / "tests" / "fixtures" / "frameworks" / "openai-agents.otlp.jsonl"
 FLAKY = str(ROOT / "tests" / "attribution" / "flaky_lookup.py")
 SUCCESS = "2026-12-04"
 
 
-class Counting:
-    """The fake model server, counting the model calls it answers (chat completions, and the
-    Responses API a run recorded through it is asked again in)."""
-
-    def __init__(self) -> None:
-        self.answered = 0
-        lock = threading.Lock()
-        counter = self
-
-        class Handler(fake_models().Handler):  # type: ignore[misc,name-defined]
-            def do_POST(self) -> None:
-                if self.path.split("?")[0].endswith(("/chat/completions", "/responses")):
-                    with lock:
-                        counter.answered += 1
-                super().do_POST()
-
-        self.server, base = fake_models().serve(handler=Handler)
-        self.url = f"{base}/v1"
-
-
 @pytest.fixture
-def server() -> Iterator[Counting]:
-    counting = Counting()
-    try:
-        yield counting
-    finally:
-        counting.server.shutdown()
-        counting.server.server_close()
+def server() -> Iterator[FakeModelServer]:
+    """The fake model server; ``served["model"]`` counts the model calls it answered (chat
+    completions, and the Responses API a run recorded through it is asked again in)."""
+    with FakeModelServer() as serving:
+        yield serving
 
 
 def _failed(store_path: Path, name: str = "support run tool-error") -> str:
@@ -83,10 +60,12 @@ def _failed(store_path: Path, name: str = "support run tool-error") -> str:
 
 @pytest.mark.parametrize("executor", ["threads", "process"])
 def test_the_model_calls_are_what_the_server_answered(
-    store_path: Path, server: Counting, executor: str
+    store_path: Path, server: FakeModelServer, executor: str
 ) -> None:
     run = _failed(store_path)
-    code = UserCode(success_if=SUCCESS, tools="recorded", llm=ChatModelOptions(base_url=server.url))
+    code = UserCode(
+        success_if=SUCCESS, tools="recorded", llm=ChatModelOptions(base_url=server.base_url)
+    )
     pool = Processes(4) if executor == "process" else None
     try:
         with Store.open(store_path, create=False, read_only=True) as store:
@@ -94,7 +73,7 @@ def test_the_model_calls_are_what_the_server_answered(
     finally:
         if pool is not None:
             pool.close()
-    assert result.spend.model == server.answered
+    assert result.spend.model == server.served["model"]
     assert result.driver.startswith("chat")
     left_out = result.evidence
     # the case the count missed: rollouts that paid for model calls, then met a call nothing
@@ -107,18 +86,18 @@ def test_the_model_calls_are_what_the_server_answered(
 
 
 def test_the_report_and_the_cost_line_count_the_rollouts_left_out(
-    runner: CliRunner, store_path: Path, server: Counting
+    runner: CliRunner, store_path: Path, server: FakeModelServer
 ) -> None:
     run = _failed(store_path)
     args = ["attribute", run, "--tools", "recorded", "--llm", "openai"]
-    args += ["--llm-base-url", server.url, "--success-if", SUCCESS, "--workers", "4"]
+    args += ["--llm-base-url", server.base_url, "--success-if", SUCCESS, "--workers", "4"]
     done = invoke(runner, store_path, *args, "--json")
     assert done.exit_code == 1  # no-evidence: too many rollouts of a plan were left out
     report = orjson.loads(done.stdout)
     assert report["verdict"] == "no-evidence"
     Draft202012Validator(REPORT_SCHEMA).validate(report)
     cost, evidence = report["cost"], report["evidence"]
-    assert cost["model_calls"] == server.answered
+    assert cost["model_calls"] == server.served["model"]
     part = cost["left_out"]
     assert part["rollouts"] == evidence["left_out"] > 0
     assert 0 < part["model_calls"] < cost["model_calls"]
@@ -128,9 +107,9 @@ def test_the_report_and_the_cost_line_count_the_rollouts_left_out(
         f"of which {part['model_calls']} model calls, {part['free_draws']} free draws in the "
         f"{part['rollouts']} rollouts left out" in page
     )
-    answered = server.answered
+    answered = server.served["model"]
     text = invoke(runner, store_path, *args).stdout
-    assert server.answered == 2 * answered  # the same attribution asks the same calls again
+    assert server.served["model"] == 2 * answered  # the same attribution asks the same calls again
     assert (
         f"{cost['model_calls']:,} model calls (" in text
         and f"of which {part['model_calls']} model calls, {part['free_draws']} free draws in the "
@@ -140,13 +119,13 @@ def test_the_report_and_the_cost_line_count_the_rollouts_left_out(
 
 
 def test_a_rollout_a_resample_function_ended_counts_the_calls_it_made(
-    store_path: Path, server: Counting
+    store_path: Path, server: FakeModelServer
 ) -> None:
     """The trace walk: a rollout a user's function ended by raising (counted as a failure) had
     asked the model first; those calls are paid, and counted."""
     run = _failed(store_path)
     code = UserCode(
-        resamplers=(FLAKY,), success_if=SUCCESS, llm=ChatModelOptions(base_url=server.url)
+        resamplers=(FLAKY,), success_if=SUCCESS, llm=ChatModelOptions(base_url=server.base_url)
     )
     config = AttributionConfig(
         driver=Driver.TRACE,
@@ -158,7 +137,7 @@ def test_a_rollout_a_resample_function_ended_counts_the_calls_it_made(
     with Store.open(store_path, create=False, read_only=True) as store:
         result = attribute_stored(store, run, config, code)
     assert result.resampler_errors > 0
-    assert result.spend.model == server.answered
+    assert result.spend.model == server.served["model"]
     # resampling from step 0 asks the first turn, the tool, the last turn; from 1 the tool, the
     # last turn; from 2 the last turn: 4 model calls in 3 rollouts, unless the tool ended one
     # (after the first turn, which was paid, and is counted)
@@ -167,35 +146,37 @@ def test_a_rollout_a_resample_function_ended_counts_the_calls_it_made(
 
 
 def test_the_sweep_counts_the_calls_of_the_rollouts_an_error_ended(
-    store_path: Path, server: Counting
+    store_path: Path, server: FakeModelServer
 ) -> None:
     """The fragility map rolls out through the same engine: the passing run with its lookup
     failed, the rest resampled in the trace walk; a rollout the shipment tracker's error ended
     had paid for the model turn before it."""
     run = _failed(store_path, "support run pass")
     code = UserCode(
-        resamplers=(FLAKY,), success_if=SUCCESS, llm=ChatModelOptions(base_url=server.url)
+        resamplers=(FLAKY,), success_if=SUCCESS, llm=ChatModelOptions(base_url=server.base_url)
     )
     config = AttributionConfig(
         driver=Driver.TRACE, workers=4, on_resampler_error=OnResamplerError.FAIL_ROLLOUT
     )
     with Store.open(store_path, create=False, read_only=True) as store:
         result = sweep_stored(store, run, ("error",), ("lookup_order",), config, code)
-    assert result.spend.model == server.answered > 0
+    assert result.spend.model == server.served["model"] > 0
     assert result.left_out == 0 and result.left_out_spend.calls == 0  # failures are evidence
     report = build_sweep_report(result)
     Draft202012Validator(SWEEP_SCHEMA).validate(report)
-    assert report["cost"]["spend"]["model_calls"] == server.answered
+    assert report["cost"]["spend"]["model_calls"] == server.served["model"]
 
 
 @pytest.mark.parametrize("driver", [Driver.CHAT, Driver.TRACE])
 def test_the_calls_noted_as_made_are_the_calls_a_rollout_counts(
-    store_path: Path, server: Counting, driver: Driver
+    store_path: Path, server: FakeModelServer, driver: Driver
 ) -> None:
     """What a rollout an error ended is charged comes from the calls noted as they were made; for
     the rollouts that ended, those notes agree with what the rollout itself counts."""
     run = _failed(store_path)
-    code = UserCode(success_if=SUCCESS, tools="recorded", llm=ChatModelOptions(base_url=server.url))
+    code = UserCode(
+        success_if=SUCCESS, tools="recorded", llm=ChatModelOptions(base_url=server.base_url)
+    )
     with Store.open(store_path, create=False, read_only=True) as store:
         job = job_of(store, run, AttributionConfig(driver=driver), code)
     drive = RolloutWork(job).prepare()

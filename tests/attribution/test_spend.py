@@ -18,6 +18,7 @@ import pytest
 from jsonschema import Draft202012Validator
 from typer.testing import CliRunner
 
+from examples.fake_model_server import FakeModelServer
 from otel_replay import Step, Store, UserCode
 from otel_replay.attribution import AttributionConfig, Driver, Strategy, attribute_stored
 from otel_replay.attribution._config import BudgetUnit, parse_budget
@@ -31,7 +32,6 @@ from otel_replay.report import REPORT_SCHEMA
 from otel_replay.resamplers._openai import ChatModelOptions
 from tests.cli_helpers import invoke, ok, one_line_error
 from tests.conftest import ROOT
-from tests.fake_models import fake_models
 
 FRAMEWORKS = ROOT / "tests" / "fixtures" / "frameworks"
 MODEL = str(ROOT / "tests" / "attribution" / "cost_resamplers.py")
@@ -232,20 +232,15 @@ def test_the_python_configuration_checks_its_budget() -> None:
 
 
 def test_the_built_in_model_counts_the_tokens_its_server_reports(store_path: Path) -> None:
-    fake = fake_models()
-    server, base = fake.serve()
-    try:
+    with FakeModelServer() as server:
         run = _store(store_path)
         code = UserCode(
-            success_if=SUCCESS, tools="recorded", llm=ChatModelOptions(base_url=f"{base}/v1")
+            success_if=SUCCESS, tools="recorded", llm=ChatModelOptions(base_url=server.base_url)
         )
         config = _config(strategy=Strategy.SWEEP, rollouts=4)
         with Store.open(store_path, create=False, read_only=True) as store:
             planned, _ = planned_cost_stored(store, run.id, config, code)
             result = attribute_stored(store, run.id, config, code)
-    finally:
-        server.shutdown()
-        server.server_close()
     spend = result.spend
     assert spend.model == planned.spend.model == 16 and spend.free == 8
     # every model call priced as the server counted it, none estimated from the record (the run

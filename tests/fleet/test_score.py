@@ -22,6 +22,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from typer.testing import CliRunner
 
+from examples.fake_model_server import FakeModelServer, replying
 from otel_replay import Store, UserCode, score_runs
 from otel_replay.errors import NotFoundError, VerifierError
 from otel_replay.fleet import Selection
@@ -35,7 +36,6 @@ from otel_replay.viewer._pages import run_page
 from otel_replay.viewer._run_list import run_list_page
 from tests.cli_helpers import invoke, ok, one_line_error
 from tests.conftest import ROOT
-from tests.resamplers.rule_server import serving
 from tests.sdk import Recorder, dumps
 
 #: The runs: the slots the calendar tool returned, and the answer the model gave.
@@ -392,8 +392,15 @@ def test_a_judge_scores_each_run_once_and_is_named_as_the_source(
     runner: CliRunner, store: Path
 ) -> None:
     question = "Does the answer confirm a booking?"
-    with serving(_booked_or_not) as server:
-        options = ["--judge", question, "--judge-base-url", server.url, "--judge-model", "judge"]
+    with FakeModelServer(replying(_booked_or_not)) as server:
+        options = [
+            "--judge",
+            question,
+            "--judge-base-url",
+            server.base_url,
+            "--judge-model",
+            "judge",
+        ]
         scored = ok(invoke(runner, store, "score", "--all", *options, "--json"))
         assert len(server.requests) == len(RUNS)  # five distinct answers, each asked once
     failing = _failing(store)

@@ -22,11 +22,11 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from typer.testing import CliRunner
 
+from examples import fake_model_server
 from otel_replay.importers._capture import CAPTURES, SDK_LENGTH, Capture
 from otel_replay.importers._lint import LintedRun, lint_file
 from otel_replay.replayable import ReplayabilityGap
 from tests.cli_helpers import invoke, ok
-from tests.fake_models import fake_models
 
 try:
     from openinference.instrumentation import TraceConfig
@@ -39,7 +39,7 @@ except ImportError:  # the test extra has them; under CI their absence is a fail
     pytest.skip("the OpenAI Agents SDK or its instrumentor is not installed (the test extra)",
                 allow_module_level=True)  # fmt: skip
 
-FAKE = fake_models()
+FAKE = fake_model_server
 QUESTION = "Where is my order A-1001?"
 AGENTS = next(c for c in CAPTURES if c.key == "openinference-openai-agents")
 

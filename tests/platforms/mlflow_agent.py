@@ -9,82 +9,32 @@ order service's ``ORDER_SERVICE_URL``, as `tests.scenarios.shop` reads them. Tra
 ``mlflow.openai.autolog()`` makes each chat completion a ``CHAT_MODEL`` span, the tools are
 ``@mlflow.trace(span_type="TOOL")`` and the loop an ``AGENT`` span. It prints the trace's id.
 
-The tools are the ones `tests.scenarios.shop` gives the agents recorded by agent-replay, written
-again here because that module imports agent-replay; a test checks that they say the same.
+The tools, their schemas and the loop are the refund desk's (`examples.support_desk`, standard
+library only), as the agents recorded by agent-replay have them: only the decorators differ.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import sys
-import urllib.error
-import urllib.request
+from pathlib import Path
 from typing import Any
 
 import mlflow
 from openai import OpenAI
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository, for the desk
+
+from examples import support_desk
+
 MODEL = "support-model"
-MAX_TURNS = 6
-SYSTEM_PROMPT = "You are the shop's support agent. Look orders up before you answer."
-REFUND_POLICIES = {
-    "damaged": "items that arrive damaged are refunded in full within 30 days of delivery",
-    "late": "deliveries more than 5 days late are refunded the shipping cost",
-}
-TOOLS: list[Any] = [
-    {
-        "type": "function",
-        "function": {
-            "name": "lookup_order",
-            "description": "Look an order up in the order service.",
-            "parameters": {
-                "type": "object",
-                "properties": {
-                    "order_id": {"type": "string", "description": "The order's id, e.g. A-1001."}
-                },
-                "required": ["order_id"],
-            },
-        },
-    },
-    {
-        "type": "function",
-        "function": {
-            "name": "get_refund_policy",
-            "description": "The refund policy for a reason (damaged, late, ...).",
-            "parameters": {
-                "type": "object",
-                "properties": {
-                    "reason": {"type": "string", "description": "Why the customer wants a refund."}
-                },
-                "required": ["reason"],
-            },
-        },
-    },
-]
-
-
-@mlflow.trace(span_type="TOOL")
-def lookup_order(order_id: str) -> dict[str, Any]:
-    """The order as the order service has it, or what went wrong asking."""
-    url = f"{os.environ['ORDER_SERVICE_URL']}/orders/{order_id}"
-    try:
-        with urllib.request.urlopen(url, timeout=5) as response:
-            order: dict[str, Any] = json.load(response)
-            return order
-    except urllib.error.HTTPError as failure:
-        failure.close()
-        return {"error": f"order service unavailable ({failure.code})"}
-
-
-@mlflow.trace(span_type="TOOL")
-def get_refund_policy(reason: str) -> dict[str, Any]:
-    """Whether a refund is given for ``reason``, and on what terms."""
-    policy = REFUND_POLICIES.get(reason)
-    return {"reason": reason, "refundable": policy is not None, "policy": policy or "no refund"}
-
-
+lookup_order = mlflow.trace(span_type="TOOL")(support_desk.lookup_order)
+get_refund_policy = mlflow.trace(span_type="TOOL")(support_desk.get_refund_policy)
 FUNCTIONS = {"lookup_order": lookup_order, "get_refund_policy": get_refund_policy}
+
+
+def call_tool(name: str, arguments: dict[str, Any]) -> Any:
+    return FUNCTIONS[name](**arguments)
 
 
 @mlflow.trace(span_type="AGENT", name="support_agent")
@@ -92,21 +42,13 @@ def answer(question: str) -> str:
     """Ask the model, run the tools it calls, hand their results back, until it answers."""
     client = OpenAI(base_url=os.environ["OPENAI_BASE_URL"], api_key="not-needed-locally")
     messages: list[Any] = [
-        {"role": "system", "content": SYSTEM_PROMPT},
+        {"role": "system", "content": support_desk.SYSTEM_PROMPT},
         {"role": "user", "content": question},
     ]
-    for _ in range(MAX_TURNS):
-        response = client.chat.completions.create(model=MODEL, messages=messages, tools=TOOLS)
-        message = response.choices[0].message
-        messages.append(message)
-        if not message.tool_calls:
-            return message.content or ""
-        for call in message.tool_calls:
-            result = FUNCTIONS[call.function.name](**json.loads(call.function.arguments))
-            messages.append(
-                {"role": "tool", "tool_call_id": call.id, "content": json.dumps(result)}
-            )
-    return "Sorry, I could not finish this; a colleague will get back to you."
+    return (
+        support_desk.openai_loop(client, MODEL, messages, support_desk.OPENAI_TOOLS, call_tool)
+        or ""
+    )
 
 
 def main() -> None:

@@ -10,7 +10,6 @@ answer too large) come from a stdlib stub on a loopback port (`tests.http_stub`)
 
 from __future__ import annotations
 
-import ast
 import json
 import shlex
 import urllib.request
@@ -21,6 +20,8 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from examples.fake_model_server import FakeModelServer
+from examples.fake_model_server import shop as shop_model
 from otel_replay import ReadOptions, Trajectory
 from otel_replay.platforms import mlflow as module
 from otel_replay.platforms.mlflow import annotate_mlflow, parse_mlflow_url, read_mlflow
@@ -30,9 +31,8 @@ from tests.conftest import ROOT, SAMPLES
 from tests.http_stub import Asked, answer, stub
 from tests.platforms import mlflow_server
 from tests.platforms.conftest import serve_mlflow
-from tests.platforms.mlflow_server import AGENT, Mlflow
+from tests.platforms.mlflow_server import Mlflow
 from tests.scenarios import shop
-from tests.scenarios.fake_models import ModelServer
 from tests.scenarios.order_service import OrderService
 
 EXPERIMENT = "support-agent"
@@ -47,22 +47,19 @@ FAIL_STEPS = PASS_STEPS[:3]
 
 
 @pytest.fixture(scope="module")
-def models() -> Iterator[ModelServer]:
-    server = ModelServer()
-    try:
+def models() -> Iterator[FakeModelServer]:
+    with FakeModelServer(shop_model) as server:
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture(scope="module")
-def traced(mlflow: Mlflow, models: ModelServer) -> dict[str, str]:
+def traced(mlflow: Mlflow, models: FakeModelServer) -> dict[str, str]:
     """The passing and the failing run of the agent in EXPERIMENT: their MLflow trace ids."""
     orders = OrderService()
     try:
-        passing = mlflow.run_agent(EXPERIMENT, shop.QUESTION, models.openai_url, orders.url)
+        passing = mlflow.run_agent(EXPERIMENT, shop.QUESTION, models.base_url, orders.url)
         orders.down = True
-        failing = mlflow.run_agent(EXPERIMENT, shop.QUESTION, models.openai_url, orders.url)
+        failing = mlflow.run_agent(EXPERIMENT, shop.QUESTION, models.base_url, orders.url)
     finally:
         orders.stop()
     return {"pass": passing, "fail": failing}
@@ -83,24 +80,6 @@ def _read(url: str, since_ns: int | None = None) -> dict[str, Trajectory]:
 def _get(mlflow: Mlflow, path: str) -> Any:
     with urllib.request.urlopen(mlflow.base + path, timeout=30) as response:
         return json.loads(response.read())
-
-
-def test_the_agent_here_has_the_shops_tools() -> None:
-    """The traced agent writes the shop's tools again (that module imports agent-replay, and this
-    venv has no MLflow to import the agent's module with: its constants are read from its text)."""
-    constants = {
-        target.id: ast.literal_eval(node.value)
-        for node in ast.parse(AGENT.read_text()).body
-        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None
-        for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
-        if isinstance(target, ast.Name)
-        and target.id in ("TOOLS", "SYSTEM_PROMPT", "REFUND_POLICIES")
-    }
-    assert constants == {
-        "TOOLS": shop.OPENAI_TOOLS,
-        "SYSTEM_PROMPT": shop.SYSTEM_PROMPT,
-        "REFUND_POLICIES": shop.REFUND_POLICIES,
-    }
 
 
 def test_ci_installs_the_versions_the_tests_name() -> None:
@@ -175,7 +154,7 @@ def test_import_twice_adds_nothing_the_second_time(
 
 def test_the_credentials_are_sent_and_missing_or_refused_ones_are_one_line(
     mlflow_auth: Mlflow,
-    models: ModelServer,
+    models: FakeModelServer,
     runner: CliRunner,
     store_path: Path,
     monkeypatch: pytest.MonkeyPatch,
@@ -184,7 +163,7 @@ def test_the_credentials_are_sent_and_missing_or_refused_ones_are_one_line(
     sends them from the same variables MLflow's client reads."""
     orders = OrderService()
     try:
-        mlflow_auth.run_agent("keyed", shop.QUESTION, models.openai_url, orders.url)
+        mlflow_auth.run_agent("keyed", shop.QUESTION, models.base_url, orders.url)
     finally:
         orders.stop()
     url = f"mlflow://{mlflow_auth.address}/keyed"
@@ -219,14 +198,14 @@ def _assessments(mlflow: Mlflow, trace_id: str) -> list[dict[str, Any]]:
 def test_annotate_writes_the_verdict_as_assessments_on_the_trace_and_the_culprit_span(
     mlflow: Mlflow,
     traced: dict[str, str],
-    models: ModelServer,
+    models: FakeModelServer,
     runner: CliRunner,
     store_path: Path,
 ) -> None:
     ok(invoke(runner, store_path, "import", f"mlflow://{mlflow.address}/{EXPERIMENT}"))
     failing = _run_id(traced["fail"])
     args = ["attribute", failing, "--tools", "recorded", "--llm", "openai"]
-    args += ["--llm-base-url", models.openai_url, "--success-if", shop.SUCCESS]
+    args += ["--llm-base-url", models.base_url, "--success-if", shop.SUCCESS]
     args += ["--annotate", f"mlflow://{mlflow.address}", "--json"]
     result = ok(invoke(runner, store_path, *args))
     report = json.loads(result.stdout)
@@ -503,7 +482,7 @@ def _readme_commands() -> list[list[str]]:
 def test_the_documented_commands_run_against_a_real_mlflow(
     mlflow: Mlflow,
     traced: dict[str, str],
-    models: ModelServer,
+    models: FakeModelServer,
     runner: CliRunner,
     store_path: Path,
     monkeypatch: pytest.MonkeyPatch,
@@ -517,7 +496,7 @@ def test_the_documented_commands_run_against_a_real_mlflow(
             failing
             if a == "RUN"
             else a.replace("127.0.0.1:5000", mlflow.address).replace(
-                "http://127.0.0.1:8000/v1", models.openai_url
+                "http://127.0.0.1:8000/v1", models.base_url
             )
             for a in command
         ]

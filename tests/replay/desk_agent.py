@@ -1,15 +1,16 @@
 """A small refund-desk agent of a user's own (not the incident example): the real ``openai`` SDK,
-two tools, no agent-replay in it but the tools' decorator; its model is the local fake server of
-``scripts/frameworks/fake_models.py``. Recorded with ``--instrument openai``."""
+two tools, no agent-replay in it but the tools' decorator; its model is the support model of the
+fake model server (`examples.fake_model_server`), its loop the desk's
+(`examples.support_desk.openai_loop`). Recorded with ``--instrument openai``."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from openai import OpenAI
 
 import otel_replay
+from examples.support_desk import openai_loop
 
 ORDERS = {"A-1001": {"order_id": "A-1001", "status": "shipped", "tracking_id": "TRK-42"}}
 POLICY = (
@@ -48,17 +49,7 @@ def main(question: str, base_url: str) -> str | None:
     """Ask the model, run the tools it calls, until it answers."""
     client = OpenAI(base_url=f"{base_url}/v1", api_key="sk-desk-not-stored")
     messages: list[Any] = [{"role": "user", "content": question}]
-    while True:
-        reply = client.chat.completions.create(model="desk-model", messages=messages, tools=TOOLS)
-        message = reply.choices[0].message
-        messages.append(message)
-        if not message.tool_calls:
-            return message.content
-        for call in message.tool_calls:
-            result = RUN[call.function.name](**json.loads(call.function.arguments))
-            messages.append(
-                {"role": "tool", "tool_call_id": call.id, "content": json.dumps(result)}
-            )
+    return openai_loop(client, "desk-model", messages, TOOLS, lambda name, a: RUN[name](**a))
 
 
 def refunded(run: Any) -> float:

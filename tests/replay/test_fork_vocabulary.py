@@ -14,10 +14,10 @@ import orjson
 import pytest
 from typer.testing import CliRunner
 
+from examples.fake_model_server import FakeModelServer, replying
 from otel_replay import Step, StepKind, StepStatus, Store, Trajectory
 from otel_replay.messages import tool_message
 from tests.cli_helpers import invoke, ok, one_line_error
-from tests.resamplers.rule_server import serving
 
 TOOLS = [
     {
@@ -102,10 +102,10 @@ def test_fork_asks_the_model_and_scores_by_the_answer(
     runner: CliRunner, support_store: Path
 ) -> None:
     observed = orjson.dumps(DELIVERED).decode()
-    with serving(support_model) as server:
+    with FakeModelServer(replying(support_model)) as server:
         forked = _fork(
             runner, support_store, "--at", "1", "--observe", observed, "--llm", "openai",
-            "--llm-base-url", server.url, "--success-if", "eligible for a refund",
+            "--llm-base-url", server.base_url, "--success-if", "eligible for a refund",
         )  # fmt: skip
     assert forked.outcome == 1.0 and forked.final_answer == ELIGIBLE
     (request,) = server.requests  # the one turn after the fork, asked with this fork's result
@@ -135,9 +135,19 @@ def test_fork_judges_the_answer_on_a_server_of_its_own(
 
     observed = orjson.dumps(DELIVERED).decode()
     question = "Did the agent say whether the order can be refunded?"
-    with serving(support_model) as model, serving(judge) as judging:
-        llm = ["--llm", "openai", "--llm-base-url", model.url]
-        judged = ["--judge", question, "--judge-base-url", judging.url, "--judge-model", "judge"]
+    with (
+        FakeModelServer(replying(support_model)) as model,
+        FakeModelServer(replying(judge)) as judging,
+    ):
+        llm = ["--llm", "openai", "--llm-base-url", model.base_url]
+        judged = [
+            "--judge",
+            question,
+            "--judge-base-url",
+            judging.base_url,
+            "--judge-model",
+            "judge",
+        ]
         forked = _fork(runner, support_store, "--at", "1", "--observe", observed, *llm, *judged)
     assert forked.outcome == 1.0 and forked.metadata["judge"]["verdict"] == "yes"
     assert len(model.requests) == 1 and len(judging.requests) == 1
@@ -151,11 +161,11 @@ def test_fork_draws_tool_results_the_store_recorded(runner: CliRunner, support_s
     that, and the outcome follows the draw."""
     retry = orjson.dumps(RETRY).decode()
     draws = []
-    with serving(support_model) as server:
+    with FakeModelServer(replying(support_model)) as server:
         for seed in range(8):
             forked = _fork(
                 runner, support_store, "--at", "2", "--do", retry, "--tools", "recorded",
-                "--llm", "openai", "--llm-base-url", server.url, "--success-if", "eligible",
+                "--llm", "openai", "--llm-base-url", server.base_url, "--success-if", "eligible",
                 "--seed", str(seed),
             )  # fmt: skip
             lookup = forked.steps[3]

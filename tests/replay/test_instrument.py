@@ -21,6 +21,8 @@ from pydantic import BaseModel
 from typer.testing import CliRunner
 
 import otel_replay
+from examples import fake_model_server
+from examples.fake_model_server import FakeModelServer
 from otel_replay.errors import NonDeterminismError
 from otel_replay.hashing import canonical_json
 from otel_replay.messages import assistant_message, conversation
@@ -29,12 +31,11 @@ from otel_replay.replay import record, replay, uninstrument
 from otel_replay.report._timeline import run_data
 from tests.cli_helpers import invoke, ok
 from tests.conftest import ROOT
-from tests.fake_models import fake_models
 
 SECRET = "sk-test-do-not-store"
 
 
-FAKE = fake_models()
+FAKE = fake_model_server
 TOOLS = [
     {
         "type": "function",
@@ -141,23 +142,11 @@ async def async_support_agent(question: str, base_url: str) -> str | None:
         messages.extend(_tool_results(message.tool_calls))
 
 
-class Server:
-    """The fake model server, which a test may stop before it replays."""
-
-    def __init__(self) -> None:
-        self.running, self.url = FAKE.serve()
-
-    def stop(self) -> None:
-        if self.running is not None:
-            self.running.shutdown()
-            self.running.server_close()
-            self.running = None
-
-
 @pytest.fixture
-def server() -> Iterator[Server]:
+def server() -> Iterator[FakeModelServer]:
+    """The fake model server, which a test may stop before it replays."""
     otel_replay.instrument("openai")
-    started = Server()
+    started = FakeModelServer()
     try:
         yield started
     finally:
@@ -174,7 +163,7 @@ QUESTION = "Where is order A-1001, and is a late delivery refundable?"
     ids=["sync", "stream", "async"],
 )
 def test_an_unmodified_agent_records_and_replays_with_no_server(
-    server: Server, agent: Any, stream: bool
+    server: FakeModelServer, agent: Any, stream: bool
 ) -> None:
     arguments: dict[str, Any] = {"question": QUESTION, "base_url": server.url}
     if stream:
@@ -204,7 +193,7 @@ def test_an_unmodified_agent_records_and_replays_with_no_server(
     assert again.identical, again
 
 
-def test_a_call_the_record_does_not_hold_is_named(server: Server) -> None:
+def test_a_call_the_record_does_not_hold_is_named(server: FakeModelServer) -> None:
     recording = record(support_agent, arguments={"question": QUESTION, "base_url": server.url})
     changed = recording.trajectory.steps[0].inputs["messages"][0]["content"]
     assert changed == QUESTION
@@ -218,7 +207,7 @@ def test_a_call_the_record_does_not_hold_is_named(server: Server) -> None:
     assert "llm 'fake-model'" in str(result.nondeterminism)
 
 
-def test_outside_a_recording_the_sdk_runs_untouched(server: Server) -> None:
+def test_outside_a_recording_the_sdk_runs_untouched(server: FakeModelServer) -> None:
     client = OpenAI(base_url=f"{server.url}/v1", api_key=SECRET)
     response = client.chat.completions.create(
         model="fake-model", messages=[{"role": "user", "content": QUESTION}], tools=TOOLS
@@ -231,7 +220,7 @@ SUPPORT = ["--agent", "tests.replay.test_instrument:support_agent", "--instrumen
 
 
 def _record_support(
-    runner: CliRunner, store: Path, server: Server, question: str = QUESTION, *options: str
+    runner: CliRunner, store: Path, server: FakeModelServer, question: str = QUESTION, *options: str
 ) -> dict[str, Any]:
     """``agent-replay record`` of the unmodified support agent against the fake server."""
     arguments = orjson.dumps({"question": question, "base_url": server.url}).decode()
@@ -241,7 +230,7 @@ def _record_support(
 
 
 def test_the_commands_record_and_replay_an_unmodified_agent(
-    server: Server, runner: CliRunner, store_path: Path
+    server: FakeModelServer, runner: CliRunner, store_path: Path
 ) -> None:
     agent = SUPPORT
     recorded = _record_support(runner, store_path, server)
@@ -384,7 +373,7 @@ def responses_agent(question: str, base_url: str) -> str:
     ids=["anthropic", "anthropic-stream", "anthropic-async", "openai-responses"],
 )
 def test_other_model_apis_record_and_replay_with_no_server(
-    server: Server, sdk: str, agent: Any, stream: bool
+    server: FakeModelServer, sdk: str, agent: Any, stream: bool
 ) -> None:
     otel_replay.instrument(sdk)
     arguments: dict[str, Any] = {"question": QUESTION, "base_url": server.url}
@@ -404,7 +393,7 @@ def test_other_model_apis_record_and_replay_with_no_server(
 
 
 def test_redacted_text_never_reaches_the_store_and_the_run_still_replays(
-    server: Server, runner: CliRunner, store_path: Path
+    server: FakeModelServer, runner: CliRunner, store_path: Path
 ) -> None:
     question = f"{QUESTION} My account token is tok-8812734."
     agent = SUPPORT
@@ -421,7 +410,7 @@ def test_redacted_text_never_reaches_the_store_and_the_run_still_replays(
 
 
 def test_attribute_re_runs_an_instrumented_agent(
-    server: Server, runner: CliRunner, store_path: Path
+    server: FakeModelServer, runner: CliRunner, store_path: Path
 ) -> None:
     agent = SUPPORT
     recorded = _record_support(runner, store_path, server)
@@ -440,7 +429,7 @@ def outcome(trajectory: Any) -> float:
 
 
 def test_a_run_becomes_a_regression_test(
-    server: Server, runner: CliRunner, store_path: Path, tmp_path: Path
+    server: FakeModelServer, runner: CliRunner, store_path: Path, tmp_path: Path
 ) -> None:
     agent = SUPPORT
     run_id = _record_support(runner, store_path, server)["id"]
@@ -485,7 +474,9 @@ def test_support(agent_replay):
 """
 
 
-def test_the_pytest_plugin_records_once_and_replays_after(server: Server, tmp_path: Path) -> None:
+def test_the_pytest_plugin_records_once_and_replays_after(
+    server: FakeModelServer, tmp_path: Path
+) -> None:
     test = tmp_path / "test_cassette.py"
     test.write_text(CASSETTE_TEST)
 
@@ -588,7 +579,9 @@ def _results(uses: list[Any]) -> list[dict[str, Any]]:
 @pytest.mark.parametrize(
     "agent", [claude_helper_agent, async_claude_helper_agent], ids=["sync", "async"]
 )
-def test_the_anthropic_stream_helper_records_and_replays(server: Server, agent: Any) -> None:
+def test_the_anthropic_stream_helper_records_and_replays(
+    server: FakeModelServer, agent: Any
+) -> None:
     otel_replay.instrument("anthropic")
     recording = record(agent, arguments={"question": QUESTION, "base_url": server.url})
     assert recording.error is None and recording.answer == FAKE.FINAL_ANSWER
@@ -633,7 +626,7 @@ async def async_chat_helper_agent(question: str, base_url: str) -> str | None:
 @pytest.mark.parametrize(
     "agent", [chat_helper_agent, async_chat_helper_agent], ids=["sync", "async"]
 )
-def test_the_openai_stream_helper_records_and_replays(server: Server, agent: Any) -> None:
+def test_the_openai_stream_helper_records_and_replays(server: FakeModelServer, agent: Any) -> None:
     otel_replay.instrument("openai")
     recording = record(agent, arguments={"question": QUESTION, "base_url": server.url})
     assert recording.error is None and recording.answer == FAKE.FINAL_ANSWER, recording.error
@@ -843,7 +836,7 @@ def responses_events_agent(question: str, base_url: str) -> str:
     ],
 )
 def test_openai_parse_and_responses_stream_helpers_record_and_replay(
-    server: Server, agent: Any
+    server: FakeModelServer, agent: Any
 ) -> None:
     recording = record(agent, arguments={"question": QUESTION, "base_url": server.url})
     assert recording.error is None, recording.error
@@ -926,7 +919,7 @@ SDK_PATHS = pytest.mark.parametrize(
 
 @SDK_PATHS
 def test_every_sdk_path_takes_a_swapped_model_turn_answered_by_a_resample_function(
-    server: Server, sdk: str, agent: Any, arguments: dict[str, Any]
+    server: FakeModelServer, sdk: str, agent: Any, arguments: dict[str, Any]
 ) -> None:
     """Record the agent, then fork its last model turn to another model, answered by a resample
     function with no network: whatever SDK method the agent calls (create, stream, a helper,
@@ -958,7 +951,7 @@ def test_every_sdk_path_takes_a_swapped_model_turn_answered_by_a_resample_functi
 
 @SDK_PATHS
 def test_every_sdk_path_records_a_run_read_like_an_imported_one(
-    server: Server, sdk: str, agent: Any, arguments: dict[str, Any]
+    server: FakeModelServer, sdk: str, agent: Any, arguments: dict[str, Any]
 ) -> None:
     """A model turn is kept as the SDK returned it (so replay hands the agent that very response),
     and read in the store's message shape: each turn's tool calls are the tool steps that follow
@@ -999,7 +992,9 @@ def test_every_sdk_path_records_a_run_read_like_an_imported_one(
 
 
 @pytest.mark.parametrize("agent", [responses_agent, claude_agent], ids=lambda a: a.__name__)
-def test_the_built_in_model_resampler_answers_a_turn_of_any_sdk(server: Server, agent: Any) -> None:
+def test_the_built_in_model_resampler_answers_a_turn_of_any_sdk(
+    server: FakeModelServer, agent: Any
+) -> None:
     """`--llm openai` asks a chat-completions server, whichever API the agent called: the last turn
     of a Responses or an Anthropic agent, swapped, is asked with the run's whole conversation (the
     fake model answers only when it sees every tool's result) and handed back in the agent's SDK."""
@@ -1111,7 +1106,7 @@ def raw_claude_stream_agent(question: str, base_url: str) -> str:
     ],
 )
 def test_with_raw_response_records_the_parsed_response_and_replays(
-    server: Server, sdk: str, agent: Any
+    server: FakeModelServer, sdk: str, agent: Any
 ) -> None:
     otel_replay.instrument(sdk)
     recording = record(agent, arguments={"question": QUESTION, "base_url": server.url})

@@ -137,9 +137,11 @@ def test_swap_model_on_the_unmodified_agent_asks_the_server_for_the_other_model_
     on, and for nothing before."""
     _, url = model
     asked: list[str] = []
-    answer = openai_server.completion
+    answer = openai_server.answer
     monkeypatch.setattr(
-        openai_server, "completion", lambda body: asked.append(body["model"]) or answer(body)
+        openai_server,
+        "answer",
+        lambda request: asked.append(request.body["model"]) or answer(request),
     )
     agent = ["--agent", APP, "--instrument", "openai", "--verifier", VERIFIER]
     recorded = _record(runner, store_path, agent, url)

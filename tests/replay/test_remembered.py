@@ -16,6 +16,7 @@ import orjson
 import pytest
 from typer.testing import CliRunner
 
+from examples import fake_model_server
 from otel_replay.model import Step, StepKind, Trajectory
 from otel_replay.replay import AgentRaised, fork, record, replay, resume, uninstrument
 from otel_replay.replay._instrument import instrumented
@@ -23,7 +24,6 @@ from otel_replay.replay._plan import Intervention
 from otel_replay.store import Store
 from tests.cli_helpers import invoke, ok
 from tests.conftest import ROOT
-from tests.fake_models import fake_models
 from tests.replay import desk_agent
 
 DESK = "tests.replay.desk_agent"
@@ -33,7 +33,7 @@ QUESTION = "Is my late order A-1001 refundable? My token is tok-5521."
 LOST = orjson.dumps({"error": "order service unavailable (503)"}).decode()
 
 
-FAKE = fake_models()
+FAKE = fake_model_server
 
 
 class Model:

@@ -16,6 +16,7 @@ import pytest
 from jsonschema import Draft202012Validator
 from typer.testing import CliRunner
 
+from examples.fake_model_server import FakeModelServer, replying
 from otel_replay import (
     PluginLoadError,
     RegistrationError,
@@ -32,7 +33,6 @@ from otel_replay.report import REPORT_SCHEMA, build_report
 from otel_replay.resamplers import Judge, JudgeOptions, UserCode
 from otel_replay.resamplers._judge import read_verdict, task_of
 from tests.cli_helpers import invoke, ok, one_line_error
-from tests.resamplers.rule_server import RuleServer, serving
 
 QUESTION = "Did the agent name the deploy that caused the incident?"
 TASK = "Which deploy broke checkout?"
@@ -74,8 +74,8 @@ def verdict_rule(body: dict[str, Any]) -> dict[str, Any]:
 
 
 @pytest.fixture
-def judge_server() -> Iterator[RuleServer]:
-    with serving(verdict_rule) as server:
+def judge_server() -> Iterator[FakeModelServer]:
+    with FakeModelServer(replying(verdict_rule)) as server:
         yield server
 
 
@@ -107,11 +107,11 @@ def _registry(judge: Judge) -> Registry:
     return registry
 
 
-def _judge(server: RuleServer, **options: Any) -> Judge:
-    return Judge(JudgeOptions(QUESTION, base_url=server.url, model="judge", **options))
+def _judge(server: FakeModelServer, **options: Any) -> Judge:
+    return Judge(JudgeOptions(QUESTION, base_url=server.base_url, model="judge", **options))
 
 
-def test_the_judge_scores_the_final_answer_and_says_why(judge_server: RuleServer) -> None:
+def test_the_judge_scores_the_final_answer_and_says_why(judge_server: FakeModelServer) -> None:
     judge = _judge(judge_server)
     assert judge(_run(FOUND)) == 1.0 and judge(_run(NOT_FOUND)) == 0.0
     verdict = judge.verdict(_run(FOUND))
@@ -125,14 +125,14 @@ def test_the_judge_scores_the_final_answer_and_says_why(judge_server: RuleServer
     judge.close()
 
 
-def test_a_run_without_a_final_answer_fails_unasked(judge_server: RuleServer) -> None:
+def test_a_run_without_a_final_answer_fails_unasked(judge_server: FakeModelServer) -> None:
     asking = Trajectory.build("asking", [Step(StepKind.LLM, "m", {"messages": []}, ASK)])
     assert _judge(judge_server)(asking) == 0.0
     assert judge_server.requests == []
 
 
 def test_one_judge_call_per_distinct_answer_and_the_cost_counts_them(
-    judge_server: RuleServer,
+    judge_server: FakeModelServer,
 ) -> None:
     """Twenty rollouts on four threads end in two answers: two calls at the server, however the
     rollouts interleave, and the report counts them apart from resample-function calls."""
@@ -193,7 +193,7 @@ def test_the_task_is_the_first_user_message_else_the_recorded_input() -> None:
 
 
 def test_no_server_and_no_client_are_said(
-    monkeypatch: pytest.MonkeyPatch, judge_server: RuleServer
+    monkeypatch: pytest.MonkeyPatch, judge_server: FakeModelServer
 ) -> None:
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
@@ -220,10 +220,10 @@ def coin_store(tmp_path: Path, runner: CliRunner, store_path: Path) -> Path:
     return tmp_path
 
 
-def _judged(server: RuleServer, url: str = "--judge-base-url") -> list[str]:
+def _judged(server: FakeModelServer, url: str = "--judge-base-url") -> list[str]:
     """The options of a judge on ``server``, named by ``url``: the judge's own option, or the
     model's server (``--llm-base-url``), which the judge asks too unless told otherwise."""
-    return ["--judge", QUESTION, url, server.url, "--judge-model", "judge"]
+    return ["--judge", QUESTION, url, server.base_url, "--judge-model", "judge"]
 
 
 def _attribute(coin_store: Path, *options: str) -> list[str]:
@@ -231,7 +231,7 @@ def _attribute(coin_store: Path, *options: str) -> list[str]:
 
 
 def test_attribute_judges_in_the_parent_of_a_process_pool(
-    runner: CliRunner, store_path: Path, coin_store: Path, judge_server: RuleServer
+    runner: CliRunner, store_path: Path, coin_store: Path, judge_server: FakeModelServer
 ) -> None:
     """Rollouts made in worker processes come back to be scored: one cache, two calls."""
     pool = ["--executor", "process", "--workers", "2", "--json"]
@@ -241,7 +241,7 @@ def test_attribute_judges_in_the_parent_of_a_process_pool(
     assert report["cost"]["judge_calls"] == report["judge"]["calls"] == 2
     assert len(judge_server.requests) == 2
     rerun = report["config"]["rerun"]
-    assert f"--judge-base-url {judge_server.url}" in rerun and "--judge-model judge" in rerun
+    assert f"--judge-base-url {judge_server.base_url}" in rerun and "--judge-model judge" in rerun
     options = [*_judged(judge_server, "--llm-base-url"), "--driver", "trace", "--rollouts", "6"]
     table = ok(invoke(runner, store_path, *_attribute(coin_store, *options, "--seed", "1")))
     assert "judge: 2 model calls for 2 distinct answers" in table.stdout
@@ -252,14 +252,14 @@ def test_a_reply_that_is_no_verdict_stops_the_attribution_naming_it(
     runner: CliRunner, store_path: Path, coin_store: Path
 ) -> None:
     unsure = {"role": "assistant", "content": "It is hard to say."}
-    with serving(lambda body: unsure) as server:
+    with FakeModelServer(replying(lambda body: unsure)) as server:
         options = _attribute(coin_store, *_judged(server), "--rollouts", "2")
         line = one_line_error(invoke(runner, store_path, *options))
     assert "It is hard to say." in line and "not a verdict" in line
 
 
 def test_fork_keeps_the_verdict_with_the_run(
-    runner: CliRunner, store_path: Path, coin_store: Path, judge_server: RuleServer
+    runner: CliRunner, store_path: Path, coin_store: Path, judge_server: FakeModelServer
 ) -> None:
     move = ["--at", "1", "--observe", '[{"version": "v841"}]', "--driver", "trace"]
     code = ["--resamplers", str(coin_store / "r.py"), *_judged(judge_server), "--json"]
@@ -278,7 +278,7 @@ def test_fork_keeps_the_verdict_with_the_run(
 
 
 def test_record_keeps_the_verdict_with_the_run(
-    runner: CliRunner, store_path: Path, tmp_path: Path, judge_server: RuleServer
+    runner: CliRunner, store_path: Path, tmp_path: Path, judge_server: FakeModelServer
 ) -> None:
     agent = tmp_path / "agent.py"
     agent.write_text(

@@ -8,14 +8,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
-from http.server import ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
 import otel_replay
+from examples import fake_model_server
+from examples.fake_model_server import FakeModelServer
 from otel_replay.messages import assistant_message
 from otel_replay.replay import record, uninstrument
 from otel_replay.resamplers import ChatModelOptions
@@ -23,32 +24,19 @@ from otel_replay.resamplers._anthropic import messages_request
 from otel_replay.resamplers._openai import response_items
 from otel_replay.store import Store
 from tests.cli_helpers import invoke, ok, one_line_error
-from tests.fake_models import fake_models
 from tests.replay.test_instrument import claude_agent, responses_agent, support_agent
 
-FAKE = fake_models()
+FAKE = fake_model_server
 QUESTION = "Where is order A-1001, and is a late delivery refundable?"
 
 
-class _Logged(FAKE.EchoingHandler):  # type: ignore[misc,name-defined]
-    """The fake server, noting the path of every request."""
-
-    paths: ClassVar[list[str]] = []
-
-    def do_POST(self) -> None:
-        type(self).paths.append(self.path.split("?")[0])
-        super().do_POST()
-
-
 @pytest.fixture
-def server() -> Iterator[tuple[ThreadingHTTPServer, str]]:
-    _Logged.paths.clear()
-    httpd, url = FAKE.serve(handler=_Logged)
+def server() -> Iterator[FakeModelServer]:
+    """The fake server; its ``paths`` say where each request went."""
     try:
-        yield httpd, url
+        with FakeModelServer(handler=FAKE.EchoingHandler) as serving:
+            yield serving
     finally:
-        httpd.shutdown()
-        httpd.server_close()
         uninstrument()
 
 
@@ -64,7 +52,7 @@ CASES: list[tuple[str, Callable[..., Any], str, str, str]] = [
     ("sdk", "agent", "llm", "suffix", "endpoint"), CASES, ids=["chat", "responses", "messages"]
 )
 def test_a_fork_re_asks_each_turn_in_its_own_api(
-    server: tuple[ThreadingHTTPServer, str],
+    server: FakeModelServer,
     store_path: Path,
     sdk: str,
     agent: Callable[..., Any],
@@ -72,14 +60,14 @@ def test_a_fork_re_asks_each_turn_in_its_own_api(
     suffix: str,
     endpoint: str,
 ) -> None:
-    _, url = server
+    url = server.url
     otel_replay.instrument(sdk)
     recording = record(agent, arguments={"question": QUESTION, "base_url": url})
     assert recording.answer == FAKE.FINAL_ANSWER
     uninstrument()
     with Store.open(store_path) as db:
         db.put(recording.trajectory)
-    _Logged.paths.clear()
+    before = len(server.paths)
     failed = json.dumps({"error": "order service unavailable (HTTP 503)"})
     result = ok(
         invoke(CliRunner(), store_path, "fork", recording.trajectory.id, "--at", "1",
@@ -91,7 +79,7 @@ def test_a_fork_re_asks_each_turn_in_its_own_api(
     # the model, asked again after the tool failed, apologises (the fake model's rule)
     assert len(fork.steps) == 3
     assert assistant_message(fork.steps[2].output)["content"] == FAKE.APOLOGY
-    assert _Logged.paths == [endpoint]  # one turn re-asked, in the API it was recorded in
+    assert server.paths[before:] == [endpoint]  # one turn re-asked, in the API it was recorded in
 
 
 def test_a_conversation_in_the_stores_shape_becomes_each_apis_request() -> None:

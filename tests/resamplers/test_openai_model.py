@@ -1,17 +1,16 @@
-"""``--llm openai``: the real ``openai`` client against a fake ``/v1/chat/completions`` on loopback."""
+"""``--llm openai``: the real ``openai`` client against the fake model server's
+``/v1/chat/completions`` on loopback (`examples.fake_model_server`)."""
 
 from __future__ import annotations
 
-import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
+from examples.fake_model_server import FakeModelServer, replying
 from otel_replay import Registry, RolloutError, Step, StepKind, Trajectory
 from otel_replay.attribution import AttributionConfig, Strategy, attribute
 from otel_replay.resamplers import ChatModelOptions, RolloutContext
@@ -22,51 +21,16 @@ from tests.conftest import SAMPLES
 ANSWER = {"role": "assistant", "content": "The deploy v841 broke checkout."}
 
 
-class FakeModel:
-    """Answers each request with the next scripted ``(status, body)``; keeps every request body."""
-
-    def __init__(self) -> None:
-        self.script: list[tuple[int, dict[str, Any]]] = []
-        self.requests: list[dict[str, Any]] = []
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["content-length"])))
-                fake.requests.append(body)
-                status, answer = fake.script.pop(0) if fake.script else (200, _completion(ANSWER))
-                data = json.dumps(answer).encode()
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(data)))
-                self.send_header("retry-after-ms", "10")  # retry at once, not after a second
-                self.end_headers()
-                self.wfile.write(data)
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-
-
-def _completion(message: dict[str, Any], finish: str = "stop") -> dict[str, Any]:
-    return {
-        "id": "chatcmpl-1",
-        "object": "chat.completion",
-        "created": 0,
-        "model": "m",
-        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-    }
+@pytest.fixture
+def script() -> list[dict[str, Any]]:
+    """The assistant messages the fake model answers with, in order; `ANSWER` once they are out."""
+    return []
 
 
 @pytest.fixture
-def fake() -> Iterator[FakeModel]:
-    server = FakeModel()
-    yield server
-    server.server.shutdown()
-    server.server.server_close()
+def fake(script: list[dict[str, Any]]) -> Iterator[FakeModelServer]:
+    with FakeModelServer(replying(lambda body: script.pop(0) if script else ANSWER)) as server:
+        yield server
 
 
 @pytest.fixture
@@ -104,13 +68,12 @@ def _model(models: list[OpenAIChatModel], **options: Any) -> OpenAIChatModel:
 
 
 def test_the_request_carries_this_rollouts_conversation(
-    fake: FakeModel, models: list[OpenAIChatModel]
+    fake: FakeModelServer, models: list[OpenAIChatModel]
 ) -> None:
     run = _run()
-    model = _model(models, base_url=fake.url)
+    model = _model(models, base_url=fake.base_url)
     changed = run.steps[1].with_result([{"version": "v841"}], run.steps[1].status, None)
     history = [run.steps[0], changed]
-    fake.script.append((200, _completion(ANSWER)))
     output = model(run.steps[2], RolloutContext(1, history, run, None))
     (request,) = fake.requests
     assert request["model"] == "m" and request["temperature"] == 1.0 and request["max_tokens"] == 50
@@ -133,10 +96,10 @@ def test_the_request_carries_this_rollouts_conversation(
 
 
 def test_an_unchanged_run_so_far_is_served_its_recorded_messages(
-    fake: FakeModel, models: list[OpenAIChatModel]
+    fake: FakeModelServer, models: list[OpenAIChatModel]
 ) -> None:
     run = _run()
-    model = _model(models, base_url=fake.url, model="other")
+    model = _model(models, base_url=fake.base_url, model="other")
     model(run.steps[2], RolloutContext(1, list(run.steps[:2]), run, None))
     (request,) = fake.requests
     assert request["model"] == "other"
@@ -144,7 +107,7 @@ def test_an_unchanged_run_so_far_is_served_its_recorded_messages(
 
 
 def test_tool_calls_come_back_in_the_importers_shape(
-    fake: FakeModel, models: list[OpenAIChatModel]
+    fake: FakeModelServer, script: list[dict[str, Any]], models: list[OpenAIChatModel]
 ) -> None:
     run = _run()
     reply = {
@@ -158,8 +121,8 @@ def test_tool_calls_come_back_in_the_importers_shape(
             }
         ],
     }
-    fake.script.append((200, _completion(reply, "tool_calls")))
-    output = _model(models, base_url=fake.url)(run.steps[0], RolloutContext(1, [], run, None))
+    script.append(reply)
+    output = _model(models, base_url=fake.base_url)(run.steps[0], RolloutContext(1, [], run, None))
     assert output == {
         "role": "assistant",
         "tool_calls": [{"id": "call_9", "name": "search_logs", "arguments": {"query": "error"}}],
@@ -169,24 +132,22 @@ def test_tool_calls_come_back_in_the_importers_shape(
 
 
 def test_rate_limits_and_server_errors_are_retried(
-    fake: FakeModel, models: list[OpenAIChatModel]
+    fake: FakeModelServer, models: list[OpenAIChatModel]
 ) -> None:
     run = _run()
-    fake.script += [
-        (429, {"error": {"message": "slow down"}}),
-        (503, {"error": {"message": "busy"}}),
-    ]
-    output = _model(models, base_url=fake.url)(run.steps[0], RolloutContext(1, [], run, None))
+    fake.fail(status=429, message="slow down")
+    fake.fail(status=503, message="busy")
+    output = _model(models, base_url=fake.base_url)(run.steps[0], RolloutContext(1, [], run, None))
     assert len(fake.requests) == 3 and output["content"] == ANSWER["content"]
 
 
 def test_a_refused_request_stops_the_run_naming_the_step(
-    fake: FakeModel, models: list[OpenAIChatModel]
+    fake: FakeModelServer, models: list[OpenAIChatModel]
 ) -> None:
     run = _run()
-    fake.script.append((400, {"error": {"message": "unknown model 'm'"}}))
+    fake.fail(status=400, message="unknown model 'm'")
     registry = Registry()
-    registry.add_resampler("llm", _model(models, base_url=fake.url))
+    registry.add_resampler("llm", _model(models, base_url=fake.base_url))
     registry.set_verifier(lambda t: 0.0)
     with pytest.raises(RolloutError) as caught:
         attribute(run, registry, AttributionConfig(strategy=Strategy.SWEEP, rollouts=1))
@@ -196,14 +157,14 @@ def test_a_refused_request_stops_the_run_naming_the_step(
 
 
 def test_the_cli_asks_the_model_and_warns_of_temperature_zero(
-    fake: FakeModel, runner: CliRunner, store_path: Path
+    fake: FakeModelServer, runner: CliRunner, store_path: Path
 ) -> None:
     ok(invoke(runner, store_path, "import", str(SAMPLES / "incident.otlp.jsonl")))
-    common = ["attribute", "ef2843ff", "--llm", "openai", "--llm-base-url", fake.url]
+    common = ["attribute", "ef2843ff", "--llm", "openai", "--llm-base-url", fake.base_url]
     common += ["--success-if", "v841", "--tools", "recorded", "--rollouts", "3"]
     result = ok(invoke(runner, store_path, *common, "--llm-temperature", "0"))
     assert "warning: --llm-temperature 0" in result.stderr
     assert fake.requests and all(r["temperature"] == 0 for r in fake.requests)
-    fake.script.append((400, {"error": {"message": "no such model"}}))
+    fake.fail(status=400, message="no such model")
     line = one_line_error(invoke(runner, store_path, *common))
     assert "answered 400: no such model" in line and "step 0 (llm" in line

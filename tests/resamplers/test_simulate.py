@@ -17,11 +17,11 @@ import orjson
 import pytest
 from typer.testing import CliRunner
 
+from examples.fake_model_server import FakeModelServer, replying
 from otel_replay import Step, StepKind, Trajectory
 from otel_replay.messages import tool_message
 from otel_replay.resamplers._simulate import INSTRUCTIONS, result_of, tool_definitions
 from tests.cli_helpers import invoke, ok
-from tests.resamplers.rule_server import serving
 
 TOOLS = [
     {
@@ -141,11 +141,11 @@ def test_a_lone_incident_is_attributed_to_the_tool_the_model_plays(
     runner: CliRunner, lone: Path
 ) -> None:
     world = World(seed=11)
-    with serving(world) as server:
-        held = _attribute(runner, lone, server.url, "recorded")
+    with FakeModelServer(replying(world)) as server:
+        held = _attribute(runner, lone, server.base_url, "recorded")
         assert world.played == 0
         page = lone.parent / "report.html"
-        report = _attribute(runner, lone, server.url, "simulate", "--html", str(page))
+        report = _attribute(runner, lone, server.base_url, "simulate", "--html", str(page))
     # recorded draws alone hold the lookup: nothing tells whether it mattered
     assert held["verdict"] == "cannot-tell"
     assert held["steps"][1]["varied"] is False

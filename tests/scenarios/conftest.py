@@ -7,8 +7,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from examples.fake_model_server import FakeModelServer, shop
 from otel_replay.replay import uninstrument
-from tests.scenarios.fake_models import ModelServer
 from tests.scenarios.order_service import OrderService
 from tests.scenarios.runs import AGENTS, Agent
 
@@ -32,12 +32,9 @@ def orders(monkeypatch: pytest.MonkeyPatch) -> Iterator[OrderService]:
 
 
 @pytest.fixture
-def models() -> Iterator[ModelServer]:
-    server = ModelServer()
-    try:
+def models() -> Iterator[FakeModelServer]:
+    with FakeModelServer(shop) as server:
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture(params=sorted(AGENTS))

@@ -10,10 +10,10 @@ from typing import Any
 import orjson
 from typer.testing import CliRunner, Result
 
+from examples.fake_model_server import FakeModelServer
 from otel_replay.replay import uninstrument
 from tests.cli_helpers import invoke, ok
 from tests.scenarios import shop
-from tests.scenarios.fake_models import ModelServer
 from tests.scenarios.order_service import OrderService
 
 HERE = Path(__file__).resolve().parent
@@ -29,7 +29,7 @@ class Agent:
     fixed: str  # the agent after the fix for the outage (`fixed_agents`)
     api_path: str  # what its client's base URL adds to the server's
 
-    def base_url(self, models: ModelServer) -> str:
+    def base_url(self, models: FakeModelServer) -> str:
         return models.url + self.api_path
 
     def flags(self, spec: str | None = None) -> list[str]:
@@ -59,7 +59,7 @@ def agent_replay(runner: CliRunner, store: Path, *args: str) -> Result:
     return invoke(runner, store, *args)
 
 
-def record(runner: CliRunner, store: Path, agent: Agent, models: ModelServer) -> dict[str, Any]:
+def record(runner: CliRunner, store: Path, agent: Agent, models: FakeModelServer) -> dict[str, Any]:
     """``agent-replay record`` of ``agent`` asked the customer's question, scored by the verifier:
     the command's JSON summary."""
     given = orjson.dumps({"question": shop.QUESTION, "base_url": agent.base_url(models)}).decode()
@@ -71,7 +71,7 @@ def record(runner: CliRunner, store: Path, agent: Agent, models: ModelServer) ->
 
 
 def passing_and_failing(
-    runner: CliRunner, store: Path, agent: Agent, models: ModelServer, orders: OrderService
+    runner: CliRunner, store: Path, agent: Agent, models: FakeModelServer, orders: OrderService
 ) -> tuple[str, str]:
     """Two recorded runs of ``agent``: one passing, one while the order service answered 503 (up
     again afterwards). Their ids."""

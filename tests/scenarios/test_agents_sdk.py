@@ -15,10 +15,11 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from examples import fake_model_server
+from examples.fake_model_server import FakeModelServer
 from otel_replay.model import StepKind
 from otel_replay.store import Store
 from tests.cli_helpers import invoke, ok
-from tests.fake_models import fake_models
 
 try:
     from tests.scenarios import agents_sdk_agent
@@ -33,13 +34,8 @@ QUESTION = "Where is my order A-1001, and can I get a refund if it arrives late?
 
 @pytest.fixture
 def server() -> Iterator[str]:
-    models = fake_models()
-    httpd, url = models.serve(handler=models.EchoingHandler)
-    try:
-        yield f"{url}/v1"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    with FakeModelServer(handler=fake_model_server.EchoingHandler) as models:
+        yield models.base_url
 
 
 def _inputs(url: str, question: str = QUESTION) -> str:
@@ -57,14 +53,14 @@ def _recorded(store: Path, url: str, question: str) -> Any:
         return db.get(run_id)
 
 
-@pytest.mark.parametrize("question", [QUESTION, fake_models().PARALLEL_QUESTION])
+@pytest.mark.parametrize("question", [QUESTION, fake_model_server.PARALLEL_QUESTION])
 def test_recording_the_agents_sdk_changes_nothing_it_does(
     server: str, store_path: Path, question: str
 ) -> None:
     without = asyncio.run(agents_sdk_agent.support(question, server))
     agents_sdk_agent.TOOL_THREADS.clear()
     run = _recorded(store_path, server, question)
-    assert run.metadata["answer"] == without == fake_models().FINAL_ANSWER
+    assert run.metadata["answer"] == without == fake_model_server.FINAL_ANSWER
     assert "agent_error" not in run.metadata and "recorder_error" not in run.metadata
     tools = sorted(s.name for s in run.steps if s.kind is StepKind.TOOL)
     assert tools == ["lookup_order", "search_policies", "track_shipment"]
@@ -94,7 +90,7 @@ def test_a_streamed_run_records_and_replays(server: str, store_path: Path) -> No
     run_id = result.output.strip().splitlines()[-1]
     with Store.open(store_path, read_only=True) as db:
         run = db.get(run_id)
-    assert run.metadata["answer"] == without == fake_models().FINAL_ANSWER
+    assert run.metadata["answer"] == without == fake_model_server.FINAL_ANSWER
     assert all(s.status.value == "ok" for s in run.steps)
     assert sorted(s.name for s in run.steps if s.kind is StepKind.TOOL) == [
         "lookup_order", "search_policies", "track_shipment",

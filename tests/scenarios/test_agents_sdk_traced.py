@@ -14,17 +14,17 @@ import asyncio
 import json
 import os
 import random
-import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
+from examples import fake_model_server
+from examples.fake_model_server import FakeModelServer, Request
 from otel_replay.resamplers._simulate import INSTRUCTIONS
 from tests.cli_helpers import invoke, ok
-from tests.fake_models import fake_models
 
 try:
     from openinference.instrumentation.openai_agents import OpenAIAgentsInstrumentor
@@ -37,76 +37,48 @@ except ImportError:  # the test extra has them; under CI their absence is a fail
     pytest.skip("the OpenAI Agents SDK or its instrumentor is not installed (the test extra)",
                 allow_module_level=True)  # fmt: skip
 
-FAKE = fake_models()
+FAKE = fake_model_server
 QUESTION = "Where is my order A-1001, and can I get a refund if it arrives late?"
 SUCCESS = "qualifies for a refund"
 DOWN = [False, True, False, False]  # the second run meets the shipment outage
 
 
-class _World(FAKE.EchoingHandler):  # type: ignore[misc,name-defined]
-    """The fake server, counting every request; asked to play a tool (``--tools simulate``), it
-    answers as a model that knows the shop would, and samples: the shipment service is sometimes
-    down, as it was in the incident."""
+#: The world's sampling: one generator for the module, so each test meets the outages it always met.
+DRAWS = random.Random(5)
+PLAYED: list[str] = []  # the tools the model was asked to play
 
-    asked: ClassVar[list[str]] = []
-    played: ClassVar[list[str]] = []
-    _draws = random.Random(5)
-    _lock = threading.Lock()
 
-    def do_POST(self) -> None:
-        path = self.path.split("?")[0]
-        length = int(self.headers.get("content-length") or 0)
-        body = json.loads(self.rfile.read(length) or b"{}")
-        with self._lock:
-            type(self).asked.append(path)
-        if body.get("instructions") == INSTRUCTIONS:  # asked to play a tool, in the run's API
-            question = json.loads(body["input"])
-            with self._lock:
-                type(self).played.append(question["tool"])
-                down = self._draws.random() < 0.3
-            self._json(self._response(json.dumps(self._play(question, down))))
-        elif path.endswith("/responses"):  # as the real API, the instructions echoed
-            self._json({**FAKE.openai_responses(body), "instructions": body.get("instructions")})
-        else:
-            self._json(FAKE.openai_chat(body))
+def _world(request: Request) -> dict[str, Any]:
+    """The support agent; asked to play a tool (``--tools simulate``), a model that knows the shop
+    would answer as it does, and samples: the shipment service is sometimes down, as it was in the
+    incident."""
+    if request.body.get("instructions") != INSTRUCTIONS:
+        return FAKE.support(request)
+    question = json.loads(request.body["input"])
+    PLAYED.append(question["tool"])
+    down = request.draws.random() < 0.3
+    return {"content": json.dumps(_play(question, down))}
 
-    @staticmethod
-    def _play(question: dict[str, Any], down: bool) -> Any:
-        tool = question["tool"]
-        if tool == "lookup_order":
-            return dict(FAKE.ORDER)
-        if tool == "track_shipment":
-            return {"error": "shipment service unavailable (HTTP 503)"} if down else FAKE.SHIPMENT
-        return [FAKE.POLICIES[0]]
 
-    @staticmethod
-    def _response(text: str) -> dict[str, Any]:
-        return {
-            "id": "resp_played",
-            "object": "response",
-            "created_at": 0,
-            "model": "gpt-fake",
-            "status": "completed",
-            "output": [
-                {"id": "msg_played", "type": "message", "role": "assistant", "status": "completed",
-                 "content": [{"type": "output_text", "text": text, "annotations": []}]}
-            ],
-            "parallel_tool_calls": False,
-            "tool_choice": "auto",
-            "tools": [],
-        }  # fmt: skip
+def _play(question: dict[str, Any], down: bool) -> Any:
+    tool = question["tool"]
+    if tool == "lookup_order":
+        return dict(FAKE.ORDER)
+    if tool == "track_shipment":
+        return {"error": "shipment service unavailable (HTTP 503)"} if down else FAKE.SHIPMENT
+    return [FAKE.POLICIES[0]]
 
 
 @pytest.fixture
-def server() -> Iterator[str]:
-    _World.asked.clear()
-    _World.played.clear()
-    httpd, url = FAKE.serve(handler=_World)
-    try:
-        yield f"{url}/v1"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+def models() -> Iterator[FakeModelServer]:
+    PLAYED.clear()
+    with FakeModelServer(_world, draws=DRAWS, handler=FAKE.EchoingHandler) as serving:
+        yield serving
+
+
+@pytest.fixture
+def server(models: FakeModelServer) -> str:
+    return models.base_url
 
 
 def _traced(store: Path, url: str) -> list[str]:
@@ -126,7 +98,7 @@ def _traced(store: Path, url: str) -> list[str]:
 
 
 def test_traced_runs_are_scored_and_the_outage_attributed_with_no_code(
-    server: str, store_path: Path, tmp_path: Path
+    server: str, models: FakeModelServer, store_path: Path, tmp_path: Path
 ) -> None:
     runner = CliRunner()
     ids = _traced(store_path, server)
@@ -148,13 +120,15 @@ def test_traced_runs_are_scored_and_the_outage_attributed_with_no_code(
         (ids[1], "culprit", "tool track_shipment")
     ]
     # what was paid: every request the server answered is in the report, with 4 workers
-    _World.asked.clear()
+    before = len(models.paths)
     report = json.loads(
         ok(invoke(runner, store_path, "attribute", ids[1], *no_code, "--success-if", SUCCESS,
                   "--workers", "4", "--seed", "1", "--json")).stdout
     )  # fmt: skip
-    assert report["cost"]["model_calls"] == len(_World.asked) > 0
-    assert set(_World.asked) == {"/v1/responses"}  # asked again in the API it was recorded in
+    assert report["cost"]["model_calls"] == len(models.paths[before:]) > 0
+    assert set(models.paths[before:]) == {
+        "/v1/responses"
+    }  # asked again in the API it was recorded in
 
     # the same incident alone in a store of its own
     lone, alone = tmp_path / "incident.steps.jsonl", tmp_path / "lone.db"
@@ -175,4 +149,4 @@ def test_traced_runs_are_scored_and_the_outage_attributed_with_no_code(
     )  # fmt: skip
     assert played["verdict"] == "culprit", played["explanation"]
     assert played["steps"][played["point_of_commitment"]]["name"] == "track_shipment"
-    assert played["evidence"]["simulated"]["calls"] == len(_World.played) > 0
+    assert played["evidence"]["simulated"]["calls"] == len(PLAYED) > 0

@@ -18,23 +18,23 @@ from typing import Any
 import orjson
 from typer.testing import CliRunner
 
+from examples.fake_model_server import FakeModelServer
 from otel_replay.store import Store
 from tests.cli_helpers import ok
 from tests.scenarios import shop
-from tests.scenarios.fake_models import ModelServer
 from tests.scenarios.order_service import OrderService
 from tests.scenarios.runs import Agent, agent_replay, passing_and_failing
 
 
 def test_the_no_code_attribution_names_the_lookup_and_never_hands_a_model_null(
-    runner: CliRunner, store_path: Path, agent: Agent, models: ModelServer, orders: OrderService
+    runner: CliRunner, store_path: Path, agent: Agent, models: FakeModelServer, orders: OrderService
 ) -> None:
     _, failing = passing_and_failing(runner, store_path, agent, models, orders)
     recorded = len(models.requests)
     command = ["attribute", failing, "--tools", "recorded", "--llm", "openai"]
-    command += ["--llm-base-url", models.openai_url, "--success-if", shop.SUCCESS, "--json"]
+    command += ["--llm-base-url", models.base_url, "--success-if", shop.SUCCESS, "--json"]
     report = orjson.loads(ok(agent_replay(runner, store_path, *command)).stdout)
-    asked = {path for path, _ in models.requests[recorded:]}
+    asked = set(models.paths[recorded:])
     assert asked == {"/v1/chat/completions"}  # the resampled turns, whichever SDK recorded the run
     results = models.tool_results(since=recorded)
     nulls = [r for r in results if r is None or str(r).strip() in ("null", "None", "")]

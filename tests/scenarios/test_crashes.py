@@ -12,7 +12,7 @@ from pathlib import Path
 import orjson
 from typer.testing import CliRunner, Result
 
-from tests.scenarios.fake_models import ModelServer
+from examples.fake_model_server import FakeModelServer
 from tests.scenarios.order_service import ORDERS, OrderService
 from tests.scenarios.runs import Agent, agent_replay, passing_and_failing
 
@@ -25,7 +25,7 @@ def _raised(result: Result, exception: str) -> None:
 
 
 def test_a_fork_that_needs_the_model_server_down_exits_1_naming_the_exception(
-    runner: CliRunner, store_path: Path, agent: Agent, models: ModelServer, orders: OrderService
+    runner: CliRunner, store_path: Path, agent: Agent, models: FakeModelServer, orders: OrderService
 ) -> None:
     _, failing = passing_and_failing(runner, store_path, agent, models, orders)
     models.stop()
@@ -38,7 +38,7 @@ def test_a_fork_that_needs_the_model_server_down_exits_1_naming_the_exception(
 
 
 def test_a_replay_asking_the_model_live_with_the_server_down_exits_1_naming_the_exception(
-    runner: CliRunner, store_path: Path, agent: Agent, models: ModelServer, orders: OrderService
+    runner: CliRunner, store_path: Path, agent: Agent, models: FakeModelServer, orders: OrderService
 ) -> None:
     _, failing = passing_and_failing(runner, store_path, agent, models, orders)
     models.stop()
@@ -47,7 +47,7 @@ def test_a_replay_asking_the_model_live_with_the_server_down_exits_1_naming_the_
 
 
 def test_a_replay_without_repeating_instrument_is_the_same_replay(
-    runner: CliRunner, store_path: Path, agent: Agent, models: ModelServer, orders: OrderService
+    runner: CliRunner, store_path: Path, agent: Agent, models: FakeModelServer, orders: OrderService
 ) -> None:
     passing, _ = passing_and_failing(runner, store_path, agent, models, orders)
     models.stop()  # nothing may need them: every call comes from the record

@@ -11,19 +11,19 @@ import orjson
 from typer.testing import CliRunner
 
 import otel_replay
+from examples.fake_model_server import FakeModelServer
 from otel_replay import StepKind
 from otel_replay.replay import diff, record, replay
 from otel_replay.store import Store
 from tests.cli_helpers import ok
 from tests.scenarios import openai_agent, shop
-from tests.scenarios.fake_models import ModelServer
 from tests.scenarios.order_service import OrderService
 from tests.scenarios.runs import Agent, agent_replay, passing_and_failing
 from tests.scenarios.runs import record as record_run
 
 
 def test_the_first_divergence_is_the_failed_lookup(
-    runner: CliRunner, store_path: Path, agent: Agent, models: ModelServer, orders: OrderService
+    runner: CliRunner, store_path: Path, agent: Agent, models: FakeModelServer, orders: OrderService
 ) -> None:
     passing, failing = passing_and_failing(runner, store_path, agent, models, orders)
     found = orjson.loads(
@@ -40,7 +40,7 @@ def test_the_first_divergence_is_the_failed_lookup(
 
 
 def test_two_recordings_of_the_same_run_are_identical_but_for_their_ids(
-    runner: CliRunner, store_path: Path, agent: Agent, models: ModelServer, orders: OrderService
+    runner: CliRunner, store_path: Path, agent: Agent, models: FakeModelServer, orders: OrderService
 ) -> None:
     first, second = (record_run(runner, store_path, agent, models)["id"] for _ in range(2))
     with Store.open(store_path) as db:
@@ -54,10 +54,10 @@ def test_two_recordings_of_the_same_run_are_identical_but_for_their_ids(
 
 
 def test_from_python_a_recording_replays_with_the_servers_gone(
-    models: ModelServer, orders: OrderService
+    models: FakeModelServer, orders: OrderService
 ) -> None:
     otel_replay.instrument("openai")
-    arguments = {"question": shop.QUESTION, "base_url": models.openai_url}
+    arguments = {"question": shop.QUESTION, "base_url": models.base_url}
     recording = record(openai_agent.main, arguments=arguments, outcome=shop.outcome)
     assert recording.error is None and recording.trajectory.outcome == 1.0
     assert shop.SUCCESS in recording.answer
@@ -68,12 +68,12 @@ def test_from_python_a_recording_replays_with_the_servers_gone(
 
 
 def test_from_python_a_replay_asking_the_model_anew_matches_the_record_but_for_its_ids(
-    models: ModelServer, orders: OrderService
+    models: FakeModelServer, orders: OrderService
 ) -> None:
     """Each live model turn comes back with ids of its own, which the later turns' conversations
     carry: the record still holds those calls (the same conversation, the ids renamed throughout)."""
     otel_replay.instrument("openai")
-    arguments = {"question": shop.QUESTION, "base_url": models.openai_url}
+    arguments = {"question": shop.QUESTION, "base_url": models.base_url}
     recording = record(openai_agent.main, arguments=arguments, outcome=shop.outcome)
     again = replay(recording.trajectory, openai_agent.main, live_kinds=(StepKind.LLM,))
     assert again.nondeterminism is None, again.nondeterminism

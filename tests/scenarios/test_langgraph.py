@@ -17,15 +17,15 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import ClassVar
 
 import pytest
 from typer.testing import CliRunner
 
+from examples import fake_model_server
+from examples.fake_model_server import FakeModelServer
 from otel_replay.model import StepKind, Trajectory
 from otel_replay.store import Store
 from tests.cli_helpers import invoke, ok, one_line_error
-from tests.fake_models import fake_models
 
 try:
     from openinference.instrumentation.langchain import LangChainInstrumentor
@@ -40,32 +40,22 @@ except ImportError:  # the test extra has them; under CI their absence is a fail
     pytest.skip("LangGraph or its instrumentor is not installed (the test extra)",
                 allow_module_level=True)  # fmt: skip
 
-FAKE = fake_models()
+FAKE = fake_model_server
 AGENT = f"{Path(langgraph_agent.__file__)}:support"
 QUESTION = "Where is my order A-1001, and can I get a refund if it arrives late?"
 SUCCESS = "qualifies for a refund"
 DOWN = [False, True, False, False]  # the second run meets the shipping outage
 
 
-class _Counted(FAKE.Handler):  # type: ignore[misc,name-defined]
-    """The fake server, counting the Messages API requests it answers."""
-
-    asked: ClassVar[list[str]] = []
-
-    def do_POST(self) -> None:
-        type(self).asked.append(self.path.split("?")[0])
-        super().do_POST()
+@pytest.fixture
+def models() -> Iterator[FakeModelServer]:
+    with FakeModelServer() as serving:
+        yield serving
 
 
 @pytest.fixture
-def server() -> Iterator[str]:
-    _Counted.asked.clear()
-    httpd, url = FAKE.serve(handler=_Counted)
-    try:
-        yield url
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+def server(models: FakeModelServer) -> str:
+    return models.url
 
 
 def _traced(store: Path, url: str) -> list[str]:
@@ -87,7 +77,7 @@ def _stored(store: Path, run_id: str) -> Trajectory:
 
 
 def test_traced_runs_import_and_the_outage_is_attributed_to_its_tool_with_no_code(
-    server: str, store_path: Path
+    server: str, models: FakeModelServer, store_path: Path
 ) -> None:
     runner = CliRunner()
     ids = _traced(store_path, server)
@@ -113,7 +103,7 @@ def test_traced_runs_import_and_the_outage_is_attributed_to_its_tool_with_no_cod
         (ids[1], "done", "culprit", "tool track_shipment")
     ]
 
-    _Counted.asked.clear()
+    before = len(models.paths)
     result = ok(
         invoke(runner, store_path, "attribute", ids[1], "--llm", "anthropic", "--llm-base-url",
                server, "--tools", "recorded", "--success-if", SUCCESS, "--workers", "4", "--json")
@@ -123,9 +113,9 @@ def test_traced_runs_import_and_the_outage_is_attributed_to_its_tool_with_no_cod
     assert report["point_of_commitment"] == 3
     assert report["steps"][3]["name"] == "track_shipment" and report["steps"][3]["significant"]
     # every turn re-asked in the Messages API, each request counted in the report
-    assert set(_Counted.asked) == {"/v1/messages"}
+    assert set(models.paths[before:]) == {"/v1/messages"}
     assert report["cost"]["model_calls"] + report["cost"]["left_out"]["model_calls"] == len(
-        _Counted.asked
+        models.paths[before:]
     )
 
     # the what-if with no code: the tracking tool answers, the model asked again goes on

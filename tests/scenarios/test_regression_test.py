@@ -22,9 +22,9 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
+from examples.fake_model_server import FakeModelServer
 from tests.cli_helpers import ok
 from tests.conftest import ROOT
-from tests.scenarios.fake_models import ModelServer
 from tests.scenarios.order_service import OrderService
 from tests.scenarios.runs import VERIFIER, Agent, agent_replay, passing_and_failing
 
@@ -39,7 +39,7 @@ def test_the_exported_failing_run_passes_once_fixed_and_fails_while_not(
     store_path: Path,
     tmp_path: Path,
     agent: Agent,
-    models: ModelServer,
+    models: FakeModelServer,
     orders: OrderService,
 ) -> None:
     _, failing = passing_and_failing(runner, store_path, agent, models, orders)
