@@ -19,11 +19,13 @@ CORPUS = ROOT.parent / "shared" / "trace-corpus"
 SAMPLES = ROOT / "sample_traces"
 
 #: The slow tiers, each a marker (declared in pyproject.toml): plain ``pytest`` skips them.
-SLOW_TIERS = ("statistical", "fuzz", "scale", "platform", "browser")
+SLOW_TIERS = ("statistical", "fuzz", "scale", "platform", "browser", "scenario")
 #: A test that asks for one of these fixtures (or for one that does) starts a real platform server.
 PLATFORM_FIXTURES = frozenset({"phoenix", "phoenix_auth", "mlflow", "mlflow_auth"})
 #: A test that asks for one of these drives a real Chromium.
 BROWSER_FIXTURES = frozenset({"browser", "browser_page"})
+#: Every test here runs whole agents on real SDKs, end to end.
+SCENARIOS = ROOT / "tests" / "scenarios"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -37,14 +39,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` selects by marker
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark the tests that start a platform server or a browser by the fixtures they ask for; skip
-    every slow tier's test unless ``--all`` or a ``-m`` expression says which to run."""
+    """Mark the tests that start a platform server or a browser by the fixtures they ask for, and
+    those of `SCENARIOS`; skip every slow tier's test unless ``--all`` or a ``-m`` expression says
+    which to run."""
     for item in items:
         names = set(getattr(item, "fixturenames", ()))
         if names & PLATFORM_FIXTURES:
             item.add_marker(pytest.mark.platform)
         if names & BROWSER_FIXTURES:
             item.add_marker(pytest.mark.browser)
+        if SCENARIOS in item.path.parents:
+            item.add_marker(pytest.mark.scenario)
     if config.getoption("--all") or config.getoption("markexpr"):
         return
     for item in items:

@@ -259,7 +259,7 @@ def _outputs(runner: CliRunner, store: Path, folder: Path) -> dict[str, str]:
     return found
 
 
-@FAST
+@settings(FAST, max_examples=12)  # an import, a serve and seven outputs each; the fuzz tier has 200
 @given(arguments=JSON_VALUES, output=JSON_VALUES)
 def test_no_planted_secret_survives_import_in_any_output(
     runner: CliRunner, arguments: Any, output: Any

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import random
+import sys
 import tracemalloc
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -161,6 +162,17 @@ def test_many_operations_at_once_are_not_compared_in_pairs(
     assert counted["built"] <= 3 * len(spans), counted
 
 
+def test_a_chain_deeper_than_the_recursion_limit_imports(tmp_path: Path) -> None:
+    """Five times Python's recursion limit deep: any recursion over the chain fails here (the scale
+    tier reads one of 100,000 spans)."""
+    depth = 5 * sys.getrecursionlimit()
+    spans = chain(depth, lambda k: _tool(k) if k % 1000 == 5 else {})
+    (run,) = read_path(write(spans, tmp_path / "deep.json"))
+    assert len(run.spans) == depth
+    assert [step.kind.value for step in run.steps] == ["llm"]
+
+
+@pytest.mark.scale
 def test_a_chain_of_100000_spans_imports_without_recursion(tmp_path: Path) -> None:
     spans = chain(100_000, lambda k: _tool(k) if k % 1000 == 5 else {})
     (run,) = read_path(write(spans, tmp_path / "deep.json"))

@@ -428,6 +428,7 @@ def outcome(trajectory: Any) -> float:
     return 1.0 if "2026-12-04" in str(trajectory.metadata.get("answer")) else 0.0
 
 
+@pytest.mark.scenario  # an exported test run by a pytest of its own
 def test_a_run_becomes_a_regression_test(
     server: FakeModelServer, runner: CliRunner, store_path: Path, tmp_path: Path
 ) -> None:
@@ -474,6 +475,7 @@ def test_support(agent_replay):
 """
 
 
+@pytest.mark.scenario  # an exported test run by a pytest of its own
 def test_the_pytest_plugin_records_once_and_replays_after(
     server: FakeModelServer, tmp_path: Path
 ) -> None:

@@ -48,6 +48,7 @@ def _record(runner: CliRunner, store: Path, agent: list[str], url: str) -> dict[
     return summary
 
 
+@pytest.mark.scenario  # the whole story, its exported test run by a pytest of its own
 def test_the_openai_sdk_investigator_records_replays_forks_and_becomes_a_test(
     model: tuple[object, str], runner: CliRunner, store_path: Path, tmp_path: Path
 ) -> None:

@@ -326,6 +326,7 @@ def test_a_resumed_run_is_kept_as_it_goes_as_a_resumed_run(model: Model) -> None
         assert run.metadata["ended_early"]
 
 
+@pytest.mark.scenario  # an exported test run by a pytest of its own
 def test_the_pytest_export_uses_the_recorded_sdks_and_verifier(
     model: Model, runner: CliRunner, store_path: Path, tmp_path: Path
 ) -> None:
