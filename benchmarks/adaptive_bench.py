@@ -25,7 +25,7 @@ The planted step (the one theory names) sits in a window of the run: ``early`` (
 before it (``two``, ``lucky``, ``near-margin``) starts the early window at step 1.
 
 Each instance is attributed with the adaptive default (``--max-rollouts 640``) and set against
-``--strategy sweep --rollouts 100``. The sweep's calls are those of the dry run
+``--strategy fixed --rollouts 100``. The sweep's calls are those of the dry run
 (`otel_replay.attribution._cost.planned_cost`), exact in the trace walk; the sweep itself runs on
 ``gradual`` (whose verdict compares the two strategies' wrong answers), on the first instance of
 every family and position up to 16 steps (where the run's calls are checked against the dry run's),
@@ -302,9 +302,9 @@ def run(task: Task) -> list[Row]:
     )
     seed = rng.getrandbits(32)
     rows = []
-    for strategy in (Strategy.SWEEP, Strategy.ADAPTIVE):
+    for strategy in (Strategy.FIXED, Strategy.ADAPTIVE):
         config = AttributionConfig(rollouts=SWEEP_ROLLOUTS, strategy=strategy, seed=seed)
-        if strategy is Strategy.SWEEP and not run_sweep:
+        if strategy is Strategy.FIXED and not run_sweep:
             by_kind = planned_cost(trajectory, registry, config).calls_by_kind
             model_calls = by_kind.get("llm", 0)
             tool_calls = sum(by_kind.values()) - model_calls
@@ -322,7 +322,7 @@ def run(task: Task) -> list[Row]:
             or sum(counted) != result.step_executions
         ):
             raise RuntimeError(f"{family}-{n}: counted {calls}, the result says {result.spend}")
-        if strategy is Strategy.SWEEP:
+        if strategy is Strategy.FIXED:
             planned = planned_cost(trajectory, registry, config)
             if planned.calls_by_kind != {k: v for k, v in sorted(calls.items()) if v}:
                 raise RuntimeError(f"{family}-{n}: the sweep made {calls}, planned {planned}")

@@ -267,7 +267,7 @@ def run_instance(task: tuple[str, int, int, tuple[int, ...]]) -> list[Attempt]:
     attempts = []
     for budget in budgets:
         config = AttributionConfig(
-            strategy=Strategy.SWEEP, rollouts=budget, seed=rng.getrandbits(32)
+            strategy=Strategy.FIXED, rollouts=budget, seed=rng.getrandbits(32)
         )
         result = attribute(trajectory, registry, config)
         named = result.point_of_commitment if result.verdict is Verdict.CULPRIT else None
@@ -419,7 +419,7 @@ def floor_loop(
 
 
 def engine_run(trajectory: Trajectory, registry: Registry, rollouts: int) -> int:
-    config = AttributionConfig(strategy=Strategy.SWEEP, rollouts=rollouts)
+    config = AttributionConfig(strategy=Strategy.FIXED, rollouts=rollouts)
     engine = Engine(trajectory, registry, always_fails, config)
     engine.run([(Plan.ablate_from(len(trajectory.steps), 0), rollouts)])
     return engine.step_executions
@@ -470,7 +470,7 @@ def measure_resampler(
     floor = best_time(lambda: floor_loop(trajectory, function, rollouts), TIMING_REPEATS)
     results.append(Overhead(label, "floor loop", executions, floor, base))
     # attribute end to end: every ablate_from plan, then Wilson and bootstrap intervals
-    config = AttributionConfig(strategy=Strategy.SWEEP, rollouts=per_plan, seed=0)
+    config = AttributionConfig(strategy=Strategy.FIXED, rollouts=per_plan, seed=0)
     result = attribute(trajectory, registry, config)
     seconds = best_time(lambda: attribute(trajectory, registry, config), TIMING_REPEATS)
     calls, verifications = result.step_executions, result.rollouts + 1  # + the factual score
@@ -669,7 +669,7 @@ def chat_against_walk(run: Trajectory, registry: Registry, rollouts: int, label:
     found = chat_driver(run, registry, 0)
     assert found is not None and registry.verifier is not None
     drive, marked = found
-    config = AttributionConfig(strategy=Strategy.SWEEP, rollouts=1)
+    config = AttributionConfig(strategy=Strategy.FIXED, rollouts=1)
     best: dict[str, tuple[float, float]] = {}
     for _ in range(3):
         for name, driver, trajectory in (("walk", None, run), ("chat", drive, marked)):

@@ -90,7 +90,7 @@ def attribution(
 
 
 def fleet(kind: ExecutorKind, workers: int, runs: int, rollouts: int) -> dict[str, Any]:
-    config = AttributionConfig(seed=0, strategy=Strategy.SWEEP, rollouts=rollouts)
+    config = AttributionConfig(seed=0, strategy=Strategy.FIXED, rollouts=rollouts)
     with tempfile.TemporaryDirectory() as folder:
         store = Store.open(Path(folder) / "fleet.db")
         try:

@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
         agent_replay(store, "import", "sample_traces/")
         tools = "examples/incident/tools.py"
         agent_replay(store, "attribute", FAILING, "--resamplers", tools, "--success-if", "v841",
-                     "--repair", "--method", "all", "--html", str(html))  # fmt: skip
+                     "--repair", "--method", "all", "--out", str(html))  # fmt: skip
         fork = json.loads(
             agent_replay(
                 store,
@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
                 FAILING,
                 "--at",
                 "3",
-                "--output",
+                "--value",
                 json.dumps(REPAIR),
                 "--resamplers",
                 tools,

@@ -91,14 +91,14 @@ COMMANDS: list[tuple[str, list[str], str | None]] = [
         "attribute-html",
         [
             *("attribute", "ef2843ff", "--resamplers", TOOLS, "--success-if", "v841"),
-            *("--html", "report.html"),
+            *("--out", "report.html"),
         ],
         "report.html",
     ),
     (
         "fork-chat",
         [
-            *("fork", "e88b7591", "--at", "3", "--output", "[]"),
+            *("fork", "e88b7591", "--at", "3", "--value", "[]"),
             *("--resamplers", TOOLS, "--json"),
         ],
         None,
@@ -106,7 +106,7 @@ COMMANDS: list[tuple[str, list[str], str | None]] = [
     (
         "fork-trace",
         [
-            *("fork", "e88b7591", "--at", "3", "--output", "[]"),
+            *("fork", "e88b7591", "--at", "3", "--value", "[]"),
             *("--resamplers", TOOLS, "--driver", "trace", "--json"),
         ],
         None,
@@ -140,7 +140,7 @@ COMMANDS: list[tuple[str, list[str], str | None]] = [
     ),
     (
         "fork-chat-driver",
-        ["fork", "incident-fail", "--at", "3", "--output", "[]", "--driver", "chat"],
+        ["fork", "incident-fail", "--at", "3", "--value", "[]", "--driver", "chat"],
         None,
     ),
     ("fork-no-move", ["fork", "e88b7591", "--at", "3"], None),
@@ -151,7 +151,7 @@ COMMANDS: list[tuple[str, list[str], str | None]] = [
     ),
     ("fork-bad-at", ["fork", "e88b7591", "--at", "9", "--observe", "nojson"], None),
     ("fork-observe-turn", ["fork", "e88b7591", "--at", "2", "--observe", "nojson"], None),
-    ("fork-bad-json", ["fork", "e88b7591", "--at", "3", "--output", "nojson"], None),
+    ("fork-bad-json", ["fork", "e88b7591", "--at", "3", "--value", "nojson"], None),
     (
         "fork-bad-edit",
         ["fork", "e88b7591", "--at", "3", "--edit", '[{"op": "remove", "path": "/x"}]'],

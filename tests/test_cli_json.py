@@ -80,7 +80,7 @@ def test_record_replay_fork_and_diff_speak_json(runner: CliRunner, store_path: P
     assert replayed["identical"] is True and replayed["recorded"] is True
     assert replayed["steps"] == replayed["replayed_steps"] == recorded["steps"]
     forked = _json(
-        ok(invoke(runner, store_path, "fork", recorded["id"], "--at", "3", "--output", "[]",
+        ok(invoke(runner, store_path, "fork", recorded["id"], "--at", "3", "--value", "[]",
                   "--agent", f"{AGENT}:investigate", "--verifier", outcome, "--json"))
     )  # fmt: skip
     compared = _json(ok(invoke(runner, store_path, "diff", recorded["id"], forked["id"], "--json")))

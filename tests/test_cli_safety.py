@@ -90,7 +90,7 @@ def test_every_file_the_cli_writes_has_the_mode_a_plain_write_gives(
     ok(
         invoke(
             runner, store, "attribute", "ef2843ff", "--resamplers", tools, "--success-if",
-            "v841", "--repair", "--out", str(out / "report.json"), "--html",
+            "v841", "--repair", "--out", str(out / "report.json"), "--out",
             str(out / "report.html"),
         )
     )  # fmt: skip
@@ -151,7 +151,7 @@ def test_a_dash_is_standard_output(runner: CliRunner, store: Path) -> None:
     result = ok(
         invoke(
             runner, store, "attribute", "ef2843ff", "--resamplers", resamplers, "--rollouts", "5",
-            "--json-out", "-",
+            "--out", "-",
         )
     )  # fmt: skip
     report, _ = json.JSONDecoder().raw_decode(result.stdout, result.stdout.index("{\n"))

@@ -141,7 +141,7 @@ def made(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str, int]
         original = db.get(run_id)
     (at,) = [s.index for s in original.steps if s.name == "list_deploys"]
     deploys = [d for d in original.steps[at].output if d["version"] != "v841"]
-    args = ["fork", run_id, "--at", str(at), "--output", orjson.dumps(deploys).decode(), *LIVE]
+    args = ["fork", run_id, "--at", str(at), "--value", orjson.dumps(deploys).decode(), *LIVE]
     forked = ok(invoke(CliRunner(), store, *args)).stdout.splitlines()[0].removeprefix("forked ")
     return store, run_id, forked, at
 

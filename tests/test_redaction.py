@@ -103,7 +103,7 @@ def test_attribute_with_the_agent_says_and_keeps_its_crashes_redacted(
     run_id, _ = _record(runner, store_path, agent)
     result = invoke(runner, store_path, "attribute", run_id, "--agent", f"{agent}:main",
                     "--verifier", f"{agent}:outcome", "--rollouts", "4", "--keep-rollouts", "2",
-                    "--json-out", str(tmp_path / "report.json"))  # fmt: skip
+                    "--out", str(tmp_path / "report.json"))  # fmt: skip
     assert "left out as crashed" in result.stdout + result.stderr
     assert "RuntimeError: token [REDACTED] rejected" in result.stdout + result.stderr
     assert _leaks(result.stdout + result.stderr) == []

@@ -318,9 +318,9 @@ def outcome(run):
 @pytest.mark.parametrize(
     "command",
     [
-        ("fork", "--at", "0", "--output", '{"found": 1}'),
+        ("fork", "--at", "0", "--value", '{"found": 1}'),
         ("score",),
-        ("sweep", "--resamplers", "{tools}", "--rollouts", "2"),
+        ("sweep", "--resamplers", "{tools}", "--max-rollouts", "2"),
     ],
     ids=["fork", "score", "sweep"],
 )

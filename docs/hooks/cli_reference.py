@@ -130,7 +130,8 @@ def _epilog(text: str, markup_mode: str | None) -> list[str]:
 
 def _parameters(command: click.Command, ctx: click.Context) -> list[str]:
     mode = _markup_mode(ctx)
-    rows: dict[str, list[str]] = {"Arguments": [], "Options": []}
+    # the arguments, then the options in their --help panels (otel_replay.cli._panels), in order
+    rows: dict[str, list[str]] = {"Arguments": []}
     for param in command.get_params(ctx):
         record = param.get_help_record(ctx) if not getattr(param, "hidden", False) else None
         if record is None:
@@ -144,12 +145,14 @@ def _parameters(command: click.Command, ctx: click.Context) -> list[str]:
         if extras:  # "[env var: X; default: 50; x>=0]", each shown apart as --help shows them
             parts = extras.removeprefix("[").removesuffix("]").split("; ")
             cell = " ".join([cell, *(escape(f"[{part}]") for part in parts)]).strip()
-        kind = "Arguments" if param.param_type_name == "argument" else "Options"
-        rows[kind].append(f"| {_code(names)} | {cell} |")
+        panel = getattr(param, "rich_help_panel", None) or "Options"
+        kind = "Arguments" if param.param_type_name == "argument" else panel
+        rows.setdefault(kind, []).append(f"| {_code(names)} | {cell} |")
     lines: list[str] = []
     for kind, body in rows.items():
         if body:
-            lines += [f"{kind}:", "", f"| {kind[:-1]} | Description |", "| --- | --- |"]
+            column = "Argument" if kind == "Arguments" else "Option"
+            lines += [f"{kind}:", "", f"| {column} | Description |", "| --- | --- |"]
             lines += [*body, ""]
     return lines
 

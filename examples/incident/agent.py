@@ -3,7 +3,7 @@
 
     agent-replay record --agent examples/incident/agent.py:investigate --outcome examples/incident/agent.py:outcome
     agent-replay replay ID --agent examples/incident/agent.py:investigate
-    agent-replay fork ID --at 3 --output '[]' --agent examples/incident/agent.py:investigate
+    agent-replay fork ID --at 3 --value '[]' --agent examples/incident/agent.py:investigate
 
 The model is the rule-based investigator (a pure function of the conversation, so it reacts to a
 changed tool result and repeats exactly); the tools are the example world's. ``flaky`` makes the deploy

@@ -8,7 +8,7 @@ wraps; its tools are decorated, a no-op outside a recording or replay), with the
     agent-replay record --agent examples/incident/openai_app.py:main --instrument openai \\
         --input '{"base_url": "http://127.0.0.1:8000/v1"}' --verifier examples/incident/agent.py:outcome
     agent-replay replay ID --agent examples/incident/openai_app.py:main --instrument openai
-    agent-replay fork ID --at 3 --output '[]' --agent examples/incident/openai_app.py:main --instrument openai
+    agent-replay fork ID --at 3 --value '[]' --agent examples/incident/openai_app.py:main --instrument openai
     agent-replay export ID --format pytest --agent examples/incident/openai_app.py:main \\
         --instrument openai --out tests/test_incident.py
 """

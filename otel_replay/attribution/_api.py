@@ -398,7 +398,7 @@ def _explain(
         f", {budget_words(config.budget, config.budget_unit)}" if config.budget is not None else ""
     )
     spent = {
-        Strategy.SWEEP: f"at {config.rollouts} rollouts",
+        Strategy.FIXED: f"at {config.rollouts} rollouts",
         Strategy.SCAN: f"after the scan ({limits})",
         Strategy.ADAPTIVE: f"after the adaptive search ({limits})",
     }[config.strategy]

@@ -6,6 +6,7 @@ import dataclasses
 import math
 import re
 import shlex
+import warnings
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any, NamedTuple
@@ -30,16 +31,29 @@ MAX_PERMUTATIONS = 4096
 
 
 class Strategy(str, Enum):
-    """How the contrastive method spends rollouts."""
+    """How the contrastive method spends rollouts. ``fixed`` was named ``sweep`` before (the
+    fragility command's name): ``Strategy.SWEEP`` and the value ``"sweep"`` are still read as
+    ``fixed`` for a release, and the question's digest keeps the old name
+    (`AttributionConfig.canonical`), so a question asked before is the same question."""
 
     ADAPTIVE = "adaptive"  # search the suffixes for the commitment, then scan back from it
     SCAN = "scan"  # from the last step back, each in growing batches until its tests decide
-    SWEEP = "sweep"  # every resamplable step at ``rollouts`` rollouts per plan
+    FIXED = "fixed"  # every resamplable step at ``rollouts`` rollouts per plan
+    SWEEP = "fixed"  # the old name of FIXED (an alias: the same member)
 
     @property
     def sequential(self) -> bool:
         """Decides as it goes, in growing batches (and so can keep a budget)."""
-        return self is not Strategy.SWEEP
+        return self is not Strategy.FIXED
+
+    @classmethod
+    def _missing_(cls, value: object) -> Strategy | None:
+        if value == "sweep":
+            warnings.warn(
+                "the strategy 'sweep' is named 'fixed' now", DeprecationWarning, stacklevel=2
+            )
+            return cls.FIXED
+        return None
 
 
 class OnSuccess(str, Enum):
@@ -133,10 +147,10 @@ def budget_text(budget: int, unit: BudgetUnit) -> str:
 class AttributionConfig:
     """
     Attributes:
-        rollouts: rollouts per plan of the sweep (``strategy=Strategy.SWEEP``), and of each repair
-            trial.
+        rollouts: rollouts per plan of the fixed strategy (``strategy=Strategy.FIXED``), and of
+            each repair trial.
         strategy: search and scan in growing batches (adaptive, the default), scan alone (its
-            error bound needs no assumption), or sweep every step at ``rollouts``
+            error bound needs no assumption), or every step at ``rollouts`` (fixed)
             (`otel_replay.attribution._adaptive`).
         max_rollouts: the sequential strategies' most rollouts per plan.
         budget: the most the sequential strategies spend, in ``budget_unit`` (None: no limit);
@@ -172,8 +186,8 @@ class AttributionConfig:
             nothing the attribution finds.
         root_cause: the sequential strategies also look for the root cause, the earliest step
             that matters (`AttributionResult.root_cause`), by a search from the start of the run;
-            it costs calls on top of the Point of Commitment's, shown apart. The sweep estimates
-            every step, so it always reports one.
+            it costs calls on top of the Point of Commitment's, shown apart. The fixed strategy
+            estimates every step, so it always reports one.
     """
 
     rollouts: int = 100
@@ -250,7 +264,7 @@ class AttributionConfig:
         if self.budget is not None and not self.strategy.sequential:
             raise AttributionError(
                 f"{setting('budget', self.budget)} needs the adaptive or the scan strategy, which stop early; the "
-                f"sweep's cost is fixed by rollouts (see {setting('dry_run')})"
+                f"fixed strategy's cost is set by rollouts (see {setting('dry_run')})"
             )
         if self.max_turns is not None and self.max_turns < 1:
             raise AttributionError(f"{setting('max_turns', self.max_turns)} must be at least 1")
@@ -283,6 +297,8 @@ class AttributionConfig:
         }
         if self.budget_unit is BudgetUnit.CALLS:  # the unit every budget had before it was asked
             del canonical["budget_unit"]  # for: the questions asked before keep their digests
+        if self.strategy is Strategy.FIXED:
+            canonical["strategy"] = "sweep"  # its name before: the questions keep their digests
         return canonical
 
     def flags(self) -> list[str]:

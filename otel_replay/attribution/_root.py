@@ -7,9 +7,9 @@ to have no effect. Who&When's label, the earliest step whose correction turns th
 success, is this one. Its tests are the Point of Commitment's, read from the other end; the report
 gives how often resampling from it on turns the outcome around (`RootCause.saves`).
 
-The sweep estimates every step, so the root cause is read off its estimates. The sequential
-strategies have not estimated the steps before the Point of Commitment (that is what made them
-cheap), so with ``AttributionConfig.root_cause`` they look for it, and say what it cost:
+The fixed strategy estimates every step, so the root cause is read off its estimates. The
+sequential strategies have not estimated the steps before the Point of Commitment (that is what
+made them cheap), so with ``AttributionConfig.root_cause`` they look for it, and say what it cost:
 
 * on long runs, the same search as the Point of Commitment's from the other end (`_search`):
   questions about whole **prefixes**, keeping the resamplable steps before position p as recorded

@@ -3,7 +3,6 @@ for one run, or for many (ids, ``--where``, ``--all-failing``) spread over an ex
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -34,8 +33,11 @@ from otel_replay.cli._code import (
     user_code,
 )
 from otel_replay.cli._common import (
+    HtmlOption,
     JsonOption,
+    OutOption,
     StoreOption,
+    report_files,
     user_errors,
 )
 from otel_replay.cli._send import (
@@ -49,7 +51,7 @@ from otel_replay.executors import ExecutorKind
 from otel_replay.fleet import Selection
 from otel_replay.model import FAIL_THRESHOLD
 
-#: Rollouts per plan of the sweep, and of each repair trial, when --rollouts is not given.
+#: Rollouts per plan of the fixed strategy, and of each repair trial, when --rollouts is not given.
 DEFAULT_ROLLOUTS = 100
 
 
@@ -58,7 +60,7 @@ def attribute_command(
         list[str] | None,
         typer.Argument(
             metavar="[ID]...",
-            help="Runs (an id or a unique prefix); several, or none with --where.",
+            help="Runs (ids or unique prefixes); none with --where or --all-failing.",
         ),
     ] = None,
     where: Annotated[
@@ -71,24 +73,24 @@ def attribute_command(
         bool, typer.Option("--all-failing", help="Every run whose outcome is a failure.")
     ] = False,
     since: Annotated[
-        str | None, typer.Option(help="Runs started since: 2026-03-14, or an age (24h, 7d).")
+        str | None, typer.Option(help="Runs started since a date or an age (24h, 7d).")
     ] = None,
     limit: Annotated[int | None, typer.Option(help="At most this many runs, newest first.")] = None,
     force: Annotated[
-        bool, typer.Option("--force", help="Attribute runs already answered for this question.")
+        bool, typer.Option("--force", help="Redo runs already answered for this question.")
     ] = False,
     executor: Annotated[
         ExecutorKind,
         typer.Option(
-            metavar="EXECUTOR",  # the help names the choices, and the column stays narrow
-            help="Where rollouts (or, for many runs, runs) go: threads, process, ray.",
+            metavar="EXECUTOR",
+            help="threads, process or ray.",
         ),
     ] = ExecutorKind.THREADS,
     ray_address: Annotated[
         str | None,
         typer.Option(
-            help="--executor ray: a cluster's address (auto, HOST:PORT, ray://HOST:PORT: "
-            "see 'ray start --head'); default: a local Ray for the run."
+            metavar="ADDRESS",
+            help="--executor ray: auto, HOST:PORT or ray://HOST:PORT.",
         ),
     ] = None,
     resamplers: ResamplersOption = None,
@@ -108,75 +110,71 @@ def attribute_command(
         typer.Option(
             "--swap-model",
             metavar="MODEL",
-            help="Ask from which step MODEL would have saved the run: every model turn a plan "
-            "runs again is asked of MODEL through the model's resample function.",
+            help="From which step would MODEL have saved the run?",
         ),
     ] = None,
     swap_from: Annotated[
         int,
         typer.Option(
-            "--from", metavar="K", help="With --swap-model: MODEL answers the turns from step K on."
+            "--from", metavar="K", help="With --swap-model: from step K on.", show_default=False
         ),
     ] = 0,
     driver: Annotated[
-        Driver, typer.Option(help="Walk the record, or re-drive a tool-calling run as its loop.")
+        Driver,
+        typer.Option(
+            metavar="MODE", help="auto, trace (walk the record) or chat (re-drive the loop)."
+        ),
     ] = Driver.AUTO,
     max_turns: Annotated[
-        int | None, typer.Option(help="Model turns a rollout of the loop may take (default 2x).")
+        int | None, typer.Option(metavar="N", help="Model turns of a chat rollout (default 2x).")
     ] = None,
     method: Annotated[
         Method,
         typer.Option(
-            metavar="METHOD",  # the choices, in the help: as a metavar they break mid-word
-            help=f"What to estimate: {', '.join(m.value for m in Method)}.",
+            metavar="METHOD",
+            help="contrastive, shapley or all.",
         ),
     ] = Method.CONTRASTIVE,
     rollouts: Annotated[
         int | None,
         typer.Option(
-            help="Rollouts per plan: the fixed sweep (default: the adaptive scan).",
+            metavar="N",
+            help="N rollouts per plan at every step (fixed).",
             show_default=False,
         ),
     ] = None,
     strategy: Annotated[
         Strategy | None,
         typer.Option(
-            metavar="STRATEGY",  # the help names the choices, and the column stays narrow
-            help="adaptive (the default): search the run's suffixes for the commitment, then "
-            "scan back from it, in growing batches until the tests decide; scan: every step from "
-            "the last back (no assumption behind the error bound); sweep: every step at "
-            "--rollouts (100 unless given).",
+            metavar="STRATEGY",
+            help="adaptive (default), scan, or fixed (every step at --rollouts).",
             show_default=False,
         ),
     ] = None,
-    max_rollouts: Annotated[int, typer.Option(help="Adaptive: the most rollouts per plan.")] = 640,
+    max_rollouts: Annotated[
+        int, typer.Option(metavar="N", help="The most rollouts per plan.")
+    ] = 640,
     budget: Annotated[
         str | None,
         typer.Option(
             metavar="N[:UNIT]",
-            help="Adaptive: stop before a batch that would spend more than N, with the best "
-            "verdict the steps seen allow; UNIT: calls (resample-function calls, the default), "
-            "model-calls, or tokens (from the usage recorded on the model steps), e.g. "
-            "500:model-calls, 1e6:tokens.",
+            help="Stop before spending N calls (UNIT: model-calls, tokens).",
         ),
     ] = None,
-    permutations: Annotated[
-        int, typer.Option(help="Shapley permutations (antithetic pairs).")
-    ] = 32,
+    permutations: Annotated[int, typer.Option(metavar="N", help="Shapley permutations.")] = 32,
     shapley_se: Annotated[
         float | None,
         typer.Option(
             "--shapley-se",
             metavar="TARGET",
-            help=f"Add antithetic pairs until every Shapley SE is below TARGET (at most "
-            f"{MAX_PERMUTATIONS} permutations).",
+            help=f"More permutations until each Shapley SE < TARGET (<= {MAX_PERMUTATIONS}).",
         ),
     ] = None,
-    seed: Annotated[int, typer.Option(help="Seed of every random draw.")] = 0,
+    seed: Annotated[int, typer.Option(metavar="N", help="Seed of every random draw.")] = 0,
     fail_threshold: Annotated[
-        float, typer.Option(help="Outcome below this is a failure.")
+        float, typer.Option(metavar="X", help="Outcomes below X fail.")
     ] = FAIL_THRESHOLD,
-    margin: Annotated[float, typer.Option(help="Equivalence margin for 'no effect'.")] = 0.1,
+    margin: Annotated[float, typer.Option(metavar="X", help="Margin of 'no effect'.")] = 0.1,
     repair: Annotated[
         bool, typer.Option("--repair", help="Search the smallest saving change.")
     ] = False,
@@ -184,53 +182,47 @@ def attribute_command(
         bool,
         typer.Option(
             "--root-cause",
-            help="Adaptive and scan: also look for the root cause, the earliest step that "
-            "matters, at a cost shown apart (the sweep always reports it).",
+            help="Also find the earliest step that matters.",
         ),
     ] = False,
     on_success: Annotated[
-        OnSuccess, typer.Option(help="What to do with a passing run.")
+        OnSuccess,
+        typer.Option(metavar="ACTION", help="A passing run: error, or credit the step saving it."),
     ] = OnSuccess.ERROR,
     on_resampler_error: Annotated[
-        OnResamplerError, typer.Option(help="Stop, or count the rollout as failed.")
+        OnResamplerError,
+        typer.Option(metavar="ACTION", help="A resampler raising: fail, or fail-rollout."),
     ] = OnResamplerError.FAIL,
-    workers: Annotated[
-        int, typer.Option(help="Threads, processes or Ray CPUs at work (same results for any).")
-    ] = 1,
+    workers: Annotated[int, typer.Option(metavar="N", help="Threads, processes or Ray CPUs.")] = 1,
     concurrency: Annotated[
         int,
-        typer.Option(
-            help="Rollouts of an async --agent at once, on one event loop (same results)."
-        ),
+        typer.Option(metavar="N", help="Rollouts of an async --agent at once."),
     ] = 1,
     entry_points: Annotated[
-        bool, typer.Option(help="Also load installed otel_replay.resamplers entry points.")
+        bool,
+        typer.Option(help="Load installed resampler entry points.", show_default=False),
     ] = True,
-    json_out: Annotated[
-        Path | None,
-        typer.Option("--json-out", "--out", help="Write the JSON report here (- for stdout)."),
-    ] = None,
-    html_out: Annotated[
-        Path | None,
-        typer.Option("--html", help="Write the report as one self-contained HTML page here."),
-    ] = None,
+    out: OutOption = None,
+    html: HtmlOption = None,
     agent: Annotated[
         str | None,
-        typer.Option("--agent", help="Roll out by re-running this live agent (module:function)."),
+        typer.Option(
+            "--agent", metavar="FUNCTION", help="Roll out by running this agent (module:function)."
+        ),
     ] = None,
     instrument: Annotated[
         str | None,
         typer.Option(
             "--instrument",
             metavar="SDKS",
-            help="The agent's model calls go through these SDKs (openai, anthropic), unmodified.",
+            help="SDKs its model calls go through (openai, anthropic).",
         ),
     ] = None,
     dry_run: Annotated[
         bool,
         typer.Option(
             "--dry-run",
-            help="Print the rollouts and resample-function calls it would take, then stop.",
+            help="Print what it would run, then stop.",
         ),
     ] = False,
     keep_rollouts: Annotated[
@@ -238,9 +230,8 @@ def attribute_command(
         typer.Option(
             "--keep-rollouts",
             metavar="N",
-            help="Keep the first N rollouts of each plan in the store, each a run naming the run "
-            "and the plan it rolled out (diff ID ROLLOUT shows what changed); with "
-            "--otlp-endpoint also sent, each its own trace linked to the run (one run only).",
+            help="Store the first N rollouts of each plan.",
+            show_default=False,
         ),
     ] = 0,
     otlp_endpoint: OtlpEndpointOption = None,
@@ -250,10 +241,8 @@ def attribute_command(
         str | None,
         typer.Option(
             "--annotate",
-            metavar="phoenix://HOST:PORT|mlflow://HOST:PORT",
-            help="Write the verdict to this Phoenix as span annotations, or to this MLflow as "
-            "assessments: on the Point of Commitment's span and on the run's root span or trace "
-            "(the run's trace must be there).",
+            metavar="URL",
+            help="Write the verdict to phoenix:// or mlflow://.",
         ),
     ] = None,
     json: JsonOption = False,
@@ -262,10 +251,11 @@ def attribute_command(
     """Attribute a failed run to the step where its failure became inevitable; or many runs."""
     with user_errors():
         to = rollouts_destination(keep_rollouts, otlp_endpoint, otlp_header, otlp_compression)
+        files = report_files(out, html)  # the JSON report's, the page's
         config = AttributionConfig(
             rollouts=rollouts or DEFAULT_ROLLOUTS, permutations=permutations, seed=seed,
             shapley_se=shapley_se, max_rollouts=max_rollouts, **budget_settings(budget),
-            strategy=strategy or (Strategy.ADAPTIVE if rollouts is None else Strategy.SWEEP),
+            strategy=strategy or (Strategy.ADAPTIVE if rollouts is None else Strategy.FIXED),
             method=method, fail_threshold=fail_threshold, margin=margin, repair=repair,
             on_success=on_success, on_resampler_error=on_resampler_error, workers=workers,
             concurrency=concurrency, driver=driver, max_turns=max_turns, swap_model=swap_model,
@@ -293,8 +283,7 @@ def attribute_command(
 
     running = Running(executor, ray_address, force)
     if chosen.many:
-        single_only = (json_out, html_out, dry_run, annotate)
-        run_many(store, chosen, config, code, running, single_only, json=json)
+        run_many(store, chosen, config, code, running, (*files, dry_run, annotate), json=json)
     else:
-        outputs = (json_out, html_out, annotate)
+        outputs = (*files, annotate)
         run(store, chosen.ids[0], config, code, outputs, running, json=json, dry_run=dry_run, to=to)

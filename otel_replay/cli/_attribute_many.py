@@ -41,13 +41,13 @@ def run_many(
     *,
     json: bool,
 ) -> None:
-    """``single_only``: ``--out``, ``--html``, ``--dry-run``, ``--annotate``, which are for one
-    run."""
+    """``single_only``: ``--out`` (the report, the page), ``--dry-run``, ``--annotate``, which
+    are for one run."""
     rows: list[dict[str, Any]] = []
     with user_errors():
         if any(single_only):
             raise ReplayError(
-                "--out, --html, --dry-run and --annotate are for one run; the reports of many "
+                "--out, --dry-run and --annotate are for one run; the reports of many "
                 "runs are kept in the store (agent-replay ui shows them, agent-replay blame adds "
                 "them up)"
             )

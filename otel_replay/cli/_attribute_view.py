@@ -192,11 +192,11 @@ def print_outcome(
 
 @contextmanager
 def progress_bar(config: AttributionConfig) -> Iterator[tuple[Progress, Spending]]:
-    """A bar on stderr: the sweep's rollouts against the total it planned; a sequential strategy's
-    spending against the budget, in the budget's unit (resample-function calls, model calls or
-    tokens; without a budget, a count of calls), with what is left of the batch under way, which
-    is what remains before its next decision."""
-    if config.strategy is Strategy.SWEEP:
+    """A bar on stderr: the fixed strategy's rollouts against the total it planned; a sequential
+    strategy's spending against the budget, in the budget's unit (resample-function calls, model
+    calls or tokens; without a budget, a count of calls), with what is left of the batch under
+    way, which is what remains before its next decision."""
+    if config.strategy is Strategy.FIXED:
         columns = (TextColumn("rollouts"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
         with RichProgress(*columns, console=err_console, transient=True) as bar:
             task = bar.add_task("rollouts", total=None)
@@ -232,9 +232,9 @@ def _interval(low: float | None, high: float | None) -> str:
 
 
 def _budget(result: AttributionResult, config: AttributionConfig) -> str:
-    """How many rollouts each plan got: the sweep's fixed count, or the range the sequential
+    """How many rollouts each plan got: the fixed strategy's count, or the range the sequential
     strategies used."""
-    if config.strategy is Strategy.SWEEP:
+    if config.strategy is Strategy.FIXED:
         return f"{config.rollouts} rollouts per plan"
     used = sorted(
         {s.ablated.n for s in result.steps if s.ablated is not None}

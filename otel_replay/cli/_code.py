@@ -16,7 +16,9 @@ from otel_replay.resamplers import ChatModelOptions, JudgeOptions, ModelSource, 
 ResamplersOption = Annotated[
     list[str] | None,
     typer.Option(
-        "--resamplers", help="A .py file or module registering resample functions (repeatable)."
+        "--resamplers",
+        metavar="FILE",
+        help="Resample functions: a .py file or module (repeatable).",
     ),
 ]
 VerifierOption = Annotated[
@@ -24,63 +26,62 @@ VerifierOption = Annotated[
     typer.Option(
         "--verifier",
         "--outcome",
-        help="module:function (or file.py:function) scoring a run (1.0 success … 0.0 failure); "
-        "a fork's default: the one its run was scored with (none: none).",
+        metavar="FUNCTION",
+        help="module:function scoring a run (1.0 success, 0.0 failure).",
     ),
 ]
 SuccessIfOption = Annotated[
-    str | None, typer.Option(help="A run succeeds when its final answer matches this regex.")
+    str | None,
+    typer.Option(metavar="REGEX", help="Success when the final answer matches REGEX."),
 ]
 FailIfOption = Annotated[
-    str | None, typer.Option(help="A run fails when its final answer matches this regex.")
+    str | None,
+    typer.Option(metavar="REGEX", help="Failure when the final answer matches REGEX."),
 ]
 JudgeOption = Annotated[
     str | None,
     typer.Option(
         "--judge",
         metavar="QUESTION",
-        help="A run succeeds when a model answers yes to QUESTION about its final answer "
-        "(asked at temperature 0, once per distinct answer).",
+        help="Success when a model answers yes to QUESTION.",
     ),
 ]
 JudgeModelOption = Annotated[
     str | None,
-    typer.Option(help="--judge's model (default --llm-model, else the run's recorded model)."),
+    typer.Option(metavar="MODEL", help="--judge's model (default: --llm-model)."),
 ]
 JudgeBaseUrlOption = Annotated[
     str | None,
     typer.Option(
         metavar="URL",
-        help="--judge's server, /v1 (default --llm-base-url, else $OPENAI_BASE_URL).",
+        help="--judge's server (default: --llm-base-url).",
     ),
 ]
 ToolsOption = Annotated[
     ToolSource | None,
     typer.Option(
         metavar="SOURCE",  # the help names both: as a metavar they break mid-word
-        help="Resample tool calls from the results the store recorded for the same call "
-        "(recorded: a call no run recorded leaves its rollout unservable; recorded,faults: "
-        "it fails as an injected fault), or have the --llm model play the tools (simulate; "
-        "recorded,simulate: recorded alternatives first).",
+        help="Resample tools: recorded, recorded,faults, simulate, recorded,simulate.",
     ),
 ]
 LlmOption = Annotated[
     ModelSource | None,
     typer.Option(
-        help="Resample model steps with a model server, in the API each step was asked in: "
-        "openai (an OpenAI-compatible server: chat completions, or the Responses API) or "
-        "anthropic (the Messages API)."
+        metavar="API",
+        help="Resample model steps: openai (or compatible) or anthropic.",
     ),
 ]
 LlmBaseUrlOption = Annotated[
     str | None,
     typer.Option(
-        help="The server's URL: openai's /v1 URL (default $OPENAI_BASE_URL; $OPENAI_API_KEY: "
-        "OpenAI), anthropic's root (default $ANTHROPIC_BASE_URL; $ANTHROPIC_API_KEY: Anthropic)."
+        metavar="URL",
+        help="The model server (default $OPENAI_BASE_URL, $ANTHROPIC_BASE_URL).",
     ),
 ]
-LlmModelOption = Annotated[str | None, typer.Option(help="Model (default: the recorded one).")]
-LlmTemperatureOption = Annotated[float, typer.Option(help="Sampling temperature.")]
+LlmModelOption = Annotated[
+    str | None, typer.Option(metavar="MODEL", help="Model (default: the recorded one).")
+]
+LlmTemperatureOption = Annotated[float, typer.Option(metavar="X", help="Sampling temperature.")]
 
 
 def user_code(

@@ -22,6 +22,7 @@ from typing import Any, ClassVar
 import typer
 from typer.core import TyperCommand, TyperGroup
 
+from otel_replay.cli._panels import arrange, as_flag
 from otel_replay.cli._values import PlainValuesCommand, convert_param, convert_plain_values
 
 try:  # typer vendors click from 0.20 on; earlier it depends on click itself
@@ -113,7 +114,7 @@ COMMANDS: dict[str, LazyCommand] = {
         "Inject each fault at each chosen step of a run and estimate how often the run then "
         "fails: which single fault breaks a passing run, which would not have mattered to a "
         "failing one.",
-        f"agent-replay sweep incident-fail {_TOOLS} --success-if v841 --rollouts 8",
+        f"agent-replay sweep incident-fail {_TOOLS} --success-if v841 --max-rollouts 8",
     ),
     "blame": _command(
         "_blame",
@@ -207,8 +208,9 @@ def reflow(help_text: str | None) -> str | None:
 
 
 def _finish(command: click.Command, path: str, example: str) -> click.Command:
-    """Reflow the help of the command and of the commands inside it, and end each with its
-    example."""
+    """Reflow the help of the command and of the commands inside it, end each with its example,
+    and place its options in their panels."""
+    arrange(command, path)
     command.help = reflow(command.help)
     command.short_help = None if command.help is None else command.help.split("\n\n")[0]
     command.epilog = f"Example: {example}"
@@ -260,6 +262,7 @@ class LazyGroup(TyperGroup):
     def __init__(self, **attrs: Any) -> None:
         super().__init__(**attrs)
         convert_plain_values(self)  # its own options (no commands yet: they come below)
+        arrange(self, "")
         self.commands = _CommandTable(self)
         self._listing = False
 
@@ -274,6 +277,7 @@ class LazyGroup(TyperGroup):
     def get_help_option(self, ctx: click.Context) -> Any:
         option = super().get_help_option(ctx)
         convert_param(option)  # made when the command line is parsed, as in PlainValuesCommand
+        as_flag(option)
         return option
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:

@@ -28,23 +28,33 @@ StoreOption = Annotated[
     typer.Option(
         "--store",
         envvar="AGENT_REPLAY_STORE",
-        help="Store file (default ./.agent-replay/store.db).",
+        help="Store file (default $AGENT_REPLAY_STORE, else ./.agent-replay/store.db).",
         show_default=False,
+        show_envvar=False,
     ),
 ]
-JsonOption = Annotated[
-    bool, typer.Option("--json", help="Print JSON for programs instead of tables.")
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
+OutOption = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--out",
+        metavar="FILE",
+        help="The report: FILE.html a page, else JSON (repeatable).",
+    ),
 ]
+#: ``--html FILE``, the page's old option (`otel_replay.cli._renamed`): ``--out FILE.html`` now.
+HtmlOption = Annotated[Path | None, typer.Option("--html", hidden=True)]
+
+#: The suffixes of an ``--out`` file that is written as an HTML page.
+PAGE_SUFFIXES = (".html", ".htm")
 InstrumentOption = Annotated[
     str | None,
     typer.Option(
         "--instrument",
         metavar="SDKS",
-        help="Record the model calls of an agent not written for agent-replay, through these "
-        "SDKs (openai, anthropic), and with time, uuid the clock and fresh ids it reads "
-        "(time.time, datetime.now, uuid.uuid4): its function is then called without ctx. "
-        "Running a recorded run again, the default is those it was recorded through (none: "
-        "none).",
+        help="Record an unmodified agent (called without ctx) through these SDKs (openai, "
+        "anthropic) and, with time, uuid, its clock and fresh ids. Default when a run is run "
+        "again: as it was recorded (none: none).",
     ),
 ]
 RedactOption = Annotated[
@@ -66,6 +76,22 @@ RedactCommonOption = Annotated[
 ]
 
 
+def report_files(out: list[Path] | None, html: Path | None) -> tuple[Path | None, Path | None]:
+    """The JSON report's file and the HTML page's that ``--out`` names (each file's format is its
+    suffix: ``.html`` or ``.htm`` a page, anything else JSON; ``-`` standard output), with the
+    page of the old ``--html``."""
+    pages = [path for path in out or () if path.suffix.lower() in PAGE_SUFFIXES]
+    reports = [path for path in out or () if path.suffix.lower() not in PAGE_SUFFIXES]
+    pages += [html] if html is not None else []
+    for kind, paths in (("JSON report", reports), ("HTML page", pages)):
+        if len(paths) > 1:
+            raise ReplayError(
+                f"--out {paths[0]} and --out {paths[1]}: one {kind} at most (a .html file is "
+                "the page, any other the JSON report)"
+            )
+    return (reports[0] if reports else None), (pages[0] if pages else None)
+
+
 def redact_patterns(redact: list[str] | None, common: bool) -> list[str]:
     """The patterns ``--redact`` and ``--redact-common`` ask for, each checked (one that does not
     compile is a `ReplayError` naming it)."""
@@ -78,7 +104,12 @@ def redact_patterns(redact: list[str] | None, common: bool) -> list[str]:
 
 #: The settings the library names (`otel_replay.errors.setting`) whose option here is not the
 #: setting's name with dashes.
-OPTIONS_NAMED_OTHERWISE = {"swap_from": "--from", "json_out": "--out", "budget_unit": "--budget"}
+OPTIONS_NAMED_OTHERWISE = {
+    "swap_from": "--from",
+    "json_out": "--out",
+    "budget_unit": "--budget",
+    "output": "--value",  # fork's value at a step (`MoveKind.OUTPUT`)
+}
 
 # no emoji codes: a path like ``line100.jsonl:100:`` is text, not an emoji
 console = Console(highlight=False, soft_wrap=False, emoji=False)

@@ -276,11 +276,15 @@ def _print_replay(result: Replay, sdks_unsaid: bool) -> None:
 
 def fork_command(
     trajectory_id: Annotated[str, typer.Argument(metavar="ID", help="The run to fork.")],
-    at: Annotated[int, typer.Option("--at", "--from", help="The step to change (from).")],
-    output: Annotated[
+    at: Annotated[
+        int, typer.Option("--at", "--from", metavar="K", help="The step to change (from).")
+    ],
+    value: Annotated[
         str | None,
         typer.Option(
-            "--output", help="JSON output at the step: --do on a model turn, else --observe."
+            "--value",
+            metavar="JSON",
+            help="The step's value: --do on a model turn, else --observe.",
         ),
     ] = None,
     do: Annotated[
@@ -318,8 +322,7 @@ def fork_command(
         typer.Option(
             "--swap-model",
             metavar="MODEL",
-            help="Every model turn from --from K on is answered by MODEL (its resample function "
-            'gets it in step.inputs["model"]).',
+            help="MODEL answers every model turn from --at K on.",
         ),
     ] = None,
     remove: Annotated[
@@ -334,10 +337,14 @@ def fork_command(
     instrument: InstrumentOption = None,
     driver: Annotated[
         Driver,
-        typer.Option(help="Without --agent: walk the record, or re-drive the tool-calling loop."),
+        typer.Option(
+            metavar="MODE",
+            help="Without --agent: auto, trace (walk the record) or chat (re-drive the loop).",
+        ),
     ] = Driver.AUTO,
     max_turns: Annotated[
-        int | None, typer.Option(help="Model turns the loop may take (default 2x the recorded).")
+        int | None,
+        typer.Option(metavar="N", help="Model turns the loop may take (default 2x the recorded)."),
     ] = None,
     resamplers: ResamplersOption = None,
     tools: ToolsOption = None,
@@ -379,7 +386,7 @@ def fork_command(
             original = db.get(trajectory_id)
             held = range(min(max(at, 0), len(original.steps)))
             warn_partial(check_servable(original, held, "a fork"), original.id)
-            move = _move(output, do, observe, observe_error, edit, fault_name, swap_model, remove)
+            move = _move(value, do, observe, observe_error, edit, fault_name, swap_model, remove)
             injected = injection(original, at, move)
             runner = (
                 agent_for(original, agent, instrument)
@@ -458,7 +465,7 @@ def _move(
     if len(given) != 1:
         raise ReplayError(
             "give exactly one of --do, --observe, --observe-error, --edit, --swap-model, "
-            "--output, --fault, --remove"
+            "--value, --fault, --remove"
         )
     return Move.parse(*given[0])
 

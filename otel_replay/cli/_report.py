@@ -16,14 +16,17 @@ from otel_replay.cli._common import (
     shown,
     user_errors,
 )
+from otel_replay.cli._values import PlainValuesCommand, PlainValuesGroup
 from otel_replay.errors import NotFoundError, StoreError
 
 report_app = typer.Typer(
-    help="The attribution report: its format, and as a page.", no_args_is_help=True
+    cls=PlainValuesGroup,
+    help="The attribution report: its format, and as a page.",
+    no_args_is_help=True,
 )
 
 
-@report_app.command("schema")
+@report_app.command("schema", cls=PlainValuesCommand)
 def schema_command(
     sweep: Annotated[
         bool,
@@ -41,7 +44,7 @@ def schema_command(
     print_json(REPORT_SCHEMA)
 
 
-@report_app.command("html")
+@report_app.command("html", cls=PlainValuesCommand)
 def html_command(
     report: Annotated[Path, typer.Argument(help="A JSON report (attribute --out).")],
     out: Annotated[Path, typer.Option("--out", help="Write the page here (- for stdout).")] = Path(

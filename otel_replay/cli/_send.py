@@ -24,10 +24,7 @@ OtlpEndpointOption = Annotated[
     typer.Option(
         "--otlp-endpoint",
         metavar="URL",
-        help="Also send the runs made as OTLP/HTTP protobuf (the spans record --otlp-out writes) "
-        "to URL; a URL without a path gets /v1/traces, one with a path is used as it is. Headers "
-        "from OTEL_EXPORTER_OTLP_HEADERS and OTEL_EXPORTER_OTLP_TRACES_HEADERS, then "
-        "--otlp-header. The runs are stored whether they are sent or not.",
+        help="Also send the runs made as OTLP to URL.",
     ),
 ]
 OtlpHeaderOption = Annotated[
@@ -35,8 +32,7 @@ OtlpHeaderOption = Annotated[
     typer.Option(
         "--otlp-header",
         metavar="KEY=VALUE",
-        help="A header sent with --otlp-endpoint (repeatable), e.g. x-project-name=NAME for the "
-        "Phoenix project the run lands in, or authorization=Bearer KEY.",
+        help="A header for --otlp-endpoint (repeatable).",
     ),
 ]
 OtlpCompressionOption = Annotated[
@@ -44,8 +40,7 @@ OtlpCompressionOption = Annotated[
     typer.Option(
         "--otlp-compression",
         metavar="gzip|none",
-        help="Compress what --otlp-endpoint sends (default: OTEL_EXPORTER_OTLP_TRACES_COMPRESSION, "
-        "else OTEL_EXPORTER_OTLP_COMPRESSION, else none).",
+        help="Compress what --otlp-endpoint sends.",
     ),
 ]
 

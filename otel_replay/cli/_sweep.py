@@ -3,7 +3,6 @@ rate it leaves), or of many runs added up by step and fault (``--where``)."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -24,12 +23,19 @@ from otel_replay.cli._code import (
     VerifierOption,
     user_code,
 )
-from otel_replay.cli._common import JsonOption, StoreOption, user_errors
+from otel_replay.cli._common import (
+    HtmlOption,
+    JsonOption,
+    OutOption,
+    StoreOption,
+    report_files,
+    user_errors,
+)
 from otel_replay.errors import ReplayError
 from otel_replay.executors import ExecutorKind
 from otel_replay.model import FAIL_THRESHOLD
 
-#: The most rollouts per cell when --rollouts is not given.
+#: The most rollouts per cell when --max-rollouts is not given.
 DEFAULT_CELL_ROLLOUTS = 64
 
 
@@ -43,16 +49,16 @@ def sweep_command(
     faults: Annotated[
         str,
         typer.Option(
-            help="Faults to inject, comma-separated: the built-ins error, timeout, empty, "
-            "truncate, and any registered with @fault(NAME) in --resamplers."
+            metavar="NAMES",
+            help="Faults to inject, comma-separated (yours: @fault(NAME) in --resamplers).",
         ),
     ] = "error,timeout,empty,truncate",
     steps: Annotated[
         list[str] | None,
         typer.Option(
             "--steps",
-            help="Steps to inject at: a kind (tool, llm, …), a step name, or an index; "
-            "comma-separated or repeated (default: every tool step).",
+            metavar="STEPS",
+            help="Steps to inject at: kinds, names or indexes (default: every tool step).",
         ),
     ] = None,
     where: Annotated[
@@ -63,7 +69,7 @@ def sweep_command(
         ),
     ] = None,
     since: Annotated[
-        str | None, typer.Option(help="With --where: runs started since (24h, 2026-03-14).")
+        str | None, typer.Option(help="Runs started since a date or an age (24h, 7d).")
     ] = None,
     limit: Annotated[int | None, typer.Option(help="At most this many runs, newest first.")] = None,
     resamplers: ResamplersOption = None,
@@ -80,63 +86,53 @@ def sweep_command(
     llm_temperature: LlmTemperatureOption = 1.0,
     agent: Annotated[
         str | None,
-        typer.Option("--agent", help="Roll out by re-running this live agent (module:function)."),
+        typer.Option(
+            "--agent", metavar="FUNCTION", help="Roll out by running this agent (module:function)."
+        ),
     ] = None,
     driver: Annotated[
-        Driver, typer.Option(help="Walk the record, or re-drive a tool-calling run as its loop.")
+        Driver,
+        typer.Option(
+            metavar="MODE", help="auto, trace (walk the record) or chat (re-drive the loop)."
+        ),
     ] = Driver.AUTO,
     max_turns: Annotated[
-        int | None, typer.Option(help="Model turns a rollout of the loop may take (default 2x).")
+        int | None, typer.Option(metavar="N", help="Model turns of a chat rollout (default 2x).")
     ] = None,
-    rollouts: Annotated[
+    max_rollouts: Annotated[
         int,
         typer.Option(
-            help="The most rollouts per cell; a cell stops earlier once its interval decides."
+            metavar="N", help="The most rollouts per cell (fewer once its interval decides)."
         ),
     ] = DEFAULT_CELL_ROLLOUTS,
     budget: Annotated[
         str | None,
         typer.Option(
             metavar="N[:UNIT]",
-            help="Stop before a batch that would spend more than N; UNIT: calls "
-            "(resample-function calls, the default), model-calls, or tokens.",
+            help="Stop before spending N calls (UNIT: model-calls, tokens).",
         ),
     ] = None,
-    seed: Annotated[int, typer.Option(help="Seed of every random draw.")] = 0,
+    seed: Annotated[int, typer.Option(metavar="N", help="Seed of every random draw.")] = 0,
     fail_threshold: Annotated[
-        float, typer.Option(help="Outcome below this is a failure.")
+        float, typer.Option(metavar="X", help="Outcomes below X fail.")
     ] = FAIL_THRESHOLD,
     executor: Annotated[
-        ExecutorKind,
-        typer.Option(metavar="EXECUTOR", help="Where rollouts go: threads, process, ray."),
+        ExecutorKind, typer.Option(metavar="EXECUTOR", help="threads, process or ray.")
     ] = ExecutorKind.THREADS,
     ray_address: Annotated[
         str | None,
-        typer.Option(
-            help="--executor ray: a cluster's address (default: a local Ray for the run)."
-        ),
+        typer.Option(metavar="ADDRESS", help="--executor ray: auto, HOST:PORT or ray://HOST:PORT."),
     ] = None,
-    workers: Annotated[
-        int, typer.Option(help="Threads, processes or Ray CPUs at work (same results for any).")
-    ] = 1,
+    workers: Annotated[int, typer.Option(metavar="N", help="Threads, processes or Ray CPUs.")] = 1,
     entry_points: Annotated[
-        bool, typer.Option(help="Also load installed otel_replay.resamplers entry points.")
+        bool,
+        typer.Option(help="Load installed resampler entry points.", show_default=False),
     ] = True,
     dry_run: Annotated[
-        bool,
-        typer.Option(
-            "--dry-run",
-            help="Print the rollouts and resample-function calls it would take, then stop.",
-        ),
+        bool, typer.Option("--dry-run", help="Print what it would run, then stop.")
     ] = False,
-    json_out: Annotated[
-        Path | None,
-        typer.Option("--json-out", "--out", help="Write the JSON report here (- for stdout)."),
-    ] = None,
-    html_out: Annotated[
-        Path | None,
-        typer.Option("--html", help="Write the map as one self-contained HTML page here."),
-    ] = None,
+    out: OutOption = None,
+    html: HtmlOption = None,
     json: JsonOption = False,
     store: StoreOption = None,
 ) -> None:
@@ -144,10 +140,11 @@ def sweep_command(
     fails: which single fault breaks a passing run, which would not have mattered to a failing
     one."""
     with user_errors():
-        if max(0, rollouts) < 1:
-            raise ReplayError(f"--rollouts {rollouts}: a cell needs at least one rollout")
+        if max(0, max_rollouts) < 1:
+            raise ReplayError(f"--max-rollouts {max_rollouts}: a cell needs at least one rollout")
+        json_out, html_out = report_files(out, html)
         config = AttributionConfig(
-            seed=seed, max_rollouts=rollouts, **budget_settings(budget),
+            seed=seed, max_rollouts=max_rollouts, **budget_settings(budget),
             fail_threshold=fail_threshold, workers=workers, driver=driver, max_turns=max_turns,
         )  # fmt: skip
         code = user_code(
@@ -170,6 +167,6 @@ def sweep_command(
     else:
         if json_out is not None or html_out is not None or dry_run:
             with user_errors():
-                raise ReplayError("--out, --html and --dry-run take one run: name it (ID)")
+                raise ReplayError("--out and --dry-run take one run: name it (ID)")
         run_many(store, (where, since, limit, fail_threshold), fault_names, step_words,
                  config, code, running, json=json)  # fmt: skip

@@ -32,9 +32,15 @@ except ImportError:  # pragma: no cover - older typer
     import click  # type: ignore[no-redef,import-not-found,unused-ignore]
     from click import BadParameter  # type: ignore[no-redef,import-not-found,assignment,unused-ignore]
 
-from typer.core import TyperCommand
+from typer.core import TyperCommand, TyperGroup
 
-__all__ = ["PlainValues", "PlainValuesCommand", "convert_param", "convert_plain_values"]
+__all__ = [
+    "PlainValues",
+    "PlainValuesCommand",
+    "PlainValuesGroup",
+    "convert_param",
+    "convert_plain_values",
+]
 
 
 class PlainValues:
@@ -109,9 +115,43 @@ def convert_param(param: click.Parameter | None) -> None:
 
 class PlainValuesCommand(TyperCommand):
     """A Typer command whose ``--help`` flag is converted as its other options are (the flag is
-    made when the command line is parsed, so `convert_plain_values` cannot reach it before)."""
+    made when the command line is parsed, so `convert_plain_values` cannot reach it before), and
+    whose old spellings are read as their new ones (`otel_replay.cli._renamed`)."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        from otel_replay.cli._renamed import modernize
+
+        takes_value = {
+            name
+            for param in self.params
+            if param.param_type_name == "option" and not getattr(param, "is_flag", False)
+            for name in param.opts
+        }
+        return super().parse_args(ctx, modernize(ctx.info_name or "", args, takes_value))
+
+    def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        from otel_replay.cli._panels import names_shown
+
+        with names_shown(self):
+            super().format_help(ctx, formatter)
 
     def get_help_option(self, ctx: click.Context) -> Any:
         option = super().get_help_option(ctx)
         convert_param(option)
+        from otel_replay.cli._panels import as_flag  # below _commands, which imports this module
+
+        as_flag(option)
+        return option
+
+
+class PlainValuesGroup(TyperGroup):
+    """A group of commands inside ``agent-replay`` (``report``): its ``--help`` flag converted
+    and shown as `PlainValuesCommand`'s is."""
+
+    def get_help_option(self, ctx: click.Context) -> Any:
+        option = super().get_help_option(ctx)
+        convert_param(option)
+        from otel_replay.cli._panels import as_flag
+
+        as_flag(option)
         return option

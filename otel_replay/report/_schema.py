@@ -339,11 +339,11 @@ REPORT_SCHEMA: dict[str, Any] = {
                 },
                 "decisions": {"type": "string"},
                 "strategy": {
-                    "enum": ["adaptive", "scan", "sweep"],
+                    "enum": ["adaptive", "scan", "fixed", "sweep"],
                     "description": (
                         "adaptive: the search over suffixes, then the scan back from its answer; "
-                        "scan: every step from the last back, in growing batches; sweep: every "
-                        "step at rollouts"
+                        "scan: every step from the last back, in growing batches; fixed: every "
+                        "step at rollouts (sweep: its name in reports written before)"
                     ),
                 },
                 "max_rollouts": {"type": "integer", "minimum": 1},

@@ -40,7 +40,7 @@ def rerun_sweep(
     words = ["agent-replay", "sweep", result.trajectory_id, "--faults", ",".join(result.faults)]
     for chosen in steps or ():
         words += ["--steps", chosen]
-    words += [*code.flags(), "--rollouts", str(result.max_rollouts), "--seed", str(result.seed)]
+    words += [*code.flags(), "--max-rollouts", str(result.max_rollouts), "--seed", str(result.seed)]
     if config.budget is not None:
         words += ["--budget", budget_text(config.budget, config.budget_unit)]
     return shlex.join(words)

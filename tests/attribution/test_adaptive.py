@@ -110,7 +110,7 @@ def test_the_cli_runs_it_and_the_report_says_so(
     assert "--strategy adaptive" in report["config"]["rerun"]
     text = ok(invoke(runner, store_path, *args)).stdout
     assert "adaptive, " in text and "not estimated" in text
-    line = invoke(runner, store_path, *args, "--budget", "100", "--strategy", "sweep")
+    line = invoke(runner, store_path, *args, "--budget", "100", "--strategy", "fixed")
     assert line.exit_code == 1 and "needs the adaptive or the scan" in line.stderr
 
 
@@ -118,7 +118,7 @@ def test_rollouts_on_the_command_line_mean_the_sweep(runner: CliRunner, store_pa
     ok(invoke(runner, store_path, "import", str(CHAIN.jsonl)))
     args = ["attribute", CHAIN.trajectory_id, "--resamplers", str(CHAIN.resamplers), "--json"]
     swept = orjson.loads(ok(invoke(runner, store_path, *args, "--rollouts", "50")).stdout)
-    assert swept["config"]["strategy"] == "sweep" and swept["config"]["rollouts"] == 50
+    assert swept["config"]["strategy"] == "fixed" and swept["config"]["rollouts"] == 50
     both = orjson.loads(
         ok(invoke(runner, store_path, *args, "--rollouts", "50", "--strategy", "adaptive")).stdout
     )

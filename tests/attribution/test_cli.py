@@ -43,7 +43,7 @@ def test_attribute_prints_the_table_and_the_verdict_and_writes_the_report(
     result = ok(
         invoke(
             runner, store, "attribute", "scm-chain", "--resamplers", str(CHAIN.resamplers),
-            "--json-out", str(out),
+            "--out", str(out),
         )
     )  # fmt: skip
     output = result.stdout
@@ -66,7 +66,7 @@ def test_attribute_all_methods_with_repair(runner: CliRunner, store: Path, tmp_p
         invoke(
             runner, store, "attribute", "scm-chain", "--resamplers", str(CHAIN.resamplers),
             "--method", "all", "--repair", "--rollouts", "60", "--permutations", "16",
-            "--seed", "3", "--workers", "2", "--json-out", str(out),
+            "--seed", "3", "--workers", "2", "--out", str(out),
         )
     )  # fmt: skip
     assert "Shapley" in result.stdout
@@ -103,7 +103,7 @@ def test_verifier_option_overrides_the_modules_verifier(
     ok(
         invoke(
             runner, store, "attribute", "scm-butterfly", "--resamplers", str(BUTTERFLY.resamplers),
-            "--verifier", f"{judge}:cautious_strategy", "--json-out", str(out),
+            "--verifier", f"{judge}:cautious_strategy", "--out", str(out),
         )
     )  # fmt: skip
     report = _report(out)
@@ -116,7 +116,7 @@ def test_credit_mode_from_the_command_line(runner: CliRunner, store: Path, tmp_p
     result = ok(
         invoke(
             runner, store, "attribute", "scm-chain-passing", "--resamplers",
-            str(CHAIN.resamplers), "--on-success", "credit", "--json-out", str(out),
+            str(CHAIN.resamplers), "--on-success", "credit", "--out", str(out),
         )
     )  # fmt: skip
     assert "save point" in result.stdout
@@ -200,7 +200,7 @@ def test_the_bundled_sample_names_list_deploys(
     result = ok(
         invoke(
             runner, store_path, "attribute", "ef2843ff", "--resamplers",
-            str(ROOT / "examples" / "incident" / "tools.py"), "--json-out", str(out),
+            str(ROOT / "examples" / "incident" / "tools.py"), "--out", str(out),
         )
     )  # fmt: skip
     assert "◀" in _row(result.stdout, "list_deploys")
@@ -217,7 +217,7 @@ def test_an_inconclusive_run_writes_its_report(
     result = ok(
         invoke(
             runner, store, "attribute", "scm-butterfly", "--resamplers",
-            str(BUTTERFLY.resamplers), "--rollouts", "10", "--seed", "2", "--json-out", str(out),
+            str(BUTTERFLY.resamplers), "--rollouts", "10", "--seed", "2", "--out", str(out),
         )
     )  # fmt: skip
     assert "inconclusive: Inconclusive at 10 rollouts" in result.stdout
@@ -235,7 +235,7 @@ def test_success_if_scores_runs_by_their_final_answer(
     ok(
         invoke(
             runner, store_path, "attribute", "ef2843ff", "--resamplers", resamplers,
-            "--success-if", "v8[0-9]1", "--rollouts", "80", "--json-out", str(out),
+            "--success-if", "v8[0-9]1", "--rollouts", "80", "--out", str(out),
         )
     )  # fmt: skip
     report = _report(out)
@@ -280,7 +280,7 @@ def test_tools_recorded_registers_where_the_user_did_not(
     ok(
         invoke(
             runner, store_path, "attribute", "ef2843ff", "--tools", "recorded",
-            "--success-if", "v841", "--rollouts", "5", "--json-out", str(out),
+            "--success-if", "v841", "--rollouts", "5", "--out", str(out),
         )
     )  # fmt: skip
     report = _report(out)
@@ -292,7 +292,7 @@ def test_tools_recorded_registers_where_the_user_did_not(
     ok(
         invoke(
             runner, store_path, "attribute", "ef2843ff", "--resamplers", resamplers,
-            "--tools", "recorded", "--rollouts", "5", "--json-out", str(out),
+            "--tools", "recorded", "--rollouts", "5", "--out", str(out),
         )
     )  # fmt: skip
     # the example registers every tool by name: its own resample functions win

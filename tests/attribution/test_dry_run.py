@@ -46,7 +46,7 @@ def test_the_cli_dry_run_runs_nothing_and_says_what_would(
 ) -> None:
     ok(invoke(runner, store_path, "import", str(CHAIN.jsonl)))
     args = ["attribute", CHAIN.trajectory_id, "--resamplers", str(CHAIN.resamplers)]
-    args += ["--strategy", "sweep"]
+    args += ["--strategy", "fixed"]
     out = tmp_path / "report.json"
     planned = orjson.loads(
         ok(invoke(runner, store_path, *args, "--dry-run", "--json", "--out", str(out))).stdout

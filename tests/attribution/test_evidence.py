@@ -52,7 +52,7 @@ def _attribute(
 ) -> tuple[Any, dict[str, Any]]:
     result = invoke(
         runner, store, "attribute", run, "--resamplers", MODEL, "--success-if", SUCCESS,
-        "--json-out", str(out), *args,
+        "--out", str(out), *args,
     )  # fmt: skip
     report: dict[str, Any] = orjson.loads(out.read_bytes())
     Draft202012Validator(REPORT_SCHEMA).validate(report)

@@ -236,7 +236,7 @@ def test_the_cli_report_shows_the_step_observed_only(
         invoke(
             runner, store_path, "attribute", RUN_ID, "--resamplers", str(module),
             "--no-entry-points", "--method", "all", "--rollouts", "30", "--permutations", "8",
-            "--seed", "3", "--driver", driver.value, "--json-out", str(out),
+            "--seed", "3", "--driver", driver.value, "--out", str(out),
         )
     )  # fmt: skip
     (row,) = [line for line in result.stdout.splitlines() if line.strip().startswith(f"{MARKED} ")]

@@ -60,7 +60,7 @@ def repaired(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Repaired]:
     attributed = ok(
         invoke(
             runner, store, "attribute", run_id, "--resamplers", RESAMPLERS, "--success-if",
-            "2026-12-04", "--repair", "--out", str(report), "--html", str(page),
+            "2026-12-04", "--repair", "--out", str(report), "--out", str(page),
         )
     )  # fmt: skip
     yield Repaired(
@@ -110,7 +110,7 @@ def test_the_pair_is_two_messages(repaired: Repaired, tmp_path: Path) -> None:
 def test_a_fork_shows_the_recorded_turn_as_a_message_beside_its_own(repaired: Repaired) -> None:
     forked = ok(
         invoke(
-            CliRunner(), repaired.store, "fork", repaired.run_id, "--at", "2", "--output",
+            CliRunner(), repaired.store, "fork", repaired.run_id, "--at", "2", "--value",
             orjson.dumps({"role": "assistant", "content": DATED}).decode(),
             "--resamplers", RESAMPLERS,
         )

@@ -290,7 +290,7 @@ def test_cli_shapley_se_reaches_the_target_and_reports_the_permutations_used(
     result = ok(
         _attribute(
             runner, store, "--method", "all", "--shapley-se", "0.05", "--workers", "3",
-            "--json-out", str(out),
+            "--out", str(out),
         )
     )  # fmt: skip
     report = orjson.loads(out.read_bytes())
@@ -303,11 +303,7 @@ def test_cli_shapley_se_reaches_the_target_and_reports_the_permutations_used(
     assert report["config"]["shapley_se"] == 0.05
     assert "--shapley-se 0.05" in report["config"]["rerun"]
     again = tmp_path / "again.json"
-    ok(
-        _attribute(
-            runner, store, "--method", "all", "--shapley-se", "0.05", "--json-out", str(again)
-        )
-    )
+    ok(_attribute(runner, store, "--method", "all", "--shapley-se", "0.05", "--out", str(again)))
     first, second = orjson.loads(out.read_bytes()), orjson.loads(again.read_bytes())
     first["cost"]["wall_seconds"] = second["cost"]["wall_seconds"] = 0
     assert first == second  # --workers 3 and 1: the same report

@@ -130,7 +130,7 @@ def test_attribute_swap_model_on_the_command_line(
     out = tmp_path / "swap.json"
     shown = ok(
         invoke(runner, store_path, "attribute", "scm-swap", *code, "--swap-model", LARGE,
-               "--seed", "5", "--json-out", str(out))
+               "--seed", "5", "--out", str(out))
     )  # fmt: skip
     assert "credit of a swap to large, per step, of scm-swap" in shown.stdout
     assert "saved: large would have saved this run from step 2" in " ".join(shown.stdout.split())

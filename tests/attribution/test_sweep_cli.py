@@ -16,7 +16,7 @@ from tests.cli_helpers import invoke, ok, one_line_error
 from tests.conftest import ROOT, SAMPLES
 
 CODE = ("--resamplers", str(ROOT / "examples" / "incident" / "tools.py"), "--success-if", "v841")
-SMALL = ("--faults", "empty,error", "--steps", "list_deploys", "--rollouts", "8")
+SMALL = ("--faults", "empty,error", "--steps", "list_deploys", "--max-rollouts", "8")
 
 
 @pytest.fixture
@@ -34,7 +34,7 @@ def test_the_failing_sample_run(runner: CliRunner, samples: Path) -> None:
 
 def test_the_report_and_the_page(runner: CliRunner, samples: Path, tmp_path: Path) -> None:
     report, page = tmp_path / "sweep.json", tmp_path / "sweep.html"
-    args = ("sweep", "incident-pass", *CODE, *SMALL, "--out", str(report), "--html", str(page))
+    args = ("sweep", "incident-pass", *CODE, *SMALL, "--out", str(report), "--out", str(page))
     ok(invoke(runner, samples, *args))
     written = json.loads(report.read_text())
     Draft202012Validator(SWEEP_SCHEMA).validate(written)
@@ -60,7 +60,7 @@ def test_a_dry_run(runner: CliRunner, samples: Path) -> None:
 
 def test_many_runs_added_up(runner: CliRunner, samples: Path) -> None:
     args = ("sweep", "--where", "steps > 3", *CODE, "--faults", "empty", "--steps", "list_deploys")
-    out = ok(invoke(runner, samples, *args, "--rollouts", "8")).stdout
+    out = ok(invoke(runner, samples, *args, "--max-rollouts", "8")).stdout
     assert "swept 8 runs (5 passing, 3 failing)" in out
     assert "list_deploys returning empty breaks 60% of passing runs (3 of 5" in out
 
@@ -71,7 +71,10 @@ def test_many_runs_added_up(runner: CliRunner, samples: Path) -> None:
         (("ef2843ff", "--faults", "flood"), "--faults flood: unknown fault; built-in faults"),
         (("ef2843ff", "--steps", "nothing"), "--steps nothing names no step of run ef2843ff"),
         (("nosuch",), "no trajectory id starts with 'nosuch'"),
-        (("ef2843ff", "--rollouts", "0"), "--rollouts 0: a cell needs at least one rollout"),
+        (
+            ("ef2843ff", "--max-rollouts", "0"),
+            "--max-rollouts 0: a cell needs at least one rollout",
+        ),
         ((), "name one run (ID), or choose runs with --where"),
     ],
     ids=["unknown-fault", "steps-name-nothing", "no-such-run", "no-rollouts", "no-run"],

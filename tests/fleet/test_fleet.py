@@ -124,7 +124,7 @@ def test_outputs_for_one_run_are_refused_for_many(
             runner, samples, "attribute", "--all-failing", *CODE, "--out", str(tmp_path / "r.json")
         )
     )
-    assert "--out, --html, --dry-run and --annotate are for one run" in line
+    assert "--out, --dry-run and --annotate are for one run" in line
     annotating = ("--all-failing", *CODE, "--annotate", "phoenix://127.0.0.1:6006")
     assert "--annotate are for one run" in one_line_error(
         invoke(runner, samples, "attribute", *annotating)

@@ -131,7 +131,7 @@ def test_replay_without_an_agent_re_drives_the_loop(runner: CliRunner, samples: 
 def _fork(runner: CliRunner, store: Path, run: str, output: Any, *more: str) -> dict[str, Any]:
     result = ok(
         invoke(
-            runner, store, "fork", run, "--at", "3", "--output", json.dumps(output),
+            runner, store, "fork", run, "--at", "3", "--value", json.dumps(output),
             "--resamplers", RESAMPLERS, "--json", *more,
         )
     )  # fmt: skip
@@ -164,7 +164,7 @@ def test_attribution_through_the_loop_names_list_deploys(
     ok(
         invoke(
             runner, samples, "attribute", "ef2843ff", "--resamplers", RESAMPLERS, "--driver",
-            "chat", "--rollouts", "64", "--json-out", str(out),
+            "chat", "--rollouts", "64", "--out", str(out),
         )
     )  # fmt: skip
     report = json.loads(out.read_text())
@@ -177,7 +177,7 @@ def test_the_loop_stops_at_its_turn_limit(runner: CliRunner, samples: Path) -> N
     assert fork["steps"] == 4  # two model turns and the tool calls they made
     line = one_line_error(
         invoke(
-            runner, samples, "fork", "e88b7591", "--at", "3", "--output", "[]", "--max-turns", "0"
+            runner, samples, "fork", "e88b7591", "--at", "3", "--value", "[]", "--max-turns", "0"
         )
     )
     assert "--max-turns 0 must be at least 1" in line

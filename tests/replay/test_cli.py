@@ -140,7 +140,7 @@ def _fork_without_v841(recorded: Recorded) -> tuple[Result, int, list[dict[str, 
     deploys = [d for d in original.steps[at].output if d["version"] != "v841"]
     assert len(deploys) == len(original.steps[at].output) - 1
     output = orjson.dumps(deploys).decode()
-    fork = ["fork", recorded.id, "--at", str(at), "--output", output, *LIVE]
+    fork = ["fork", recorded.id, "--at", str(at), "--value", output, *LIVE]
     result = ok(invoke(CliRunner(), recorded.store, *fork))
     return result, at, deploys
 
@@ -251,11 +251,11 @@ ERRORS = [
     pytest.param(["record", "--agent", "/nowhere/agent.py:run"], "/nowhere/agent.py", id="missing-agent-file"),
     pytest.param(["replay", "<ID>", "--agent", f"{AGENT_FILE}:nothing"], "has no attribute 'nothing'", id="unknown-agent-function"),
     pytest.param(["record", "--agent", INVESTIGATE, "--input", "{bad"], "--input '{bad' is not JSON", id="input-not-json"),
-    pytest.param(["fork", "<ID>", "--at", "3", "--output", "{bad", "--agent", INVESTIGATE], "--output '{bad' is not JSON", id="output-not-json"),
+    pytest.param(["fork", "<ID>", "--at", "3", "--value", "{bad", "--agent", INVESTIGATE], "--value '{bad' is not JSON", id="output-not-json"),
     pytest.param(["fork", "<ID>", "--at", "3", "--agent", INVESTIGATE], "give exactly one of --do, --observe, --observe-error, --edit, --swap-model", id="neither-output-nor-fault"),
-    pytest.param(["fork", "<ID>", "--at", "3", "--output", "[]", "--fault", "error"], "give exactly one of --do, --observe, --observe-error, --edit, --swap-model", id="both-output-and-fault"),
-    pytest.param(["fork", "<ID>", "--at", "5", "--output", "[]"], "--at 5: <ID> has steps 0..4", id="at-past-the-end"),
-    pytest.param(["fork", "<ID>", "--at=-1", "--output", "[]"], "--at -1: <ID> has steps 0..4", id="at-negative"),
+    pytest.param(["fork", "<ID>", "--at", "3", "--value", "[]", "--fault", "error"], "give exactly one of --do, --observe, --observe-error, --edit, --swap-model", id="both-output-and-fault"),
+    pytest.param(["fork", "<ID>", "--at", "5", "--value", "[]"], "--at 5: <ID> has steps 0..4", id="at-past-the-end"),
+    pytest.param(["fork", "<ID>", "--at=-1", "--value", "[]"], "--at -1: <ID> has steps 0..4", id="at-negative"),
     pytest.param(["fork", "<ID>", "--at", "3", "--fault", "flood"], "unknown fault 'flood'; built-in faults: empty, error, timeout, truncate", id="unknown-fault"),
     pytest.param(["replay", "no-such-run", "--agent", INVESTIGATE], "no-such-run", id="unknown-run"),
     pytest.param(["record", "--agent", f"{TEST_AGENTS}:set_output"], "step 1 (tool 'b'): output = {1, 2} (set)", id="output-not-json-at-record"),
@@ -301,7 +301,7 @@ def test_attribute_with_the_agent_names_the_list_deploys_step(tmp_path: Path) ->
     assert failing.steps[at].output == []
     assert "database" in failing.metadata["answer"]
 
-    scoring = ["--verifier", OUTCOME, "--rollouts", "64", "--json-out", str(report)]
+    scoring = ["--verifier", OUTCOME, "--rollouts", "64", "--out", str(report)]
     attribute = ["attribute", trajectory_id, "--agent", INVESTIGATE, *scoring]
     result = ok(invoke(runner, store, *attribute))
     assert (

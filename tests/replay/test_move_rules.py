@@ -48,7 +48,7 @@ def _cli_fork(runner: CliRunner, store: Path, *args: str) -> Trajectory:
 # (the command's options, the same move from Python, the step, the driver)
 MOVES: list[tuple[list[str], Move, int, Driver]] = [
     (["--observe", "[]"], Move(MoveKind.OBSERVE, []), DEPLOYS, Driver.AUTO),
-    (["--output", "[]"], Move(MoveKind.OUTPUT, []), DEPLOYS, Driver.AUTO),
+    (["--value", "[]"], Move(MoveKind.OUTPUT, []), DEPLOYS, Driver.AUTO),
     (["--observe-error", "503"], Move(MoveKind.OBSERVE_ERROR, "503"), DEPLOYS, Driver.TRACE),
     (["--fault", "timeout"], Move(MoveKind.FAULT, "timeout"), DEPLOYS, Driver.AUTO),
     (["--fault", "truncate"], Move("fault", "truncate"), DEPLOYS, Driver.TRACE),
@@ -146,7 +146,7 @@ BROKEN: list[tuple[str, int, Move, Driver, str, list[str]]] = [
      ["--at", "9", "--observe", "[]"]),
     # of two mistakes, the rules' first is the one said, as the command always did
     ("no-such-step-before-json", 9, Move.parse(MoveKind.OUTPUT, "no"), Driver.AUTO,
-     NOT_A_STEP, ["--at", "9", "--output", "no"]),
+     NOT_A_STEP, ["--at", "9", "--value", "no"]),
     ("observe-a-turn", 2, Move.parse(MoveKind.OBSERVE, "no"), Driver.AUTO,
      "step 2 is a model turn: its output is the agent's action, so it is changed with do, not "
      "observe", ["--at", "2", "--observe", "no"]),

@@ -113,7 +113,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Recorded:
 
 
 def _fork(recorded: Recorded, *options: str, env: dict[str, str] | None = None) -> Result:
-    args = ["fork", recorded.id, "--at", str(recorded.at), "--output", recorded.output, *LIVE]
+    args = ["fork", recorded.id, "--at", str(recorded.at), "--value", recorded.output, *LIVE]
     return invoke(CliRunner(env=env), recorded.store, *args, *options)
 
 

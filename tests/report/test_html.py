@@ -35,7 +35,7 @@ def attributed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Pa
     ok(
         invoke(
             runner, store, "attribute", FAILING, "--resamplers", TOOLS, "--success-if", "v841",
-            "--repair", "--method", "all", "--out", str(report), "--html", str(page),
+            "--repair", "--method", "all", "--out", str(report), "--out", str(page),
         )
     )  # fmt: skip
     return store, report, page
@@ -273,7 +273,7 @@ def test_an_inconclusive_run_shows_its_bracket_and_the_calls_that_might_decide_i
     ok(
         invoke(
             runner, store, "attribute", FAILING, "--resamplers", TOOLS, "--success-if", "v841",
-            "--budget", "40", "--out", str(report), "--html", str(page),
+            "--budget", "40", "--out", str(report), "--out", str(page),
         )
     )  # fmt: skip
     data = orjson.loads(report.read_bytes())
@@ -299,7 +299,7 @@ def test_a_swap_question_is_a_page_of_its_own(
     ok(
         invoke(
             runner, store, "attribute", "scm-swap", "--resamplers", str(SWAP.resamplers),
-            "--swap-model", "large", "--seed", "5", "--repair", "--html", str(page),
+            "--swap-model", "large", "--seed", "5", "--repair", "--out", str(page),
         )
     )  # fmt: skip
     browser_page.goto(page.as_uri())

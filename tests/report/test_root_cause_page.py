@@ -31,7 +31,7 @@ def written(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], P
     ok(
         invoke(
             CliRunner(), store, "attribute", "early-root", "--resamplers", MODULE,
-            "--root-cause", "--out", str(report), "--html", str(page),
+            "--root-cause", "--out", str(report), "--out", str(page),
         )
     )  # fmt: skip
     return orjson.loads(report.read_bytes()), page
@@ -140,7 +140,7 @@ def test_a_settled_run_has_its_own_box(runner: CliRunner, tmp_path: Path) -> Non
     ok(
         invoke(
             runner, store, "attribute", "scm-swap", "--resamplers", str(SWAP.resamplers),
-            "--seed", "5", "--html", str(page),
+            "--seed", "5", "--out", str(page),
         )
     )  # fmt: skip
     html = page.read_text()
