@@ -31,7 +31,7 @@ def test_it_names_what_theory_names_for_a_fraction_of_the_calls(model: Model) ->
     sweep = attribute(
         model.trajectory(),
         model.registry(),
-        AttributionConfig(strategy=Strategy.SWEEP, rollouts=100),
+        AttributionConfig(strategy=Strategy.FIXED, rollouts=100),
     )
     assert adaptive.point_of_commitment == model.point_of_commitment
     assert adaptive.verdict is Verdict.CULPRIT
@@ -89,7 +89,7 @@ def test_a_budget_is_kept_and_the_verdict_says_what_it_could() -> None:
 
 def test_a_budget_needs_the_adaptive_strategy() -> None:
     with pytest.raises(AttributionError, match="needs the adaptive or the scan strategy"):
-        AttributionConfig(strategy=Strategy.SWEEP, budget=100)
+        AttributionConfig(strategy=Strategy.FIXED, budget=100)
 
 
 def test_the_dry_run_bounds_what_it_spends() -> None:

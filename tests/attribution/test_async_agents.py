@@ -52,7 +52,7 @@ def _failed_run() -> Trajectory:
 def _report(run: Trajectory, concurrency: int) -> tuple[bytes, int]:
     registry = Registry()
     registry.set_verifier(outcome)
-    config = AttributionConfig(strategy=Strategy.SWEEP, rollouts=40, concurrency=concurrency)
+    config = AttributionConfig(strategy=Strategy.FIXED, rollouts=40, concurrency=concurrency)
     ACTIVE["most"] = 0
     driver = agent_driver(run, deploy_hunter, registry, config.seed)
     result = attribute(run, registry, config, driver=driver)

@@ -82,7 +82,7 @@ def test_only_resamplable_steps_count() -> None:
 @pytest.mark.parametrize(
     ("strategy", "config"),
     [
-        (Strategy.SWEEP, {"rollouts": 60}),
+        (Strategy.FIXED, {"rollouts": 60}),
         (Strategy.SCAN, {}),
         (Strategy.ADAPTIVE, {}),
         (Strategy.ADAPTIVE, {"max_rollouts": 20}),

@@ -115,7 +115,7 @@ def test_same_seed_same_report_for_1_and_4_workers(model: Model, method: Method)
     reports = []
     for workers, used in ((1, registry), (1, registry), (4, _wrapping(registry, factual, _jitter))):
         config = AttributionConfig(
-            strategy=Strategy.SWEEP,
+            strategy=Strategy.FIXED,
             rollouts=30,
             permutations=12,
             seed=7,
@@ -132,7 +132,7 @@ def test_a_different_seed_changes_the_estimates() -> None:
     steps = []
     for seed in (7, 8):
         config = AttributionConfig(
-            strategy=Strategy.SWEEP, rollouts=30, permutations=12, seed=seed, method=Method.ALL
+            strategy=Strategy.FIXED, rollouts=30, permutations=12, seed=seed, method=Method.ALL
         )
         steps.append(build_report(attribute(factual, registry, config), config)["steps"])
     assert steps[0] != steps[1]
@@ -180,13 +180,13 @@ def test_ctx_history_skips_removed_steps() -> None:
 def test_a_passing_run_is_an_error_by_default() -> None:
     with pytest.raises(AttributionError, match="on_success='credit'") as caught:
         attribute(
-            _passing(), CHAIN.registry(), AttributionConfig(strategy=Strategy.SWEEP, rollouts=10)
+            _passing(), CHAIN.registry(), AttributionConfig(strategy=Strategy.FIXED, rollouts=10)
         )
     assert "scm-chain-passing passed" in str(caught.value)
 
 
 def test_credit_mode_names_the_save_point() -> None:
-    config = AttributionConfig(strategy=Strategy.SWEEP, rollouts=100, on_success=OnSuccess.CREDIT)
+    config = AttributionConfig(strategy=Strategy.FIXED, rollouts=100, on_success=OnSuccess.CREDIT)
     result = attribute(_passing(), CHAIN.registry(), config)
     assert result.mode is Mode.CREDIT
     assert not result.failed and result.outcome == 1.0
@@ -221,7 +221,7 @@ def test_a_resampler_that_raises_stops_the_run_naming_step_function_and_exceptio
         attribute(
             CHAIN.trajectory(),
             registry,
-            AttributionConfig(strategy=Strategy.SWEEP, rollouts=10, workers=workers),
+            AttributionConfig(strategy=Strategy.FIXED, rollouts=10, workers=workers),
         )
     error = caught.value
     assert error.step_index == 1
@@ -237,7 +237,7 @@ def test_fail_rollout_counts_the_rollouts_lost_to_resampler_errors() -> None:
     registry = CHAIN.registry(replace={"read_config": config_server_down})
     rollouts = 10
     config = AttributionConfig(
-        strategy=Strategy.SWEEP, rollouts=rollouts, on_resampler_error=OnResamplerError.FAIL_ROLLOUT
+        strategy=Strategy.FIXED, rollouts=rollouts, on_resampler_error=OnResamplerError.FAIL_ROLLOUT
     )
     result = attribute(CHAIN.trajectory(), registry, config)
     # read_config is resampled by ablate_from(0) and ablate_from(1), and nowhere else
@@ -254,7 +254,7 @@ def test_a_resampler_returning_non_json_is_a_rollout_error() -> None:
     registry = CHAIN.registry(replace={"read_config": returns_a_set})
     with pytest.raises(RolloutError, match="returns_a_set") as caught:
         attribute(
-            CHAIN.trajectory(), registry, AttributionConfig(strategy=Strategy.SWEEP, rollouts=5)
+            CHAIN.trajectory(), registry, AttributionConfig(strategy=Strategy.FIXED, rollouts=5)
         )
     assert caught.value.step_index == 1
 
@@ -274,7 +274,7 @@ def test_step_failed_marks_the_step_and_the_rollout_goes_on() -> None:
     assert result.step_executions == 4  # read_config, decide, apply_config and summarise all ran
     assert result.trajectory.steps[3].output["timeout_s"] is None  # decide saw the failed read
     attributed = attribute(
-        factual, registry, AttributionConfig(strategy=Strategy.SWEEP, rollouts=10)
+        factual, registry, AttributionConfig(strategy=Strategy.FIXED, rollouts=10)
     )
     assert attributed.resampler_errors == 0
 
@@ -457,7 +457,7 @@ def test_no_verifier_says_what_to_add() -> None:
     registry.add_resampler("tool", config_server_down, "read_config")
     with pytest.raises(VerifierError, match="@verifier"):
         attribute(
-            CHAIN.trajectory(), registry, AttributionConfig(strategy=Strategy.SWEEP, rollouts=5)
+            CHAIN.trajectory(), registry, AttributionConfig(strategy=Strategy.FIXED, rollouts=5)
         )
 
 
@@ -477,7 +477,7 @@ def test_a_verifier_returning_a_non_number_is_a_verifier_error(value: Any, where
     registry = CHAIN.registry()
     registry.replace_verifier(fickle_judge)
     with pytest.raises(VerifierError) as caught:
-        attribute(factual, registry, AttributionConfig(strategy=Strategy.SWEEP, rollouts=5))
+        attribute(factual, registry, AttributionConfig(strategy=Strategy.FIXED, rollouts=5))
     message = str(caught.value)
     assert "fickle_judge" in message and repr(value) in message
     assert "must return a number" in message
@@ -489,7 +489,7 @@ def test_an_outcome_at_the_threshold_is_a_pass() -> None:
     registry.replace_verifier(lambda trajectory: 0.5)
     with pytest.raises(AttributionError, match="passed"):
         attribute(CHAIN.trajectory(), registry, AttributionConfig(fail_threshold=0.5))
-    config = AttributionConfig(strategy=Strategy.SWEEP, rollouts=5, fail_threshold=0.6)
+    config = AttributionConfig(strategy=Strategy.FIXED, rollouts=5, fail_threshold=0.6)
     result = attribute(CHAIN.trajectory(), registry, config)
     assert result.failed and result.outcome == 0.5
 
@@ -502,7 +502,7 @@ def test_a_verifier_that_raises_is_a_verifier_error() -> None:
     registry.replace_verifier(broken_judge)
     with pytest.raises(VerifierError, match=r"broken_judge raised KeyError: 'final_answer'"):
         attribute(
-            CHAIN.trajectory(), registry, AttributionConfig(strategy=Strategy.SWEEP, rollouts=5)
+            CHAIN.trajectory(), registry, AttributionConfig(strategy=Strategy.FIXED, rollouts=5)
         )
 
 
@@ -510,7 +510,7 @@ def test_a_verifier_that_raises_is_a_verifier_error() -> None:
 
 
 def test_repair_on_the_chain() -> None:
-    config = AttributionConfig(strategy=Strategy.SWEEP, rollouts=100, repair=True)
+    config = AttributionConfig(strategy=Strategy.FIXED, rollouts=100, repair=True)
     result = attribute(CHAIN.trajectory(), CHAIN.registry(), config)
     repair = result.repair
     assert repair is not None
@@ -540,7 +540,7 @@ def test_a_repair_candidates_function_is_tried(tmp_path: Path) -> None:
     )
     registry = Registry()
     load_resamplers([str(CHAIN.resamplers), str(extra)], registry)
-    config = AttributionConfig(strategy=Strategy.SWEEP, rollouts=60, repair=True)
+    config = AttributionConfig(strategy=Strategy.FIXED, rollouts=60, repair=True)
     repair = attribute(CHAIN.trajectory(), registry, config).repair
     assert repair is not None
     # most similar first: {"timeout_s": 2} (fails), then {"timeout_s": 100}, before the rollouts' 30
@@ -551,7 +551,7 @@ def test_a_repair_candidates_function_is_tried(tmp_path: Path) -> None:
 
 
 def test_no_repair_without_a_point_of_commitment() -> None:
-    config = AttributionConfig(strategy=Strategy.SWEEP, rollouts=3, repair=True)
+    config = AttributionConfig(strategy=Strategy.FIXED, rollouts=3, repair=True)
     result = attribute(BUTTERFLY.trajectory(), BUTTERFLY.registry(), config)
     assert result.verdict is Verdict.INCONCLUSIVE
     assert result.repair is None and result.repair_note
@@ -567,30 +567,30 @@ def test_the_schema_is_a_draft_2020_12_schema() -> None:
 
 
 REPORT_RUNS: dict[str, tuple[Model, AttributionConfig, bool]] = {
-    "contrastive": (CHAIN, AttributionConfig(strategy=Strategy.SWEEP, rollouts=30), False),
+    "contrastive": (CHAIN, AttributionConfig(strategy=Strategy.FIXED, rollouts=30), False),
     "shapley": (
         HISTORY,
-        AttributionConfig(strategy=Strategy.SWEEP, rollouts=30, method=Method.SHAPLEY),
+        AttributionConfig(strategy=Strategy.FIXED, rollouts=30, method=Method.SHAPLEY),
         False,
     ),
     "all": (
         BUTTERFLY,
-        AttributionConfig(strategy=Strategy.SWEEP, rollouts=30, method=Method.ALL),
+        AttributionConfig(strategy=Strategy.FIXED, rollouts=30, method=Method.ALL),
         False,
     ),
     "repair": (
         CHAIN,
-        AttributionConfig(strategy=Strategy.SWEEP, rollouts=60, method=Method.ALL, repair=True),
+        AttributionConfig(strategy=Strategy.FIXED, rollouts=60, method=Method.ALL, repair=True),
         False,
     ),
     "credit": (
         CHAIN,
-        AttributionConfig(strategy=Strategy.SWEEP, rollouts=30, on_success=OnSuccess.CREDIT),
+        AttributionConfig(strategy=Strategy.FIXED, rollouts=30, on_success=OnSuccess.CREDIT),
         True,
     ),
     "inconclusive": (
         BUTTERFLY,
-        AttributionConfig(strategy=Strategy.SWEEP, rollouts=3, repair=True),
+        AttributionConfig(strategy=Strategy.FIXED, rollouts=3, repair=True),
         False,
     ),
 }
@@ -615,7 +615,7 @@ def test_the_report_validates_against_its_schema(case: str) -> None:
 
 
 def test_a_report_that_breaks_the_contract_is_rejected() -> None:
-    config = AttributionConfig(strategy=Strategy.SWEEP, rollouts=10)
+    config = AttributionConfig(strategy=Strategy.FIXED, rollouts=10)
     report = _report(attribute(CHAIN.trajectory(), CHAIN.registry(), config), config)
     report["verdict"] = "probably step 1"
     assert not VALIDATOR.is_valid(report)
@@ -623,7 +623,7 @@ def test_a_report_that_breaks_the_contract_is_rejected() -> None:
 
 def test_cost_counts_every_rollout_and_resample_call() -> None:
     factual, registry = CHAIN.trajectory(), CHAIN.registry()
-    config = AttributionConfig(strategy=Strategy.SWEEP, rollouts=20)
+    config = AttributionConfig(strategy=Strategy.FIXED, rollouts=20)
     result = attribute(factual, registry, config)
     # five resampling plans at 20 rollouts, and the plan holding every step (the record) once
     assert result.rollouts == planned_rollouts(factual, registry, config) == 5 * 20 + 1
@@ -643,7 +643,7 @@ def test_shapley_spends_a_fresh_rollout_on_every_coalition(method: Method, expec
     """10 permutations of 5 players walk 6 coalitions each, none cached; plus both ends of the
     efficiency check at ``rollouts`` each."""
     factual, registry = CHAIN.trajectory(), CHAIN.registry()
-    config = AttributionConfig(strategy=Strategy.SWEEP, rollouts=20, permutations=10, method=method)
+    config = AttributionConfig(strategy=Strategy.FIXED, rollouts=20, permutations=10, method=method)
     result = attribute(factual, registry, config)
     assert result.rollouts == planned_rollouts(factual, registry, config) == expected
 
@@ -658,7 +658,7 @@ def test_progress_totals_are_the_rollouts_that_run(
     search may try once it knows its candidates, and shrunk by what an early success leaves."""
     factual, registry = CHAIN.trajectory(), CHAIN.registry()
     config = AttributionConfig(
-        strategy=Strategy.SWEEP,
+        strategy=Strategy.FIXED,
         rollouts=10,
         permutations=permutations,
         method=method,
@@ -680,7 +680,7 @@ def test_every_inconclusive_report_serialises() -> None:
     failures = []
     for rollouts in (10, 20, 30):
         for seed in range(5):
-            config = AttributionConfig(strategy=Strategy.SWEEP, rollouts=rollouts, seed=seed)
+            config = AttributionConfig(strategy=Strategy.FIXED, rollouts=rollouts, seed=seed)
             result = attribute(factual, registry, config)
             try:
                 dumps_report(build_report(result, config))

@@ -18,7 +18,7 @@ from tests.cli_helpers import invoke, ok
 @pytest.mark.parametrize("method", list(Method), ids=[m.value for m in Method])
 @pytest.mark.parametrize("model", [CHAIN, BUTTERFLY], ids=lambda m: m.name)
 def test_the_planned_calls_are_the_calls_made(model: Model, method: Method) -> None:
-    config = AttributionConfig(strategy=Strategy.SWEEP, rollouts=40, permutations=6, method=method)
+    config = AttributionConfig(strategy=Strategy.FIXED, rollouts=40, permutations=6, method=method)
     cost = planned_cost(model.trajectory(), model.registry(), config)
     result = attribute(model.trajectory(), model.registry(), config)
     assert cost.exact
@@ -34,7 +34,7 @@ def _resamplable(model: Model) -> set[int]:
 
 
 def test_a_repair_search_stays_within_the_worst_case() -> None:
-    config = AttributionConfig(strategy=Strategy.SWEEP, rollouts=60, repair=True)
+    config = AttributionConfig(strategy=Strategy.FIXED, rollouts=60, repair=True)
     cost = planned_cost(CHAIN.trajectory(), CHAIN.registry(), config)
     result = attribute(CHAIN.trajectory(), CHAIN.registry(), config)
     assert cost.calls < result.step_executions <= cost.worst_calls

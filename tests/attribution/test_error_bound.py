@@ -34,7 +34,7 @@ def _model() -> tuple[Trajectory, Registry]:
     return trajectory, registry
 
 
-def _named(rollouts: int, seed: int, strategy: Strategy = Strategy.SWEEP) -> int | None:
+def _named(rollouts: int, seed: int, strategy: Strategy = Strategy.FIXED) -> int | None:
     trajectory, registry = _model()
     config = AttributionConfig(rollouts=rollouts, seed=seed, strategy=strategy)
     return attribute(trajectory, registry, config).point_of_commitment

@@ -173,7 +173,7 @@ def test_a_rollout_whose_agent_crashed_is_left_out_not_counted_as_a_failure(
     answer, the rollout crashed. It is neither a success nor a failure: the plan's rate is of the
     rest, and the crash is counted and named."""
     failing, _ = refund_store(store_path, passing=1, failing=3, agent=careless)
-    config = AttributionConfig(strategy=Strategy.SWEEP, rollouts=24, seed=0)
+    config = AttributionConfig(strategy=Strategy.FIXED, rollouts=24, seed=0)
     code = UserCode(
         resamplers=(MODEL,), success_if=SUCCESS, tools="recorded", agent=f"{AGENTS}:careless"
     )

@@ -20,7 +20,7 @@ def test_one_undecided_step_is_named_as_one() -> None:
     result = attribute(
         CHAIN.trajectory(),
         CHAIN.registry(replace=ONLY_DECIDE),
-        AttributionConfig(strategy=Strategy.SWEEP, rollouts=3),
+        AttributionConfig(strategy=Strategy.FIXED, rollouts=3),
     )
     assert result.verdict is Verdict.INCONCLUSIVE
     assert result.bracket == (3, 3)
@@ -30,7 +30,7 @@ def test_one_undecided_step_is_named_as_one() -> None:
 
 def test_a_budget_that_cannot_decide_is_never_told_it_nearly_did() -> None:
     result = attribute(
-        CHAIN.trajectory(), CHAIN.registry(), AttributionConfig(strategy=Strategy.SWEEP, rollouts=1)
+        CHAIN.trajectory(), CHAIN.registry(), AttributionConfig(strategy=Strategy.FIXED, rollouts=1)
     )
     assert result.verdict is Verdict.INCONCLUSIVE
     floor = decisive_rollouts(0.1, 0.05 / (2 * 5))
@@ -47,7 +47,7 @@ def test_the_smallest_decisive_budget_can_decide(step: int, known: bool) -> None
     floor = decisive_rollouts(0.1, 0.05 / (2 * 5), known=known)
 
     def no_effect(rollouts: int) -> bool | None:
-        config = AttributionConfig(strategy=Strategy.SWEEP, rollouts=rollouts)
+        config = AttributionConfig(strategy=Strategy.FIXED, rollouts=rollouts)
         return attribute(CHAIN.trajectory(), CHAIN.registry(), config).steps[step].no_effect
 
     assert no_effect(floor)  # both plans fail every time

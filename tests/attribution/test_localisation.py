@@ -37,7 +37,7 @@ BY_MODULE = {m.module: m for m in (*MODELS, HISTORY_FROM_THE_RECORD)}
 @cache
 def _attributed(module: str, rollouts: int, seed: int = 0) -> AttributionResult:
     model = BY_MODULE[module]
-    config = AttributionConfig(strategy=Strategy.SWEEP, rollouts=rollouts, seed=seed)
+    config = AttributionConfig(strategy=Strategy.FIXED, rollouts=rollouts, seed=seed)
     return attribute(model.trajectory(), model.registry(), config)
 
 
@@ -190,7 +190,7 @@ def test_reply_follows_the_counterfactual_lookup(model: Model, consistent: bool)
 
 @pytest.mark.parametrize("model", [m for m in MODELS if m.observed_only], ids=_ids)
 def test_observed_only_steps_are_listed_and_never_named(model: Model) -> None:
-    config = AttributionConfig(strategy=Strategy.SWEEP, rollouts=ROLLOUTS, method=Method.ALL)
+    config = AttributionConfig(strategy=Strategy.FIXED, rollouts=ROLLOUTS, method=Method.ALL)
     result = attribute(model.trajectory(), model.registry(), config)
     assert result.point_of_commitment == model.point_of_commitment
     for index in model.observed_only:
@@ -220,7 +220,7 @@ def test_an_observed_only_culprit_is_never_named() -> None:
     factual = CHAIN.trajectory()
     registry = CHAIN.registry(replace={"read_config": None})
     result = attribute(
-        factual, registry, AttributionConfig(strategy=Strategy.SWEEP, rollouts=ROLLOUTS)
+        factual, registry, AttributionConfig(strategy=Strategy.FIXED, rollouts=ROLLOUTS)
     )
     assert result.verdict is Verdict.SETTLED  # conclusive, not an open bracket
     assert result.point_of_commitment is None

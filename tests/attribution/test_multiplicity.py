@@ -44,7 +44,7 @@ def test_zero_effect_steps_are_not_named_by_chance() -> None:
         result = attribute(
             trajectory,
             registry,
-            AttributionConfig(strategy=Strategy.SWEEP, rollouts=100, seed=seed),
+            AttributionConfig(strategy=Strategy.FIXED, rollouts=100, seed=seed),
         )
         if result.verdict is Verdict.CULPRIT:
             named.append(result.point_of_commitment)

@@ -145,7 +145,7 @@ def test_a_lone_run_whose_tool_has_only_its_own_result_cannot_tell(
 ) -> None:
     _store(store_path, with_passing=False)
     page = tmp_path / "report.html"
-    result = ok(invoke(runner, store_path, *_command(model, "--json", "--html", str(page))))
+    result = ok(invoke(runner, store_path, *_command(model, "--json", "--out", str(page))))
     report = orjson.loads(result.stdout)
     Draft202012Validator(REPORT_SCHEMA).validate(report)
     assert report["verdict"] == "cannot-tell", report["explanation"]
@@ -353,7 +353,7 @@ def test_a_root_cause_with_an_earlier_step_that_was_not_varied_stays_open(
         registry.add_resampler(StepKind.TOOL, recorded_outcomes(store, run))
         registry.add_resampler(StepKind.TOOL, _lookup, name="lookup")
         registry.set_verifier(good)
-        config = AttributionConfig(seed=2, driver=Driver.TRACE, strategy=Strategy.SWEEP)
+        config = AttributionConfig(seed=2, driver=Driver.TRACE, strategy=Strategy.FIXED)
         result = attribute(run, registry, config)
     assert result.verdict is Verdict.CULPRIT and result.point_of_commitment == 1
     root = result.root_cause

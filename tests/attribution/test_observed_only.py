@@ -161,7 +161,7 @@ def test_the_trace_walk_never_resamples_a_step_marked_not_resamplable(
     assert registry.verifier is not None
     spied.set_verifier(registry.verifier)
     config = AttributionConfig(
-        strategy=Strategy.SWEEP,
+        strategy=Strategy.FIXED,
         rollouts=30,
         permutations=8,
         seed=3,
@@ -209,7 +209,7 @@ def test_attribute_stored_keeps_the_step_observed_only_in_both_drivers(
 ) -> None:
     jsonl, module = files
     config = AttributionConfig(
-        strategy=Strategy.SWEEP,
+        strategy=Strategy.FIXED,
         rollouts=30,
         permutations=8,
         seed=3,

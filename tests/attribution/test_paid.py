@@ -129,7 +129,7 @@ def test_a_rollout_a_resample_function_ended_counts_the_calls_it_made(
     )
     config = AttributionConfig(
         driver=Driver.TRACE,
-        strategy=Strategy.SWEEP,
+        strategy=Strategy.FIXED,
         rollouts=12,
         workers=4,
         on_resampler_error=OnResamplerError.FAIL_ROLLOUT,

@@ -55,7 +55,7 @@ def test_the_sweep_names_the_root_cause_beside_the_commitment() -> None:
     result = attribute(
         SUPPORT.trajectory(),
         SUPPORT.registry(),
-        AttributionConfig(strategy=Strategy.SWEEP, rollouts=600),
+        AttributionConfig(strategy=Strategy.FIXED, rollouts=600),
     )
     assert result.verdict is Verdict.CULPRIT and result.point_of_commitment == 2
     root = result.root_cause
@@ -66,7 +66,7 @@ def test_the_sweep_names_the_root_cause_beside_the_commitment() -> None:
         "Its root cause is step 1 (tool s01_break), the earliest step that matters: resampling it saves the run 84% ["
         in result.explanation
     )
-    report = build_report(result, AttributionConfig(strategy=Strategy.SWEEP, rollouts=600))
+    report = build_report(result, AttributionConfig(strategy=Strategy.FIXED, rollouts=600))
     assert report["root_cause"]["step"] == 1
 
 
@@ -76,7 +76,7 @@ def test_necessity_and_sufficiency_hold_their_true_values() -> None:
     result = attribute(
         SUPPORT.trajectory(),
         SUPPORT.registry(),
-        AttributionConfig(strategy=Strategy.SWEEP, rollouts=600),
+        AttributionConfig(strategy=Strategy.FIXED, rollouts=600),
     )
     for index in (1, 2):
         kept, ablated = _truth(SUPPORT, index)
@@ -124,7 +124,7 @@ def test_a_fall_on_the_plans_visited_keeps_the_clearings_after_it() -> None:
     assert result.step_executions < scanned.step_executions
 
 
-@pytest.mark.parametrize("strategy", [Strategy.SCAN, Strategy.SWEEP])
+@pytest.mark.parametrize("strategy", [Strategy.SCAN, Strategy.FIXED])
 def test_a_failure_no_step_made_is_settled_not_inconclusive(strategy: Strategy) -> None:
     """The first step breaks the run whatever it draws, and nothing later can mend it: a
     conclusive answer, with its own verdict, not an open bracket."""

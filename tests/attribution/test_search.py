@@ -39,7 +39,7 @@ def _attributed(model: LongRun, config: AttributionConfig = ADAPTIVE) -> Attribu
 
 
 def _sweep_calls(model: LongRun) -> int:
-    config = AttributionConfig(strategy=Strategy.SWEEP, rollouts=100)
+    config = AttributionConfig(strategy=Strategy.FIXED, rollouts=100)
     return planned_cost(model.trajectory(), model.registry(), config).calls
 
 

@@ -36,7 +36,7 @@ EFFICIENCY = 0.1
 def _shapley(module: str, permutations: int = PERMUTATIONS) -> AttributionResult:
     model = next(m for m in MODELS if m.module == module)
     config = AttributionConfig(
-        strategy=Strategy.SWEEP,
+        strategy=Strategy.FIXED,
         rollouts=ROLLOUTS,
         permutations=permutations,
         seed=0,
@@ -110,7 +110,7 @@ def test_credit_mode_efficiency() -> None:
     efficiency gap must compare like with like."""
     (trajectory,) = read_jsonl(SCM / "chain_passing.jsonl")
     config = AttributionConfig(
-        strategy=Strategy.SWEEP,
+        strategy=Strategy.FIXED,
         rollouts=ROLLOUTS,
         permutations=PERMUTATIONS,
         method=Method.SHAPLEY,

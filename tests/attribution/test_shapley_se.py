@@ -68,7 +68,7 @@ def _coverage(permutations: int, seeds: Iterable[int]) -> tuple[float, int]:
         trajectory = model.trajectory()
         for seed in seeds:
             config = AttributionConfig(
-                strategy=Strategy.SWEEP,
+                strategy=Strategy.FIXED,
                 rollouts=1,
                 permutations=permutations,
                 seed=seed,
@@ -148,7 +148,7 @@ def test_batches_grow_toward_the_target_within_bounds() -> None:
 
 def _config(**options: Any) -> AttributionConfig:
     return AttributionConfig(
-        strategy=Strategy.SWEEP,
+        strategy=Strategy.FIXED,
         **{"rollouts": 40, "permutations": 8, "seed": 5, "method": Method.SHAPLEY, **options},
     )
 

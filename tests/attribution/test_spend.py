@@ -72,7 +72,7 @@ def test_the_model_calls_record_their_tokens_on_import(store_path: Path) -> None
 def test_the_dry_run_split_is_what_the_trace_walk_spends(store_path: Path) -> None:
     run = _store(store_path)
     rollouts = 20
-    config = _config(strategy=Strategy.SWEEP, rollouts=rollouts)
+    config = _config(strategy=Strategy.FIXED, rollouts=rollouts)
     with Store.open(store_path, create=False, read_only=True) as store:
         cost, how = planned_cost_stored(store, run.id, config, _code())
         result = attribute_stored(store, run.id, config, _code())
@@ -237,7 +237,7 @@ def test_the_built_in_model_counts_the_tokens_its_server_reports(store_path: Pat
         code = UserCode(
             success_if=SUCCESS, tools="recorded", llm=ChatModelOptions(base_url=server.base_url)
         )
-        config = _config(strategy=Strategy.SWEEP, rollouts=4)
+        config = _config(strategy=Strategy.FIXED, rollouts=4)
         with Store.open(store_path, create=False, read_only=True) as store:
             planned, _ = planned_cost_stored(store, run.id, config, code)
             result = attribute_stored(store, run.id, config, code)

@@ -45,7 +45,7 @@ def test_the_recorded_model_cannot_save_the_run() -> None:
     assert "the failure was settled before the first resamplable step" in result.explanation
 
 
-@pytest.mark.parametrize("strategy", [Strategy.ADAPTIVE, Strategy.SCAN, Strategy.SWEEP])
+@pytest.mark.parametrize("strategy", [Strategy.ADAPTIVE, Strategy.SCAN, Strategy.FIXED])
 def test_the_swap_names_the_latest_step_from_which_the_model_saves_the_run(
     strategy: Strategy,
 ) -> None:

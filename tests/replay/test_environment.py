@@ -110,7 +110,7 @@ def test_attribution_does_not_list_environment_reads_as_candidates() -> None:
     assert _names(failing) == ["ctx.now", "flip", "ctx.uuid"]
     registry = Registry()
     registry.set_verifier(heads)
-    config = AttributionConfig(strategy=Strategy.SWEEP, rollouts=40)
+    config = AttributionConfig(strategy=Strategy.FIXED, rollouts=40)
     result = attribute(failing, registry, config, driver=agent_driver(failing, coin, registry, 0))
     candidates = [s.index for s in result.steps if s.resamplable]
     assert candidates == [1]  # the coin flip; the clock and the id are the world

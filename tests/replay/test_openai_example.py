@@ -81,7 +81,7 @@ def test_the_openai_sdk_investigator_records_replays_forks_and_becomes_a_test(
                 run_id,
                 "--at",
                 "3",
-                "--output",
+                "--value",
                 "[]",
                 *agent,
                 "--verifier",
@@ -186,7 +186,7 @@ def test_swap_model_on_the_unmodified_agent_asks_the_server_for_the_other_model_
     report = orjson.loads(
         ok(
             invoke(runner, store_path, "attribute", failing, "--swap-model", "gpt-other",
-                   *agent, *llm, "--strategy", "sweep", "--rollouts", "2", "--json")
+                   *agent, *llm, "--strategy", "fixed", "--rollouts", "2", "--json")
         ).stdout
     )  # fmt: skip
     assert asked and set(asked) == {"gpt-other"}  # every turn run again, asked of it

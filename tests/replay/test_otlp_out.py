@@ -507,7 +507,7 @@ def test_keeping_rollouts_changes_nothing_the_attribution_finds(samples: Path) -
     code = UserCode(
         resamplers=(str(ROOT / "examples" / "incident" / "tools.py"),), success_if="v841"
     )
-    sweep = AttributionConfig(rollouts=4, strategy=Strategy.SWEEP)
+    sweep = AttributionConfig(rollouts=4, strategy=Strategy.FIXED)
     plain, keeping = sweep, dataclasses.replace(sweep, keep_rollouts=3)
     assert config_digest(plain, code) == config_digest(keeping, code)  # the same question
     with Store.open(samples, read_only=True) as db:

@@ -137,7 +137,7 @@ def test_one_judge_call_per_distinct_answer_and_the_cost_counts_them(
     """Twenty rollouts on four threads end in two answers: two calls at the server, however the
     rollouts interleave, and the report counts them apart from resample-function calls."""
     judge = _judge(judge_server)
-    config = AttributionConfig(strategy=Strategy.SWEEP, rollouts=10, workers=4, driver=Driver.TRACE)
+    config = AttributionConfig(strategy=Strategy.FIXED, rollouts=10, workers=4, driver=Driver.TRACE)
     result = attribute(_run(), _registry(judge), config)
     assert len(judge_server.requests) == 2
     assert result.judge is not None and result.judge.calls == 2

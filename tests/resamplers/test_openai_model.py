@@ -150,7 +150,7 @@ def test_a_refused_request_stops_the_run_naming_the_step(
     registry.add_resampler("llm", _model(models, base_url=fake.base_url))
     registry.set_verifier(lambda t: 0.0)
     with pytest.raises(RolloutError) as caught:
-        attribute(run, registry, AttributionConfig(strategy=Strategy.SWEEP, rollouts=1))
+        attribute(run, registry, AttributionConfig(strategy=Strategy.FIXED, rollouts=1))
     message = str(caught.value)
     assert "step 0 (llm 'm')" in message and "answered 400" in message
     assert "unknown model" in message and "\n" not in message

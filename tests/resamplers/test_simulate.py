@@ -145,7 +145,7 @@ def test_a_lone_incident_is_attributed_to_the_tool_the_model_plays(
         held = _attribute(runner, lone, server.base_url, "recorded")
         assert world.played == 0
         page = lone.parent / "report.html"
-        report = _attribute(runner, lone, server.base_url, "simulate", "--html", str(page))
+        report = _attribute(runner, lone, server.base_url, "simulate", "--out", str(page))
     # recorded draws alone hold the lookup: nothing tells whether it mattered
     assert held["verdict"] == "cannot-tell"
     assert held["steps"][1]["varied"] is False
