@@ -1,23 +1,23 @@
 """The adaptive strategy: search for the suffix that holds the commitment, then scan back from it.
 
 The Point of Commitment is the latest step shown to matter with every later step shown to have no
-effect (`otel_replay.attribution._commitment`, the rule the sweep uses too). The search (`_search`)
-finds, by a gallop from the end and a bisection, the latest position whose suffix matters and the
-earliest whose suffix has no effect; its questions resample whole suffixes, so a handful of them
-clears most of a long run. The scan then estimates steps one by one from that position back, each
-as a sequential question (`_sequential`), and stops at the first shown to matter. The steps it
-never reaches come before the culprit and are never estimated: they are the expensive ones, since
-``ablate_from(i)`` resamples every step from i on.
+effect (`otel_replay.attribution._commitment`, the rule the fixed strategy uses too). The search
+(`_search`) finds, by a gallop from the end and a bisection, the latest position whose suffix
+matters and the earliest whose suffix has no effect; its questions resample whole suffixes, so a
+handful of them clears most of a long run. The scan then estimates steps one by one from that
+position back, each as a sequential question (`_sequential`), and stops at the first shown to
+matter. The steps it never reaches come before the culprit and are never estimated: they are the
+expensive ones, since ``ablate_from(i)`` resamples every step from i on.
 
 Where the search's assumption fails (the failure rate falls somewhere as more of the record is
 kept), the scan starts from the last step instead and nothing is cleared jointly. Where the search
 stays open (at ``max_rollouts`` or the budget), the verdict is inconclusive between the positions it
 had reached.
 
-The stated bound, ``ERROR_BOUND`` on naming a wrong step, holds as for the sweep: each family of
-tests spends its half over the m steps and the search's questions (`_search.questions`), and each
-question over its looks. The search's joint "no effect" also needs its assumption, which it checks
-on every plan it runs (docs/attribution.md, "How sure is the answer").
+The stated bound, ``ERROR_BOUND`` on naming a wrong step, holds as for the fixed strategy: each
+family of tests spends its half over the m steps and the search's questions (`_search.questions`),
+and each question over its looks. The search's joint "no effect" also needs its assumption, which it
+checks on every plan it runs (docs/attribution.md, "How sure is the answer").
 """
 
 from __future__ import annotations
@@ -71,8 +71,8 @@ def adaptive(
     estimates = _scan(rollouts, start, mode, plan)
     cleared_from = resamplable[cleared] if cleared is not None else None
     steps = all_steps(engine.factual, estimates, resamplable, cleared_from)
-    # the sweep's rule over what the search and the scan showed: a step cleared jointly counts as
-    # shown to have no effect, a step never reached may still be the commitment
+    # the fixed strategy's rule over what the search and the scan showed: a step cleared jointly
+    # counts as shown to have no effect, a step never reached may still be the commitment
     named = commitment(steps, resamplable)
     needed, calls = _needed(steps, named.open_steps, searched, rollouts)
     notes: list[str] = []

@@ -7,9 +7,9 @@ inconclusive and the commitment lies between the latest step shown to matter and
 step; where no step is shown to matter, between the first and the last open step. Where no step is
 open and none matters, there is neither: the failure depends on no resampled step.
 
-The sweep (`_contrastive.localise`) and the scan and search (`_adaptive.adaptive`) both read their
-estimates through `commitment`; each then says, in its own terms, how many rollouts might settle a
-bracket it left open (a strategy's cost, not part of the rule).
+The fixed strategy (`_contrastive.localise`) and the scan and search (`_adaptive.adaptive`) both
+read their estimates through `commitment`; each then says, in its own terms, how many rollouts might
+settle a bracket it left open (a strategy's cost, not part of the rule).
 """
 
 from __future__ import annotations

@@ -74,7 +74,7 @@ class Tails:
 
     @classmethod
     def fixed(cls, m: int) -> Tails:
-        """The sweep's: one look, each test at `test_tail`."""
+        """The fixed strategy's: one look, each test at `test_tail`."""
         return cls(test_tail(m), test_tail(m))
 
 
@@ -143,7 +143,8 @@ def _proportion(outcomes: list[Outcome], exact: bool = False, looks: int = 1) ->
 def localise(
     engine: Engine, resamplable: Sequence[int], mode: Mode, config: AttributionConfig
 ) -> Localisation:
-    """The sweep: every resamplable step estimated at ``config.rollouts`` rollouts per plan."""
+    """The fixed strategy: every resamplable step estimated at ``config.rollouts`` rollouts per
+    plan."""
     factual = engine.factual
     n_steps = len(factual.steps)
     walks = engine.walks_record
@@ -309,8 +310,8 @@ def _rollouts_to_settle(
     resamplable: Sequence[int],
     config: AttributionConfig,
 ) -> int | None:
-    """The sweep's rollouts per plan that might settle the bracket ``found`` left open (None when
-    it named a step, or no step holds the commitment)."""
+    """The fixed strategy's rollouts per plan that might settle the bracket ``found`` left open
+    (None when it named a step, or no step holds the commitment)."""
     if found.bracket is None:
         return None
     floor = decisive_rollouts(config.margin, test_tail(len(resamplable)))
