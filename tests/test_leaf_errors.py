@@ -32,10 +32,6 @@ from otel_replay.store import Store
 from tests.cli_helpers import invoke, ok
 from tests.conftest import ROOT
 
-#: Files whose bare raises belong to other parts of issue 41 (the command line's own checks, and
-#: the fleet's selection, which its one --where parser replaces); nothing else may raise one.
-OTHER_PARTS = ("cli/", "fleet/_select.py")
-
 
 def _bare_raises(root: Path) -> list[str]:
     found = []
@@ -54,8 +50,7 @@ def _bare_raises(root: Path) -> list[str]:
 
 def test_the_library_raises_no_bare_base_class() -> None:
     root = Path(otel_replay.__file__).parent
-    bare = [where for where in _bare_raises(root) if not where.startswith(OTHER_PARTS)]
-    assert bare == []
+    assert _bare_raises(root) == []
 
 
 def test_every_leaf_is_documented_in_the_module_tree() -> None:

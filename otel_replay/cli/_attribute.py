@@ -46,7 +46,7 @@ from otel_replay.cli._send import (
     OtlpHeaderOption,
     rollouts_destination,
 )
-from otel_replay.errors import ReplayError
+from otel_replay.errors import SettingError
 from otel_replay.executors import ExecutorKind
 from otel_replay.fleet import Selection
 from otel_replay.model import FAIL_THRESHOLD
@@ -273,9 +273,9 @@ def attribute_command(
             fail_threshold=fail_threshold,
         )  # fmt: skip
         if not (chosen.ids or where or all_failing or since):
-            raise ReplayError("name a run (ID), or choose runs with --where or --all-failing")
+            raise SettingError("name a run (ID), or choose runs with --where or --all-failing")
         if chosen.many and keep_rollouts:
-            raise ReplayError("--keep-rollouts keeps the rollouts of one run: name one run")
+            raise SettingError("--keep-rollouts keeps the rollouts of one run: name one run")
     # the engine, the report and the table load here, not for `--help` or another command
     from otel_replay.cli._attribute_many import run_many
     from otel_replay.cli._attribute_view import run

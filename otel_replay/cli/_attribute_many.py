@@ -26,7 +26,7 @@ from otel_replay.cli._common import (
     user_errors,
 )
 from otel_replay.cli._executing import Running, executing
-from otel_replay.errors import ReplayError
+from otel_replay.errors import NotFoundError, SettingError
 from otel_replay.fleet import Attributed, Selection, attribute_runs, keep, pending, triage
 from otel_replay.resamplers import UserCode
 
@@ -46,7 +46,7 @@ def run_many(
     rows: list[dict[str, Any]] = []
     with user_errors():
         if any(single_only):
-            raise ReplayError(
+            raise SettingError(
                 "--out, --dry-run and --annotate are for one run; the reports of many "
                 "runs are kept in the store (agent-replay ui shows them, agent-replay blame adds "
                 "them up)"
@@ -58,7 +58,7 @@ def run_many(
             chose = triage(db, chosen, code, skip_passing=skip_passing)
             runs = chose.runs
             if not runs and not chose.passing:
-                raise ReplayError("no stored run matches the selection")
+                raise NotFoundError("no stored run matches the selection")
             if chose.scored:
                 err_console.print(
                     f"scored {plural(len(chose.scored), 'run')} that had no outcome "

@@ -23,7 +23,7 @@ from otel_replay.cli._common import (
     shown,
     user_errors,
 )
-from otel_replay.errors import ReplayError
+from otel_replay.errors import NotFoundError, SettingError
 
 
 def blame_command(
@@ -47,12 +47,12 @@ def blame_command(
         if out is not None:
             refuse_store(out, db.path)
             if out.suffix not in (".parquet", ".csv"):
-                raise ReplayError(f"--out {out}: blame writes .parquet or .csv files")
+                raise SettingError(f"--out {out}: blame writes .parquet or .csv files")
         chosen = Selection(where=where, since=since) if where or since else None
         runs = chosen.runs(db) if chosen is not None else None
         table = blame(db, runs)
         if table.height == 0:
-            raise ReplayError("no stored report to add up: `agent-replay attribute` keeps them")
+            raise NotFoundError("no stored report to add up: `agent-replay attribute` keeps them")
         if out is not None:
             written = io.BytesIO()  # in memory first: see export's Parquet (a failure said once)
             table.write_parquet(written) if out.suffix == ".parquet" else table.write_csv(written)

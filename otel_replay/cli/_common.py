@@ -20,7 +20,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from otel_replay.errors import ReplayError
+from otel_replay.errors import ReplayError, SettingError
 from otel_replay.store import Store, damaged, default_store_path
 
 StoreOption = Annotated[
@@ -85,7 +85,7 @@ def report_files(out: list[Path] | None, html: Path | None) -> tuple[Path | None
     pages += [html] if html is not None else []
     for kind, paths in (("JSON report", reports), ("HTML page", pages)):
         if len(paths) > 1:
-            raise ReplayError(
+            raise SettingError(
                 f"--out {paths[0]} and --out {paths[1]}: one {kind} at most (a .html file is "
                 "the page, any other the JSON report)"
             )
@@ -188,7 +188,7 @@ def refuse_store(path: Path, store: Path) -> None:
         return
     target = path.resolve()
     if target in {store.resolve(), Path(f"{store.resolve()}-wal"), Path(f"{store.resolve()}-shm")}:
-        raise ReplayError(f"{path} is the store being read ({store}); write the output elsewhere")
+        raise SettingError(f"{path} is the store being read ({store}); write the output elsewhere")
 
 
 def load_agent(spec: str, instrument: str | None = None) -> Any:

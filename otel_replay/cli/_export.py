@@ -24,7 +24,7 @@ from otel_replay.cli._common import (
     user_errors,
 )
 from otel_replay.cli._remembered import sdks_for, spec_given
-from otel_replay.errors import ReplayError, UnreplayableError
+from otel_replay.errors import NotFoundError, SettingError, UnreplayableError
 from otel_replay.export import (
     agent_for_test,
     check_testable,
@@ -120,7 +120,7 @@ def export_command(
             from otel_replay.frame import steps_frame  # polars loads only when asked for
 
             if out is None:
-                raise ReplayError("--format parquet needs --out FILE.parquet (or - for stdout)")
+                raise SettingError("--format parquet needs --out FILE.parquet (or - for stdout)")
             frame = steps_frame(db, ids)
             # into memory first: polars writing a file itself says a failure as its own traceback
             # (``ComputeError: parquet: ... underlying IO error``), output_file names the file
@@ -139,7 +139,7 @@ def export_command(
 
 def _check_verdict(format: ExportFormat, with_verdict: bool) -> None:
     if with_verdict and format not in (ExportFormat.OTLP_JSON, ExportFormat.OTLP_PROTO):
-        raise ReplayError(
+        raise SettingError(
             f"--with-verdict writes attributes on OTLP spans: --format {format.value} has none "
             "(use --format otlp-json or otlp-proto)"
         )
@@ -148,7 +148,7 @@ def _check_verdict(format: ExportFormat, with_verdict: bool) -> None:
 def _otlp(db: Store, ids: list[str], out: Path | None, proto: bool, verdicts: bool) -> None:
     """The runs as OTLP traces: JSON Lines (default: stdout), or protobuf (needs --out)."""
     if proto and out is None:
-        raise ReplayError("--format otlp-proto needs --out FILE.otlp.pb (or - for stdout)")
+        raise SettingError("--format otlp-proto needs --out FILE.otlp.pb (or - for stdout)")
     written, reported = write_otlp(db, ids, out or Path("-"), proto=proto, verdicts=verdicts)
     if verdicts and reported < written:
         err_console.print(
@@ -169,7 +169,7 @@ def _pytest(
 ) -> None:
     """The test file at ``out`` and the run's native JSONL beside it (``out`` with ``.jsonl``)."""
     if len(ids) != 1 or out is None or str(out) == "-" or agent is None:
-        raise ReplayError(
+        raise SettingError(
             "--format pytest exports one run: give its ID, --agent MODULE:FUNCTION and "
             "--out tests/test_NAME.py"
         )
@@ -181,7 +181,7 @@ def _pytest(
         scorer = spec_given(verifier) or (recorded_verifier(run) if verifier is None else None)
         answer = recorded_answer(run) if verifier is None and scorer is None else None
         if scorer is None and answer is None:
-            raise ReplayError(
+            raise SettingError(
                 "--expect pass needs --verifier MODULE:FUNCTION to say what passing is (run "
                 f"{run.id} was not scored by one)"
             )
@@ -218,7 +218,7 @@ def _pairs(db: Store, runs: set[str] | None, out: Path | None) -> None:
 
     found = list(pairs(db, runs))
     if not found:
-        raise ReplayError(f"no pair to export: {_why_none(unpaired(db, runs), runs is None)}")
+        raise NotFoundError(f"no pair to export: {_why_none(unpaired(db, runs), runs is None)}")
     with output_file(out or Path("-")) as handle:
         for pair in found:
             handle.write(orjson.dumps(pair) + b"\n")

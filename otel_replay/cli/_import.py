@@ -21,7 +21,7 @@ from otel_replay.cli._common import (
     redact_patterns,
     user_errors,
 )
-from otel_replay.errors import ReplayError
+from otel_replay.errors import SettingError
 from otel_replay.importers import DEFAULT_MAX_RECORD_BYTES, Format
 
 _BYTE_COUNT = re.compile(r"(\d+)\s*(?:([KMG])(?:i?B)?|B)?", re.IGNORECASE)
@@ -34,7 +34,7 @@ def byte_count(text: str, option: str = "--max-record-bytes") -> int:
     match = _BYTE_COUNT.fullmatch(text.strip())
     count = int(match[1]) * _BYTE_UNITS[(match[2] or "").upper()] if match else 0
     if not 0 < count <= _MAX_RECORD_CEILING:
-        raise ReplayError(
+        raise SettingError(
             f"{option} {text} must be a number of bytes from 1 to 1T (K, M and G count "
             "1024s: 64M, 1G)"
         )
@@ -48,7 +48,7 @@ def platform_addresses(paths: list[str], since: str | None) -> tuple[list[str], 
     urls = [p for p in paths if platform_of(p) is not None]
     other = next((p for p in paths if "://" in p and platform_of(p) is None), None)
     if other is not None:  # read as a path, its // would fold into one slash
-        raise ReplayError(
+        raise SettingError(
             f"{other} is a URL: import reads trace files and folders, and {sources()}; "
             "agent-replay serve receives traces sent over HTTP"
         )
@@ -57,7 +57,7 @@ def platform_addresses(paths: list[str], since: str | None) -> tuple[list[str], 
         assert platform is not None
         platform.check(url, True)
     if since is not None and not urls:
-        raise ReplayError(
+        raise SettingError(
             "--since chooses traces on a platform (phoenix://, mlflow://, jaeger://); files "
             "import whole"
         )

@@ -23,7 +23,7 @@ from otel_replay.cli._common import (
     shown,
     trajectory_table,
 )
-from otel_replay.errors import ReplayError, TraceFormatError, quoting_through
+from otel_replay.errors import NotFoundError, ReplayError, TraceFormatError, quoting_through
 from otel_replay.importers import Format, ReadOptions, read_path
 from otel_replay.ingest import IngestResult, ingest
 from otel_replay.model import Trajectory, is_failure
@@ -63,7 +63,9 @@ def expand(paths: list[Path]) -> list[Path]:
             files.append(path)
     if not files:
         shown_paths = ", ".join(str(p) for p in paths)
-        raise ReplayError(f"no trace files in {shown_paths} (folders are searched with subfolders)")
+        raise NotFoundError(
+            f"no trace files in {shown_paths} (folders are searched with subfolders)"
+        )
     return files
 
 

@@ -31,7 +31,7 @@ from otel_replay.cli._config import (
     parse_config,
     shown_path,
 )
-from otel_replay.errors import ReplayError
+from otel_replay.errors import SettingError
 from otel_replay.model import Trajectory
 
 try:  # typer vendors click from 0.20 on; earlier it depends on click itself
@@ -83,7 +83,7 @@ def init_command(
     asked here. Every command reads it from then on; flags still win."""
     with user_errors():
         if out.exists() and not force:
-            raise ReplayError(f"{shown_path(out)} exists; --force replaces it")
+            raise SettingError(f"{shown_path(out)} exists; --force replaces it")
         root = ctx.find_root()
         assert isinstance(root.command, TyperGroup)
         attribute = root.command.get_command(root, "attribute")
@@ -114,7 +114,7 @@ def remembered(run: str, store: Path | None, attribute: click.Command) -> Settin
                 settings = {k: v for k, v in settings.items() if k not in scoring}
             settings.update(attributed)
     if not any(not isinstance(v, dict) or v for v in settings.values()):
-        raise ReplayError(
+        raise SettingError(
             f"{trajectory.id} remembers no code (it was not recorded or attributed here); "
             "run agent-replay init without an id to be asked"
         )

@@ -28,7 +28,7 @@ from otel_replay.cli._common import (
     trajectory_table,
     user_errors,
 )
-from otel_replay.errors import NotFoundError, ReplayError
+from otel_replay.errors import NotFoundError, SettingError
 from otel_replay.importers import Format, LintedRun, ReadOptions, lint_file, lint_stored
 from otel_replay.replayable import ReplayabilityVerdict
 from otel_replay.store import default_store_path
@@ -90,7 +90,7 @@ def lint_command(
         paths = [Path(t) for t in targets or () if Path(t).exists()]
         ids = [t for t in targets or () if not Path(t).exists()]
         if not paths and not ids and where is None:
-            raise ReplayError("lint needs trace files, stored run ids or --where FILTER")
+            raise SettingError("lint needs trace files, stored run ids or --where FILTER")
         files = expand(paths) if paths else []
         runs = [run for path in files for run in lint_file(path, format, ReadOptions())]
         if ids or where is not None:
@@ -108,7 +108,7 @@ def _stored(store: Path | None, ids: list[str], where: str | None) -> list[Linte
     nor a stored run says both."""
     path = store if store is not None else default_store_path()
     if ids and not path.exists():
-        raise ReplayError(
+        raise NotFoundError(
             f"{ids[0]} is no file or directory, and there is no store at {path} to look it up in"
         )
     with open_store(store) as db:
@@ -130,7 +130,7 @@ def _gate(text: str) -> ReplayabilityVerdict:
     for gate in gates:
         if text == gate.value:
             return gate
-    raise ReplayError(
+    raise SettingError(
         f"--fail-on {text}: the verdicts a run can fail on are {', '.join(g.value for g in gates)}"
     )
 

@@ -59,7 +59,7 @@ from otel_replay.cli._send import (
     said_sent,
     send_runs,
 )
-from otel_replay.errors import ReplayError
+from otel_replay.errors import SettingError
 from otel_replay.model import Step, StepKind, Trajectory
 from otel_replay.replay import FAULTS, Driver
 from otel_replay.replayable import check_servable
@@ -84,7 +84,7 @@ def _json_option(text: str | None, option: str) -> Any:
     try:
         return orjson.loads(text)
     except orjson.JSONDecodeError as exc:
-        raise ReplayError(f"{option} {text!r} is not JSON: {exc.msg}") from None
+        raise SettingError(f"{option} {text!r} is not JSON: {exc.msg}") from None
 
 
 def record_command(
@@ -463,7 +463,7 @@ def _move(
     if remove:
         given.append((MoveKind.REMOVE, None))
     if len(given) != 1:
-        raise ReplayError(
+        raise SettingError(
             "give exactly one of --do, --observe, --observe-error, --edit, --swap-model, "
             "--value, --fault, --remove"
         )

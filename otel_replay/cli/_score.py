@@ -29,7 +29,7 @@ from otel_replay.cli._common import (
     shown,
     user_errors,
 )
-from otel_replay.errors import ReplayError
+from otel_replay.errors import NotFoundError, SettingError
 
 if TYPE_CHECKING:
     from otel_replay.fleet import Scored
@@ -85,7 +85,7 @@ def score_command(
         chosen = Selection(ids=tuple(ids or ()), where=where, since=since)
         with open_store(store, write=True) as db:
             if not chosen.runs(db):
-                raise ReplayError("no stored run matches the selection")
+                raise NotFoundError("no stored run matches the selection")
             results = score_runs(db, chosen, code, force=force)
     _show(results, json)
 
@@ -93,14 +93,14 @@ def score_command(
 def _check(scoring: bool, chosen: bool, every: bool) -> None:
     """The mistakes said before the store is opened: nothing to score with, no runs named."""
     if not scoring:
-        raise ReplayError(
+        raise SettingError(
             "nothing to score runs with: give --success-if REGEX, --fail-if REGEX, --judge "
             "QUESTION or --verifier module:function"
         )
     if not (chosen or every):
-        raise ReplayError("name runs (ID...), or choose them with --where, --since or --all")
+        raise SettingError("name runs (ID...), or choose them with --where, --since or --all")
     if every and chosen:
-        raise ReplayError("--all is every stored run: give it without IDs, --where or --since")
+        raise SettingError("--all is every stored run: give it without IDs, --where or --since")
 
 
 def _show(results: list[Scored], json: bool) -> None:

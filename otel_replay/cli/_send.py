@@ -12,7 +12,7 @@ import typer
 
 from otel_replay._web import shown_url
 from otel_replay.cli._common import console, err_console, print_error, shown
-from otel_replay.errors import ReplayError
+from otel_replay.errors import SettingError
 
 if TYPE_CHECKING:
     from otel_replay.errors import ExportError
@@ -63,7 +63,7 @@ def rollouts_destination(
     """`otlp_destination` for ``attribute``: ``--keep-rollouts N`` says which rollouts
     ``--otlp-endpoint`` gets, so the endpoint does not go without it."""
     if endpoint is not None and keep == 0:
-        raise ReplayError(
+        raise SettingError(
             "--otlp-endpoint sends the rollouts --keep-rollouts N keeps: say how many of each plan"
         )
     return otlp_destination(endpoint, headers, compression)

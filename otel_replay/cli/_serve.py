@@ -22,7 +22,7 @@ from otel_replay.cli._common import (
     user_errors,
 )
 from otel_replay.cli._import import byte_count
-from otel_replay.errors import ReplayError
+from otel_replay.errors import SettingError
 from otel_replay.store import default_store_path
 
 if TYPE_CHECKING:
@@ -67,7 +67,7 @@ def serve_command(
 
     with user_errors():
         if not flush_after > 0:
-            raise ReplayError(f"--flush-after {flush_after:g} must be above 0 seconds")
+            raise SettingError(f"--flush-after {flush_after:g} must be above 0 seconds")
         patterns = redact_patterns(redact, redact_common)
         receiver = Receiver(
             lambda: open_store(store, write=True, create=True),

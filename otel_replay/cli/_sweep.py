@@ -31,7 +31,7 @@ from otel_replay.cli._common import (
     report_files,
     user_errors,
 )
-from otel_replay.errors import ReplayError
+from otel_replay.errors import SettingError
 from otel_replay.executors import ExecutorKind
 from otel_replay.model import FAIL_THRESHOLD
 
@@ -141,7 +141,7 @@ def sweep_command(
     one."""
     with user_errors():
         if max(0, max_rollouts) < 1:
-            raise ReplayError(f"--max-rollouts {max_rollouts}: a cell needs at least one rollout")
+            raise SettingError(f"--max-rollouts {max_rollouts}: a cell needs at least one rollout")
         json_out, html_out = report_files(out, html)
         config = AttributionConfig(
             seed=seed, max_rollouts=max_rollouts, **budget_settings(budget),
@@ -156,7 +156,7 @@ def sweep_command(
         fault_names = [f.strip() for f in faults.split(",") if f.strip()]
         step_words = [w.strip() for s in steps or () for w in s.split(",") if w.strip()] or None
         if (run_id is None) == (where is None and since is None):
-            raise ReplayError("name one run (ID), or choose runs with --where")
+            raise SettingError("name one run (ID), or choose runs with --where")
     from otel_replay.cli._executing import Running
     from otel_replay.cli._sweep_view import run_many, run_one
 
@@ -167,6 +167,6 @@ def sweep_command(
     else:
         if json_out is not None or html_out is not None or dry_run:
             with user_errors():
-                raise ReplayError("--out and --dry-run take one run: name it (ID)")
+                raise SettingError("--out and --dry-run take one run: name it (ID)")
         run_many(store, (where, since, limit, fail_threshold), fault_names, step_words,
                  config, code, running, json=json)  # fmt: skip

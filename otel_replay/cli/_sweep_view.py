@@ -30,7 +30,7 @@ from otel_replay.cli._common import (
     user_errors,
 )
 from otel_replay.cli._executing import Running, executing
-from otel_replay.errors import AttributionError, ReplayError
+from otel_replay.errors import AttributionError, NotFoundError
 from otel_replay.fleet import Selection, fragility
 from otel_replay.report import build_sweep_report, dumps_sweep_report, rerun_sweep, sweep_html
 from otel_replay.resamplers import UserCode
@@ -109,7 +109,7 @@ def run_many(
             selection = Selection(where=where, since=since, limit=limit, fail_threshold=threshold)
             ids = selection.runs(db)
             if not ids:
-                raise ReplayError(f"--where {where}: no stored run matches")
+                raise NotFoundError(f"--where {where}: no stored run matches")
             for run_id in ids:
                 try:
                     results.append(
@@ -120,7 +120,7 @@ def run_many(
                 except AttributionError as exc:  # --steps names none of this run's steps
                     skipped.append(f"{run_id[:12]}: {exc}")
         if not results:
-            raise ReplayError(f"no run could be swept: {skipped[0]}")
+            raise NotFoundError(f"no run could be swept: {skipped[0]}")
     rows = fragility(results)
     if json:
         print_json(

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from otel_replay.errors import ReplayError, setting
+from otel_replay.errors import SettingError, setting
 from otel_replay.store import Store, TrajectorySummary
 
 _AGO = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
@@ -32,7 +32,7 @@ def parse_since(text: str, now_ns: int | None = None) -> int:
     try:
         moment = datetime.fromisoformat(text.strip())
     except ValueError:
-        raise ReplayError(
+        raise SettingError(
             f"{setting('since', text, quoted=True)} is neither a date or time (2026-03-14, 2026-03-14T15:00) nor an "
             "age (30m, 24h, 7d)"
         ) from None
@@ -63,7 +63,7 @@ class Selection:
     def runs(self, store: Store) -> list[str]:
         """The selected runs' full ids, in order (an id asked for twice counts once)."""
         if self.limit is not None and self.limit < 1:
-            raise ReplayError(f"{setting('limit', self.limit)} must be at least 1")
+            raise SettingError(f"{setting('limit', self.limit)} must be at least 1")
         # the store reads the filter (a mistake in it is its `QueryError`, before any id is
         # resolved) and answers it from its indexes
         matching = None if self.where is None else list(store.runs(self.where))
