@@ -128,7 +128,14 @@ def _passes_paired(n: int, pi_b: float, pi_c: float, tails: Tails, test: str) ->
 
 #: (steps, P(a pair fails only with the step kept), only with it resampled); under a schedule of
 #: at most 200 rollouts per plan, so that summing over every pair of counts stays quick
-PAIRED_BEYOND = [(8, 0.11, 0.0), (8, 0.0, 0.11), (8, 0.2, 0.09), (16, 0.3, 0.19)]
+#: The last two take most of this file's time (many looks, each summed over every count): the
+#: statistical tier runs them.
+PAIRED_BEYOND = [
+    (8, 0.11, 0.0),
+    (8, 0.0, 0.11),
+    pytest.param(8, 0.2, 0.09, marks=pytest.mark.statistical),
+    pytest.param(16, 0.3, 0.19, marks=pytest.mark.statistical),
+]
 SHORT = AttributionConfig(max_rollouts=200)
 
 
@@ -141,7 +148,10 @@ def test_no_effect_over_paired_rollouts_keeps_its_share_of_the_bound(
     assert error <= share_of(m), (error, share_of(m))
 
 
-@pytest.mark.parametrize(("pi_b", "pi_c"), [(0.0, 0.0), (0.05, 0.05), (0.2, 0.2)])
+@pytest.mark.parametrize(
+    ("pi_b", "pi_c"),
+    [(0.0, 0.0), (0.05, 0.05), pytest.param(0.2, 0.2, marks=pytest.mark.statistical)],
+)
 def test_matters_over_paired_rollouts_keeps_its_share_when_nothing_changes(
     pi_b: float, pi_c: float
 ) -> None:
