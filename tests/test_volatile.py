@@ -11,10 +11,11 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
+from examples.fake_model_server import FakeModelServer
 from otel_replay.hashing import content_form, op_key, stored_key
 from otel_replay.model import Step, StepKind, Trajectory
 from otel_replay.replay import diff, record, replay, uninstrument
-from tests.replay.test_instrument import FAKE, QUESTION, Server, support_agent
+from tests.replay.test_instrument import FAKE, QUESTION, support_agent
 
 # --- one call: its op_key ------------------------------------------------------------------------
 
@@ -181,7 +182,7 @@ def test_two_recordings_of_an_unmodified_agent_compare_identical_and_replay() ->
     import otel_replay
 
     otel_replay.instrument("openai")
-    server = Server()
+    server = FakeModelServer()
     try:
         arguments = {"question": QUESTION, "base_url": server.url}
         one = record(support_agent, arguments=arguments).trajectory

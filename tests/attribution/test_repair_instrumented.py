@@ -16,6 +16,7 @@ import orjson
 import pytest
 from typer.testing import CliRunner
 
+from examples.fake_model_server import FakeModelServer
 from otel_replay import Store
 from otel_replay.attribution._stats import similarity
 from otel_replay.messages import assistant_message
@@ -23,7 +24,7 @@ from otel_replay.replay import uninstrument
 from otel_replay.viewer._compare import diff_page
 from tests.attribution.support_resamplers import DATED, UNDATED
 from tests.cli_helpers import invoke, ok
-from tests.replay.test_instrument import SUPPORT, Server
+from tests.replay.test_instrument import SUPPORT
 
 RESAMPLERS = str(Path(__file__).with_name("support_resamplers.py"))
 SDK_SHAPE = re.compile(r"chatcmpl|choices|chat\.completion")
@@ -45,7 +46,7 @@ def repaired(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Repaired]:
     folder = tmp_path_factory.mktemp("instrumented")
     store, report, page = folder / "store.db", folder / "report.json", folder / "report.html"
     runner = CliRunner()
-    server = Server()
+    server = FakeModelServer()
     try:
         arguments = orjson.dumps(
             {"question": "Is a late delivery refundable?", "base_url": server.url}
