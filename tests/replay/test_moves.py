@@ -11,6 +11,7 @@ import orjson
 import pytest
 from typer.testing import CliRunner
 
+from examples.fake_model_server import FakeModelServer
 from examples.incident.world import list_deploys
 from otel_replay.store import Store
 from tests.cli_helpers import invoke, ok, one_line_error
@@ -237,14 +238,12 @@ resampler("tool", name="search_logs")(lambda step, ctx: search_logs(**step.input
 def test_swap_model_asks_the_other_model_from_step_k_on_and_not_before(
     runner: CliRunner, store_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tests.replay.test_instrument import FAKE  # the local fake OpenAI-compatible server
+    server = FakeModelServer()  # the one fake model server; it keeps every request's body
+    url = server.url
 
-    asked: list[str] = []
-    answer = FAKE.openai_chat
-    monkeypatch.setattr(
-        FAKE, "openai_chat", lambda body: asked.append(body["model"]) or answer(body)
-    )
-    server, url = FAKE.serve()
+    def asked() -> set[str]:
+        return {body["model"] for body in server.requests}
+
     try:
         monkeypatch.setenv("SWAP_TEST_URL", url)
         module = tmp_path / "swap_resamplers.py"
@@ -254,7 +253,7 @@ def test_swap_model_asks_the_other_model_from_step_k_on_and_not_before(
         forked, diff = _fork(
             runner, store_path, "5bb58492", "--from", "2", "--swap-model", "gpt-swapped", extra=code
         )
-        assert asked and set(asked) == {"gpt-swapped"}  # nothing was asked of a model before step 2
+        assert asked() == {"gpt-swapped"}  # nothing was asked of a model before step 2
         with Store.open(store_path, read_only=True) as db:
             original = db.get("5bb58492")
         served = [(s.op_key, s.output) for s in forked.steps[:2]]
@@ -262,16 +261,14 @@ def test_swap_model_asks_the_other_model_from_step_k_on_and_not_before(
         assert forked.steps[2].inputs["model"] == "gpt-swapped"
         assert forked.metadata["move"] == "swap-model" and diff["first_divergence"] == 2
         assert diff["change"] == "model changed"
-        asked.clear()
+        server.requests.clear()
         from_start, _ = _fork(
             runner, store_path, "5bb58492", "--from", "0", "--swap-model", "gpt-swapped", extra=code
         )
-        assert from_start.steps[0].inputs["model"] == "gpt-swapped" and set(asked) == {
-            "gpt-swapped"
-        }
+        assert from_start.steps[0].inputs["model"] == "gpt-swapped"
+        assert asked() == {"gpt-swapped"}
     finally:
-        server.shutdown()
-        server.server_close()
+        server.stop()
 
 
 def test_swap_model_in_the_trace_walk() -> None:
