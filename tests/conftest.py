@@ -1,11 +1,14 @@
-"""Shared fixtures: the published trace corpus beside the project, the bundled samples, a CLI runner;
-and the tiers: plain ``pytest`` runs the fast one and skips the slow ones (`SLOW_TIERS`), saying
-``--all`` runs them; ``pytest --all`` (what ``.ci/run`` runs) or any ``-m`` runs what it names."""
+"""Shared fixtures: the published trace corpus beside the project, the bundled samples, a CLI runner,
+the documentation's pages started with the session (`documentation_pages`); and the tiers: plain
+``pytest`` runs the fast one and skips the slow ones (`SLOW_TIERS`), saying ``--all`` runs them;
+``pytest --all`` (what ``.ci/run`` runs) or any ``-m`` runs what it names."""
 
 from __future__ import annotations
 
 import os
 import struct
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import orjson
@@ -26,6 +29,8 @@ PLATFORM_FIXTURES = frozenset({"phoenix", "phoenix_auth", "mlflow", "mlflow_auth
 BROWSER_FIXTURES = frozenset({"browser", "browser_page"})
 #: Every test here runs whole agents on real SDKs, end to end.
 SCENARIOS = ROOT / "tests" / "scenarios"
+#: The test of one documentation page (`tests/test_docs_commands.py`), started with the session.
+_EVERY_COMMAND = "test_every_command_of_the_page_runs_as_documented"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -92,6 +97,25 @@ def requires_ray() -> None:
             "the ray extra is not installed (pip install 'otel-replay[ray]')",
             allow_module_level=True,
         )
+
+
+@pytest.fixture(scope="session", autouse=True)
+def documentation_pages(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[Path, Future[list[str]]]]:
+    """The documentation's pages the session runs (`tests/test_docs_commands.py`), started as the
+    session starts, each page's failures when it is done. A page's commands are processes of their
+    own, each page in its own folder with its servers on free ports, so they run on the machine's
+    other cores while the rest of the suite runs on one; each page's test waits for its page."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    pool = ThreadPoolExecutor(max_workers=max(1, (cores or 1) - 1), thread_name_prefix="page")
+    started: dict[Path, Future[list[str]]] = {}
+    for item in request.session.items:
+        if isinstance(item, pytest.Function) and item.originalname == _EVERY_COMMAND:
+            path, folder = item.callspec.params["path"], tmp_path_factory.mktemp("page")
+            started[path] = pool.submit(item.module.run_one_page, path, folder)
+    yield started
+    pool.shutdown(wait=True, cancel_futures=True)  # those not started (after -x stopped it)
 
 
 @pytest.fixture

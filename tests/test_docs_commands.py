@@ -7,17 +7,15 @@ they run). Beside them: the markers are read as documented, a failing command is
 line, exit code and output, and no documented command names a file the repository does not ship.
 
 The pages are independent (each its own folder, its servers on free ports of their own), so the
-pages a session selects start together, as many at once as the machine has cores (`page_runs`),
-and each page's test waits for its own: a two-core machine runs two pages' commands at a time.
+pages a session selects start as the session starts, on the machine's other cores
+(`tests.conftest.documentation_pages`), and each page's test waits for its own.
 """
 
 from __future__ import annotations
 
-import os
 import socket
 import sys
-from collections.abc import Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from pathlib import Path
 
 import pytest
@@ -51,49 +49,22 @@ def agent_replay() -> Path:
     return found
 
 
-def _run_page(path: Path, folder: Path) -> list[str]:
+def run_one_page(path: Path, folder: Path) -> list[str]:
+    """Run the page at ``path`` in a folder made under ``folder``: its failures."""
     page = _page(path)
     return page.problems + run_page(page, make_folder(ROOT, folder / "page"))
 
 
-@pytest.fixture(scope="module")
-def page_runs(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, agent_replay: Path
-) -> Iterator[dict[Path, Future[list[str]]]]:
-    """Each page the session runs, started at once on a pool of one thread per core: each page's
-    failures, when it is done."""
-    selected = [
-        item.callspec.params["path"]
-        for item in request.session.items
-        if item.path == request.path and item.name.startswith(f"{_EVERY_COMMAND.__name__}[")
-        and isinstance(item, pytest.Function)
-    ]  # fmt: skip
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    with ThreadPoolExecutor(max_workers=max(1, cores or 1)) as pool:
-        runs = {
-            path: pool.submit(
-                _run_page, path, tmp_path_factory.mktemp(_name(path).replace("/", "-"))
-            )
-            for path in selected
-        }
-        yield runs
-        for run in runs.values():
-            run.cancel()  # those not started (after -x stopped the session)
-
-
 @pytest.mark.parametrize("path", PAGES, ids=_name)
 def test_every_command_of_the_page_runs_as_documented(
-    path: Path, page_runs: dict[Path, Future[list[str]]]
+    path: Path, agent_replay: Path, documentation_pages: dict[Path, Future[list[str]]]
 ) -> None:
     page = _page(path)
-    failures = page_runs[path].result()
+    failures = documentation_pages[path].result()
     ran = sum(len(b.commands) for b in page.blocks if b.runs)
     assert not failures, f"{len(failures)} failure(s) in {page.name} ({ran} commands run):\n\n" + (
         "\n\n".join(failures)
     )
-
-
-_EVERY_COMMAND = test_every_command_of_the_page_runs_as_documented
 
 
 def test_no_documented_command_names_a_file_the_repository_does_not_ship() -> None:
