@@ -18,6 +18,7 @@ from typer.testing import CliRunner, Result
 
 from otel_replay import Store
 from otel_replay.cli import app
+from tests.cli_helpers import ok, one_line_error
 from tests.conftest import ROOT, SAMPLES
 
 WIDE = {"COLUMNS": "250", "AGENT_REPLAY_STORE": ""}
@@ -51,19 +52,6 @@ def run(*args: str, input: str | None = None) -> Result:
     )
     assert "Traceback" not in result.output
     return result
-
-
-def ok(result: Result) -> Result:
-    assert result.exit_code == 0, result.output
-    return result
-
-
-def one_line(result: Result) -> str:
-    assert result.exit_code == 1, result.output
-    lines = [line for line in result.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("error: ")
-    return lines[0]
 
 
 def rel(path: Path, start: Path) -> str:
@@ -209,7 +197,7 @@ def test_a_pyproject_table_counts_and_agent_replay_toml_wins_beside_it(project: 
         f"--resamplers {tools} " in json.loads((project / "r.json").read_text())["config"]["rerun"]
     )
     write(project / "agent-replay.toml", 'store = "elsewhere.db"\n')
-    assert "elsewhere.db" in one_line(run("attribute", "incident-fail"))
+    assert "elsewhere.db" in one_line_error(run("attribute", "incident-fail"))
 
 
 def test_a_mistake_in_a_pyproject_table_names_its_line(project: Path) -> None:
@@ -218,7 +206,7 @@ def test_a_mistake_in_a_pyproject_table_names_its_line(project: Path) -> None:
     )
     write(project / "pyproject.toml", text + "margin = 'wide'\n")
     before = state(project)
-    line = one_line(run("attribute", "incident-fail", "--store", "runs.db"))
+    line = one_line_error(run("attribute", "incident-fail", "--store", "runs.db"))
     assert line == "error: pyproject.toml:8: margin = 'wide': --margin takes a number"
     assert state(project) == before
 
@@ -263,7 +251,7 @@ def test_a_mistake_in_the_file_is_one_located_line_and_the_store_untouched(
 ) -> None:
     write(project / "agent-replay.toml", text)
     before = state(project)
-    line = one_line(run("attribute", "incident-fail", "--store", "runs.db"))
+    line = one_line_error(run("attribute", "incident-fail", "--store", "runs.db"))
     assert line.startswith("error: agent-replay.toml:"), line
     assert said in line, line
     assert state(project) == before
@@ -271,14 +259,14 @@ def test_a_mistake_in_the_file_is_one_located_line_and_the_store_untouched(
 
 def test_config_none_reads_no_file(project: Path) -> None:
     write(project / "agent-replay.toml", "sucess-if = 'v841'\n")
-    assert "no command takes --sucess-if" in one_line(run("list", "--store", "runs.db"))
+    assert "no command takes --sucess-if" in one_line_error(run("list", "--store", "runs.db"))
     ok(run("--config", "none", "list", "--store", "runs.db"))
     ok(run("list", "--store", "runs.db", "--config", "none"))
 
 
-def test_a_missing_config_file_is_one_line(project: Path) -> None:
+def test_a_missing_config_file_is_one_line_error(project: Path) -> None:
     before = state(project)
-    assert one_line(run("--config", "nowhere.toml", "list", "--store", "runs.db")) == (
+    assert one_line_error(run("--config", "nowhere.toml", "list", "--store", "runs.db")) == (
         "error: nowhere.toml: no such configuration file"
     )
     assert state(project) == before
@@ -298,7 +286,7 @@ def test_init_writes_what_an_attribution_remembers(project: Path) -> None:
         "margin = 0.2",
         "repair = true",
     ]
-    again = one_line(run("init", "incident-fail", "--store", "runs.db"))
+    again = one_line_error(run("init", "incident-fail", "--store", "runs.db"))
     assert again == "error: agent-replay.toml exists; --force replaces it"
     ok(run("init", "incident-fail", "--store", "runs.db", "--force"))
     forked = fork_outcome("incident-fail", "--store", "runs.db", "--at", "3", "--observe", DEPLOY)
@@ -322,7 +310,7 @@ def test_init_writes_how_a_recorded_run_was_made_relative_to_the_file(project: P
 
 def test_init_from_a_run_that_remembers_nothing_says_so(project: Path) -> None:
     before = state(project)
-    line = one_line(run("init", "incident-pass", "--store", "runs.db"))
+    line = one_line_error(run("init", "incident-pass", "--store", "runs.db"))
     assert "remembers no code" in line
     assert state(project) == before
 
@@ -339,5 +327,5 @@ def test_init_asks_when_no_run_is_given(project: Path) -> None:
     )
     (project / "agent-replay.toml").unlink()
     wrong = "\n\n\n\nbogus\n\n\n\n"  # llm: bogus
-    assert "--llm takes one of" in one_line(run("init", input=wrong))
+    assert "--llm takes one of" in one_line_error(run("init", input=wrong))
     assert not (project / "agent-replay.toml").exists()
