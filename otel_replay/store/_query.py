@@ -32,7 +32,7 @@ import re
 from dataclasses import dataclass
 
 from otel_replay._regex import PatternError, compiled, searches
-from otel_replay.errors import StoreError, setting
+from otel_replay.errors import StoreError, preview, setting
 from otel_replay.model import FAIL_THRESHOLD
 
 
@@ -142,10 +142,10 @@ def parse_filter(text: str | None, search: str | None = None) -> Filter:
             break
         found = _CONDITION.match(text, position)
         if found is None and _NO_VALUE.match(text, position):
-            raise QueryError(f"{_where(text)}: cannot read {text[position:]!r}{_HOW}")
+            raise QueryError(f"{_where(text)}: cannot read {_part(text[position:])}{_HOW}")
         found = found or _WORD.match(text, position)
         if found is None:  # an unclosed quote
-            raise QueryError(f"{_where(text)}: cannot read {text[position:]!r}{_HOW}")
+            raise QueryError(f"{_where(text)}: cannot read {_part(text[position:])}{_HOW}")
         position = found.end()
         if found.group().lower() == "and":
             continue
@@ -167,29 +167,35 @@ def _where(text: str) -> str:
     return setting("where", text, quoted=True)
 
 
+def _part(text: str) -> str:
+    """The part of a filter a message names: quoted, and cut short when it is long (the whole
+    filter is in the message already)."""
+    return preview(text, 120)
+
+
 def _condition(found: re.Match[str], text: str) -> tuple[str, tuple[object, ...]]:
     part = found.group()
     if "field" not in found.re.groupindex:  # a word
         if part.lower() in _WORDS:
             return _WORDS[part.lower()], ()
         if any(c in part for c in "<>=!~^"):
-            raise QueryError(f"{_where(text)}: cannot read {part!r}{_HOW}")
+            raise QueryError(f"{_where(text)}: cannot read {_part(part)}{_HOW}")
         like = f"%{_like_escaped(part.strip(chr(39) + chr(34)))}%"
         return _SEARCH, (like, like, like)
     field, op, raw = found["field"].lower(), found["op"], found["value"].strip("'\"")
     if field not in FIELDS:
-        raise QueryError(f"{_where(text)}: no field {field!r}; fields: {', '.join(FIELDS)}")
+        raise QueryError(f"{_where(text)}: no field {_part(field)}; fields: {', '.join(FIELDS)}")
     column = FIELDS[field]
     if op == "^":
         if field in NUMBERS:
-            raise QueryError(f"{_where(text)}: {part!r}: ^ (starts with) is for text fields")
+            raise QueryError(f"{_where(text)}: {_part(part)}: ^ (starts with) is for text fields")
         return f"{column} GLOB ?", (_glob_escaped(raw) + "*",)
     if op == "~":
         try:
             compiled(raw)
         except PatternError as exc:
             raise QueryError(
-                f"{_where(text)}: {raw!r} is not a regular expression: {exc}"
+                f"{_where(text)}: {_part(raw)} is not a regular expression: {exc}"
             ) from None
         return f"{column} REGEXP ?", (raw,)
     value: object = raw
@@ -197,9 +203,9 @@ def _condition(found: re.Match[str], text: str) -> tuple[str, tuple[object, ...]
         try:
             value = float(raw)
         except ValueError:
-            raise QueryError(f"{_where(text)}: {field} is a number, got {raw!r}") from None
+            raise QueryError(f"{_where(text)}: {field} is a number, got {_part(raw)}") from None
         if value != value:  # NaN: every comparison false, silently
-            raise QueryError(f"{_where(text)}: {field} is a number, got {raw!r}")
+            raise QueryError(f"{_where(text)}: {field} is a number, got {_part(raw)}")
     return f"{column} {_SQL_OPS.get(op, op)} ?", (value,)
 
 
