@@ -59,7 +59,7 @@ if TYPE_CHECKING:  # lent to the other floors: __inside__
     from otel_replay.attribution._spend import Spend as Spend
     from otel_replay.attribution._stats import BOOTSTRAP as BOOTSTRAP
     from otel_replay.attribution._stats import EXACT_DIFFERENCE as EXACT_DIFFERENCE
-    from otel_replay.attribution._stats import EXACT_PROPORTION as EXACT_PROPORTION
+    from otel_replay.attribution._stats import STATED_PROPORTION as STATED_PROPORTION
     from otel_replay.attribution._stats import WILSON as WILSON
     from otel_replay.attribution._stats import wilson as wilson
     from otel_replay.attribution._sweep import CellVerdict as CellVerdict
@@ -91,8 +91,8 @@ __inside__ = [
     "BOOTSTRAP",
     "ERROR_BOUND",
     "EXACT_DIFFERENCE",
-    "EXACT_PROPORTION",
     "MAX_PERMUTATIONS",
+    "STATED_PROPORTION",
     "WILSON",
     "WORLD",
     "BudgetUnit",

@@ -83,10 +83,13 @@ def adaptive(
             latest = resamplable.index(root.bracket[1])  # the earliest step shown to matter yet
             sought = seek(rollouts, plan, mode, estimates, latest, searching=searching)
             steps = all_steps(engine.factual, estimates, resamplable, cleared_from)
-            prefix = sought.cleared_to
-            before = resamplable[prefix] if prefix is not None else None
+            # as step indices: the end of a run is the first step after it (or the run's end)
+            runs = tuple(
+                (resamplable[a], resamplable[b] if b < m else len(engine.factual.steps))
+                for a, b in sought.cleared
+            )
             root = read_off(
-                steps, resamplable, mode, cleared_to=before, calls=engine.step_executions - spent
+                steps, resamplable, mode, cleared=runs, calls=engine.step_executions - spent
             )
             notes += sought.notes
         else:
@@ -124,8 +127,9 @@ def _still_cleared(searched: Searched, resamplable: Sequence[int]) -> int | None
 
 
 def _scan(rollouts: Rollouts, start: int, mode: Mode, plan: Schedule) -> dict[int, StepAttribution]:
-    """Steps estimated one by one from position ``start`` back, until one is shown to matter, or
-    one stays undecided at the most rollouts per plan: while it is open no earlier step can be
+    """Steps estimated one by one from position ``start`` back, until one is shown to matter (one
+    shown to lower the failure rate is decided, and the scan goes on past it), or one stays
+    undecided at the most rollouts per plan: while it is open no earlier step can be
     named, so estimating them would buy nothing but a narrower bracket, at the highest prices."""
     resamplable = rollouts.resamplable
     estimates: dict[int, StepAttribution] = {}
@@ -133,7 +137,7 @@ def _scan(rollouts: Rollouts, start: int, mode: Mode, plan: Schedule) -> dict[in
         found = estimate(rollouts, plan, mode, position)
         if found is not None:
             estimates[resamplable[position]] = found
-        if rollouts.out_of_budget or found is None or not found.no_effect:
+        if rollouts.out_of_budget or found is None or not found.shown_not_to_matter:
             break
     return estimates
 
@@ -223,10 +227,18 @@ def _notes(
             "once against the record), not one by one"
         )
     if root_cleared is not None:
-        together = [i for i in resamplable if i < root_cleared]
+        # those with estimates of their own were shown alone, before a lucky step
+        together = [i for i in resamplable if i < root_cleared and steps[i].attribution is None]
         notes.append(
             f"root cause: {_which(together)} shown to have no effect together (all kept against "
             "all resampled, by the search from the start), not one by one"
+        )
+    lowered = [i for i in resamplable if steps[i].lowered]
+    if lowered:
+        rate = "failure" if mode is Mode.FAILURE else "success"
+        notes.append(
+            f"adaptive: {_which(lowered)} shown to have lowered the {rate} rate by more than "
+            f"±{rollouts.config.margin:g} (a lucky record): decided, and no culprit"
         )
     unseen = [
         i
@@ -235,9 +247,7 @@ def _notes(
         and steps[i].cleared_by is None
         and not (root_cleared is not None and i < root_cleared)
     ]
-    undecided = [
-        s.index for s in steps if s.attribution is not None and not (s.significant or s.no_effect)
-    ]
+    undecided = [s.index for s in steps if s.attribution is not None and not s.decided]
     if unseen:
         if rollouts.out_of_budget:
             why = f"the budget of {_budget(rollouts.config)} was reached"

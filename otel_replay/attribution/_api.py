@@ -388,7 +388,9 @@ def _explain(
         turns = f" from step {config.swap_from} on" if config.swap_from > poc else ""
         return _saved_from(found, poc, swap, config.margin, name(poc), turns)
     if poc is not None:
-        return _located(found, poc, mode, config.margin, name(poc)) + _root_words(found, poc, name)
+        return _located(found, poc, mode, config.margin, name(poc)) + _root_words(
+            found, poc, name, mode
+        )
     calls = f" (some {found.calls_needed:,} more calls)" if found.calls_needed else ""
     budget = f"; about {needed} rollouts per plan{calls} might decide it" if needed else ""
     what = "commitment" if mode is Mode.FAILURE else "save point"
@@ -435,7 +437,7 @@ def _explain(
     return f"Inconclusive {spent}{budget}."
 
 
-def _root_words(found: Localisation, poc: int, name: Callable[[int], str]) -> str:
+def _root_words(found: Localisation, poc: int, name: Callable[[int], str], mode: Mode) -> str:
     """The root cause beside the Point of Commitment, in a sentence (empty when not sought)."""
     root = found.root_cause
     if root is None or not root.sought:
@@ -446,8 +448,9 @@ def _root_words(found: Localisation, poc: int, name: Callable[[int], str]) -> st
             f" between {name(low)} and {name(high)}" if low is not None and high is not None else ""
         )
         return f" Its root cause lies{where}, undecided: {root.why}."
+    lucky = _lowered_words(found, root.lowered, name, mode)
     if root.index == poc:
-        return " It is also the root cause: no earlier step matters."
+        return f" It is also the root cause: no earlier step matters.{lucky}"
     saves = root.saves
     rate = (
         f": resampling it saves the run {saves.value:.0%} [{saves.low:.0%}, {saves.high:.0%}] of "
@@ -455,7 +458,25 @@ def _root_words(found: Localisation, poc: int, name: Callable[[int], str]) -> st
         if saves is not None
         else ""
     )
-    return f" Its root cause is {name(root.index)}, the earliest step that matters{rate}."
+    return f" Its root cause is {name(root.index)}, the earliest step that matters{rate}.{lucky}"
+
+
+def _lowered_words(
+    found: Localisation, lowered: Sequence[int], name: Callable[[int], str], mode: Mode
+) -> str:
+    """The steps before the root cause shown to have lowered the failure rate (raised it, for
+    credit), a sentence each: lucky records, decided, and no culprits (empty when none)."""
+    rate = "success" if mode is Mode.CREDIT else "failure"
+    said = ""
+    for i in lowered:
+        step = found.steps[i]
+        low, high = step.ci_low or 0.0, step.ci_high or 0.0
+        said += (
+            f" Before it, {name(i)} lowered the {rate} rate: keeping it as recorded lowers it by "
+            f"{-(step.attribution or 0.0):.2f} [{-high:.2f}, {-low:.2f}] (95 %), beyond the "
+            "margin; a lucky record, decided, and no culprit."
+        )
+    return said
 
 
 def _settled(found: Localisation, mode: Mode, margin: float, name: Callable[[int], str]) -> str:

@@ -90,22 +90,24 @@ def read_off(
     resamplable: Sequence[int],
     mode: Mode,
     *,
-    cleared_to: int | None = None,
+    cleared: Sequence[tuple[int, int]] = (),
     calls: int = 0,
 ) -> RootCause | None:
     """The root cause as the estimates show it: the earliest step shown to matter, once every
     earlier resamplable step is shown to have no effect (alone, cleared with the later ones, or
-    before ``cleared_to`` by the prefix search). None when no step matters."""
+    in a run ``cleared`` by the prefix search, each (first, end) with the end left out), or shown to lower the rate (named in
+    ``RootCause.lowered``). None when no step matters."""
     matters = [i for i in resamplable if steps[i].significant]
     if not matters:
         return None
+    cleared_to = cleared[-1][1] if cleared else None
     first = matters[0]
     shown_none = [
         i
         for i in resamplable
-        if steps[i].no_effect
+        if steps[i].shown_not_to_matter
         or steps[i].cleared_by is not None
-        or (cleared_to is not None and i < cleared_to)
+        or any(a <= i < b for a, b in cleared)
     ]
     open_steps = [i for i in resamplable if i < first and i not in shown_none]
     if open_steps:
@@ -116,7 +118,13 @@ def read_off(
             else f"the steps before step {first} were not estimated"
         )
         return RootCause(
-            None, True, bracket=(open_steps[0], first), calls=calls, cleared_to=cleared_to, why=why
+            None,
+            True,
+            bracket=(open_steps[0], first),
+            calls=calls,
+            cleared_to=cleared_to,
+            why=why,
+            cleared=tuple(cleared),
         )
     ablated = steps[first].ablated
     return RootCause(
@@ -125,6 +133,8 @@ def read_off(
         saves=None if ablated is None else turned(ablated, mode),
         calls=calls,
         cleared_to=cleared_to,
+        cleared=tuple(cleared),
+        lowered=tuple(i for i in resamplable if i < first and steps[i].lowered),
     )
 
 

@@ -208,6 +208,7 @@ def estimate_step(step: Step, c: Comparison) -> StepAttribution:
         ablated=c.ablated,
         significant=c.significant,
         no_effect=c.no_effect,
+        lowered=c.lowered,
         matters_bound=c.matters_bound,
         no_effect_interval=c.no_effect_interval,
         test_tail=c.test_tail,
@@ -233,8 +234,9 @@ def compare(
     bounds, mirrored; between two estimates the difference of exact bounds (`difference_bounds`),
     over the pairs that disagree when the two plans' rollouts share random streams
     (`paired_difference_bounds`)."""
-    kept = _proportion(list(kept_outcomes), exact=kept_exact, looks=tails.looks)
-    ablated = _proportion(list(ablated_outcomes), looks=tails.looks)
+    # each plan's rate at its stated level, for reading (no decision reads it)
+    kept = _proportion(list(kept_outcomes), exact=kept_exact)
+    ablated = _proportion(list(ablated_outcomes))
     pairs = None if kept.exact else discordant(kept_outcomes, ablated_outcomes)
     return judged(kept, ablated, mode=mode, margin=config.margin, tails=tails, pairs=pairs)
 
@@ -278,10 +280,17 @@ def judged(
         ends = difference_bounds(kept.failures, kept.n, ablated.failures, ablated.n, tail)
         return _signed(sign, ends)
 
-    ci = bounds(0.025 / tails.looks)
+    ci = bounds(0.025)  # the stated level, for reading
     interval = bounds(tails.no_effect)
     matters_bound = bounds(tails.matters)[0]
     causation = probabilities_of_causation(kept, ablated, mode, tails.looks)
+    # "lowered" reads the no-effect interval's upper end, so it errs only where that end misses
+    # the effect, an error the "no effect" family has already spent; but only at the looks where
+    # "no effect" could pass, since the schedule splits that family's share over those alone
+    # (`_sequential.schedule`)
+    could_pass = tails.looks == 1 or ablated.n >= decisive_rollouts(
+        margin, tails.no_effect, known=True
+    )
     return Comparison(
         kept=kept,
         ablated=ablated,
@@ -294,6 +303,7 @@ def judged(
         no_effect_tail=tails.no_effect,
         significant=matters_bound > 0.0,
         no_effect=interval[0] >= -margin and interval[1] <= margin,
+        lowered=could_pass and interval[1] < -margin,
         necessity=causation.necessity,
         sufficiency=causation.sufficiency,
     )

@@ -80,6 +80,8 @@ class StepAttribution:
     name: str
     resamplable: bool
     attribution: float | None = None  # signed by the mode: failure attribution or rescue credit
+    # its interval at the stated level (95 %), for reading; the decisions read the simultaneous
+    # ones (``matters_bound``, ``no_effect_interval``), at the confidence the error's split sets
     ci_low: float | None = None
     ci_high: float | None = None
     kept: Proportion | None = None  # P(fail | step kept, later steps resampled)
@@ -88,6 +90,9 @@ class StepAttribution:
     shapley_se: float | None = None
     significant: bool | None = None  # shown to matter (one-sided, alpha/m)
     no_effect: bool | None = None  # shown to have no effect beyond +-margin (TOST)
+    # shown to lower the failure rate (raise it, for credit) beyond the margin: the "no effect"
+    # interval lies wholly below −margin (a lucky record); decided, and not a culprit
+    lowered: bool | None = None
     # What the two tests read: the one-sided lower bound at 1 - alpha/m that "matters" needs above
     # zero, and the 1 - 2·alpha interval that "no effect" needs inside +-margin.
     matters_bound: float | None = None
@@ -106,6 +111,16 @@ class StepAttribution:
     # or why not (None: not asked, a result made before the question was)
     varied: bool | None = None
     variation: str | None = None
+
+    @property
+    def decided(self) -> bool:
+        """Whether a test decided the step: shown to matter, to have no effect, or to lower it."""
+        return bool(self.significant or self.no_effect or self.lowered)
+
+    @property
+    def shown_not_to_matter(self) -> bool:
+        """Shown to have no effect or to lower the rate alone: either way, not a culprit."""
+        return bool(self.no_effect or self.lowered)
 
     @property
     def matters_confidence(self) -> float | None:
@@ -141,7 +156,9 @@ class Comparison:
     kept: Proportion
     ablated: Proportion
     effect: float
-    ci_low: float  # 95 %
+    # the interval at its stated level (95 %), for reading: as though the rollouts it read had
+    # been fixed in advance, so not split over the looks or the tests; no decision reads it
+    ci_low: float
     ci_high: float
     matters_bound: float
     no_effect_interval: tuple[float, float]
@@ -151,6 +168,9 @@ class Comparison:
     no_effect_tail: float = 0.0  # each of the no-effect test's two one-sided errors
     necessity: Share | None = None  # of the kept plan's step (`StepAttribution.necessity`)
     sufficiency: Share | None = None
+    # the no-effect interval lies wholly below −margin, at a look where "no effect" could pass
+    # (`_contrastive.judged`): shown to lower the failure rate beyond the margin
+    lowered: bool = False
 
     @property
     def falls(self) -> bool:
@@ -206,6 +226,13 @@ class RootCause:
     calls: int = 0
     cleared_to: int | None = None  # steps before this one cleared together (the prefix search)
     why: str = ""  # when not found: why, in words
+    # the steps before it shown to lower the failure rate (raise it, for credit) beyond the
+    # margin: lucky records, decided and not culprits
+    lowered: tuple[int, ...] = ()
+    # the runs of steps the prefix search cleared together, each (first, end) with the end left
+    # out, the last ending at ``cleared_to``: more than one when it started again after a step
+    # shown to lower the rate
+    cleared: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from otel_replay.attribution._contrastive import compare, estimate_step, kept_plan
 from otel_replay.attribution._engine import Outcome
 from otel_replay.attribution._results import Comparison, Mode, StepAttribution
-from otel_replay.attribution._search import falling
+from otel_replay.attribution._search import Fall, falling, questions
 from otel_replay.attribution._sequential import Rollouts, Schedule
 from otel_replay.replay import Plan
 
@@ -55,17 +55,18 @@ def estimate(
         kept_plan(n_steps, resamplable, position),
         Plan.ablate_from(n_steps, step.index),
         judge,
-        lambda e: bool(e.significant or e.no_effect),
+        lambda e: e.decided,
     )
 
 
 @dataclass(frozen=True, slots=True)
 class Sought:
-    """What `seek` did besides its estimates: ``cleared_to``, the position before which the
-    prefix search cleared every step together (None: none); ``notes``, what a person should know
-    of where it stopped short."""
+    """What `seek` did besides its estimates: ``cleared``, the runs of positions the prefix
+    search cleared together, each (first, end) with the end left out (more than one when it
+    started again after a step shown to lower the failure rate); ``notes``, what a person should
+    know of where it stopped short."""
 
-    cleared_to: int | None
+    cleared: tuple[tuple[int, int], ...] = ()
     notes: tuple[str, ...] = ()
 
 
@@ -80,16 +81,23 @@ def seek(
 ) -> Sought:
     """Estimate what the root cause needs, into ``estimates``: the prefix search (when
     ``searching``), then the scan forward from where it stopped up to position ``latest`` (the
-    Point of Commitment's, or the latest step shown to matter)."""
+    Point of Commitment's, or the latest step shown to matter).
+
+    A step the scan shows to have lowered the failure rate (a lucky record) breaks the search's
+    assumption only there: the search starts again after it, over the steps up to ``latest``,
+    keeping everything up to the lucky step, with what is left of its questions (at most
+    `_search.questions` in all, the number the error's split counts)."""
     notes: list[str] = []
-    start, cleared = 0, None
+    start, cleared = 0, []
+    allowed = questions(len(rollouts.resamplable))
     if searching:
-        start, note = _prefixes(rollouts, plan, mode, latest)
-        cleared = start if start > 0 else None
+        start, note, allowed = _prefixes(rollouts, plan, mode, latest, 0, allowed)
+        cleared += [(0, start)] if start > 0 else []
         if note:
             notes.append(note)
     resamplable = rollouts.resamplable
-    for position in range(start, latest + 1):
+    position = start
+    while position <= latest:
         index = resamplable[position]
         found = estimates.get(index)
         if found is None:
@@ -97,21 +105,39 @@ def seek(
             if found is None:
                 break
             estimates[index] = found
-        if rollouts.out_of_budget or found.significant or not found.no_effect:
+        if rollouts.out_of_budget or found.significant or not found.shown_not_to_matter:
             break
-    return Sought(cleared, tuple(notes))
+        position += 1
+        if searching and found.lowered and allowed > 0 and position < latest:
+            resumed, note, allowed = _prefixes(rollouts, plan, mode, latest, position, allowed)
+            cleared += [(position, resumed)] if resumed > position else []
+            position = resumed
+            if note:
+                notes.append(note)
+    return Sought(tuple(cleared), tuple(notes))
 
 
-def _prefixes(rollouts: Rollouts, plan: Schedule, mode: Mode, latest: int) -> tuple[int, str]:
-    """Gallop from the start, then bisect, over prefixes (module docstring): the position ``lo``
-    such that the steps before it together have no effect and those up to it matter, and a note
-    when the search stopped short (0: the scan starts from the first step)."""
+def _prefixes(
+    rollouts: Rollouts, plan: Schedule, mode: Mode, latest: int, first: int, allowed: int
+) -> tuple[int, str, int]:
+    """Gallop from position ``first``, then bisect, over prefixes (module docstring), keeping every
+    step before ``first`` throughout: the position ``lo`` such that the steps from ``first`` to
+    before it together have no effect and those up to it matter, a note when the search stopped
+    short (``first``: the scan starts there), and how many of the ``allowed`` questions are left
+    (a question past them is not asked: the search stops there, as at an open one)."""
     n_steps = len(rollouts.engine.factual.steps)
     resamplable = rollouts.resamplable
-    nothing_kept = Plan.ablate_from(n_steps, resamplable[0])
+    nothing_kept = Plan.ablate_from(n_steps, resamplable[first])
     asked: dict[int, Comparison] = {}
+    left = allowed
+    fell: list[Fall] = []
 
     def ask(position: int) -> str:
+        nonlocal left
+        if left <= 0:
+            return "open"
+        left -= 1
+
         def judge(kept: list[Outcome], ablated: list[Outcome], exact: bool) -> Comparison:
             return compare(
                 kept, ablated, kept_exact=False, mode=mode, config=rollouts.config, tails=plan.tails
@@ -125,11 +151,13 @@ def _prefixes(rollouts: Rollouts, plan: Schedule, mode: Mode, latest: int) -> tu
             return "budget"
         asked[position] = answer
         points = [(resamplable[p], c.kept) for p, c in asked.items()]
-        if falling(points, mode, plan.tails.matters) is not None:
+        fall = falling(points, mode, plan.tails.matters)
+        if fall is not None:
+            fell.append(fall)
             return "falls"
         return "matters" if answer.significant else "no effect" if answer.no_effect else "open"
 
-    lo, hi, stride = 0, latest + 1, 1
+    lo, hi, stride = first, latest + 1, 1
     while lo + stride < hi:  # the gallop
         decision = ask(lo + stride)
         if decision == "no effect":
@@ -138,7 +166,10 @@ def _prefixes(rollouts: Rollouts, plan: Schedule, mode: Mode, latest: int) -> tu
             hi = lo + stride
             break
         else:
-            return _stopped(decision, lo, resamplable)
+            return (
+                *_stopped(decision, _standing(lo, fell, asked, first), first, resamplable),
+                left,
+            )
     while hi - lo > 1:  # the bisection
         middle = (lo + hi) // 2
         decision = ask(middle)
@@ -147,16 +178,32 @@ def _prefixes(rollouts: Rollouts, plan: Schedule, mode: Mode, latest: int) -> tu
         elif decision == "matters":
             hi = middle
         else:
-            return _stopped(decision, lo, resamplable)
-    return lo, ""
+            return (
+                *_stopped(decision, _standing(lo, fell, asked, first), first, resamplable),
+                left,
+            )
+    return lo, "", left
 
 
-def _stopped(decision: str, lo: int, resamplable: Sequence[int]) -> tuple[int, str]:
+def _standing(lo: int, fell: list[Fall], asked: dict[int, Comparison], first: int) -> int:
+    """Where a fall leaves the clearings: one wholly before it (its steps all come before the
+    plans that fell apart) needs the assumption only over its own steps, which no plan the search
+    ran contradicts, so it still stands, as a suffix's wholly after one does
+    (`_adaptive._still_cleared`); the latest such position, else ``first``."""
+    if not fell:
+        return lo
+    standing = [p for p, c in asked.items() if c.no_effect and p <= lo and p <= fell[0].earlier]
+    return max(standing, default=first)
+
+
+def _stopped(decision: str, lo: int, first: int, resamplable: Sequence[int]) -> tuple[int, str]:
+    where = "start of the record" if first == 0 else f"record from step {resamplable[first]} on"
     if decision == "falls":
-        return 0, (
-            "root cause: the failure rate fell as more of the start of the record was kept, "
-            "which the search assumes never happens: the steps were estimated one by one from "
-            "the first"
+        return lo, (
+            f"root cause: the failure rate fell as more of the {where} was kept, which the "
+            "search assumes never happens: the steps were estimated one by one from "
+            + ("the first" if lo == 0 else f"step {resamplable[lo]}")
         )
     reason = "the budget was reached" if decision == "budget" else "a question stayed open"
-    return lo, f"root cause: the search from the start stopped at step {resamplable[lo]} ({reason})"
+    search = "from the start" if first == 0 else f"from step {resamplable[first]}"
+    return lo, f"root cause: the search {search} stopped at step {resamplable[lo]} ({reason})"

@@ -32,6 +32,9 @@ WILSON = "wilson-score-95"
 BOOTSTRAP = "agresti-caffo-parametric-bootstrap-exact-95"
 #: the methods of the intervals an attribution reports and decides by
 EXACT_PROPORTION = "clopper-pearson-exact-95-over-looks"
+#: the 95 % interval an attribution reports for a plan's rate, for reading: exact at the rollouts
+#: it ran, as though they had been fixed in advance (no decision reads it)
+STATED_PROPORTION = "clopper-pearson-exact-95"
 EXACT_DIFFERENCE = "difference-of-exact-bounds-bonferroni-paired"
 
 

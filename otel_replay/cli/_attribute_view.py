@@ -285,6 +285,8 @@ def _decision(
         return f"matters >{step.matters_bound:+.2f}" if wide else "matters"
     if step.no_effect and step.no_effect_interval is not None:
         return f"no effect {_interval(*step.no_effect_interval)}" if wide else "no effect"
+    if step.lowered and step.no_effect_interval is not None:
+        return f"lowered {_interval(*step.no_effect_interval)}" if wide else "lowered"
     return "undecided" if step.test_tail is not None else "not estimated"
 
 
@@ -391,7 +393,11 @@ def _render(result: AttributionResult, config: AttributionConfig) -> None:
         )
         if room >= min(longest, _NAME_ROOM):
             break
-    intervals = "95% intervals" if wide else "intervals and bounds in --json (or a wider terminal)"
+    intervals = (
+        "estimate: its 95% interval, for reading; test: the simultaneous bounds the decisions read"
+        if wide
+        else "intervals and bounds in --json (or a wider terminal)"
+    )
     table = Table(
         box=box.SIMPLE_HEAD,
         title=f"{title} of {shown(result.trajectory_id)}",
@@ -402,7 +408,13 @@ def _render(result: AttributionResult, config: AttributionConfig) -> None:
                 f"test: 'matters' when the one-sided "
                 f"{percent(1 - tail)} bound is above 0, 'no effect' when the "
                 f"{percent(1 - 2 * no_effect_tail)} interval is inside ±{config.margin:g}"
-                f"{_joint_caption(result, wide)}; "
+                + (
+                    f", 'lowered' when it lies below −{config.margin:g} (a lucky record: keeping "
+                    "the step lowers the failure rate; decided, and no culprit)"
+                    if any(s.lowered for s in result.steps)
+                    else ""
+                )
+                + f"{_joint_caption(result, wide)}; "
                 if tails
                 else ""
             )

@@ -27,20 +27,42 @@ def root_cause_line(result: AttributionResult) -> tuple[str, bool] | None:
     named = step_named(result.steps[root.index])
     saves = f"resampling it {turned_around(root.saves, result.mode)}"
     together = "together (by the search from the start), not one by one"
+    lucky = lowered_words(result, root.lowered)
     if root.index == result.point_of_commitment:
         located = "save point" if result.mode is Mode.CREDIT else "point of commitment"
-        joint = f" (those before step {root.cleared_to} {together})" if root.cleared_to else ""
+        joint = f" ({_runs(root.cleared, 'those')} {together})" if root.cleared_to else ""
+        shown_not = "to have no effect" if not lucky else "not to matter"
         return (
             f"root cause: {named}, the {located} itself: every earlier resamplable step was shown "
-            f"to have no effect{joint}; {saves}{cost}",
+            f"{shown_not}{joint}{lucky}; {saves}{cost}",
             False,
         )
     joint = (
-        f"; the steps before step {root.cleared_to} were shown to have no effect {together}"
+        f"; {_runs(root.cleared, 'the steps')} were shown to have no effect {together}"
         if root.cleared_to
         else ""
     )
-    return f"root cause: {named}: {saves}{joint}{cost}", False
+    return f"root cause: {named}: {saves}{joint}{lucky}{cost}", False
+
+
+def lowered_words(result: AttributionResult, lowered: tuple[int, ...]) -> str:
+    """``; step 8 (tool s08_luck) lowered the failure rate (a lucky record: decided, no culprit)``,
+    one clause for the steps before the root cause shown to lower it; empty when none were."""
+    if not lowered:
+        return ""
+    rate = "success" if result.mode is Mode.CREDIT else "failure"
+    steps = ", ".join(step_named(result.steps[i]) for i in lowered)
+    verb = "lowered" if len(lowered) == 1 else "each lowered"
+    return (
+        f"; {steps} {verb} the {rate} rate beyond the margin (a lucky record: decided, no culprit)"
+    )
+
+
+def _runs(cleared: tuple[tuple[int, int], ...], the: str) -> str:
+    """``the steps before step 20`` (one run from the first), else ``steps 0–6, 9–19``."""
+    if len(cleared) == 1 and cleared[0][0] == 0:
+        return f"{the} before step {cleared[0][1]}"
+    return "steps " + ", ".join(f"{a}–{b - 1}" if b - 1 > a else str(a) for a, b in cleared)
 
 
 def step_named(step: StepAttribution) -> str:

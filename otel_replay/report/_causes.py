@@ -44,23 +44,53 @@ def root_cause(report: dict[str, Any], located: Any) -> str:
     saves = f"resampling it {_turned(root.get('saves'), credit)}"
     before = root.get("cleared_before")
     joint = (
-        f"; the steps before step #{esc(before)} were shown to have no effect together (by the "
+        f"; {_runs(root.get('cleared'), before)} were shown to have no effect together (by the "
         "search from the start), not one by one"
         if isinstance(before, int) and before > 0
         else ""
     )
+    lucky = _lowered(report, root.get("lowered"))
     if index == located:
+        shown = "to have no effect" if not lucky else "not to matter"
         return (
             f'<p id="root-cause">The {outcome} became inevitable at {_named(report, index)}, '
-            f"which is also its root cause: every earlier resamplable step was shown to have no "
-            f"effect{joint}; {saves}.{cost}</p>"
+            f"which is also its root cause: every earlier resamplable step was shown {shown}"
+            f"{joint}; {saves}.{lucky}{cost}</p>"
         )
     inevitable = (
         f"The {outcome} became inevitable at {_named(report, located)}; its root cause is"
         if isinstance(located, int)
         else "Its root cause is"
     )
-    return f'<p id="root-cause">{inevitable} {_named(report, index)}: {saves}{joint}.{cost}</p>'
+    return (
+        f'<p id="root-cause">{inevitable} {_named(report, index)}: {saves}{joint}.{lucky}{cost}</p>'
+    )
+
+
+def _runs(cleared: Any, before: Any) -> str:
+    """``the steps before step #20`` (one run from the first, or a report older than version 8),
+    else ``the steps #0–#6, #9–#19``."""
+    runs = [r for r in cleared or [] if isinstance(r, list) and len(r) == 2]
+    if len(runs) <= 1 and (not runs or runs[0][0] == 0):
+        return f"the steps before step #{esc(before)}"
+    return "the steps " + ", ".join(
+        f"#{esc(a)}–#{esc(b - 1)}" if isinstance(b, int) and b - 1 != a else f"#{esc(a)}"
+        for a, b in runs
+    )
+
+
+def _lowered(report: dict[str, Any], lowered: Any) -> str:
+    """A sentence on the steps before the root cause shown to lower the failure rate (lucky
+    records: decided, no culprits); empty when none were, or the report is older than version 8."""
+    if not isinstance(lowered, list) or not lowered:
+        return ""
+    rate = "success" if report.get("mode") == "credit" else "failure"
+    steps = ", ".join(_named(report, i) for i in lowered if isinstance(i, int))
+    verb = "lowered" if len(lowered) == 1 else "each lowered"
+    return (
+        f" Before it, {steps} {verb} the {rate} rate beyond the margin: a lucky record, decided, "
+        "and no culprit."
+    )
 
 
 def _named(report: dict[str, Any], index: int) -> str:

@@ -268,7 +268,9 @@ def _attribution(report: dict[str, Any], located: Any) -> str:
         )
     head = (
         "<tr><th>step</th><th>kind and name</th><th>estimate</th>"
-        f"<th>interval on −1 … 0 … +1</th><th>{esc(_rates(report))}</th><th>decision</th>"
+        "<th title='each estimate&#39;s 95 % interval, for reading; the decision column gives the "
+        "simultaneous interval the tests read'>95 % interval on −1 … 0 … +1</th>"
+        f"<th>{esc(_rates(report))}</th><th>decision</th>"
         + (
             "<th title='probability of necessity: resampling the step turns the outcome around; "
             "of sufficiency: keeping it brings the outcome about (95 % intervals)'>"
@@ -283,7 +285,20 @@ def _attribution(report: dict[str, Any], located: Any) -> str:
     table = (
         f'<table class="attribution"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>'
     )
-    return estimand + table + _search(report) + _shapley(shapley)
+    return estimand + table + _which_interval(steps) + _search(report) + _shapley(shapley)
+
+
+def _which_interval(steps: list[dict[str, Any]]) -> str:
+    """Which interval is which, under the table (reports from version 8, which give both)."""
+    if not any(isinstance(s.get("intervals"), dict) for s in steps):
+        return ""
+    return (
+        '<p class="muted" id="intervals">The bars are each estimate\'s 95 % interval, for '
+        "reading. The decision column gives the simultaneous interval the tests read, at the "
+        "confidence shown there: wider, since the error bound is split over every step, "
+        "question and look. Both are in the JSON report (<span class='mono'>steps[].intervals"
+        "</span>).</p>"
+    )
 
 
 def _number(value: Any) -> str:
@@ -356,6 +371,14 @@ def _decided(s: dict[str, Any], before: Any = None) -> str:
         return (
             f"no effect <span class='muted'>[{a:+.3f}, {b:+.3f}] inside ±{n.get('margin', 0):g} at "
             f"{_confidence(n.get('confidence'))}</span>"
+        )
+    if s.get("lowered") and tests.get("no_effect"):
+        n = tests["no_effect"]
+        a, b = (n.get("interval") or [0, 0])[:2]
+        return (
+            f"<b>lowered</b> the rate <span class='muted'>[{a:+.3f}, {b:+.3f}] below "
+            f"−{n.get('margin', 0):g} at {_confidence(n.get('confidence'))}: a lucky record, "
+            "no culprit</span>"
         )
     if tests:
         return '<span class="muted">undecided at these rollouts</span>'

@@ -14,7 +14,7 @@ from otel_replay.attribution import (
     BOOTSTRAP,
     ERROR_BOUND,
     EXACT_DIFFERENCE,
-    EXACT_PROPORTION,
+    STATED_PROPORTION,
     AttributionConfig,
     AttributionResult,
     Mode,
@@ -45,7 +45,12 @@ from otel_replay.resamplers import Call, UserCode
 #: not); verdict ``cannot-tell`` (it would rest on steps that were not varied). ``cost.left_out``:
 #: what the rollouts left out of the estimates spent, counted in the totals (every call made);
 #: ``evidence.simulated``: the tool calls a model played (``--tools simulate``).
-REPORT_VERSION = 7
+#: 8: each step's ``lowered`` (shown to lower the failure rate beyond the margin: a lucky record,
+#: decided) and ``intervals`` (the stated-level 95 % one for reading, ``ci_low``–``ci_high``, and
+#: the simultaneous one the decisions read); ``root_cause.lowered`` and ``root_cause.cleared``;
+#: ``ci_low``–``ci_high`` and each proportion's interval at 95 % at the rollouts run, no longer
+#: split over a sequential strategy's looks (``config.interval_methods.proportion``).
+REPORT_VERSION = 8
 #: How Shapley standard errors are made (see `otel_replay.attribution._shapley`).
 SHAPLEY_SE = "monte-carlo-antithetic-pairs-pooled-t-se"
 
@@ -115,6 +120,8 @@ def _step(step: StepAttribution, margin: float) -> dict[str, Any]:
         "shapley_se": _r(step.shapley_se),
         "significant": step.significant,
         "no_effect": step.no_effect,
+        "lowered": step.lowered,
+        "intervals": _intervals(step),
         "tests": None
         if step.matters_bound is None or step.no_effect_interval is None
         else {
@@ -133,6 +140,20 @@ def _step(step: StepAttribution, margin: float) -> dict[str, Any]:
         "shapley_disagrees": step.shapley_disagrees if step.shapley is not None else None,
         "necessity": _share(step.necessity),
         "sufficiency": _share(step.sufficiency),
+    }
+
+
+def _intervals(step: StepAttribution) -> dict[str, Any] | None:
+    """Both intervals of a step's estimate: the one at its stated level, for reading, and the
+    simultaneous one the decisions read (split over the steps, the questions and the looks)."""
+    if step.ci_low is None or step.ci_high is None or step.no_effect_interval is None:
+        return None
+    return {
+        "stated": {"interval": [_r(step.ci_low), _r(step.ci_high)], "confidence": 0.95},
+        "simultaneous": {
+            "interval": [_r(v) for v in step.no_effect_interval],
+            "confidence": _r(step.no_effect_confidence),
+        },
     }
 
 
@@ -164,6 +185,8 @@ def _root_cause(root: RootCause | None) -> dict[str, Any] | None:
         },
         "bracket": list(root.bracket) if root.bracket else None,
         "cleared_before": root.cleared_to,
+        "cleared": [list(run) for run in root.cleared],
+        "lowered": list(root.lowered),
         "calls": root.calls,
         "why": root.why or None,
     }
@@ -262,7 +285,7 @@ def build_report(
             "budget": config.budget,
             "budget_unit": config.budget_unit.value,
             "interval_methods": {
-                "proportion": EXACT_PROPORTION,
+                "proportion": STATED_PROPORTION,
                 "difference": EXACT_DIFFERENCE,
                 "repair": BOOTSTRAP,
                 "shapley": SHAPLEY_SE,

@@ -6,191 +6,11 @@ from typing import Any
 
 from otel_replay.report._cost_schema import COST_SCHEMA, EVIDENCE_SCHEMA
 from otel_replay.report._json import REPORT_VERSION
-
-_NUMBER_OR_NULL = {"type": ["number", "null"]}
-_INT_OR_NULL = {"type": ["integer", "null"]}
-_PAIR = {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2}
-
-_PROPORTION: dict[str, Any] = {
-    "type": ["object", "null"],
-    "required": ["value", "failures", "n", "ci_low", "ci_high", "left_out"],
-    "additionalProperties": False,
-    "properties": {
-        "value": {"type": "number", "minimum": 0, "maximum": 1},
-        "failures": {"type": "integer", "minimum": 0},
-        "n": {"type": "integer", "minimum": 0, "description": "the rollouts counted"},
-        "ci_low": {"type": "number", "minimum": 0, "maximum": 1},
-        "ci_high": {"type": "number", "minimum": 0, "maximum": 1},
-        "left_out": {
-            "type": "integer",
-            "minimum": 0,
-            "description": "more rollouts of the plan that are no evidence (unservable, crashed)",
-        },
-    },
-}
-
-
-_SHARE: dict[str, Any] = {
-    "type": ["object", "null"],
-    "required": ["value", "ci_low", "ci_high", "without_monotonicity"],
-    "additionalProperties": False,
-    "properties": {
-        "value": {"type": "number", "minimum": 0, "maximum": 1},
-        "ci_low": {"type": "number", "minimum": 0, "maximum": 1},
-        "ci_high": {"type": "number", "minimum": 0, "maximum": 1},
-        "without_monotonicity": {
-            **_PAIR,
-            "description": (
-                "Tian and Pearl's bounds at the estimated rates, for a reader who doubts that "
-                "resampling the step never brings about the outcome keeping it would have spared"
-            ),
-        },
-    },
-}
-
-_STEP: dict[str, Any] = {
-    "type": "object",
-    "required": [
-        "index",
-        "kind",
-        "name",
-        "resamplable",
-        "varied",
-        "variation",
-        "estimated",
-        "cleared_by",
-        "attribution",
-        "ci_low",
-        "ci_high",
-        "p_fail_kept",
-        "p_fail_ablated",
-        "n",
-        "shapley",
-        "shapley_se",
-        "significant",
-        "no_effect",
-        "tests",
-        "shapley_disagrees",
-        "necessity",
-        "sufficiency",
-    ],
-    "additionalProperties": False,
-    "properties": {
-        "index": {"type": "integer", "minimum": 0},
-        "kind": {
-            "enum": ["llm", "tool", "retriever", "embedding", "reranker", "guardrail", "other"]
-        },
-        "name": {"type": "string"},
-        "resamplable": {
-            "type": "boolean",
-            "description": (
-                "false: served from the record in every rollout (observed-only, or not varied)"
-            ),
-        },
-        "varied": {
-            "type": ["boolean", "null"],
-            "description": (
-                "whether resampling the step can give anything but its record, decided before "
-                "any rollout: false for a call --tools recorded holds no other result for, an "
-                "observed-only step, a read of the environment; a step not varied is never "
-                "estimated and never reported as having no effect (null: not asked)"
-            ),
-        },
-        "variation": {
-            "type": ["string", "null"],
-            "description": "what varies the step (varied), or why nothing can (not varied)",
-        },
-        "estimated": {
-            "type": "boolean",
-            "description": "false: observed-only, cleared by the search, or never reached",
-        },
-        "cleared_by": {
-            **_INT_OR_NULL,
-            "description": (
-                "shown to have no effect together with every resamplable step from this step on "
-                "(the search entry whose from_step it is), not estimated alone"
-            ),
-        },
-        "attribution": {
-            **_NUMBER_OR_NULL,
-            "description": "signed by mode: failure attribution or rescue credit",
-        },
-        "ci_low": _NUMBER_OR_NULL,
-        "ci_high": _NUMBER_OR_NULL,
-        "p_fail_kept": _PROPORTION,
-        "p_fail_ablated": _PROPORTION,
-        "n": _INT_OR_NULL,
-        "shapley": _NUMBER_OR_NULL,
-        "shapley_se": {
-            **_NUMBER_OR_NULL,
-            "description": "t-calibrated standard error: shapley +- 1.96 of them is a 95% interval",
-        },
-        "significant": {"type": ["boolean", "null"], "description": "shown to matter"},
-        "no_effect": {
-            "type": ["boolean", "null"],
-            "description": "shown not to matter beyond the margin",
-        },
-        "tests": {
-            "description": "the bounds each decision read (null for observed-only steps)",
-            "oneOf": [
-                {"type": "null"},
-                {
-                    "type": "object",
-                    "required": ["matters", "no_effect"],
-                    "additionalProperties": False,
-                    "properties": {
-                        "matters": {
-                            "type": "object",
-                            "description": "passed when the one-sided lower bound is above 0",
-                            "required": ["lower_bound", "confidence", "passed"],
-                            "additionalProperties": False,
-                            "properties": {
-                                "lower_bound": {"type": "number"},
-                                "confidence": {"type": "number", "minimum": 0, "maximum": 1},
-                                "passed": {"type": "boolean"},
-                            },
-                        },
-                        "no_effect": {
-                            "type": "object",
-                            "description": "passed when the interval lies inside +-margin",
-                            "required": ["interval", "confidence", "margin", "passed"],
-                            "additionalProperties": False,
-                            "properties": {
-                                "interval": _PAIR,
-                                "confidence": {"type": "number", "minimum": 0, "maximum": 1},
-                                "margin": {"type": "number"},
-                                "passed": {"type": "boolean"},
-                            },
-                        },
-                    },
-                },
-            ],
-        },
-        "shapley_disagrees": {
-            "type": ["boolean", "null"],
-            "description": (
-                "Shapley's value and the attribution differ beyond their intervals: Shapley "
-                "averages over which other steps are kept, the attribution holds the recorded "
-                "prefix (null without Shapley values)"
-            ),
-        },
-        "necessity": {
-            **_SHARE,
-            "description": (
-                "Pearl's probability of necessity: given the run went as recorded, the chance "
-                "that resampling this step would have turned its outcome around (null: not "
-                "estimated, or undefined)"
-            ),
-        },
-        "sufficiency": {
-            **_SHARE,
-            "description": (
-                "Pearl's probability of sufficiency: given a rollout that resampled this step "
-                "and escaped the outcome, the chance that keeping it would have brought it about"
-            ),
-        },
-    },
-}
+from otel_replay.report._step_schema import INT_OR_NULL as _INT_OR_NULL
+from otel_replay.report._step_schema import NUMBER_OR_NULL as _NUMBER_OR_NULL
+from otel_replay.report._step_schema import PAIR as _PAIR
+from otel_replay.report._step_schema import PROPORTION as _PROPORTION
+from otel_replay.report._step_schema import STEP as _STEP
 
 _QUESTION: dict[str, Any] = {
     "type": "object",
@@ -387,7 +207,17 @@ REPORT_SCHEMA: dict[str, Any] = {
         "save_point": {**_INT_OR_NULL, "description": "credit mode: the step that saved the run"},
         "root_cause": {
             "type": ["object", "null"],
-            "required": ["step", "sought", "saves", "bracket", "cleared_before", "calls", "why"],
+            "required": [
+                "step",
+                "sought",
+                "saves",
+                "bracket",
+                "cleared_before",
+                "cleared",
+                "lowered",
+                "calls",
+                "why",
+            ],
             "additionalProperties": False,
             "description": (
                 "the earliest resamplable step shown to matter, every earlier one shown not to "
@@ -410,6 +240,23 @@ REPORT_SCHEMA: dict[str, Any] = {
                 },
                 "bracket": {"type": ["array", "null"], "items": {"type": "integer"}},
                 "cleared_before": _INT_OR_NULL,
+                "cleared": {
+                    "type": "array",
+                    "items": {**_PAIR, "items": {"type": "integer"}},
+                    "description": (
+                        "the runs of steps shown to have no effect together by the search from "
+                        "the start, each [first, end) with the end left out; more than one when "
+                        "it started again after a step shown to lower the failure rate"
+                    ),
+                },
+                "lowered": {
+                    "type": "array",
+                    "items": {"type": "integer"},
+                    "description": (
+                        "the steps before it shown to lower the failure rate beyond the margin: "
+                        "lucky records, decided, and no culprits"
+                    ),
+                },
                 "calls": {"type": "integer", "minimum": 0},
                 "why": {"type": ["string", "null"]},
             },
