@@ -394,7 +394,7 @@ def _render(result: AttributionResult, config: AttributionConfig) -> None:
         if room >= min(longest, _NAME_ROOM):
             break
     intervals = (
-        "estimate: its 95% interval, for reading; test: the simultaneous bounds the decisions read"
+        "estimates with 95% intervals, for reading"
         if wide
         else "intervals and bounds in --json (or a wider terminal)"
     )
@@ -405,7 +405,7 @@ def _render(result: AttributionResult, config: AttributionConfig) -> None:
             f"{_budget(result, config)}, seed {config.seed}; {intervals}; "
             f"{rates}; "
             + (
-                f"test: 'matters' when the one-sided "
+                f"test, the simultaneous bounds decisions read: 'matters' when the one-sided "
                 f"{percent(1 - tail)} bound is above 0, 'no effect' when the "
                 f"{percent(1 - 2 * no_effect_tail)} interval is inside ±{config.margin:g}"
                 + (

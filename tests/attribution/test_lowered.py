@@ -159,7 +159,8 @@ def test_the_table_and_the_root_cause_line_say_so(
     (row,) = [r for r in out.splitlines() if r.lstrip().startswith(f"{LUCKY} ")]
     assert "[bold red]luck[/]" in row and "lowered [" in row
     flat = " ".join(out.split())  # the caption and the lines under the table wrap
-    assert "estimate: its 95% interval, for reading" in flat
+    assert "estimates with 95% intervals, for reading" in flat
+    assert "test, the simultaneous bounds decisions read" in flat
     assert "'lowered' when it lies below −0.1" in flat
     assert "lowered the failure rate beyond the margin" in flat
 
