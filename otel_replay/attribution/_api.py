@@ -434,6 +434,15 @@ def _explain(
                 "several steps, none of them decisive alone."
             )
         return _settled(found, mode, config.margin, name)
+    lowered = [s.index for s in found.steps if s.lowered]
+    if lowered and bracket is None:
+        rate = "failure" if mode is Mode.FAILURE else "success"
+        lucky = ", ".join(name(i) for i in lowered)
+        return (
+            f"Inconclusive {spent}: no resamplable step is shown to raise the {rate} rate, and "
+            f"{lucky} lowered it beyond ±{config.margin:g} (a lucky record): no step is the "
+            f"{what}, and the {rate} came about despite the luck."
+        )
     return f"Inconclusive {spent}{budget}."
 
 
