@@ -24,7 +24,7 @@ import pytest
 from otel_replay.attribution import AttributionConfig
 from otel_replay.attribution._contrastive import Tails, judged
 from otel_replay.attribution._contrastive import test_tail as share_of
-from otel_replay.attribution._results import Mode, Proportion
+from otel_replay.attribution._results import Comparison, Mode, Proportion
 from otel_replay.attribution._search import questions
 from otel_replay.attribution._sequential import schedule
 
@@ -61,9 +61,20 @@ def _passes(n: int, p_kept: float, p_ablated: float, tails: Tails, test: str, ex
             c = judged(
                 k, Proportion(x2, n, 0.0, 0.0), mode=Mode.FAILURE, margin=MARGIN, tails=tails
             )
-            if c.no_effect if test == "no effect" else c.significant:
+            if _passed(c, test):
                 total += q1 * q2
     return total
+
+
+def _passed(c: Comparison, test: str) -> bool:
+    """Whether ``test`` passed: "no effect", "matters", "lowered" (issue 42: the no-effect
+    interval below −margin), or "cleared" (either of those that say a step is no culprit)."""
+    return {
+        "no effect": c.no_effect,
+        "matters": c.significant,
+        "lowered": c.lowered,
+        "cleared": c.no_effect or c.lowered,
+    }[test]
 
 
 def _error(m: int, searched: bool, p_kept: float, p_ablated: float, test: str, exact: bool):
@@ -171,3 +182,23 @@ def test_the_old_bootstrap_case_no_longer_passes() -> None:
         tails=plan.tails,
     )
     assert not c.no_effect and c.no_effect_interval[1] > MARGIN
+
+
+@pytest.mark.parametrize(("m", "searched", "p_kept", "p_ablated"), BEYOND_THE_MARGIN[:3])
+def test_a_culprit_is_cleared_as_no_effect_or_lowered_within_its_share(
+    m: int, searched: bool, p_kept: float, p_ablated: float
+) -> None:
+    """Issue 42, item 3: "lowered" reads the no-effect interval's upper end, so clearing a step
+    beyond +margin either way costs no more than "no effect" alone was given."""
+    error, share = _error(m, searched, p_kept, p_ablated, "cleared", exact=False)
+    assert error <= share, (error, share)
+
+
+@pytest.mark.parametrize(("p_kept", "p_ablated"), [(0.0, 0.09), (0.91, 1.0), (0.45, 0.54)])
+def test_lowered_keeps_its_share_where_the_effect_is_inside_the_margin(
+    p_kept: float, p_ablated: float
+) -> None:
+    """An effect of −0.09, just inside −margin: "lowered" passes at most its share of the bound
+    over every look of the schedule (it waits for the looks at which "no effect" could pass)."""
+    error, share = _error(8, False, p_kept, p_ablated, "lowered", exact=False)
+    assert error <= share, (error, share)
