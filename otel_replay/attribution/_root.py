@@ -135,7 +135,7 @@ def _prefixes(
     def ask(position: int) -> str:
         nonlocal left
         if left <= 0:
-            return "open"
+            return "spent"
         left -= 1
 
         def judge(kept: list[Outcome], ablated: list[Outcome], exact: bool) -> Comparison:
@@ -167,7 +167,9 @@ def _prefixes(
             break
         else:
             return (
-                *_stopped(decision, _standing(lo, fell, asked, first), first, resamplable),
+                *_stopped(
+                    decision, _standing(lo, fell, asked, first, resamplable), first, resamplable
+                ),
                 left,
             )
     while hi - lo > 1:  # the bisection
@@ -179,20 +181,29 @@ def _prefixes(
             hi = middle
         else:
             return (
-                *_stopped(decision, _standing(lo, fell, asked, first), first, resamplable),
+                *_stopped(
+                    decision, _standing(lo, fell, asked, first, resamplable), first, resamplable
+                ),
                 left,
             )
     return lo, "", left
 
 
-def _standing(lo: int, fell: list[Fall], asked: dict[int, Comparison], first: int) -> int:
+def _standing(
+    lo: int,
+    fell: list[Fall],
+    asked: dict[int, Comparison],
+    first: int,
+    resamplable: Sequence[int],
+) -> int:
     """Where a fall leaves the clearings: one wholly before it (its steps all come before the
     plans that fell apart) needs the assumption only over its own steps, which no plan the search
     ran contradicts, so it still stands, as a suffix's wholly after one does
     (`_adaptive._still_cleared`); the latest such position, else ``first``."""
     if not fell:
         return lo
-    standing = [p for p, c in asked.items() if c.no_effect and p <= lo and p <= fell[0].earlier]
+    before = fell[0].earlier  # a step's index, as the plans are named
+    standing = [p for p, c in asked.items() if c.no_effect and p <= lo and resamplable[p] <= before]
     return max(standing, default=first)
 
 
@@ -204,6 +215,9 @@ def _stopped(decision: str, lo: int, first: int, resamplable: Sequence[int]) -> 
             "search assumes never happens: the steps were estimated one by one from "
             + ("the first" if lo == 0 else f"step {resamplable[lo]}")
         )
-    reason = "the budget was reached" if decision == "budget" else "a question stayed open"
+    reason = {
+        "budget": "the budget was reached",
+        "spent": "its share of the questions was spent",
+    }.get(decision, "a question stayed open")
     search = "from the start" if first == 0 else f"from step {resamplable[first]}"
     return lo, f"root cause: the search {search} stopped at step {resamplable[lo]} ({reason})"
