@@ -360,14 +360,15 @@ def _verdict(mode: Mode, found: Localisation | None, config: AttributionConfig) 
 
 def settled(found: Localisation) -> bool:
     """Whether the rollouts showed that no resamplable step changes the failure rate: every one
-    shown to have no effect alone (steps cleared only together rest on the search's assumption,
-    which is not enough for this verdict) and no group of them shown to matter together (a
-    failure that built up stays inconclusive: no step is its culprit)."""
+    shown to have no effect alone or cleared by the band (a report's steps cleared by the old
+    search's joint question rest on its assumption, which is not enough for this verdict) and no
+    group of them shown to matter together (a failure that built up stays inconclusive: no step
+    is its culprit)."""
     resamplable = [s for s in found.steps if s.resamplable]
     return (
         bool(resamplable)
         and found.bracket is None
-        and all(s.no_effect for s in resamplable)
+        and all(s.no_effect or s.band is not None for s in resamplable)
         and not any(t.comparison.significant for t in found.search)
     )
 
@@ -402,7 +403,7 @@ def _explain(
     spent = {
         Strategy.FIXED: f"at {config.rollouts} rollouts",
         Strategy.SCAN: f"after the scan ({limits})",
-        Strategy.ADAPTIVE: f"after the adaptive search ({limits})",
+        Strategy.ADAPTIVE: f"after the adaptive walk ({limits})",
     }[config.strategy]
     if bracket is not None and bracket[0] == bracket[1]:
         return (
@@ -414,7 +415,7 @@ def _explain(
             f"Inconclusive {spent}: the {what} lies between {name(bracket[0])} "
             f"and {name(bracket[1])}{budget}."
         )
-    if all(s.no_effect or s.cleared_by is not None for s in found.steps if s.resamplable):
+    if all(s.no_effect or s.cleared for s in found.steps if s.resamplable):
         if swap is not None:
             turns = f" from step {config.swap_from} on" if config.swap_from else ""
             return (
@@ -495,24 +496,20 @@ def _settled(found: Localisation, mode: Mode, margin: float, name: Callable[[int
     settled = (
         f"the {failure} was settled before the first resamplable step, or by an observed-only step"
     )
-    cleared = [s for s in found.steps if s.cleared_by is not None]
-    if not cleared:
+    banded = [s for s in found.steps if s.band is not None]
+    if not banded:
         return (
             f"No resamplable step changes the {failure} rate: each one, resampled with every "
             f"later one, changes it by no more than ±{margin:g} against keeping it ({settled})."
         )
-    joint = next(t for t in found.search if t.clears and t.start == cleared[0].cleared_by)
-    low, high = joint.comparison.no_effect_interval
-    alone = [s.index for s in found.steps if s.resamplable and s.cleared_by is None]
-    also = "; the steps before it were each shown to have no effect alone" if alone else ""
+    outcome = "failed" if mode is Mode.FAILURE else "succeeded"
+    alone = [s for s in found.steps if s.resamplable and s.band is None]
+    also = ", and each of the others was shown to have no effect alone" if alone else ""
     return (
-        f"Inconclusive: resampling every resamplable step from {name(joint.start)} on, all at "
-        f"once, changes the {failure} rate by [{low:+.2f}, {high:+.2f}] against the record, inside "
-        f"±{margin:g}{also}, as if {settled}. No step from {name(joint.start)} on was tested "
-        "alone: one could "
-        f"still matter alone if another undid its effect (an earlier step's recorded output a "
-        f"rare piece of luck that a later step lost), which the search assumes never happens; "
-        f"--strategy scan tests each step alone."
+        f"No resamplable step changes the {failure} rate by more than ±{margin:g}: resampled "
+        f"with every later one, and from the step after it on, each of {len(banded)} steps "
+        f"{outcome} in every one of {banded[0].band} rollouts, as the record did{also} "
+        f"({settled}). The band needs no assumption about the steps in between."
     )
 
 
@@ -535,7 +532,7 @@ def _saved_from(
         return f"{head}; no later step can be run again."
     return (
         f"{head}. Starting the swap at any later step changes the failure rate by no more than "
-        f"±{margin:g} (each step's interval, or the search's joint test, in the report): from "
+        f"±{margin:g} (each step's interval, or the band's tests, in the report): from "
         f"there on the failure was beyond {model}'s reach."
     )
 
@@ -560,24 +557,23 @@ def _located(found: Localisation, poc: int, mode: Mode, margin: float, named: st
         return f"{shown}, and no later step can be resampled."
     bound = f"The chance that these tests name a wrong step is at most {ERROR_BOUND:g}"
     level = percent(step.no_effect_confidence or 0.0)
-    alone = [s for s in later if s.cleared_by is None]
-    joint = next((t for t in found.search if t.clears and t.start == later[-1].cleared_by), None)
-    if joint is None:
+    banded = [s for s in later if s.band is not None]
+    alone = [s for s in later if s.band is None]
+    lucky = " (or below it: a lucky record, no culprit)" if any(s.lowered for s in alone) else ""
+    if not banded:
         return (
-            f"{shown}, and every later resamplable step's {level} interval lies inside ±{margin:g} "
-            f"(no effect beyond ±{margin:g}). {bound}."
+            f"{shown}, and every later resamplable step's {level} interval lies inside ±{margin:g}"
+            f"{lucky} (no effect beyond ±{margin:g}). {bound}."
         )
-    low, high = joint.comparison.no_effect_interval
     one_by_one = (
-        f"every later step up to step {alone[-1].index} has its {level} interval inside "
-        f"±{margin:g}, and "
+        f"every later step tested alone has its {level} interval inside ±{margin:g}{lucky}, and "
         if alone
         else ""
     )
+    outcome, rate = ("failed", "failure") if mode is Mode.FAILURE else ("succeeded", "success")
     return (
-        f"{shown}, and {one_by_one}resampling every resamplable step from step {joint.start} on "
-        f"together changes it by [{low:+.2f}, {high:+.2f}] at {level}, inside ±{margin:g}: none of "
-        f"them matters beyond the margin alone either, as long as keeping more of the record never "
-        f"{'lowers' if mode is Mode.FAILURE else 'raises'} the failure rate (the search's "
-        f"assumption, checked on the plans it ran). {bound}."
+        f"{shown}, and {one_by_one}the other {len(banded)} later steps lie in the band: resampled "
+        f"from each on, and from the step after it on, the run {outcome} in every one of "
+        f"{banded[0].band} rollouts, so none moves the {rate} rate by more than ±{margin:g}, "
+        f"whatever the other steps do. {bound}."
     )

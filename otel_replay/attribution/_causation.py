@@ -105,9 +105,7 @@ def read_off(
     shown_none = [
         i
         for i in resamplable
-        if steps[i].shown_not_to_matter
-        or steps[i].cleared_by is not None
-        or any(a <= i < b for a, b in cleared)
+        if steps[i].shown_not_to_matter or steps[i].cleared or any(a <= i < b for a, b in cleared)
     ]
     open_steps = [i for i in resamplable if i < first and i not in shown_none]
     if open_steps:

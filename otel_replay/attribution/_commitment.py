@@ -1,14 +1,14 @@
 """The Point of Commitment: the one rule that names it, whatever strategy ran the tests.
 
 The Point of Commitment is the latest resamplable step shown to matter, named only when every
-later resamplable step is shown to have no effect (alone, or cleared jointly by the adaptive
-search) or to have lowered the failure rate beyond the margin (a lucky record: decided, and no
+later resamplable step is shown to have no effect (alone, or cleared by the adaptive walk's band)
+or to have lowered the failure rate beyond the margin (a lucky record: decided, and no
 culprit). Where a later step is neither shown to matter nor shown to have no effect, the verdict is
 inconclusive and the commitment lies between the latest step shown to matter and the latest open
 step; where no step is shown to matter, between the first and the last open step. Where no step is
 open and none matters, there is neither: the failure depends on no resampled step.
 
-The fixed strategy (`_contrastive.localise`) and the scan and search (`_adaptive.adaptive`) both
+The fixed strategy (`_contrastive.localise`) and the walk and scan (`_adaptive.adaptive`) both
 read their estimates through `commitment`; each then says, in its own terms, how many rollouts might
 settle a bracket it left open (a strategy's cost, not part of the rule).
 """
@@ -49,10 +49,8 @@ class Commitment:
 def commitment(steps: Sequence[StepAttribution], resamplable: Sequence[int]) -> Commitment:
     """The rule (module docstring) over ``steps`` (every step of the run, by index): a step counts
     as shown not to hold it when its own test says it has no effect or lowered the rate, or when
-    it was cleared jointly (``cleared_by``); a resamplable step never estimated is open."""
-    shown_none = {
-        i for i in resamplable if steps[i].shown_not_to_matter or steps[i].cleared_by is not None
-    }
+    it was cleared without a test of its own (``cleared``: the band); a resamplable step never estimated is open."""
+    shown_none = {i for i in resamplable if steps[i].shown_not_to_matter or steps[i].cleared}
     matters = [i for i in resamplable if steps[i].significant]
     open_steps = [i for i in resamplable if i not in shown_none and not steps[i].significant]
     if matters:

@@ -24,7 +24,7 @@ the rate by simulation on near-margin models at every budget.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from otel_replay.attribution._causation import probabilities_of_causation, read_off
@@ -54,11 +54,60 @@ from otel_replay.replay import Plan
 ERROR_BOUND = 0.05
 
 
-def test_tail(m: int, questions: int = 0) -> float:
-    """Each test's one-sided error with ``m`` resamplable steps: the bound, halved between the two
-    families of tests and split over the m steps of each (and over the adaptive search's
-    ``questions``, when it asks them: each is one more test in each family)."""
-    return ERROR_BOUND / (2 * max(1, m + questions))
+def test_tail(m: int) -> float:
+    """Each test's one-sided error with ``m`` resamplable steps under the fixed strategy (and the
+    scan): the bound, halved between the two families of tests and split over the m steps of
+    each."""
+    return ERROR_BOUND / (2 * max(1, m))
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorShares:
+    """How a strategy splits `ERROR_BOUND` between its kinds of test; each share is spent by a
+    union bound, so the chance that any test errs is at most their sum.
+
+    ``matters`` and ``no_effect`` are the two families of per-step tests. "Matters" is split over
+    the m steps: the step a wrong "matters" names is any step the data lead to. "No effect" is
+    split over the m steps too, except in the walk (``no_effect_over`` set), which tests the steps
+    in a fixed order from the end back and goes on past a step only once it is cleared: a wrong
+    verdict there needs one particular step cleared, the latest whose effect is beyond the margin
+    (fixed by the model, not the data), so the family is split over the ``no_effect_over`` such
+    steps (one, two with the root cause's walk forward) and not over m. ``band`` is the walk's one
+    share for every joint clearing (`otel_replay.attribution._band`), by the same argument;
+    ``suspect`` the one test of a step named before any rollout ran, taken out of ``matters``."""
+
+    matters: float
+    no_effect: float
+    band: float = 0.0
+    suspect: float = 0.0
+    no_effect_over: int | None = None  # None: over the m steps
+
+    @classmethod
+    def scan(cls) -> ErrorShares:
+        """The fixed strategy's and the scan's: half to each family, each over the m steps."""
+        return cls(ERROR_BOUND / 2, ERROR_BOUND / 2)
+
+    @classmethod
+    def walk(cls, *, suspect: float = 0.0, root_cause: bool = False) -> ErrorShares:
+        """The adaptive walk's (`WALK_SHARES`), a suspect's share out of "matters"; with the root
+        cause sought, "no effect" covers two fixed steps, one for each end of the run."""
+        band, matters, no_effect = WALK_SHARES
+        return cls(matters - suspect, no_effect, band, suspect, 2 if root_cause else 1)
+
+    def matters_tail(self, m: int) -> float:
+        """One "matters" test's share, with ``m`` resamplable steps."""
+        return self.matters / max(1, m)
+
+    def no_effect_tail(self, m: int) -> float:
+        """One "no effect" test's share, with ``m`` resamplable steps."""
+        return self.no_effect / max(1, m if self.no_effect_over is None else self.no_effect_over)
+
+
+#: The adaptive walk's split of `ERROR_BOUND` (`ErrorShares.walk`): the band (34 rollouts per
+#: position at a margin of 0.1), "matters" over the m steps, and "no effect" over the one step a
+#: wrong verdict needs cleared. A larger band share buys fewer band rollouts (about 3 per
+#: hundredth); "matters" is the family a small early effect's own test needs most.
+WALK_SHARES = (0.03, 0.015, 0.005)
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,10 +224,12 @@ def all_steps(
     factual: Trajectory,
     estimates: dict[int, StepAttribution],
     resamplable: Sequence[int],
-    cleared_from: int | None = None,
+    banded: Collection[int] = (),
+    band: int | None = None,
 ) -> tuple[StepAttribution, ...]:
     """Every step of the run: its estimate, or its identity alone (observed-only, or a resamplable
-    step a strategy did not estimate; those from ``cleared_from`` on were cleared jointly)."""
+    step a strategy did not estimate; those in ``banded`` were cleared by the band, at ``band``
+    rollouts per position)."""
     return tuple(
         estimates.get(s.index)
         or StepAttribution(
@@ -186,9 +237,7 @@ def all_steps(
             s.kind.value,
             s.name,
             resamplable=s.index in resamplable,
-            cleared_by=cleared_from
-            if cleared_from is not None and s.index >= cleared_from and s.index in resamplable
-            else None,
+            band=band if s.index in banded else None,
         )
         for s in factual.steps
     )

@@ -17,13 +17,12 @@ import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from otel_replay.attribution._adaptive import SEARCH_FROM
+from otel_replay.attribution._adaptive import band_for, shares_for
 from otel_replay.attribution._api import method_plans
-from otel_replay.attribution._config import MAX_PERMUTATIONS, AttributionConfig, Method, Strategy
+from otel_replay.attribution._config import MAX_PERMUTATIONS, AttributionConfig, Method
 from otel_replay.attribution._contrastive import contrastive_plans
 from otel_replay.attribution._engine import resamplable_steps
 from otel_replay.attribution._repair import repair_bound
-from otel_replay.attribution._search import questions
 from otel_replay.attribution._sequential import schedule
 from otel_replay.attribution._spend import NOTHING, Pricing, Spend
 from otel_replay.attribution._stats import decisive_rollouts
@@ -157,52 +156,21 @@ def typical_cost(
 
 
 def _typical_runs(m: int, config: AttributionConfig, *, exact: bool) -> dict[int, int]:
-    """The rollouts `typical` runs of the plan resampling from each position on."""
+    """The rollouts `typical` runs of the plan resampling from each position on: the walk's band
+    test at every position after the culprit (every step tested alone from the end, for the scan,
+    each at the fewest rollouts that can show no effect), and the culprit's own question at the
+    first look that can decide it."""
     if m == 0:
         return {}
-    searching = config.strategy is Strategy.ADAPTIVE and m >= SEARCH_FROM
-    plan = schedule(config, m, questions(m) if searching else 0)
-    against_record = decisive_rollouts(config.margin, plan.tails.no_effect, known=exact)
+    plan = schedule(config, m, shares_for(config))
+    band = band_for(config)
     between_plans = decisive_rollouts(config.margin, plan.tails.no_effect)
     culprit = m // 2
     runs: dict[int, int] = {}  # rollouts of the plan that resamples from each position on
-
-    def ask(position: int, rollouts: int) -> None:
-        runs[position] = max(runs.get(position, 0), min(rollouts, config.max_rollouts))
-
-    if searching:
-        for position, screen in _search_path(m, culprit):
-            ask(position, against_record if position > culprit and not screen else plan.looks[0])
-    else:
-        for position in range(m - 1, culprit, -1):
-            ask(position, between_plans)
-    ask(culprit, plan.looks[0])
+    for position in range(m - 1, culprit, -1):
+        runs[position] = min(band or between_plans, config.max_rollouts)
+    runs[culprit] = max(band or 0, plan.looks[0])
     return runs
-
-
-def _search_path(m: int, culprit: int) -> list[tuple[int, bool]]:
-    """The positions `_search.search` asks about when the suffixes from ``culprit`` back matter,
-    each with whether it is a screen's (one batch) or a full question."""
-    asked: list[tuple[int, bool]] = []
-    low, high, screened, stride = -1, m, m, 1
-    while True:  # the screen
-        position = max(0, m - stride)
-        asked.append((position, True))
-        if position <= culprit:
-            low = position
-            break
-        screened, stride = position, 2 * stride
-    stride = 1
-    while high - low > 1:  # the gallops up
-        limit = min(high, screened) if low < screened else high
-        stride = max(1, min(stride, (limit - low) // 2))
-        position = low + stride
-        asked.append((position, False))
-        if position <= culprit:
-            low, stride = position, 2 * stride
-        else:
-            high, stride = position, 1
-    return asked
 
 
 def _rollouts(plans: list[tuple[Plan, int]]) -> int:

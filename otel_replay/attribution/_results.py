@@ -102,6 +102,10 @@ class StepAttribution:
     # Not estimated alone: the adaptive search showed that resampling every resamplable step from
     # step ``cleared_by`` on (this one among them) has no effect beyond ±margin (`SuffixTest`).
     cleared_by: int | None = None
+    # Not estimated alone: resampling from it on, and from the next resamplable step on, each
+    # ended as the record did in every one of ``band`` rollouts, so its effect lies inside ±margin
+    # whatever the other steps do (`otel_replay.attribution._band`)
+    band: int | None = None
     # Pearl's probabilities of causation, as far as the rollouts identify them (`Share`):
     # necessity, that resampling the step would have changed the recorded outcome (saved a failed
     # run); sufficiency, that keeping it brings the outcome about where resampling it avoided it
@@ -121,6 +125,12 @@ class StepAttribution:
     def shown_not_to_matter(self) -> bool:
         """Shown to have no effect or to lower the rate alone: either way, not a culprit."""
         return bool(self.no_effect or self.lowered)
+
+    @property
+    def cleared(self) -> bool:
+        """Shown not to hold the commitment without a test of its own: by the band, or (in a
+        report made before the band) by the search's joint question."""
+        return self.band is not None or self.cleared_by is not None
 
     @property
     def matters_confidence(self) -> float | None:
@@ -181,25 +191,34 @@ class Comparison:
 
 @dataclass(frozen=True, slots=True)
 class SuffixTest:
-    """One question of the adaptive search: what does resampling every resamplable step from step
-    ``start`` on, all at once, do to the failure rate, against keeping the whole record? Shown to
-    matter: some step from ``start`` on matters, so the commitment is there or later. Shown to have
-    no effect: as long as the failure rate does not fall as more of the record is kept (what the
-    search assumes, and checks on the plans it runs), no single step from ``start`` on changes it
-    by more than the margin either."""
+    """What resampling every resamplable step from step ``start`` on, all at once, does to the
+    failure rate against keeping the whole record.
+
+    The walk's tests (``band`` set) ran ``band`` rollouts and put the position in the band when
+    every one ended as the record did (``inside``): see `otel_replay.attribution._band`. A step
+    whose own position and the next are both in the band is cleared, with no assumption. Reports
+    made before the band hold the old search's questions (``band`` None), which cleared a whole
+    suffix at once under an assumption about the steps inside it."""
 
     start: int
     comparison: Comparison
     # asked at the first look only, to find where to look: what it did not show is no answer
     screen: bool = False
+    band: int | None = None  # the band test's rollouts (None: a question of the old search)
+    inside: bool = False  # the band test put the position in the band
 
     @property
     def clears(self) -> bool:
-        """A full question shown to have no effect: its steps are cleared together."""
+        """A band test that put its position in the band, or a full question of the old search
+        shown to have no effect."""
+        if self.band is not None:
+            return self.inside
         return not self.screen and self.comparison.no_effect
 
     @property
     def decision(self) -> str:
+        if self.band is not None:
+            return "in band" if self.inside else "out of band"
         c = self.comparison
         if c.significant:
             return "matters"

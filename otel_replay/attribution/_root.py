@@ -9,16 +9,13 @@ gives how often resampling from it on turns the outcome around (`RootCause.saves
 
 The fixed strategy estimates every step, so the root cause is read off its estimates. The
 sequential strategies have not estimated the steps before the Point of Commitment (that is what
-made them cheap), so with ``AttributionConfig.root_cause`` they look for it, and say what it cost:
-
-* on long runs, the same search as the Point of Commitment's from the other end (`_search`):
-  questions about whole **prefixes**, keeping the resamplable steps before position p as recorded
-  against resampling them all, galloping from the start (1, 2, 4, … steps kept) until a prefix is
-  shown to matter, then bisecting; a prefix shown to have no effect clears its steps together under
-  the search's assumption (the failure rate never falls as more of the record is kept), checked
-  on the plans it ran, as for suffixes;
-* then a scan forward, step by step, from where the prefixes stopped mattering, to the first step
-  shown to matter alone.
+made them cheap), so with ``AttributionConfig.root_cause`` they scan forward from the first
+resamplable step, each step alone, to the first shown to matter, and say what it cost. Prefixes
+are not cleared together: a prefix whose steps do nothing together can still hold a step that
+matters alone, undone by a lucky one after it, and the band that clears suffixes without that
+assumption (`_band`) has no counterpart at the start of a run, where the failure rate is anywhere
+between 0 and 1. The cost ceiling (`_sequential`) keeps the scan from costing more than the fixed
+strategy would.
 
 Its tests are counted in the error's split from the start (`_adaptive`), so the stated bound
 covers the Point of Commitment and the root cause together.
@@ -26,13 +23,11 @@ covers the Point of Commitment and the root cause together.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from otel_replay.attribution._contrastive import compare, estimate_step, kept_plan
 from otel_replay.attribution._engine import Outcome
-from otel_replay.attribution._results import Comparison, Mode, StepAttribution
-from otel_replay.attribution._search import Fall, falling, questions
+from otel_replay.attribution._results import Mode, StepAttribution
 from otel_replay.attribution._sequential import Rollouts, Schedule
 from otel_replay.replay import Plan
 
@@ -76,28 +71,13 @@ def seek(
     mode: Mode,
     estimates: dict[int, StepAttribution],
     latest: int,
-    *,
-    searching: bool,
 ) -> Sought:
-    """Estimate what the root cause needs, into ``estimates``: the prefix search (when
-    ``searching``), then the scan forward from where it stopped up to position ``latest`` (the
-    Point of Commitment's, or the latest step shown to matter).
-
-    A step the scan shows to have lowered the failure rate (a lucky record) breaks the search's
-    assumption only there: the search starts again after it, over the steps up to ``latest``,
-    keeping everything up to the lucky step, with what is left of its questions (at most
-    `_search.questions` in all, the number the error's split counts)."""
-    notes: list[str] = []
-    start, cleared = 0, []
-    allowed = questions(len(rollouts.resamplable))
-    if searching:
-        start, note, allowed = _prefixes(rollouts, plan, mode, latest, 0, allowed)
-        cleared += [(0, start)] if start > 0 else []
-        if note:
-            notes.append(note)
+    """Estimate what the root cause needs, into ``estimates``: each step alone, from the first
+    resamplable step forward up to position ``latest`` (the Point of Commitment's, or the latest
+    step shown to matter), until one is shown to matter or stays open. A step shown to have lowered
+    the failure rate (a lucky record) is decided, and the scan goes on past it."""
     resamplable = rollouts.resamplable
-    position = start
-    while position <= latest:
+    for position in range(latest + 1):
         index = resamplable[position]
         found = estimates.get(index)
         if found is None:
@@ -107,117 +87,4 @@ def seek(
             estimates[index] = found
         if rollouts.out_of_budget or found.significant or not found.shown_not_to_matter:
             break
-        position += 1
-        if searching and found.lowered and allowed > 0 and position < latest:
-            resumed, note, allowed = _prefixes(rollouts, plan, mode, latest, position, allowed)
-            cleared += [(position, resumed)] if resumed > position else []
-            position = resumed
-            if note:
-                notes.append(note)
-    return Sought(tuple(cleared), tuple(notes))
-
-
-def _prefixes(
-    rollouts: Rollouts, plan: Schedule, mode: Mode, latest: int, first: int, allowed: int
-) -> tuple[int, str, int]:
-    """Gallop from position ``first``, then bisect, over prefixes (module docstring), keeping every
-    step before ``first`` throughout: the position ``lo`` such that the steps from ``first`` to
-    before it together have no effect and those up to it matter, a note when the search stopped
-    short (``first``: the scan starts there), and how many of the ``allowed`` questions are left
-    (a question past them is not asked: the search stops there, as at an open one)."""
-    n_steps = len(rollouts.engine.factual.steps)
-    resamplable = rollouts.resamplable
-    nothing_kept = Plan.ablate_from(n_steps, resamplable[first])
-    asked: dict[int, Comparison] = {}
-    left = allowed
-    fell: list[Fall] = []
-
-    def ask(position: int) -> str:
-        nonlocal left
-        if left <= 0:
-            return "spent"
-        left -= 1
-
-        def judge(kept: list[Outcome], ablated: list[Outcome], exact: bool) -> Comparison:
-            return compare(
-                kept, ablated, kept_exact=False, mode=mode, config=rollouts.config, tails=plan.tails
-            )
-
-        kept = Plan.ablate_from(n_steps, resamplable[position])
-        answer = rollouts.decide(
-            plan.looks, kept, nothing_kept, judge, lambda c: c.significant or c.no_effect
-        )
-        if answer is None:
-            return "budget"
-        asked[position] = answer
-        points = [(resamplable[p], c.kept) for p, c in asked.items()]
-        fall = falling(points, mode, plan.tails.matters)
-        if fall is not None:
-            fell.append(fall)
-            return "falls"
-        return "matters" if answer.significant else "no effect" if answer.no_effect else "open"
-
-    lo, hi, stride = first, latest + 1, 1
-    while lo + stride < hi:  # the gallop
-        decision = ask(lo + stride)
-        if decision == "no effect":
-            lo, stride = lo + stride, 2 * stride
-        elif decision == "matters":
-            hi = lo + stride
-            break
-        else:
-            return (
-                *_stopped(
-                    decision, _standing(lo, fell, asked, first, resamplable), first, resamplable
-                ),
-                left,
-            )
-    while hi - lo > 1:  # the bisection
-        middle = (lo + hi) // 2
-        decision = ask(middle)
-        if decision == "no effect":
-            lo = middle
-        elif decision == "matters":
-            hi = middle
-        else:
-            return (
-                *_stopped(
-                    decision, _standing(lo, fell, asked, first, resamplable), first, resamplable
-                ),
-                left,
-            )
-    return lo, "", left
-
-
-def _standing(
-    lo: int,
-    fell: list[Fall],
-    asked: dict[int, Comparison],
-    first: int,
-    resamplable: Sequence[int],
-) -> int:
-    """Where a fall leaves the clearings: one wholly before it (its steps all come before the
-    plans that fell apart) needs the assumption only over its own steps, which no plan the search
-    ran contradicts, so it still stands, as a suffix's wholly after one does
-    (`_adaptive._still_cleared`); the latest such position, else ``first``."""
-    if not fell:
-        return lo
-    before = fell[0].earlier  # a step's index, as the plans are named
-    standing = [p for p, c in asked.items() if c.no_effect and p <= lo and resamplable[p] <= before]
-    return max(standing, default=first)
-
-
-def _stopped(decision: str, lo: int, first: int, resamplable: Sequence[int]) -> tuple[int, str]:
-    where = "start of the record" if first == 0 else f"record from step {resamplable[first]} on"
-    if decision == "falls":
-        return lo, (
-            f"root cause: the failure rate fell as more of the {where} was kept, which the "
-            "search assumes never happens: the steps were estimated one by one from "
-            + ("the first" if lo == 0 else f"step {resamplable[lo]}")
-        )
-    reason = {
-        "budget": "the budget was reached",
-        "spent": "its share of the questions was spent",
-    }.get(decision, "a question stayed open")
-    search = "from the start" if first == 0 else f"from step {resamplable[first]}"
-    return lo, f"root cause: the search {search} stopped at step {resamplable[lo]} ({reason})"
+    return Sought()

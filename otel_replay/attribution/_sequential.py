@@ -1,10 +1,9 @@
 """Sequential decisions: two plans run in growing batches until the tests on them decide.
 
-Both parts of the adaptive strategy (the search over suffixes, `_search`, and the scan over steps,
-`_adaptive`) ask questions of the same form: here are two plans, is the difference between their
-failure rates shown to matter, or shown to stay inside the margin? A question is asked at the looks
-of a `Schedule`: rollouts per plan doubling from a first batch up to ``max_rollouts``, each look's
-tests at the schedule's ``tail``. Looking L times spends the error L times, so the tail is the
+The walk's per-step tests and the scan (`_walk`, `_adaptive`) ask questions of one form: here
+are two plans, is the difference between their failure rates shown to matter, or shown to stay
+inside the margin? A question is asked at the looks of a `Schedule`: rollouts per plan growing
+from a first batch up to ``max_rollouts``, each look's tests at the schedule's ``tail``. Looking L times spends the error L times, so the tail is the
 question's share of `ERROR_BOUND` divided by L (a Bonferroni split over the looks: group-sequential,
 conservative, and exact under any dependence between looks, which always-valid intervals would buy
 back only for one-sample tests). Batch sizes are fixed by the schedule, never by timing, so the same
@@ -22,7 +21,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from otel_replay.attribution._config import AttributionConfig
-from otel_replay.attribution._contrastive import Tails, test_tail
+from otel_replay.attribution._contrastive import ErrorShares, Tails
 from otel_replay.attribution._engine import Engine, Outcome
 from otel_replay.attribution._spend import NOTHING, Spend
 from otel_replay.attribution._stats import decisive_rollouts
@@ -46,20 +45,22 @@ FIRST_LOOK = 8
 GROWTH = 1.5
 
 
-def schedule(config: AttributionConfig, m: int, questions: int = 0) -> Schedule:
+def schedule(config: AttributionConfig, m: int, shares: ErrorShares | None = None) -> Schedule:
     """Looks from `FIRST_LOOK` rollouts per plan, growing by `GROWTH`, up to ``max_rollouts``, and
     two more at the fewest rollouts that can show "no effect" at all (`decisive_rollouts`: one for
     a plan against the record, one for two estimated plans), since most questions end there. Each
-    test's share of the bound (``m`` steps and ``questions`` more, `test_tail`) is split: the
-    "matters" test's over every look, the "no effect" test's over the looks from the first at
-    which it can pass, the fewest such that the split and the floor it implies agree."""
+    family's share (``shares``, the scan's by default: `ErrorShares`) is split over the ``m``
+    steps, then each test's: the "matters" test's over every look, the "no effect" test's over
+    the looks from the first at which it can pass, the fewest such that the split and the floor
+    it implies agree."""
+    shares = shares or ErrorShares.scan()
     top = config.max_rollouts
     grown = {min(FIRST_LOOK, top)}
     while max(grown) < top:
         grown.add(min(top, math.ceil(max(grown) * GROWTH)))
-    share = test_tail(m, questions)
+    matters, no_effect = shares.matters_tail(m), shares.no_effect_tail(m)
     for spent in range(1, len(grown) + 3):
-        tail = share / spent
+        tail = no_effect / spent
         floors = {
             decisive_rollouts(config.margin, tail, known=True),
             decisive_rollouts(config.margin, tail),
@@ -68,7 +69,7 @@ def schedule(config: AttributionConfig, m: int, questions: int = 0) -> Schedule:
         possible = [n for n in looks if n >= min(floors)]
         if len(possible) <= spent:
             break
-    return Schedule(looks, Tails(share / len(looks), tail, len(looks)))
+    return Schedule(looks, Tails(matters / len(looks), tail, len(looks)))
 
 
 @dataclass

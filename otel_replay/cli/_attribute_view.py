@@ -274,6 +274,8 @@ def _decision(
     root cause's search cleared with every earlier one (``before``) the step it stopped at."""
     if before is not None:
         return f"no effect, with all before #{before}" if wide else f"no effect <#{before}"
+    if step.band is not None:
+        return f"no effect: in band ({step.band}/{step.band})" if wide else "in band"
     if step.cleared_by is not None:
         # the full question that cleared it, not a screen's batch from the same step
         joint = next((t for t in search if t.clears and t.start == step.cleared_by), None)
@@ -293,6 +295,9 @@ def _decision(
 def _joint_caption(result: AttributionResult, wide: bool) -> str:
     """How the table words the steps the searches cleared together, when there are any."""
     words = []
+    if any(s.band is not None for s in result.steps):
+        how = "'no effect: in band (n/n)'" if wide else "'in band'"
+        words.append(f"{how}: it and the next step each resampled on ended as the record, n of n")
     if any(s.cleared_by is not None for s in result.steps):
         how = "'no effect, with all from #k'" if wide else "'no effect ≥#k'"
         words.append(f"{how}: shown together with every step from #k on, by the search")

@@ -2,7 +2,7 @@
 
 **The run** (the step timeline; observed-only steps greyed; the Point of Commitment marked),
 **the attribution** (each step's estimate and interval on one shared axis, P(fail) kept against
-resampled, the decision and the test that made it, the search's questions, Shapley values with their
+resampled, the decision and the test that made it, the walk's band tests, Shapley values with their
 standard errors and the efficiency check) and **the repair** (the recorded output against the
 repairing one, as a diff; a model turn's outputs both as messages, so a response an SDK returned is
 not set against a message), then the configuration that reproduces it. It reads the JSON report
@@ -245,7 +245,8 @@ def _attribution(report: dict[str, Any], located: Any) -> str:
     rows = []
     for s in steps:
         index = s.get("index")
-        cleared = s.get("cleared_by") is not None or _cleared_before(s, before)
+        cleared = s.get("band") is not None or s.get("cleared_by") is not None
+        cleared = cleared or _cleared_before(s, before)
         css = "poc" if index == located else ("cleared" if cleared else "")
         css = "root" if index == root_step and index != located else css
         rows.append(
@@ -348,6 +349,8 @@ def _decision(s: dict[str, Any], before: Any = None) -> str:
 
 def _decided(s: dict[str, Any], before: Any = None) -> str:
     tests = s.get("tests") or {}
+    if s.get("band") is not None:
+        return f"no effect: in band ({esc(s['band'])}/{esc(s['band'])}) <span class='muted'>(the walk)</span>"
     if s.get("cleared_by") is not None:
         return f"no effect, with every step from #{esc(s['cleared_by'])} <span class='muted'>(the search)</span>"
     if _cleared_before(s, before):
@@ -421,8 +424,9 @@ def _search(report: dict[str, Any]) -> str:
         for q in questions
     )
     return (
-        "<h3>The search's questions</h3><p class='muted'>Each resampled every step from the one "
-        "named on, against the record kept whole.</p><table><thead><tr><th>resampled from</th>"
+        "<h3>The walk's band tests</h3><p class='muted'>Each resampled every step from the one "
+        "named on, against the record kept whole: in the band when every rollout ended as the "
+        "record did.</p><table><thead><tr><th>resampled from</th>"
         f"<th>effect</th><th>P(fail) record / resampled</th><th>decision</th></tr></thead><tbody>{rows}</tbody></table>"
     )
 

@@ -110,6 +110,7 @@ def _step(step: StepAttribution, margin: float) -> dict[str, Any]:
         "variation": step.variation,
         "estimated": step.attribution is not None,
         "cleared_by": step.cleared_by,
+        "band": step.band,
         "attribution": _r(step.attribution),
         "ci_low": _r(step.ci_low),
         "ci_high": _r(step.ci_high),
@@ -196,6 +197,7 @@ def _question(test: SuffixTest, margin: float, result: AttributionResult) -> dic
     c = test.comparison
     return {
         "from_step": test.start,
+        "band": test.band,
         "plan": _plan(Plan.ablate_from(len(result.steps), test.start), result),
         "effect": _r(c.effect),
         "p_fail_record": _proportion(c.kept),

@@ -15,8 +15,9 @@ from otel_replay.report._step_schema import STEP as _STEP
 _QUESTION: dict[str, Any] = {
     "type": "object",
     "description": (
-        "one question of the adaptive search: resampling every resamplable step from from_step on, "
-        "against the record kept whole"
+        "one band test of the adaptive walk (band set): resampling every resamplable step from "
+        "from_step on, against the record kept whole, in the band when every one of band rollouts "
+        "ended as the record did; in reports written before the band, a question of the old search"
     ),
     "required": [
         "from_step",
@@ -33,6 +34,10 @@ _QUESTION: dict[str, Any] = {
     "additionalProperties": False,
     "properties": {
         "from_step": {"type": "integer", "minimum": 0},
+        "band": {
+            **_INT_OR_NULL,
+            "description": "the band test's rollouts (null: a question of the old search)",
+        },
         "plan": {"type": "string", "description": "the resampling plan in words"},
         "effect": {"type": "number", "description": "signed by mode, as a step's attribution"},
         "p_fail_record": _PROPORTION,
@@ -42,10 +47,18 @@ _QUESTION: dict[str, Any] = {
         "confidence": {"type": "number", "minimum": 0, "maximum": 1},
         "margin": {"type": "number"},
         "decision": {
-            "enum": ["matters", "no effect", "falls", "undecided", "passed over"],
+            "enum": [
+                "in band",
+                "out of band",
+                "matters",
+                "no effect",
+                "falls",
+                "undecided",
+                "passed over",
+            ],
             "description": (
-                "passed over: a question of the search's first pass, asked at the first look "
-                "only to find where to look; what it did not show is no answer"
+                "in band / out of band: the walk's band test; the others are the old search's "
+                "(passed over: asked at the first look only to find where to look)"
             ),
         },
     },
@@ -161,7 +174,7 @@ REPORT_SCHEMA: dict[str, Any] = {
                 "strategy": {
                     "enum": ["adaptive", "scan", "fixed", "sweep"],
                     "description": (
-                        "adaptive: the search over suffixes, then the scan back from its answer; "
+                        "adaptive: the walk from the last step back, clearing by the band; "
                         "scan: every step from the last back, in growing batches; fixed: every "
                         "step at rollouts (sweep: its name in reports written before)"
                     ),
@@ -201,7 +214,7 @@ REPORT_SCHEMA: dict[str, Any] = {
         "search": {
             "type": "array",
             "items": _QUESTION,
-            "description": "the adaptive search's questions in the order asked (empty: no search)",
+            "description": "the adaptive walk's band tests in the order run (empty: no band)",
         },
         "point_of_commitment": {**_INT_OR_NULL, "description": "failure mode: the culprit step"},
         "save_point": {**_INT_OR_NULL, "description": "credit mode: the step that saved the run"},

@@ -57,6 +57,7 @@ STEP: dict[str, Any] = {
         "variation",
         "estimated",
         "cleared_by",
+        "band",
         "attribution",
         "ci_low",
         "ci_high",
@@ -102,13 +103,21 @@ STEP: dict[str, Any] = {
         },
         "estimated": {
             "type": "boolean",
-            "description": "false: observed-only, cleared by the search, or never reached",
+            "description": "false: observed-only, cleared by the band, or never reached",
+        },
+        "band": {
+            **INT_OR_NULL,
+            "description": (
+                "cleared by the band: resampled from this step on, and from the next resamplable "
+                "step on, the run ended as the record did in every one of this many rollouts, so "
+                "its effect lies inside the margin; not estimated alone"
+            ),
         },
         "cleared_by": {
             **INT_OR_NULL,
             "description": (
-                "shown to have no effect together with every resamplable step from this step on "
-                "(the search entry whose from_step it is), not estimated alone"
+                "reports written before the band: shown to have no effect together with every "
+                "resamplable step from this step on by the old search, not estimated alone"
             ),
         },
         "attribution": {

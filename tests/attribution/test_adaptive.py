@@ -84,7 +84,7 @@ def test_a_budget_is_kept_and_the_verdict_says_what_it_could() -> None:
     assert result.step_executions <= 150
     assert result.verdict is Verdict.INCONCLUSIVE and result.bracket is not None
     assert any("budget of 150 calls" in note for note in result.notes)
-    assert "after the adaptive search" in result.explanation
+    assert "after the adaptive walk" in result.explanation
 
 
 def test_a_budget_needs_the_adaptive_strategy() -> None:

@@ -17,16 +17,19 @@ claimed 2.2e-4 at 8 steps.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from functools import cache
 
 import pytest
 
 from otel_replay.attribution import AttributionConfig
-from otel_replay.attribution._contrastive import Tails, judged
+from otel_replay.attribution._band import band_error, band_rollouts, in_band
+from otel_replay.attribution._contrastive import ERROR_BOUND, ErrorShares, Tails, judged
 from otel_replay.attribution._contrastive import test_tail as share_of
+from otel_replay.attribution._engine import Outcome
 from otel_replay.attribution._results import Comparison, Mode, Proportion
-from otel_replay.attribution._search import questions
 from otel_replay.attribution._sequential import schedule
+from otel_replay.replay import Plan
 
 CONFIG = AttributionConfig()
 MARGIN = CONFIG.margin
@@ -77,42 +80,51 @@ def _passed(c: Comparison, test: str) -> bool:
     }[test]
 
 
-def _error(m: int, searched: bool, p_kept: float, p_ablated: float, test: str, exact: bool):
-    plan = schedule(CONFIG, m, questions(m) if searched else 0)
-    share = share_of(m, questions(m) if searched else 0)
+def _error(m: int, walked: bool, p_kept: float, p_ablated: float, test: str, exact: bool):
+    """The chance ``test`` passes at some look of the schedule, and the share it was given: the
+    walk's (``walked``) or the scan's, of the family the test belongs to."""
+    shares = ErrorShares.walk() if walked else ErrorShares.scan()
+    plan = schedule(CONFIG, m, shares)
+    share = shares.matters_tail(m) if test == "matters" else shares.no_effect_tail(m)
     error = sum(_passes(n, p_kept, p_ablated, plan.tails, test, exact) for n in plan.looks)
     return error, share
 
 
-#: (steps, searched, P(fail | kept), P(fail | resampled)): effects of margin + 0.01, either way
+#: (steps, walked, P(fail | kept), P(fail | resampled)): effects of margin + 0.01, either way
 BEYOND_THE_MARGIN = [
     (8, False, 1.0, 0.89),  # the issue's case: a kept plan that always fails, estimated
     (8, False, 0.99, 0.88),
     (8, False, 0.11, 0.0),
     (8, False, 0.0, 0.11),
     (16, False, 0.995, 0.885),
+    (8, True, 1.0, 0.89),  # the walk's per-step tests, at their smaller shares
+    (8, True, 0.11, 0.0),
+    (32, True, 0.99, 0.88),
 ]
 
 
-@pytest.mark.parametrize(("m", "searched", "p_kept", "p_ablated"), BEYOND_THE_MARGIN)
+@pytest.mark.parametrize(("m", "walked", "p_kept", "p_ablated"), BEYOND_THE_MARGIN)
 def test_no_effect_between_two_estimates_keeps_its_share_of_the_bound(
-    m: int, searched: bool, p_kept: float, p_ablated: float
+    m: int, walked: bool, p_kept: float, p_ablated: float
 ) -> None:
-    error, share = _error(m, searched, p_kept, p_ablated, "no effect", exact=False)
+    error, share = _error(m, walked, p_kept, p_ablated, "no effect", exact=False)
     assert error <= share, (error, share)
 
 
 @pytest.mark.parametrize("m", [16, 64])
 def test_no_effect_against_the_record_keeps_its_share_of_the_bound(m: int) -> None:
-    """The search's questions: the record fails every time (known), the suffix resampled fails
-    0.89 of the time."""
+    """The last step's test: the record fails every time (known), the step resampled fails 0.89
+    of the time."""
     error, share = _error(m, True, 1.0, 1.0 - MARGIN - 0.01, "no effect", exact=True)
     assert error <= share, (error, share)
 
 
+@pytest.mark.parametrize("walked", [False, True])
 @pytest.mark.parametrize("rate", [0.0, 0.02, 0.98, 1.0])
-def test_matters_keeps_its_share_of_the_bound_when_nothing_changes(rate: float) -> None:
-    error, share = _error(8, False, rate, rate, "matters", exact=False)
+def test_matters_keeps_its_share_of_the_bound_when_nothing_changes(
+    rate: float, walked: bool
+) -> None:
+    error, share = _error(8, walked, rate, rate, "matters", exact=False)
     assert error <= share, (error, share)
 
 
@@ -184,13 +196,13 @@ def test_the_old_bootstrap_case_no_longer_passes() -> None:
     assert not c.no_effect and c.no_effect_interval[1] > MARGIN
 
 
-@pytest.mark.parametrize(("m", "searched", "p_kept", "p_ablated"), BEYOND_THE_MARGIN[:3])
+@pytest.mark.parametrize(("m", "walked", "p_kept", "p_ablated"), BEYOND_THE_MARGIN[:3])
 def test_a_culprit_is_cleared_as_no_effect_or_lowered_within_its_share(
-    m: int, searched: bool, p_kept: float, p_ablated: float
+    m: int, walked: bool, p_kept: float, p_ablated: float
 ) -> None:
     """Issue 42, item 3: "lowered" reads the no-effect interval's upper end, so clearing a step
     beyond +margin either way costs no more than "no effect" alone was given."""
-    error, share = _error(m, searched, p_kept, p_ablated, "cleared", exact=False)
+    error, share = _error(m, walked, p_kept, p_ablated, "cleared", exact=False)
     assert error <= share, (error, share)
 
 
@@ -202,3 +214,78 @@ def test_lowered_keeps_its_share_where_the_effect_is_inside_the_margin(
     over every look of the schedule (it waits for the looks at which "no effect" could pass)."""
     error, share = _error(8, False, p_kept, p_ablated, "lowered", exact=False)
     assert error <= share, (error, share)
+
+
+# The band (issue 42, item 1): one share for every joint clearing, whatever the order of lucky and
+# decisive steps. `otel_replay.attribution._band` has the argument; these check its two halves.
+
+
+def _outcomes(passed: int, n: int, mode: Mode) -> list[Outcome]:
+    """``n`` rollouts of one plan, the first ``passed`` of them ending unlike the record."""
+    plan = Plan.ablate_from(4, 0)
+    record_failed = mode is Mode.FAILURE
+    return [
+        Outcome(plan, i, 0.0, record_failed if i >= passed else not record_failed, 1, None)
+        for i in range(n)
+    ]
+
+
+@pytest.mark.parametrize("mode", [Mode.FAILURE, Mode.CREDIT])
+@pytest.mark.parametrize(
+    ("margin", "share"), [(0.1, 0.03), (0.05, 0.03), (0.2, 0.01), (0.1, 0.005)]
+)
+def test_the_band_accepts_a_rate_outside_it_within_its_share(
+    margin: float, share: float, mode: Mode
+) -> None:
+    """Summed exactly over every count the band test can see, at rates up to the band's edge
+    (the chance of accepting rises towards it, so the edge is the worst case), calling the rule
+    the walk runs on each count."""
+    r = band_rollouts(margin, share)
+    assert band_error(margin, r) <= share < band_error(margin, r - 1)
+    for below in (0.5, 0.1, 0.01, 1e-9):
+        rate = 1.0 - margin - below  # the record's outcome, at most this often: out of the band
+        accepted = sum(
+            probability
+            for passed, probability in _pmf(r, 1.0 - rate)
+            if in_band(_outcomes(passed, r, mode), mode, r)
+        )
+        assert accepted <= share, (rate, accepted, share)
+
+
+def test_a_rollout_that_is_no_evidence_keeps_a_position_out_of_the_band() -> None:
+    ran = _outcomes(0, 34, Mode.FAILURE)
+    ran[5] = Outcome(ran[5].plan, 5, 0.0, False, 1, None, crash="ValueError: boom")
+    assert in_band(_outcomes(0, 34, Mode.FAILURE), Mode.FAILURE, 34)
+    assert not in_band(ran, Mode.FAILURE, 34)
+    assert not in_band(ran[:33], Mode.FAILURE, 34)  # too few rollouts run
+
+
+def _profiles(m: int, levels: tuple[float, ...]) -> Iterator[tuple[float, ...]]:
+    """Every failure-rate profile F(0..m−1) over ``levels``, with F(m) = 1 (the record)."""
+    return ((*rates, 1.0) for rates in __import__("itertools").product(levels, repeat=m))
+
+
+@pytest.mark.parametrize("m", [4, 6])
+def test_the_band_clears_no_step_beyond_the_margin_in_any_profile(m: int) -> None:
+    """The lemma, over every profile on a grid that puts lucky and decisive steps in every order
+    (dips of depth margin + 0.01 and 1.0 behind and before rises): where the band accepted only
+    positions inside it, every step it cleared (its position and the next both accepted) lies
+    within ±margin. So the band can clear a step beyond the margin only by accepting a position
+    outside it, and the latest such step's end outside the band is one position fixed by the
+    model: one share covers it."""
+    edge = 1.0 - MARGIN
+    levels = (0.0, edge - 0.01, edge, 1.0)
+    for rates in _profiles(m, levels):
+        accepted = [rate >= edge for rate in rates]  # the band accepts every position it may
+        for j in range(m):
+            if accepted[j] and accepted[j + 1]:
+                assert abs(rates[j + 1] - rates[j]) <= MARGIN + 1e-12, (rates, j)
+
+
+def test_the_walk_s_shares_add_up_to_the_stated_bound() -> None:
+    for suspect in (0.0, 0.0025):
+        shares = ErrorShares.walk(suspect=suspect)
+        assert shares.band + shares.matters + shares.no_effect + shares.suspect <= ERROR_BOUND
+        assert band_error(MARGIN, band_rollouts(MARGIN, shares.band)) <= shares.band
+    scan = ErrorShares.scan()
+    assert scan.matters + scan.no_effect <= ERROR_BOUND and scan.band == 0.0

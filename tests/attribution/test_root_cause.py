@@ -14,9 +14,7 @@ import dataclasses
 import pytest
 
 from otel_replay.attribution import AttributionConfig, Strategy, Verdict, attribute
-from otel_replay.attribution._adaptive import _still_cleared
-from otel_replay.attribution._results import Comparison, Proportion, SuffixTest
-from otel_replay.attribution._search import Fall, Searched, Stop
+from otel_replay.attribution._results import Comparison, Proportion
 from otel_replay.report import build_report
 from tests.attribution.long_runs import Break, Crash, LongRun, Luck, Miss, run
 
@@ -101,20 +99,16 @@ def test_the_adaptive_strategy_seeks_it_when_asked_and_counts_its_cost() -> None
     assert "--root-cause" in " ".join(config.flags())
 
 
-def test_a_fall_on_the_plans_visited_keeps_the_clearings_after_it() -> None:
+def test_a_lucky_step_before_the_crash_leaves_no_clearing_that_spans_it() -> None:
     """Luck at 20 makes the crash at 23 impossible, 30 % of the time: resampling from 16 fails
-    70 % of the time, from 22 never, from 24 always. The search sees the rate fall between 16
-    and 22, so no clearing that spans them stands; the one from 24 on is after both, and the scan
-    goes back over the bracket from there."""
+    70 % of the time, from 22 never, from 24 always. The band clears the steps from 24 on (each
+    position and the next in it); the crash's position is out of it, so the crash is tested
+    alone and named, at less than the scan's cost."""
     model = run("lucky-then-crash", 48, {20: Luck(0.3), 23: Crash(0.0, 1.0)})
     result = attribute(model.trajectory(), model.registry(), AttributionConfig())
     assert result.point_of_commitment == 23
-    assert all(s.cleared_by == 24 for s in result.steps[24:])
-    # a fall seen between 16 and 22 leaves the clearing from 24 standing, not the one from 16
-    tests = [SuffixTest(start, _comparison(decision)) for start, decision in ASKED]
-    fell = Searched(22, 24, Stop.FALLS, tests, falling=Fall(16, 22))
-    assert _still_cleared(fell, list(range(48))) == 24
-    assert _still_cleared(dataclasses.replace(fell, falling=Fall(16, 48)), list(range(48))) is None
+    assert all(s.band == 34 and s.attribution is None for s in result.steps[24:])
+    assert result.steps[23].significant
     scanned = attribute(
         model.trajectory(),
         model.registry(),
@@ -124,7 +118,7 @@ def test_a_fall_on_the_plans_visited_keeps_the_clearings_after_it() -> None:
     assert result.step_executions < scanned.step_executions
 
 
-@pytest.mark.parametrize("strategy", [Strategy.SCAN, Strategy.FIXED])
+@pytest.mark.parametrize("strategy", [Strategy.ADAPTIVE, Strategy.SCAN, Strategy.FIXED])
 def test_a_failure_no_step_made_is_settled_not_inconclusive(strategy: Strategy) -> None:
     """The first step breaks the run whatever it draws, and nothing later can mend it: a
     conclusive answer, with its own verdict, not an open bracket."""
@@ -135,13 +129,14 @@ def test_a_failure_no_step_made_is_settled_not_inconclusive(strategy: Strategy) 
     assert result.explanation.startswith("No resamplable step changes the failure rate")
 
 
-def test_the_notes_say_which_steps_the_search_from_the_start_cleared() -> None:
+def test_the_root_cause_is_sought_step_by_step_from_the_start() -> None:
+    """No prefix is cleared together: a prefix that does nothing together can hide a step that
+    matters alone, undone by a lucky one after it, so each step before the root cause is shown to
+    have no effect alone."""
     result = attribute(
         SUPPORT_LONG.trajectory(), SUPPORT_LONG.registry(), AttributionConfig(root_cause=True)
     )
-    assert result.root_cause is not None and result.root_cause.cleared_to == 6
-    assert any(
-        n.startswith("root cause: steps 0–5 were shown to have no effect together")
-        for n in result.notes
-    )
+    assert result.root_cause is not None and result.root_cause.index == 6
+    assert result.root_cause.cleared_to is None
+    assert all(s.shown_not_to_matter for s in result.steps[:6])
     assert not any("steps 0" in n and "not estimated" in n for n in result.notes), result.notes

@@ -58,7 +58,7 @@ def test_the_swap_names_the_latest_step_from_which_the_model_saves_the_run(
     assert step.kept is not None and step.kept.value == 1.0  # large from step 3 on: still fails
     assert result.explanation.startswith("large would have saved this run from step 2 (llm decide)")
     for later in result.steps[3:]:  # from step 3 on the swap is too late: no effect
-        assert later.no_effect or later.cleared_by is not None
+        assert later.no_effect or later.cleared
 
 
 def test_only_the_turns_a_plan_runs_again_are_asked_of_the_swapped_model() -> None:
