@@ -32,12 +32,13 @@ from otel_replay.attribution._contrastive import (
     all_steps,
     kept_plan,
 )
-from otel_replay.attribution._engine import Engine
+from otel_replay.attribution._engine import Engine, Outcome
 from otel_replay.attribution._results import Comparison, Mode, RootCause, StepAttribution
 from otel_replay.attribution._root import estimate, seek
 from otel_replay.attribution._search import Searched, Stop, questions, search
 from otel_replay.attribution._sequential import Rollouts, Schedule, schedule
 from otel_replay.attribution._stats import decisive_rollouts, rollouts_needed
+from otel_replay.attribution._suspect import suspect_first
 from otel_replay.replay import Plan
 
 #: The fewest resamplable steps worth a search: below it, the extra questions cost more than they
@@ -46,15 +47,22 @@ SEARCH_FROM = 12
 
 
 def adaptive(
-    engine: Engine, resamplable: Sequence[int], mode: Mode, config: AttributionConfig
+    engine: Engine,
+    resamplable: Sequence[int],
+    mode: Mode,
+    config: AttributionConfig,
+    outcomes: dict[Plan, list[Outcome]] | None = None,
 ) -> Localisation:
-    """The Point of Commitment by the search and the scan, with notes on what they left out."""
+    """The Point of Commitment by the search and the scan, with notes on what they left out
+    (``outcomes``: the rollouts run so far, a suspect's, whose test came first)."""
+    if config.suspect is not None and outcomes is None:  # its test first (`_suspect`)
+        return suspect_first(engine, resamplable, mode, config, adaptive)
     m = len(resamplable)
     searching = config.strategy is Strategy.ADAPTIVE and m >= SEARCH_FROM
     # the search from the start, when the root cause is asked for, asks as many questions more
     asked = (2 if config.root_cause else 1) * questions(m) if searching else 0
     plan = schedule(config, m, asked)
-    rollouts = Rollouts(engine, config, resamplable, {})
+    rollouts = Rollouts(engine, config, resamplable, {} if outcomes is None else outcomes)
     searched = search(rollouts, mode, plan) if searching else Searched(-1, m, Stop.SKIPPED)
     start, cleared = m - 1, None
     if searched.stop is Stop.FALLS:
