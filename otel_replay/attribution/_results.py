@@ -255,7 +255,8 @@ class Suspect:
     interval: tuple[float, float] | None = None
     matters_bound: float | None = None
     matters_tail: float | None = None  # the one-sided error of the test that confirms
-    # what the test decided: matters, no effect, lowered, open (at its last look), not tested
+    # what the test decided: matters, no effect, lowered, none seen (the estimate at most zero at
+    # a look, which stops it), open (at its last look), not tested
     decision: str = "not tested"
 
 

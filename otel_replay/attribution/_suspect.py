@@ -29,16 +29,23 @@ from dataclasses import dataclass
 from typing import Any
 
 from otel_replay.attribution._config import AttributionConfig
-from otel_replay.attribution._contrastive import Localisation, Tails, all_steps
-from otel_replay.attribution._engine import Engine
+from otel_replay.attribution._contrastive import (
+    Localisation,
+    Tails,
+    all_steps,
+    compare,
+    estimate_step,
+    kept_plan,
+)
+from otel_replay.attribution._engine import Engine, Outcome
 from otel_replay.attribution._results import Mode, StepAttribution, Suspect, percent
-from otel_replay.attribution._root import estimate
 from otel_replay.attribution._sequential import Rollouts, Schedule
 from otel_replay.attribution._spend import NOTHING, Spend
 from otel_replay.errors import AttributionError, SettingError, VerifierError, setting
 from otel_replay.hashing import canonical_json
 from otel_replay.model import Trajectory
 from otel_replay.redaction import Redactor, patterns_of
+from otel_replay.replay import Plan
 from otel_replay.resamplers import ask_model, recorded_model
 from otel_replay.resamplers import server as named_server
 
@@ -109,13 +116,29 @@ class SuspectTest:
 
 def confirm(rollouts: Rollouts, mode: Mode, position: int) -> SuspectTest:
     """Test the resamplable step at ``position`` alone at the suspect's schedule, through
-    ``rollouts`` (what it runs stays there for every later question)."""
-    engine = rollouts.engine
+    ``rollouts`` (what it runs stays there for every later question): its kept plan against
+    resampling from it, paired, until "matters" passes, "no effect" or "lowered" does, or the
+    estimate is at most zero at a look (futility: keeping the step did not raise the failure
+    rate at all in the rollouts so far). Stopping without confirming spends none of the bound,
+    since the attribution then goes on as without a suspect: only a confirmation can err."""
+    engine, config, resamplable = rollouts.engine, rollouts.config, rollouts.resamplable
+    n_steps = len(engine.factual.steps)
+    step = engine.factual.steps[resamplable[position]]
+    plan = suspect_schedule(config)
     before = engine.step_executions
-    found = estimate(rollouts, suspect_schedule(rollouts.config), mode, position)
-    return SuspectTest(
-        position, rollouts.resamplable[position], found, engine.step_executions - before
+
+    def judge(kept: list[Outcome], ablated: list[Outcome], exact: bool) -> StepAttribution:
+        tests = compare(kept, ablated, kept_exact=exact, mode=mode, config=config, tails=plan.tails)
+        return estimate_step(step, tests)
+
+    found = rollouts.decide(
+        plan.looks,
+        kept_plan(n_steps, resamplable, position),
+        Plan.ablate_from(n_steps, step.index),
+        judge,
+        lambda e: e.decided or (e.attribution or 0.0) <= 0.0,
     )
+    return SuspectTest(position, step.index, found, engine.step_executions - before)
 
 
 def suspect_first(
@@ -164,7 +187,9 @@ def decision(e: StepAttribution) -> str:
     """What a step's tests decided: matters, no effect, lowered, or open."""
     if e.significant:
         return "matters"
-    return "no effect" if e.no_effect else "lowered" if e.lowered else "open"
+    if e.no_effect or e.lowered:
+        return "no effect" if e.no_effect else "lowered"
+    return "none seen" if (e.attribution or 0.0) <= 0.0 else "open"
 
 
 def not_confirmed(tested: SuspectTest) -> str:
@@ -180,6 +205,7 @@ def _why(decided: str, n: int) -> str:
         "no effect": "shown to have no effect",
         "lowered": "shown to lower the rate (a lucky record)",
         "not tested": "not tested: the budget allowed no look",
+        "none seen": "keeping it did not raise the rate at all in its rollouts",
     }.get(decided, f"neither shown to matter nor not to at {n} rollouts per plan")
 
 
@@ -200,7 +226,7 @@ def suspect_words(found: Suspect | None, config: AttributionConfig) -> str:
     )
     if found.confirmed:
         return f"{head}confirmed by replay, it matters{numbers}{calls}."
-    n = 0 if found.calls_to_confirm == 0 else SUSPECT_LOOKS[-1]
+    n = suspect_schedule(config).looks[-1] if config.strategy.sequential else config.rollouts
     return f"{head}not confirmed: {_why(found.decision, n)}{numbers}{calls}."
 
 

@@ -231,7 +231,13 @@ REPORT_SCHEMA: dict[str, Any] = {
                 "source": {"enum": ["user", "judge"]},
                 "reason": {"type": ["string", "null"]},
                 "confirmed": {"type": ["boolean", "null"]},
-                "decision": {"enum": ["matters", "no effect", "lowered", "open", "not tested"]},
+                "decision": {
+                    "enum": ["matters", "no effect", "lowered", "none seen", "open", "not tested"],
+                    "description": (
+                        "none seen: keeping the step did not raise the rate at all at a look, "
+                        "which stops its test unconfirmed"
+                    ),
+                },
                 "calls_to_confirm": {"type": "integer", "minimum": 0},
                 "effect": {"type": ["number", "null"]},
                 "interval": {"type": ["array", "null"], "items": {"type": "number"}},
