@@ -43,11 +43,12 @@ from otel_replay.attribution._sequential import Rollouts, Schedule
 from otel_replay.attribution._spend import NOTHING, Spend
 from otel_replay.errors import AttributionError, SettingError, VerifierError, setting
 from otel_replay.hashing import canonical_json
-from otel_replay.model import Trajectory
+from otel_replay.model import StepKind, Trajectory
 from otel_replay.redaction import Redactor, patterns_of
 from otel_replay.replay import Plan
 from otel_replay.resamplers import ask_model, recorded_model
 from otel_replay.resamplers import server as named_server
+from otel_replay.transcript import task
 
 #: The suspect's share of `ERROR_BOUND`, taken out of the per-step "matters" share when a suspect
 #: is given: the chance that a step with no effect is confirmed.
@@ -337,12 +338,20 @@ class JudgeServer:
 
 
 def judge_prompt(trajectory: Trajectory, varied: Sequence[int]) -> str:
-    """The user message: every step, redacted with the run's patterns, each cut to
-    `STEP_CHARS`, the whole to `SHOWN_CHARS`."""
+    """The user message: the task, then every step (a tool's arguments, a model turn's reply:
+    the conversation is the steps), redacted with the run's patterns, each cut to `STEP_CHARS`,
+    the whole to `SHOWN_CHARS`."""
     scrub = Redactor(patterns_of(trajectory))
-    lines = [f"The run failed. Resamplable steps: {_listed(varied)}.", ""]
+    asked = task(trajectory.steps, trajectory.metadata)
+    lines = [
+        f"The agent's task: {scrub.text(asked or '(not recorded)')}",
+        f"The run failed. Resamplable steps: {_listed(varied)}.",
+        "",
+    ]
     for step in trajectory.steps:
-        shown = {"inputs": step.inputs, "output": step.output, "status": step.status.value}
+        shown: dict[str, Any] = {"output": step.output, "status": step.status.value}
+        if step.kind is not StepKind.LLM:
+            shown["inputs"] = step.inputs.get("arguments", step.inputs)
         if step.error:
             shown["error"] = step.error
         text = canonical_json(scrub(shown)).decode("utf-8", "replace")
