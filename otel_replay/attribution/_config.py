@@ -233,12 +233,8 @@ class AttributionConfig:
     suspect: int | Literal["judge"] | None = None
 
     def __post_init__(self) -> None:
-        if self.suspect is not None and (
-            (self.suspect != "judge"
-            and (isinstance(self.suspect, bool) or not isinstance(self.suspect, int)))
-            or (isinstance(self.suspect, int)
-            and self.suspect < 0)
-        ):
+        index = isinstance(self.suspect, int) and not isinstance(self.suspect, bool)
+        if self.suspect not in (None, "judge") and not (index and int(self.suspect or 0) >= 0):
             raise AttributionError(
                 f"{setting('suspect', self.suspect)} must be a step index (0 or more) or judge"
             )

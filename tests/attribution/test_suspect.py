@@ -208,6 +208,7 @@ def test_the_judge_names_the_suspect_in_one_counted_call_and_its_reason_is_escap
     assert report["cost"]["step_executions"] == plain["cost"]["step_executions"]
     # the reason as text on the terminal (no markup read) and on the page (no tag)
     assert "[bold red]list_deploys[/]" in judged.stdout
+    assert "of the model calls, 1 named the suspect (--suspect judge)" in judged.stdout
     html = page.read_text()
     assert "<script>alert" not in html
     assert "&lt;script&gt;alert(&#x27;v841&#x27;)&lt;/script&gt;" in html
@@ -236,3 +237,9 @@ def test_the_dry_run_counts_the_judges_call() -> None:
     assert judged.spend.model == plain.spend.model + 1
     assert judged.spend.tokens > plain.spend.tokens
     assert judged.worst_spend.model == plain.worst_spend.model + 1
+
+
+@pytest.mark.parametrize("value", [-1, True, "first", 2.0])
+def test_a_suspect_is_a_step_index_or_judge(value: Any) -> None:
+    with pytest.raises(AttributionError, match="must be a step index"):
+        AttributionConfig(suspect=value)
