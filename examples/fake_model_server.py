@@ -31,7 +31,8 @@ id, stamps ``created`` with the clock (never the same second twice), and refuses
 result that answers no tool call or an OpenAI tool message with no content.
 
 The models here: `support` (the framework corpus's support agent: order A-1001, `policy`), `shop`
-(the support desk of ``tests/scenarios``: a damaged kettle, order A-1001) and `replying` (a model
+(the support desk of ``tests/scenarios``: a damaged kettle, order A-1001), `debugger` (names the
+step a failed run went wrong at, as ``attribute --suspect judge`` asks) and `replying` (a model
 from a function of the raw request body to the assistant message). The incident example's model and
 its stand-in judge are served by ``examples/incident/openai_server.py`` and ``judge_server.py``.
 
@@ -974,7 +975,26 @@ def serve(
     return server, server.url
 
 
-MODELS: dict[str, Model] = {"support": support, "shop": shop}
+def debugger(request: Request) -> dict[str, Any]:
+    """An LLM-judge "debugger", as ``agent-replay attribute --suspect judge`` asks one: it reads
+    the run's steps as that prompt lists them (``step K (resamplable): kind name: {json}``) and
+    names the first resamplable tool step that returned nothing or failed (else the last
+    resamplable step), as ``{"step": K, "reason": "..."}``."""
+    prompt = str(request.messages[-1]["content"]) if request.messages else ""
+    found = re.findall(r"^step (\d+) \(resamplable\): (\w+) (\S+): (.*)$", prompt, re.M)
+    named, reason = None, "it is the last step that could have gone otherwise"
+    for index, kind, name, text in found:
+        shown = _parsed(text)
+        record = shown if isinstance(shown, dict) else {}
+        if kind != "llm" and (record.get("output") in ([], {}, "", None) or "error" in record):
+            named, reason = int(index), f"{name} returned nothing, and the agent went on without it"
+            break
+    if named is None and found:
+        named = int(found[-1][0])
+    return {"content": json.dumps({"step": named, "reason": reason})}
+
+
+MODELS: dict[str, Model] = {"support": support, "shop": shop, "debugger": debugger}
 
 
 def main(model: Model, port: int, what: str, draws: random.Random | None = None) -> None:

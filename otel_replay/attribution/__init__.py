@@ -40,6 +40,7 @@ if TYPE_CHECKING:  # lent to the other floors: __inside__
     from otel_replay.attribution._config import budget_words as budget_words
     from otel_replay.attribution._config import config_digest as config_digest
     from otel_replay.attribution._config import rerun_command as rerun_command
+    from otel_replay.attribution._config import suspect_setting as suspect_setting
     from otel_replay.attribution._contrastive import ERROR_BOUND as ERROR_BOUND
     from otel_replay.attribution._cost import PlannedCost as PlannedCost
     from otel_replay.attribution._engine import Progress as Progress
@@ -50,6 +51,7 @@ if TYPE_CHECKING:  # lent to the other floors: __inside__
     from otel_replay.attribution._results import Share as Share
     from otel_replay.attribution._results import StepAttribution as StepAttribution
     from otel_replay.attribution._results import SuffixTest as SuffixTest
+    from otel_replay.attribution._results import Suspect as Suspect
     from otel_replay.attribution._results import percent as percent
     from otel_replay.attribution._run import RunJob as RunJob
     from otel_replay.attribution._run import Told as Told
@@ -108,6 +110,7 @@ __inside__ = [
     "Spent",
     "StepAttribution",
     "SuffixTest",
+    "Suspect",
     "SweepCell",
     "SweepCost",
     "Told",
@@ -121,6 +124,7 @@ __inside__ = [
     "percent",
     "planned_cost_stored",
     "rerun_command",
+    "suspect_setting",
     "sweep_cost_stored",
     "wilson",
 ]

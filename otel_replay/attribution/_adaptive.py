@@ -31,21 +31,23 @@ from otel_replay.attribution._contrastive import (
     all_steps,
     kept_plan,
 )
-from otel_replay.attribution._engine import Engine
+from otel_replay.attribution._engine import Engine, Outcome
 from otel_replay.attribution._results import Mode, RootCause, StepAttribution
 from otel_replay.attribution._root import seek
 from otel_replay.attribution._sequential import Rollouts, schedule
 from otel_replay.attribution._stats import decisive_rollouts, rollouts_needed
+from otel_replay.attribution._suspect import SUSPECT_SHARE, suspect_first
 from otel_replay.attribution._walk import Stop, walk
 from otel_replay.replay import Plan
 
 
 def shares_for(config: AttributionConfig) -> ErrorShares:
     """How the strategy splits the error bound: the walk's shares for the adaptive default, the
-    scan's otherwise."""
+    scan's otherwise, with a suspect's share out of "matters" when one is given."""
+    suspect = SUSPECT_SHARE if config.suspect is not None else 0.0
     if config.strategy is not Strategy.ADAPTIVE:
-        return ErrorShares.scan()
-    return ErrorShares.walk(root_cause=config.root_cause)
+        return ErrorShares.scan(suspect=suspect)
+    return ErrorShares.walk(suspect=suspect, root_cause=config.root_cause)
 
 
 def band_for(config: AttributionConfig) -> int | None:
@@ -59,12 +61,19 @@ def band_for(config: AttributionConfig) -> int | None:
 
 
 def adaptive(
-    engine: Engine, resamplable: Sequence[int], mode: Mode, config: AttributionConfig
+    engine: Engine,
+    resamplable: Sequence[int],
+    mode: Mode,
+    config: AttributionConfig,
+    outcomes: dict[Plan, list[Outcome]] | None = None,
 ) -> Localisation:
-    """The Point of Commitment by the walk, with notes on what it left out."""
+    """The Point of Commitment by the walk, with notes on what it left out (``outcomes``: the
+    rollouts run so far, a suspect's, whose test came first)."""
+    if config.suspect is not None and outcomes is None:  # its test first (`_suspect`)
+        return suspect_first(engine, resamplable, mode, config, adaptive)
     plan = schedule(config, len(resamplable), shares_for(config))
     band = band_for(config)
-    rollouts = Rollouts(engine, config, resamplable, {})
+    rollouts = Rollouts(engine, config, resamplable, {} if outcomes is None else outcomes)
     walked = walk(rollouts, mode, plan, band)
     estimates = walked.estimates
     steps = all_steps(engine.factual, estimates, resamplable, walked.cleared, band)

@@ -10,6 +10,7 @@ import dataclasses
 import time
 from collections.abc import Callable, Sequence
 
+from otel_replay.attribution import _suspect as suspects
 from otel_replay.attribution._adaptive import adaptive
 from otel_replay.attribution._config import (
     AttributionConfig,
@@ -96,6 +97,7 @@ def attribute(
     driver: Callable[[Plan, int], Rollout] | None = None,
     spending: Spending | None = None,
     shipper: Shipper | None = None,
+    suspect_judge: suspects.JudgeServer | None = None,
 ) -> AttributionResult:
     """Find the step where ``trajectory``'s failure became inevitable (or, in credit mode, its save).
 
@@ -112,9 +114,12 @@ def attribute(
     trace-driven rollout, e.g. with `otel_replay.replay.agent_driver` to run the live agent; then
     every step is resamplable (its live code re-runs it). ``shipper`` runs the rollouts elsewhere
     (see `otel_replay.attribution.attribute_stored`'s executor); the results are the same.
+    ``suspect_judge``: the server ``suspect="judge"`` asks (by default ``$OPENAI_BASE_URL``).
     """
     try:
-        return _attribute(trajectory, registry, config, progress, driver, spending, shipper)
+        return _attribute(
+            trajectory, registry, config, progress, driver, spending, shipper, suspect_judge
+        )
     except ReplayError as exc:  # it may quote user code's exception text: redacted as the run is
         raise redact_error(exc, patterns_of(trajectory)) from exc.__cause__
 
@@ -127,6 +132,7 @@ def _attribute(
     driver: Callable[[Plan, int], Rollout] | None,
     spending: Spending | None,
     shipper: Shipper | None,
+    suspect_judge: suspects.JudgeServer | None = None,
 ) -> AttributionResult:
     config = config or AttributionConfig()
     check_attributable(trajectory)  # a run nothing of can be re-run or served: said, not tried
@@ -139,6 +145,8 @@ def _attribute(
     varied = [i for i in resamplable if found_variations[i].varied]
     if config.swap_model is not None:
         _check_swap(trajectory, registry, config.swap_model, config.swap_from)
+    named = suspects.named_suspect(trajectory, varied, config, suspect_judge)
+    config = config if named is None else dataclasses.replace(config, suspect=named.step)
     judge = verifier if isinstance(verifier, Judge) else None
     judge_calls_before = judge.calls if judge is not None else 0
     factual_score = score(verifier, trajectory)
@@ -148,6 +156,8 @@ def _attribute(
     )
     if config.budget is not None:
         engine.pricing.check_budget(config.budget_unit, trajectory.id)
+    if named is not None:  # the judge's call, counted as the rollouts' are (and in the budget)
+        engine.spend += named.spend
     plans = method_plans(len(trajectory.steps), varied, config, engine.walks_record)
     engine.announce(
         sum(count for _, count in plans),
@@ -165,7 +175,7 @@ def _attribute(
                 found = adaptive(engine, varied, mode, config)
                 notes = list(found.notes)
             else:
-                found = localise(engine, varied, mode, config)
+                found = suspects.read_off(localise(engine, varied, mode, config), config)
         if varied and config.method in (Method.SHAPLEY, Method.ALL):
             credit = shapley(engine, varied, mode, config)
     except EvidenceMissing as missing:  # what ran is reported; nothing is estimated from it
@@ -216,7 +226,10 @@ def _attribute(
     if unvaried is None and verdict in (Verdict.CULPRIT, Verdict.SETTLED) and found is not None:
         poc = found.point_of_commitment
         explained += held_words(found_variations, poc if poc is not None else varied[0])
-    explanation = told(explained, engine.rollouts, evidence, stopped)
+    suspect = None if found is None or named is None else named.reported(found.suspect)
+    explanation = told(
+        explained + suspects.suspect_words(suspect, config), engine.rollouts, evidence, stopped
+    )
     return AttributionResult(
         trajectory_id=trajectory.id,
         mode=mode,
@@ -250,6 +263,7 @@ def _attribute(
         root_cause=None
         if found is None or evidence.missing or config.swap_model is not None
         else found.root_cause,
+        suspect=suspect,
     )
 
 
@@ -385,6 +399,8 @@ def _explain(
         question = "locate the commitment" if swap is None else f"find where {swap} saves the run"
         return f"Shapley credit only: run with --method contrastive or all to {question}."
     poc, bracket, needed = found.point_of_commitment, found.bracket, found.rollouts_needed
+    if poc is None and found.suspect is not None and found.suspect.confirmed:
+        return suspects.confirmed_words(found, name)
     if poc is not None and swap is not None:
         turns = f" from step {config.swap_from} on" if config.swap_from > poc else ""
         return _saved_from(found, poc, swap, config.margin, name(poc), turns)

@@ -9,7 +9,7 @@ import shlex
 import warnings
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 from otel_replay.errors import AttributionError, setting
 from otel_replay.hashing import canonical_json, digest
@@ -133,6 +133,20 @@ def budget_settings(text: str | None) -> dict[str, Any]:
     return {"budget": budget.amount, "budget_unit": budget.unit}
 
 
+def suspect_setting(text: str | None) -> int | Literal["judge"] | None:
+    """``suspect`` of `AttributionConfig` from ``--suspect``: a step index, or ``judge``."""
+    if text is None:
+        return None
+    given = text.strip().lower()
+    if given == "judge":
+        return "judge"
+    if not given.isdigit():
+        raise AttributionError(
+            f"{setting('suspect', text, quoted=True)} is neither a step index (0 or more) nor judge"
+        )
+    return int(given)
+
+
 def budget_words(budget: int, unit: BudgetUnit) -> str:
     """The budget as a sentence says it: ``5,000 calls``, ``500 model calls``."""
     return f"{budget:,} {unit.words}"
@@ -188,6 +202,9 @@ class AttributionConfig:
             that matters (`AttributionResult.root_cause`), by a search from the start of the run;
             it costs calls on top of the Point of Commitment's, shown apart. The fixed strategy
             estimates every step, so it always reports one.
+        suspect: a step suspected of the failure, its test run first (`_suspect`): its index
+            as the table shows it, or ``"judge"`` (one model call reads the run and names one).
+            Confirmed, the attribution stops there; not confirmed, it goes on as without one.
     """
 
     rollouts: int = 100
@@ -213,8 +230,14 @@ class AttributionConfig:
     swap_from: int = 0
     keep_rollouts: int = 0
     root_cause: bool = False
+    suspect: int | Literal["judge"] | None = None
 
     def __post_init__(self) -> None:
+        index = isinstance(self.suspect, int) and not isinstance(self.suspect, bool)
+        if self.suspect not in (None, "judge") and not (index and int(self.suspect or 0) >= 0):
+            raise AttributionError(
+                f"{setting('suspect', self.suspect)} must be a step index (0 or more) or judge"
+            )
         if self.swap_model is not None and not self.swap_model.strip():
             raise AttributionError(
                 f"{setting('swap_model', '', quoted=True)} names no model: give the model to swap in"
@@ -299,6 +322,8 @@ class AttributionConfig:
             del canonical["budget_unit"]  # for: the questions asked before keep their digests
         if self.strategy is Strategy.FIXED:
             canonical["strategy"] = "sweep"  # its name before: the questions keep their digests
+        if self.suspect is None:  # only when given: the questions asked before keep their digests
+            del canonical["suspect"]
         return canonical
 
     def flags(self) -> list[str]:
@@ -339,6 +364,8 @@ class AttributionConfig:
             flags += ["--from", str(self.swap_from)]
         if self.root_cause and self.strategy.sequential:
             flags += ["--root-cause"]
+        if self.suspect is not None:
+            flags += ["--suspect", str(self.suspect)]
         return [*flags, "--repair"] if self.repair else flags
 
 

@@ -38,6 +38,7 @@ from otel_replay.attribution._results import (
     RootCause,
     StepAttribution,
     SuffixTest,
+    Suspect,
 )
 from otel_replay.attribution._stats import (
     clopper_pearson,
@@ -83,9 +84,10 @@ class ErrorShares:
     no_effect_over: int | None = None  # None: over the m steps
 
     @classmethod
-    def scan(cls) -> ErrorShares:
-        """The fixed strategy's and the scan's: half to each family, each over the m steps."""
-        return cls(ERROR_BOUND / 2, ERROR_BOUND / 2)
+    def scan(cls, *, suspect: float = 0.0) -> ErrorShares:
+        """The fixed strategy's and the scan's: half to each family, each over the m steps (a
+        suspect's share out of "matters")."""
+        return cls(ERROR_BOUND / 2 - suspect, ERROR_BOUND / 2, suspect=suspect)
 
     @classmethod
     def walk(cls, *, suspect: float = 0.0, root_cause: bool = False) -> ErrorShares:
@@ -149,6 +151,7 @@ class Localisation:
     calls_needed: int | None = None  # with rollouts_needed, the calls it would add (sequential)
     root_cause: RootCause | None = None  # the earliest step that matters (`_root`)
     notes: tuple[str, ...] = ()  # what the adaptive search and scan left out, for a person
+    suspect: Suspect | None = None  # --suspect: its test, run first (`_suspect`)
 
     def resampled_from(self, index: int) -> list[Outcome]:
         """The rollouts that held the steps before ``index`` and resampled the rest."""

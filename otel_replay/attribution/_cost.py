@@ -26,6 +26,7 @@ from otel_replay.attribution._repair import repair_bound
 from otel_replay.attribution._sequential import schedule
 from otel_replay.attribution._spend import NOTHING, Pricing, Spend
 from otel_replay.attribution._stats import decisive_rollouts
+from otel_replay.attribution._suspect import judge_estimate
 from otel_replay.attribution._variation import Variation, variations
 from otel_replay.model import Trajectory
 from otel_replay.replay import Plan
@@ -87,6 +88,8 @@ def planned_cost(
         for index in plan.resampled(resamplable):
             by_kind[kinds[index]] = by_kind.get(kinds[index], 0) + count
     spend = _priced(plans, resamplable, pricing)
+    if config.suspect == "judge" and varied:  # the one model call that names the suspect
+        spend += judge_estimate(trajectory, varied)
     extra_rollouts, extra = 0, NOTHING
     typical_spend = None
     if config.strategy.sequential and config.method is not Method.SHAPLEY:

@@ -255,6 +255,31 @@ class RootCause:
 
 
 @dataclass(frozen=True, slots=True)
+class Suspect:
+    """A step suspected of the failure before any rollout (``--suspect``), and what its test
+    said (`otel_replay.attribution._suspect`). ``source`` is ``user`` (named by index) or
+    ``judge`` (named by one model call, with its ``reason``); ``confirmed`` is True when the
+    step was shown to matter, False when it was not (shown to have no effect, to lower the
+    rate, or left open), None when it was not tested (the budget allowed no look);
+    ``calls_to_confirm`` the step executions its test spent (the fixed strategy's: none of its
+    own); ``effect``, ``interval`` (95 %, for reading) and ``matters_bound`` (the one-sided
+    bound at the suspect's share) as a step's."""
+
+    step: int
+    source: str
+    reason: str | None = None
+    confirmed: bool | None = None
+    calls_to_confirm: int = 0
+    effect: float | None = None
+    interval: tuple[float, float] | None = None
+    matters_bound: float | None = None
+    matters_tail: float | None = None  # the one-sided error of the test that confirms
+    # what the test decided: matters, no effect, lowered, none seen (the estimate at most zero at
+    # a look, which stops it), open (at its last look), not tested
+    decision: str = "not tested"
+
+
+@dataclass(frozen=True, slots=True)
 class Repair:
     step_index: int
     output: Any
@@ -384,6 +409,7 @@ class AttributionResult:
         None  # the earliest step that matters (None: nothing to look for)
     )
     spend: Spend = NOTHING  # step_executions by what they cost: model calls, tokens, tool calls
+    suspect: Suspect | None = None  # --suspect: the step suspected first, and what its test said
 
     @property
     def question(self) -> str:

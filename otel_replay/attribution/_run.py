@@ -21,6 +21,7 @@ from otel_replay.attribution._config import AttributionConfig
 from otel_replay.attribution._cost import PlannedCost, planned_cost
 from otel_replay.attribution._engine import Progress, Spending, rolled_out
 from otel_replay.attribution._results import AttributionResult
+from otel_replay.attribution._suspect import JudgeServer
 from otel_replay.attribution._variation import Variation, is_live, variations
 from otel_replay.errors import AttributionError, setting
 from otel_replay.executors import ExecutorKind, Processes, RayExecutor, Threads
@@ -105,6 +106,7 @@ def attribute_job(
             prepared.driver,
             spending,
             shipper,
+            judge_server(job.code),
         )
     finally:
         prepared.built.close()
@@ -181,6 +183,16 @@ def planned_cost_stored(
         prepared.trajectory, prepared.registry, config, driven, is_live(prepared.driver)
     )
     return Planned(cost, prepared.how)
+
+
+def judge_server(code: UserCode) -> JudgeServer:
+    """Where ``--suspect judge`` asks: the ``--judge-*`` server and model when given, else the
+    ``--llm-*`` ones (`JudgeServer`)."""
+    judge, llm = code.judge, code.llm or code.suspect_model
+    return JudgeServer(
+        base_url=(judge.base_url if judge else None) or (llm.base_url if llm else None),
+        model=(judge.model if judge else None) or (llm.model if llm else None),
+    )
 
 
 @dataclass

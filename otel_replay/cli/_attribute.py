@@ -16,6 +16,7 @@ from otel_replay.attribution import (
     OnSuccess,
     Strategy,
     budget_settings,
+    suspect_setting,
 )
 from otel_replay.cli._code import (
     FailIfOption,
@@ -185,6 +186,14 @@ def attribute_command(
             help="Also find the earliest step that matters.",
         ),
     ] = False,
+    suspect: Annotated[
+        str | None,
+        typer.Option(
+            metavar="K|judge",
+            help="Test step K first (judge: a model names it).",
+            show_default=False,
+        ),
+    ] = None,
     on_success: Annotated[
         OnSuccess,
         typer.Option(metavar="ACTION", help="A passing run: error, or credit the step saving it."),
@@ -253,20 +262,20 @@ def attribute_command(
         to = rollouts_destination(keep_rollouts, otlp_endpoint, otlp_header, otlp_compression)
         files = report_files(out, html)  # the JSON report's, the page's
         config = AttributionConfig(
-            rollouts=rollouts or DEFAULT_ROLLOUTS, permutations=permutations, seed=seed,
-            shapley_se=shapley_se, max_rollouts=max_rollouts, **budget_settings(budget),
             strategy=strategy or (Strategy.ADAPTIVE if rollouts is None else Strategy.FIXED),
-            method=method, fail_threshold=fail_threshold, margin=margin, repair=repair,
-            on_success=on_success, on_resampler_error=on_resampler_error, workers=workers,
-            concurrency=concurrency, driver=driver, max_turns=max_turns, swap_model=swap_model,
-            swap_from=swap_from, keep_rollouts=keep_rollouts, root_cause=root_cause,
+            rollouts=rollouts or DEFAULT_ROLLOUTS, on_resampler_error=on_resampler_error, seed=seed,
+            suspect=suspect_setting(suspect), fail_threshold=fail_threshold, shapley_se=shapley_se,
+            keep_rollouts=keep_rollouts, permutations=permutations, max_rollouts=max_rollouts,
+            **budget_settings(budget), concurrency=concurrency, on_success=on_success,
+            swap_model=swap_model, root_cause=root_cause, max_turns=max_turns, swap_from=swap_from,
+            workers=workers, method=method, margin=margin, repair=repair, driver=driver,
         )  # fmt: skip
         code = user_code(
             resamplers=resamplers, verifier=verifier, success_if=success_if, fail_if=fail_if,
             judge=judge, judge_model=judge_model, judge_base_url=judge_base_url, tools=tools,
             llm=llm, llm_base_url=llm_base_url, llm_model=llm_model,
             llm_temperature=llm_temperature, agent=agent, instrument=instrument,
-            entry_points=entry_points,
+            entry_points=entry_points, suspect_judge=config.suspect == "judge",
         )  # fmt: skip
         chosen = Selection(
             ids=tuple(ids or ()), where=where, failing=all_failing, since=since, limit=limit,

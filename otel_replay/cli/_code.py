@@ -101,10 +101,13 @@ def user_code(
     agent: str | None = None,
     instrument: str | None = None,
     entry_points: bool = True,
+    suspect_judge: bool = False,
 ) -> UserCode:
     """The code the options name, checked (`UserCode.check`): its mistakes are said before a
     store is opened or anything runs. The judge asks ``--judge-base-url`` (else the
-    ``--llm-base-url`` server) for ``--judge-model`` (else ``--llm-model``)."""
+    ``--llm-base-url`` server) for ``--judge-model`` (else ``--llm-model``); so does
+    ``--suspect judge`` (``suspect_judge``), which without ``--llm`` keeps the ``--llm-*``
+    server and model for itself."""
     model = (
         ChatModelOptions(
             base_url=llm_base_url, model=llm_model, temperature=llm_temperature, source=llm
@@ -123,6 +126,8 @@ def user_code(
         resamplers=tuple(resamplers or ()), verifier=verifier, agent=agent,
         entry_points=entry_points, success_if=success_if, fail_if=fail_if, tools=tools,
         llm=model, instrument=sdks(instrument), judge=judged,
+        suspect_model=ChatModelOptions(base_url=llm_base_url, model=llm_model)
+        if suspect_judge and not llm and (llm_base_url or llm_model) else None,
     )  # fmt: skip
     code.check()
     return code

@@ -23,6 +23,8 @@ def cost_line(result: AttributionResult) -> str:
         line += (
             f"; {plural(played, 'tool call')} played by the model ({played:,} requests{counted})"
         )
+    if result.suspect is not None and result.suspect.source == "judge":
+        line += "; of the model calls, 1 named the suspect (--suspect judge)"
     if left_out and spent.calls:
         line += (
             f"; of which {spent.calls_words()} in the {plural(left_out, 'rollout')} left out "

@@ -58,7 +58,8 @@ _WHERE: dict[str, tuple[str, ...]] = {
     QUESTION: (
         "--at", "--value", "--do", "--observe", "--observe-error", "--edit", "--fault",
         "--remove", "--faults", "--steps", "--method", "--strategy", "--swap-model", "--from",
-        "--fail-threshold", "--margin", "--repair", "--root-cause", "--on-success", "--expect",
+        "--fail-threshold", "--margin", "--repair", "--root-cause", "--suspect", "--on-success",
+        "--expect",
     ),
     STATISTICS: (
         "--rollouts", "--max-rollouts", "--budget", "--permutations", "--shapley-se", "--seed",

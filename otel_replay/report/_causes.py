@@ -10,6 +10,37 @@ from typing import Any
 from otel_replay.report._page import esc
 
 
+def suspect(report: dict[str, Any]) -> str:
+    """The suspect's paragraph (``--suspect``): the step, who named it and why, and whether the
+    replay confirmed it; empty without one (or in a report older than it)."""
+    found = report.get("suspect")
+    if not isinstance(found, dict) or not isinstance(found.get("step"), int):
+        return ""
+    who = "yours" if found.get("source") == "user" else "named by one model call (the judge)"
+    reason = found.get("reason")
+    why = f": <q>{esc(reason)}</q>" if isinstance(reason, str) and reason else ""
+    confirmed = found.get("confirmed")
+    said = (
+        "confirmed by replay: it matters"
+        if confirmed
+        else "not tested"
+        if confirmed is None
+        else f"not confirmed ({esc(found.get('decision', 'open'))})"
+    )
+    effect, interval = found.get("effect"), found.get("interval")
+    numbers = (
+        f" ({effect:+.2f} [{interval[0]:+.2f}, {interval[1]:+.2f}], 95 %)"
+        if isinstance(effect, float | int) and isinstance(interval, list) and len(interval) == 2
+        else ""
+    )
+    calls = found.get("calls_to_confirm")
+    cost = f" after {calls:,} resample-function calls" if isinstance(calls, int) and calls else ""
+    return (
+        f'<p id="suspect">Suspect: step #{esc(found["step"])} ({who}{why}): '
+        f"{said}{numbers}{cost}.</p>"
+    )
+
+
 def root_cause(report: dict[str, Any], located: Any) -> str:
     """The root cause's paragraph (``located``: the step the question located, if any): "the
     failure became inevitable at step 2 (…); its root cause is step 1 (…): resampling it saves

@@ -19,7 +19,7 @@ import orjson
 
 from otel_replay.attribution import WORLD, BudgetUnit, Spend, budget_words, percent
 from otel_replay.model import StepKind, Trajectory
-from otel_replay.report._causes import pn_ps, root_cause
+from otel_replay.report._causes import pn_ps, root_cause, suspect
 from otel_replay.report._page import esc, page
 from otel_replay.report._timeline import Mark, run_section
 from otel_replay.transcript import compared_output
@@ -72,7 +72,7 @@ def report_body(report: dict[str, Any], trajectory: Trajectory | None) -> str:
     located, title = asked.located, esc(asked.title)
     return (
         f"<h1>{title} of run <span class='mono'>{esc(report.get('trajectory_id', '?'))}</span></h1>"
-        f"{_banner(report, asked)}{root_cause(report, located)}"
+        f"{_banner(report, asked)}{root_cause(report, located)}{suspect(report)}"
         f"<h2>1 · The run</h2>{_run(report, trajectory, asked)}"
         f"<h2>2 · The attribution</h2>{_attribution(report, located)}"
         f"<h2>3 · The repair</h2>{_repair(report, trajectory)}"

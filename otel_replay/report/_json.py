@@ -23,6 +23,7 @@ from otel_replay.attribution import (
     Share,
     StepAttribution,
     SuffixTest,
+    Suspect,
     rerun_command,
 )
 from otel_replay.errors import ReportFormatError, preview
@@ -49,7 +50,8 @@ from otel_replay.resamplers import Call, UserCode
 #: decided) and ``intervals`` (the stated-level 95 % one for reading, ``ci_low``–``ci_high``, and
 #: the simultaneous one the decisions read); ``root_cause.lowered`` and ``root_cause.cleared``;
 #: ``ci_low``–``ci_high`` and each proportion's interval at 95 % at the rollouts run, no longer
-#: split over a sequential strategy's looks (``config.interval_methods.proportion``).
+#: split over a sequential strategy's looks (``config.interval_methods.proportion``); ``suspect``
+#: (``--suspect``: the step tested first, who named it and why, whether the replay confirmed it).
 REPORT_VERSION = 8
 #: How Shapley standard errors are made (see `otel_replay.attribution._shapley`).
 SHAPLEY_SE = "monte-carlo-antithetic-pairs-pooled-t-se"
@@ -193,6 +195,23 @@ def _root_cause(root: RootCause | None) -> dict[str, Any] | None:
     }
 
 
+def _suspect(suspect: Suspect | None) -> dict[str, Any] | None:
+    if suspect is None:
+        return None
+    return {
+        "step": suspect.step,
+        "source": suspect.source,
+        "reason": suspect.reason,
+        "confirmed": suspect.confirmed,
+        "decision": suspect.decision,
+        "calls_to_confirm": suspect.calls_to_confirm,
+        "effect": _r(suspect.effect),
+        "interval": None if suspect.interval is None else [_r(x) for x in suspect.interval],
+        "matters_bound": _r(suspect.matters_bound),
+        "matters_tail": suspect.matters_tail,
+    }
+
+
 def _question(test: SuffixTest, margin: float, result: AttributionResult) -> dict[str, Any]:
     c = test.comparison
     return {
@@ -308,6 +327,7 @@ def build_report(
         "rollouts_needed": result.rollouts_needed,
         "calls_needed": result.calls_needed,
         "root_cause": _root_cause(result.root_cause),
+        "suspect": _suspect(result.suspect),
         "repair": None
         if repair is None
         else {

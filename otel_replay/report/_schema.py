@@ -218,6 +218,46 @@ REPORT_SCHEMA: dict[str, Any] = {
         },
         "point_of_commitment": {**_INT_OR_NULL, "description": "failure mode: the culprit step"},
         "save_point": {**_INT_OR_NULL, "description": "credit mode: the step that saved the run"},
+        "suspect": {
+            "type": ["object", "null"],
+            "required": [
+                "step",
+                "source",
+                "reason",
+                "confirmed",
+                "decision",
+                "calls_to_confirm",
+                "effect",
+                "interval",
+                "matters_bound",
+                "matters_tail",
+            ],
+            "additionalProperties": False,
+            "description": (
+                "--suspect: the step tested first (null: none was given; absent in reports "
+                "written before it), who named it (user, or judge: one model call, with its "
+                "reason) and whether the replay confirmed it (shown to matter at its own share "
+                "of the bound, matters_tail per look; null: not tested)"
+            ),
+            "properties": {
+                "step": {"type": "integer"},
+                "source": {"enum": ["user", "judge"]},
+                "reason": {"type": ["string", "null"]},
+                "confirmed": {"type": ["boolean", "null"]},
+                "decision": {
+                    "enum": ["matters", "no effect", "lowered", "none seen", "open", "not tested"],
+                    "description": (
+                        "none seen: keeping the step did not raise the rate at all at a look, "
+                        "which stops its test unconfirmed"
+                    ),
+                },
+                "calls_to_confirm": {"type": "integer", "minimum": 0},
+                "effect": {"type": ["number", "null"]},
+                "interval": {"type": ["array", "null"], "items": {"type": "number"}},
+                "matters_bound": {"type": ["number", "null"]},
+                "matters_tail": {"type": ["number", "null"]},
+            },
+        },
         "root_cause": {
             "type": ["object", "null"],
             "required": [

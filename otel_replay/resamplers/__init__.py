@@ -43,8 +43,11 @@ if TYPE_CHECKING:  # lent to the other floors: __inside__
     from otel_replay.resamplers._draws import noted_unanswered as noted_unanswered
     from otel_replay.resamplers._faults import FAILURES as FAILURES
     from otel_replay.resamplers._judge import JudgeSummary as JudgeSummary
+    from otel_replay.resamplers._judge import ask_model as ask_model
     from otel_replay.resamplers._judge import judged as judged
+    from otel_replay.resamplers._judge import recorded_model as recorded_model
     from otel_replay.resamplers._openai import ModelSource as ModelSource
+    from otel_replay.resamplers._openai import server as server
     from otel_replay.resamplers._recorded import RecordedOutcomes as RecordedOutcomes
     from otel_replay.resamplers._recorded import call_of as call_of
     from otel_replay.resamplers._registry import USER_MODULE_PREFIX as USER_MODULE_PREFIX
@@ -95,6 +98,7 @@ __inside__ = [
     "SimulatedTools",
     "VerifierFunction",
     "add_built_ins",
+    "ask_model",
     "call_of",
     "current_log",
     "current_registry",
@@ -103,7 +107,9 @@ __inside__ = [
     "judged",
     "noted_call",
     "noted_unanswered",
+    "recorded_model",
     "rollout_code",
+    "server",
     "standing_in",
     "step_seed",
     "tool_draws",

@@ -33,7 +33,7 @@ from typing import Any
 from otel_replay.errors import VerifierError, setting
 from otel_replay.messages import message_text
 from otel_replay.model import StepKind, Trajectory
-from otel_replay.resamplers._openai import failed_request, openai_client, server
+from otel_replay.resamplers._openai import counted_tokens, failed_request, openai_client, server
 from otel_replay.transcript import task as task_asked
 
 #: What the judge is told it is; the question, the task and the answer follow in the user message.
@@ -276,6 +276,38 @@ def task_of(trajectory: Trajectory) -> str:
     recorded."""
     asked = task_asked(trajectory.steps, trajectory.metadata)
     return "(not recorded)" if asked is None else asked
+
+
+def ask_model(
+    base_url: str | None,
+    model: str,
+    instructions: str,
+    prompt: str,
+    needed_by: str,
+    *,
+    max_retries: int = 4,
+    timeout_s: float = 60.0,
+) -> tuple[str, int | None]:
+    """One question to the judge's server (``base_url``, as `server` resolves it) through the
+    judge's client, at temperature 0: the reply's text and the tokens the server counted (None:
+    it did not). A request that fails after its retries is a `VerifierError` naming
+    ``needed_by``."""
+    client, errors = openai_client(base_url, needed_by, max_retries, timeout_s)
+    try:
+        response = client.chat.completions.create(
+            model=model,
+            messages=[
+                {"role": "system", "content": instructions},
+                {"role": "user", "content": prompt},
+            ],
+            temperature=0,
+        )
+    except errors as exc:
+        raise VerifierError(f"{needed_by}: {failed_request(base_url, exc)}") from None
+    finally:
+        client.close()
+    tokens = counted_tokens(response, ("prompt_tokens", "completion_tokens"))
+    return response.choices[0].message.content or "", tokens
 
 
 def recorded_model(trajectory: Trajectory) -> str:

@@ -81,6 +81,8 @@ class UserCode:
         judge: a model asked whether the final answer meets a question, the verifier without
             code for what a pattern cannot check (``--judge``: `otel_replay.resamplers.Judge`),
             replacing any registered verifier.
+        suspect_model: the server and model ``--suspect judge`` asks when neither ``llm`` nor
+            ``judge`` names one (the ``--llm-*`` settings without ``--llm``).
     """
 
     resamplers: tuple[str, ...] = ()
@@ -93,6 +95,7 @@ class UserCode:
     llm: ChatModelOptions | None = None
     instrument: tuple[str, ...] = ()
     judge: JudgeOptions | None = None
+    suspect_model: ChatModelOptions | None = None
 
     def check(self) -> None:
         """The mistakes found without loading or asking anything, so a command says them at once:
@@ -189,6 +192,16 @@ class UserCode:
             "instrument": list(self.instrument),
             # only when given: the digests of questions asked without a judge stay as they were
             **({} if self.judge is None else {"judge": self.judge.canonical()}),
+            **(
+                {}
+                if self.suspect_model is None
+                else {
+                    "suspect_model": {
+                        "base_url": self.suspect_model.base_url,
+                        "model": self.suspect_model.model,
+                    }
+                }
+            ),
         }
 
     def flags(self) -> list[str]:
@@ -210,6 +223,10 @@ class UserCode:
             flags += self.llm.flags()
         if self.judge is not None:
             flags += self.judge.flags(None if self.llm is None else self.llm.base_url)
+        if self.suspect_model is not None and self.suspect_model.base_url:
+            flags += ["--llm-base-url", self.suspect_model.base_url]
+        if self.suspect_model is not None and self.suspect_model.model:
+            flags += ["--llm-model", self.suspect_model.model]
         if not self.entry_points:
             flags.append("--no-entry-points")
         return flags
