@@ -297,7 +297,7 @@ def _joint_caption(result: AttributionResult, wide: bool) -> str:
     words = []
     if any(s.band is not None for s in result.steps):
         how = "'no effect: in band (n/n)'" if wide else "'in band'"
-        words.append(f"{how}: it and the next step each resampled on ended as the record, n of n")
+        words.append(f"{how}: resampled from it, and from the next step, all n ended as recorded")
     if any(s.cleared_by is not None for s in result.steps):
         how = "'no effect, with all from #k'" if wide else "'no effect ≥#k'"
         words.append(f"{how}: shown together with every step from #k on, by the search")
