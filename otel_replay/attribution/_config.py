@@ -36,7 +36,7 @@ class Strategy(str, Enum):
     ``fixed`` for a release, and the question's digest keeps the old name
     (`AttributionConfig.canonical`), so a question asked before is the same question."""
 
-    ADAPTIVE = "adaptive"  # search the suffixes for the commitment, then scan back from it
+    ADAPTIVE = "adaptive"  # walk back from the end, clearing by the band, testing the rest alone
     SCAN = "scan"  # from the last step back, each in growing batches until its tests decide
     FIXED = "fixed"  # every resamplable step at ``rollouts`` rollouts per plan
     SWEEP = "fixed"  # the old name of FIXED (an alias: the same member)
@@ -163,8 +163,9 @@ class AttributionConfig:
     Attributes:
         rollouts: rollouts per plan of the fixed strategy (``strategy=Strategy.FIXED``), and of
             each repair trial.
-        strategy: search and scan in growing batches (adaptive, the default), scan alone (its
-            error bound needs no assumption), or every step at ``rollouts`` (fixed)
+        strategy: the walk from the end back, clearing steps by the band and testing the others
+            alone in growing batches (adaptive, the default), every step from the end back
+            tested alone (scan), or every step at ``rollouts`` (fixed)
             (`otel_replay.attribution._adaptive`).
         max_rollouts: the sequential strategies' most rollouts per plan.
         budget: the most the sequential strategies spend, in ``budget_unit`` (None: no limit);
@@ -199,7 +200,7 @@ class AttributionConfig:
             they rolled out (`AttributionResult.kept`), to be sent out or looked at; it changes
             nothing the attribution finds.
         root_cause: the sequential strategies also look for the root cause, the earliest step
-            that matters (`AttributionResult.root_cause`), by a search from the start of the run;
+            that matters (`AttributionResult.root_cause`), step by step from the start of the run;
             it costs calls on top of the Point of Commitment's, shown apart. The fixed strategy
             estimates every step, so it always reports one.
         suspect: a step suspected of the failure, its test run first (`_suspect`): its index
