@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from otel_replay.attribution._causation import read_off
+from otel_replay.attribution._ceiling import Ceiling, switch_to_fixed
 from otel_replay.attribution._commitment import commitment
 from otel_replay.attribution._config import AttributionConfig, Strategy, budget_words
 from otel_replay.attribution._contrastive import (
@@ -54,7 +55,11 @@ def adaptive(
     # the search from the start, when the root cause is asked for, asks as many questions more
     asked = (2 if config.root_cause else 1) * questions(m) if searching else 0
     plan = schedule(config, m, asked)
-    rollouts = Rollouts(engine, config, resamplable, {})
+    n_steps, walks = len(engine.factual.steps), engine.walks_record
+    ceiling = Ceiling.of(
+        engine.pricing, n_steps, resamplable, config, plan.looks, walks_record=walks
+    )
+    rollouts = Rollouts(engine, config, resamplable, {}, ceiling=ceiling)
     searched = search(rollouts, mode, plan) if searching else Searched(-1, m, Stop.SKIPPED)
     start, cleared = m - 1, None
     if searched.stop is Stop.FALLS:
@@ -94,6 +99,15 @@ def adaptive(
             notes += sought.notes
         else:
             root = RootCause(None, False, why="not sought: --root-cause looks for it")
+    switched = None
+    if rollouts.switched:  # the cost ceiling (`_ceiling`): the fixed plan, read by the usual rules
+        estimates, switched, said = switch_to_fixed(rollouts, mode, plan, estimates, cleared_from)
+        if switched is not None:
+            steps = all_steps(engine.factual, estimates, resamplable, cleared_from)
+            named = commitment(steps, resamplable)
+            needed, calls = _needed(steps, named.open_steps, searched, rollouts)
+            root, notes = read_off(steps, resamplable, mode), []
+        notes.append(said)
     before = root.cleared_to if root is not None else None
     notes = _notes(steps, resamplable, searched, rollouts, mode, before) + notes
     return Localisation(
@@ -106,6 +120,7 @@ def adaptive(
         calls,
         root,
         tuple(notes),
+        switched,
     )
 
 
@@ -251,6 +266,8 @@ def _notes(
     if unseen:
         if rollouts.out_of_budget:
             why = f"the budget of {_budget(rollouts.config)} was reached"
+        elif rollouts.switched:
+            why = "the fixed strategy's cost was reached"
         elif searched.stop is Stop.UNDECIDED:
             why = "the search stopped at a question it could not settle"
         elif undecided:

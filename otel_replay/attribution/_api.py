@@ -250,6 +250,7 @@ def _attribute(
         root_cause=None
         if found is None or evidence.missing or config.swap_model is not None
         else found.root_cause,
+        switched_to_fixed=found.switched_to_fixed if found else None,
     )
 
 

@@ -38,6 +38,7 @@ from otel_replay.attribution._results import (
     RootCause,
     StepAttribution,
     SuffixTest,
+    SwitchedToFixed,
 )
 from otel_replay.attribution._stats import (
     clopper_pearson,
@@ -100,6 +101,7 @@ class Localisation:
     calls_needed: int | None = None  # with rollouts_needed, the calls it would add (sequential)
     root_cause: RootCause | None = None  # the earliest step that matters (`_root`)
     notes: tuple[str, ...] = ()  # what the adaptive search and scan left out, for a person
+    switched_to_fixed: SwitchedToFixed | None = None  # the cost ceiling switched (`_ceiling`)
 
     def resampled_from(self, index: int) -> list[Outcome]:
         """The rollouts that held the steps before ``index`` and resampled the rest."""

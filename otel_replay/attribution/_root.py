@@ -89,6 +89,8 @@ def seek(
     `_search.questions` in all, the number the error's split counts)."""
     notes: list[str] = []
     start, cleared = 0, []
+    if rollouts.switched:  # the cost ceiling: the fixed plan answers instead (`_ceiling`)
+        return Sought()
     allowed = questions(len(rollouts.resamplable))
     if searching:
         start, note, allowed = _prefixes(rollouts, plan, mode, latest, 0, allowed)
@@ -147,6 +149,8 @@ def _prefixes(
         answer = rollouts.decide(
             plan.looks, kept, nothing_kept, judge, lambda c: c.significant or c.no_effect
         )
+        if rollouts.switched:
+            return "ceiling"
         if answer is None:
             return "budget"
         asked[position] = answer
@@ -218,6 +222,7 @@ def _stopped(decision: str, lo: int, first: int, resamplable: Sequence[int]) -> 
     reason = {
         "budget": "the budget was reached",
         "spent": "its share of the questions was spent",
+        "ceiling": "the fixed strategy's cost was reached",
     }.get(decision, "a question stayed open")
     search = "from the start" if first == 0 else f"from step {resamplable[first]}"
     return lo, f"root cause: the search {search} stopped at step {resamplable[lo]} ({reason})"
