@@ -101,7 +101,9 @@ def adaptive(
             root = RootCause(None, False, why="not sought: --root-cause looks for it")
     switched = None
     if rollouts.switched:  # the cost ceiling (`_ceiling`): the fixed plan, read by the usual rules
-        estimates, switched, said = switch_to_fixed(rollouts, mode, plan, estimates, cleared_from)
+        estimates, switched, said = switch_to_fixed(
+            rollouts, mode, plan.tails, estimates, cleared_from
+        )
         if switched is not None:
             steps = all_steps(engine.factual, estimates, resamplable, cleared_from)
             named = commitment(steps, resamplable)

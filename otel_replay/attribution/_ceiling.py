@@ -24,21 +24,36 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from otel_replay.attribution._config import AttributionConfig, BudgetUnit
 from otel_replay.attribution._contrastive import (
+    Tails,
     compare,
     contrastive_plans,
     estimate_step,
     kept_plan,
 )
+from otel_replay.attribution._engine import Engine, Outcome
 from otel_replay.attribution._results import Mode, StepAttribution, SwitchedToFixed
 from otel_replay.attribution._spend import NOTHING, Pricing, Spend
 from otel_replay.replay import Plan
 
-if TYPE_CHECKING:
-    from otel_replay.attribution._sequential import Rollouts, Schedule
+
+class Rolled(Protocol):
+    """What `switch_to_fixed` reads and runs of `_sequential.Rollouts` (which builds on this
+    module, so names it only by its shape)."""
+
+    engine: Engine
+    config: AttributionConfig
+    resamplable: Sequence[int]
+    outcomes: dict[Plan, list[Outcome]]
+    ceiling: Ceiling | None
+    switched: bool
+
+    def affordable(self, wants: Sequence[tuple[Plan, int]]) -> bool: ...
+
+    def topping_up(self, wants: Sequence[tuple[Plan, int]]) -> Spend: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,15 +110,15 @@ def _price(pricing: Pricing, plan: Plan) -> Spend:
 
 
 def switch_to_fixed(
-    rollouts: Rollouts,
+    rollouts: Rolled,
     mode: Mode,
-    plan: Schedule,
+    tails: Tails,
     estimates: Mapping[int, StepAttribution],
     cleared_from: int | None = None,
 ) -> tuple[dict[int, StepAttribution], SwitchedToFixed | None, str]:
     """The fixed strategy's plan, once `Rollouts.decide` stopped at the ceiling (module
     docstring): ``estimates`` with every step they leave undecided read at the largest look that
-    fits, reusing what ran (the steps from ``cleared_from`` on, cleared together by the search,
+    fits, with the schedule's ``tails``, reusing what ran (the steps from ``cleared_from`` on, cleared together by the search,
     stay so); where it switched (None: no look fit, nothing ran), and the note that says so."""
     ceiling = rollouts.ceiling
     assert ceiling is not None and rollouts.switched
@@ -141,7 +156,7 @@ def switch_to_fixed(
             kept_exact=exact,
             mode=mode,
             config=rollouts.config,
-            tails=plan.tails,
+            tails=tails,
         )
         read[index] = estimate_step(engine.factual.steps[index], tests)
     steps = "every step" if len(open_positions) == len(resamplable) else "every step still open"
@@ -152,7 +167,7 @@ def switch_to_fixed(
     return read, SwitchedToFixed(at, reused), note
 
 
-def _wants(rollouts: Rollouts, positions: Sequence[int], look: int) -> list[tuple[Plan, int]]:
+def _wants(rollouts: Rolled, positions: Sequence[int], look: int) -> list[tuple[Plan, int]]:
     """The plans the steps at ``positions`` are read from, each at ``look`` rollouts (the record,
     in the trace walk: once)."""
     n_steps = len(rollouts.engine.factual.steps)

@@ -24,7 +24,7 @@ from otel_replay.attribution._contrastive import contrastive_plans
 from otel_replay.attribution._engine import resamplable_steps
 from otel_replay.attribution._repair import repair_bound
 from otel_replay.attribution._search import questions
-from otel_replay.attribution._sequential import FIRST_LOOK, schedule
+from otel_replay.attribution._sequential import schedule
 from otel_replay.attribution._spend import NOTHING, Pricing, Spend
 from otel_replay.attribution._stats import decisive_rollouts
 from otel_replay.attribution._variation import Variation, variations
@@ -97,15 +97,9 @@ def planned_cost(
             if varied
             else []
         )
-        # ... but never more than the fixed strategy's plan: the cost ceiling (`_ceiling`), which
-        # holds wherever the schedule has a look at most its rollouts
+        # ... but never more than the fixed strategy's plan: the cost ceiling (`_ceiling`)
         fixed = contrastive_plans(n_steps, varied, config.rollouts, walks_record=not agent_driven)
-        capped = min(FIRST_LOOK, config.max_rollouts) <= config.rollouts
-        if (
-            capped
-            and _priced(fixed, resamplable, pricing).calls
-            < _priced(sweep, resamplable, pricing).calls
-        ):
+        if _priced(fixed, resamplable, pricing).calls < _priced(sweep, resamplable, pricing).calls:
             sweep = fixed
         extra_rollouts += _rollouts(sweep)
         extra += _priced(sweep, resamplable, pricing).at_most(config.budget_unit, config.budget)

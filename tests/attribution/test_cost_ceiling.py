@@ -95,8 +95,9 @@ def test_the_root_cause_mid_run_stops_at_the_sweep_with_the_commitment_named() -
     # them all, so it stops there and says so, and the root cause stays open
     assert result.switched_to_fixed is None and "stopped there" in note
     assert any("the fixed strategy's cost was reached" in n for n in result.notes)
-    root = result.root_cause
-    assert root is not None and (root.index is None or root.index == fixed.root_cause.index)
+    root, fixed_root = result.root_cause, fixed.root_cause
+    assert root is not None and fixed_root is not None
+    assert root.index in (None, fixed_root.index)
     assert "switched_to_fixed" not in _report(result, config)["cost"]
 
 
