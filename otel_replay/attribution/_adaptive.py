@@ -23,6 +23,7 @@ from collections.abc import Sequence
 
 from otel_replay.attribution._band import band_rollouts
 from otel_replay.attribution._causation import read_off
+from otel_replay.attribution._ceiling import Ceiling, switch_to_fixed
 from otel_replay.attribution._commitment import commitment
 from otel_replay.attribution._config import AttributionConfig, Strategy, budget_words
 from otel_replay.attribution._contrastive import (
@@ -73,7 +74,16 @@ def adaptive(
         return suspect_first(engine, resamplable, mode, config, adaptive)
     plan = schedule(config, len(resamplable), shares_for(config))
     band = band_for(config)
-    rollouts = Rollouts(engine, config, resamplable, {} if outcomes is None else outcomes)
+    ceiling = Ceiling.of(
+        engine.pricing,
+        len(engine.factual.steps),
+        resamplable,
+        config,
+        plan.looks,
+        walks_record=engine.walks_record,
+    )
+    ran = {} if outcomes is None else outcomes
+    rollouts = Rollouts(engine, config, resamplable, ran, ceiling=ceiling)
     walked = walk(rollouts, mode, plan, band)
     estimates = walked.estimates
     steps = all_steps(engine.factual, estimates, resamplable, walked.cleared, band)
@@ -92,6 +102,17 @@ def adaptive(
             root = read_off(steps, resamplable, mode, calls=engine.step_executions - spent)
         else:
             root = RootCause(None, False, why="not sought: --root-cause looks for it")
+    switched = None
+    if rollouts.switched:  # the cost ceiling (`_ceiling`): the fixed plan, read by the usual rules
+        estimates, switched, said = switch_to_fixed(
+            rollouts, mode, plan.tails, estimates, walked.cleared
+        )
+        if switched is not None:
+            steps = all_steps(engine.factual, estimates, resamplable, walked.cleared, band)
+            named = commitment(steps, resamplable)
+            needed, calls = _needed(steps, named.open_steps, rollouts)
+            root, notes = read_off(steps, resamplable, mode), []
+        notes.append(said)
     notes = _notes(steps, resamplable, walked.stop, rollouts, mode, band) + notes
     return Localisation(
         steps,
@@ -99,10 +120,11 @@ def adaptive(
         named.bracket,
         needed,
         rollouts.outcomes,
-        tuple(walked.tests),
-        calls,
-        root,
-        tuple(notes),
+        search=tuple(walked.tests),
+        calls_needed=calls,
+        root_cause=root,
+        notes=tuple(notes),
+        switched_to_fixed=switched,
     )
 
 
@@ -175,6 +197,8 @@ def _notes(
     if unseen:
         if rollouts.out_of_budget or stop is Stop.BUDGET:
             why = f"the budget of {_budget(rollouts.config)} was reached"
+        elif rollouts.switched:
+            why = "the fixed strategy's cost was reached"
         elif undecided:
             why = (
                 f"step {undecided[0]} stayed undecided at {rollouts.config.max_rollouts} rollouts "

@@ -264,6 +264,7 @@ def _attribute(
         if found is None or evidence.missing or config.swap_model is not None
         else found.root_cause,
         suspect=suspect,
+        switched_to_fixed=found.switched_to_fixed if found else None,
     )
 
 

@@ -39,6 +39,7 @@ from otel_replay.attribution._results import (
     StepAttribution,
     SuffixTest,
     Suspect,
+    SwitchedToFixed,
 )
 from otel_replay.attribution._stats import (
     clopper_pearson,
@@ -152,6 +153,7 @@ class Localisation:
     root_cause: RootCause | None = None  # the earliest step that matters (`_root`)
     notes: tuple[str, ...] = ()  # what the adaptive search and scan left out, for a person
     suspect: Suspect | None = None  # --suspect: its test, run first (`_suspect`)
+    switched_to_fixed: SwitchedToFixed | None = None  # the cost ceiling switched (`_ceiling`)
 
     def resampled_from(self, index: int) -> list[Outcome]:
         """The rollouts that held the steps before ``index`` and resampled the rest."""

@@ -99,6 +99,10 @@ def planned_cost(
             if varied
             else []
         )
+        # ... but never more than the fixed strategy's plan: the cost ceiling (`_ceiling`)
+        fixed = contrastive_plans(n_steps, varied, config.rollouts, walks_record=not agent_driven)
+        if _priced(fixed, resamplable, pricing).calls < _priced(sweep, resamplable, pricing).calls:
+            sweep = fixed
         extra_rollouts += _rollouts(sweep)
         extra += _priced(sweep, resamplable, pricing).at_most(config.budget_unit, config.budget)
         typical_spend = typical_cost(

@@ -364,6 +364,16 @@ class Evidence:
 
 
 @dataclass(frozen=True, slots=True)
+class SwitchedToFixed:
+    """A sequential strategy that switched to the fixed strategy's plan at the cost ceiling
+    (`otel_replay.attribution._ceiling`): the calls spent when it switched, and the rollouts
+    already run that the fixed plan reused."""
+
+    at_calls: int
+    reused_rollouts: int
+
+
+@dataclass(frozen=True, slots=True)
 class KeptRollout:
     """A rollout an attribution kept (`AttributionConfig.keep_rollouts`): the plan it rolled out
     (as it ran: `Plan.describe`), its number among that plan's rollouts, its run, and its score."""
@@ -410,6 +420,7 @@ class AttributionResult:
     )
     spend: Spend = NOTHING  # step_executions by what they cost: model calls, tokens, tool calls
     suspect: Suspect | None = None  # --suspect: the step suspected first, and what its test said
+    switched_to_fixed: SwitchedToFixed | None = None  # the cost ceiling switched the strategy
 
     @property
     def question(self) -> str:

@@ -78,6 +78,8 @@ def seek(
     the failure rate (a lucky record) is decided, and the scan goes on past it."""
     resamplable = rollouts.resamplable
     for position in range(latest + 1):
+        if rollouts.switched:  # the cost ceiling: the fixed plan answers instead (`_ceiling`)
+            break
         index = resamplable[position]
         found = estimates.get(index)
         if found is None:

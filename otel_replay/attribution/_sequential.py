@@ -10,7 +10,8 @@ back only for one-sample tests). Batch sizes are fixed by the schedule, never by
 seed gives the same report for any number of workers.
 
 A ``budget`` (in resample-function calls, model calls or tokens) stops a question before a batch
-that would exceed it.
+that would exceed it; the cost ceiling (`_ceiling`) before a batch that would take what was spent
+past the fixed strategy's cost.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
+from otel_replay.attribution._ceiling import Ceiling
 from otel_replay.attribution._config import AttributionConfig
 from otel_replay.attribution._contrastive import ErrorShares, Tails
 from otel_replay.attribution._engine import Engine, Outcome
@@ -74,13 +76,16 @@ def schedule(config: AttributionConfig, m: int, shares: ErrorShares | None = Non
 
 @dataclass
 class Rollouts:
-    """The rollouts run so far, per plan, and whether the budget stopped a question."""
+    """The rollouts run so far, per plan, and whether the budget or the cost ceiling stopped a
+    question."""
 
     engine: Engine
     config: AttributionConfig
     resamplable: Sequence[int]
     outcomes: dict[Plan, list[Outcome]]
     out_of_budget: bool = False
+    ceiling: Ceiling | None = None  # the fixed strategy's cost, which no question passes
+    switched: bool = False  # a batch would have passed the ceiling: the fixed plan takes over
 
     def affordable(self, wants: Sequence[tuple[Plan, int]]) -> bool:
         """Whether topping the plans up to ``wants`` keeps what is spent within the budget, in
@@ -90,6 +95,13 @@ class Rollouts:
             return True
         more = self.engine.pricing.charge(self.topping_up(wants), self.config.budget_unit)
         return self.engine.charged + more <= self.config.budget
+
+    def _after(self, wants: Sequence[tuple[Plan, int]]) -> dict[Plan, int]:
+        """The rollouts of each plan once the plans are topped up to ``wants``."""
+        ran = {plan: len(got) for plan, got in self.outcomes.items()}
+        for plan, want in wants:
+            ran[plan] = max(ran.get(plan, 0), want)
+        return ran
 
     def topping_up(self, wants: Sequence[tuple[Plan, int]]) -> Spend:
         """What the rollouts that bring the plans up to ``wants`` will spend."""
@@ -117,13 +129,22 @@ class Rollouts:
         """Ask one question at each look until ``settled``: ``judge(kept outcomes, ablated
         outcomes, kept exact)`` reads the tests. A plan that resamples nothing in the trace walk is
         the record itself, so it runs once and is exact. The last answer (None when the budget
-        allowed no look at all)."""
+        allowed no look at all, or the ceiling had stopped the questions). A batch after which
+        what was spent would pass the fixed strategy's cost is not run: the question stops, as at
+        the budget, and ``switched`` is set (`_ceiling`)."""
         exact = self.engine.walks_record and kept.resamples_nothing
         answer: T | None = None
         for n in looks:
             wants = [(kept, 1 if exact else n), (ablated, n)]
+            if self.switched:
+                return answer
             if not self.affordable(wants):
                 self.out_of_budget = True
+                return answer
+            if self.ceiling is not None and self.ceiling.passes(
+                self.ceiling.spent(self._after(wants))
+            ):
+                self.switched = True
                 return answer
             more = [(p, max(0, w - len(self.outcomes.get(p, [])))) for p, w in wants]
             self.engine.announce(sum(n for _, n in more), self.topping_up(wants))

@@ -111,6 +111,20 @@ COST_SCHEMA: dict[str, Any] = {
             "description": "model calls the --judge verifier made: one per distinct final answer",
         },
         "wall_seconds": {"type": "number"},
+        "switched_to_fixed": {
+            "type": "object",
+            "required": ["at_calls", "reused_rollouts"],
+            "additionalProperties": False,
+            "description": (
+                "only when the cost ceiling switched a sequential strategy to the fixed "
+                "strategy's plan (its calls would otherwise have passed that plan's): the calls "
+                "spent when it switched, and the rollouts already run that the plan reused"
+            ),
+            "properties": {
+                "at_calls": {"type": "integer", "minimum": 0},
+                "reused_rollouts": {"type": "integer", "minimum": 0},
+            },
+        },
     },
 }
 

@@ -371,7 +371,21 @@ def build_report(
             "resampler_errors": result.resampler_errors,
             "judge_calls": 0 if result.judge is None else result.judge.calls,
             "wall_seconds": round(result.wall_seconds, 3),
+            **_switched(result),
         },
+    }
+
+
+def _switched(result: AttributionResult) -> dict[str, Any]:
+    """``switched_to_fixed``, only where the cost ceiling switched the strategy."""
+    switched = result.switched_to_fixed
+    if switched is None:
+        return {}
+    return {
+        "switched_to_fixed": {
+            "at_calls": switched.at_calls,
+            "reused_rollouts": switched.reused_rollouts,
+        }
     }
 
 

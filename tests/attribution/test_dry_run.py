@@ -70,3 +70,21 @@ def test_the_adaptive_default_dry_run_gives_its_most(runner: CliRunner, store_pa
     text = ok(invoke(runner, store_path, *args, "--dry-run")).stdout
     assert "the adaptive strategy stops as soon as its tests decide: typically about" in text
     assert planned["typical_calls"] > 0
+
+
+@pytest.mark.parametrize("model", [CHAIN, BUTTERFLY], ids=lambda m: m.name)
+def test_the_adaptive_worst_case_is_at_most_the_sweep(model: Model) -> None:
+    """The cost ceiling (`_ceiling`): a sequential question never spends more than the fixed
+    strategy at ``--rollouts`` would, so its worst case is that (before: every plan at
+    ``--max-rollouts``, 6.4 times as much)."""
+    trajectory, registry = model.trajectory(), model.registry()
+    sweep = planned_cost(trajectory, registry, AttributionConfig(strategy=Strategy.FIXED))
+    for strategy in (Strategy.ADAPTIVE, Strategy.SCAN):
+        cost = planned_cost(trajectory, registry, AttributionConfig(strategy=strategy))
+        assert cost.worst_calls == sweep.calls and cost.worst_spend == sweep.spend
+        assert cost.worst_rollouts == sweep.rollouts
+        result = attribute(trajectory, registry, AttributionConfig(strategy=strategy))
+        assert result.step_executions <= cost.worst_calls
+    budget = sweep.calls // 4  # a budget caps it further
+    capped = planned_cost(trajectory, registry, AttributionConfig(budget=budget))
+    assert capped.worst_calls < sweep.calls
