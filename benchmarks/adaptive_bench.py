@@ -80,6 +80,7 @@ import os
 import random
 import subprocess
 import sys
+import textwrap
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -145,6 +146,7 @@ CHECK_FIXED_UP_TO = 16
 DOCS = ROOT / "docs" / "performance.md"
 BEGIN = "<!-- BEGIN adaptive_bench table (python benchmarks/adaptive_bench.py --write-docs) -->"
 END = "<!-- END adaptive_bench table -->"
+WIDTH = 100  # the docs' prose is wrapped at 100 columns
 
 
 def _noise(b: Builder, state_bits: int) -> None:
@@ -731,20 +733,26 @@ def docs_section(
     rows: Sequence[Row], sizes: Sequence[int], positions: Sequence[str], session: Session
 ) -> str:
     """What ``--write-docs`` puts between the markers of docs/performance.md."""
+    said = (
+        f"{session.sentence()} Each cell: wrong / inconclusive / right answers of the adaptive "
+        "default, then its calls ÷ the fixed strategy's (means over the runs); `switched`: runs "
+        "that switched to the fixed strategy's plan."
+    )
     return "\n".join(
         [
-            session.sentence(),
-            "Each cell: wrong / inconclusive / right answers of the adaptive default, then its "
-            "calls ÷ the fixed strategy's (means over the runs); `switched`: runs that switched "
-            "to the fixed strategy's plan.",
+            textwrap.fill(said, WIDTH, break_on_hyphens=False),
             "",
             *table(rows, sizes, positions),
             "",
             "Goals (issue 42):",
             "",
-            *(f"* {line}" for line in goals(rows)),
+            *(
+                textwrap.fill(line, WIDTH, initial_indent="* ", subsequent_indent="  ",
+                              break_on_hyphens=False)
+                for line in goals(rows)
+            ),
         ]
-    )
+    )  # fmt: skip
 
 
 def write_docs(section: str, path: Path = DOCS) -> None:
