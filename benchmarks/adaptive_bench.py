@@ -342,14 +342,17 @@ def _transition(rule: long_runs.Rule) -> Transition:
 
 
 def judge(named: int | None, effects: dict[int, float], verdict: str = "") -> str:
-    """Wrong in the error bound's sense, inconclusive, or right. No step named is inconclusive,
-    unless the verdict is ``settled`` (no resamplable step matters): wrong where a step's effect
-    passes the margin, else right."""
+    """Wrong in the error bound's sense, inconclusive, or right: a named step is wrong when its
+    effect is none or a later step raises the failure rate beyond the margin. No step named is
+    inconclusive, unless the verdict is ``settled`` (no resamplable step matters): wrong where a
+    step's effect passes the margin either way, else right."""
     if named is None:
         if verdict == SETTLED:
             return "wrong" if any(abs(a) > MARGIN for a in effects.values()) else "right"
         return "inconclusive"
-    later = [abs(a) for i, a in effects.items() if i > named]
+    # a later step that lowered the failure rate beyond the margin is decided and no culprit
+    # (the rule's "lowered"), so only a later one that raised it makes the name wrong
+    later = [a for i, a in effects.items() if i > named]
     wrong = effects[named] <= 1e-9 or any(a > MARGIN for a in later)
     return "wrong" if wrong else "right"
 
