@@ -113,7 +113,7 @@ def adaptive(
             needed, calls = _needed(steps, named.open_steps, rollouts)
             root, notes = read_off(steps, resamplable, mode), []
         notes.append(said)
-    notes = _notes(steps, resamplable, walked.stop, rollouts, mode, band) + notes
+    notes = _notes(steps, resamplable, walked.stop, rollouts, mode) + notes
     return Localisation(
         steps,
         named.step,
@@ -172,19 +172,10 @@ def _notes(
     stop: Stop,
     rollouts: Rollouts,
     mode: Mode,
-    band: int | None,
 ) -> list[str]:
-    """What a person should know about what the walk left out or cleared together."""
+    """What a person should know about what the walk left out (the steps the band cleared are
+    said by the table, the explanation and the report, not here: that is no warning)."""
     notes = []
-    banded = [i for i in resamplable if steps[i].band is not None]
-    if banded:
-        outcome = "failed" if mode is Mode.FAILURE else "succeeded"
-        rate = "failure" if mode is Mode.FAILURE else "success"
-        notes.append(
-            f"adaptive: {_which(banded)} cleared by the band, not tested alone: resampling from "
-            f"each on, and from the step after it on, {outcome} in every one of {band} rollouts, "
-            f"so none can have moved the {rate} rate by more than ±{rollouts.config.margin:g}"
-        )
     lowered = [i for i in resamplable if steps[i].lowered]
     if lowered:
         rate = "failure" if mode is Mode.FAILURE else "success"
