@@ -33,7 +33,7 @@ from otel_replay.attribution._contrastive import (
     kept_plan,
 )
 from otel_replay.attribution._engine import Engine, Outcome
-from otel_replay.attribution._results import Mode, RootCause, StepAttribution
+from otel_replay.attribution._results import Mode, RootCause, StepAttribution, ranges
 from otel_replay.attribution._root import seek
 from otel_replay.attribution._sequential import Rollouts, schedule
 from otel_replay.attribution._stats import decisive_rollouts, rollouts_needed
@@ -186,10 +186,10 @@ def _notes(
     unseen = [i for i in resamplable if steps[i].attribution is None and steps[i].band is None]
     undecided = [s.index for s in steps if s.attribution is not None and not s.decided]
     if unseen:
-        if rollouts.out_of_budget or stop is Stop.BUDGET:
-            why = f"the budget of {_budget(rollouts.config)} was reached"
-        elif rollouts.switched:
+        if rollouts.switched and not rollouts.out_of_budget:
             why = "the fixed strategy's cost was reached"
+        elif rollouts.out_of_budget or stop is Stop.BUDGET:
+            why = f"the budget of {_budget(rollouts.config)} was reached"
         elif undecided:
             why = (
                 f"step {undecided[0]} stayed undecided at {rollouts.config.max_rollouts} rollouts "
@@ -206,13 +206,7 @@ def _notes(
 
 def _which(indices: Sequence[int]) -> str:
     """``step 4 was`` / ``steps 3–9, 12 were``: runs of consecutive indices as ranges."""
-    runs: list[list[int]] = []
-    for i in indices:
-        if runs and i == runs[-1][-1] + 1:
-            runs[-1].append(i)
-        else:
-            runs.append([i])
-    text = ", ".join(f"{r[0]}–{r[-1]}" if len(r) > 2 else ", ".join(map(str, r)) for r in runs)
+    text = ranges(indices)
     return f"step {text} was" if len(indices) == 1 else f"steps {text} were"
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
@@ -18,6 +19,17 @@ def percent(confidence: float) -> str:
     tail = 1.0 - confidence
     digits = 2 if tail <= 0 else max(2, math.ceil(-math.log10(tail)) - 2)
     return f"{confidence:.{digits}%}"
+
+
+def ranges(indices: Sequence[int]) -> str:
+    """``0, 1, 3–9``: runs of three or more consecutive indices as ranges ("" for none)."""
+    runs: list[list[int]] = []
+    for i in indices:
+        if runs and i == runs[-1][-1] + 1:
+            runs[-1].append(i)
+        else:
+            runs.append([i])
+    return ", ".join(f"{r[0]}–{r[-1]}" if len(r) > 2 else ", ".join(map(str, r)) for r in runs)
 
 
 class Mode(str, Enum):

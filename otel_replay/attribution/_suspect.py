@@ -38,7 +38,7 @@ from otel_replay.attribution._contrastive import (
     kept_plan,
 )
 from otel_replay.attribution._engine import Engine, Outcome
-from otel_replay.attribution._results import Mode, StepAttribution, Suspect, percent
+from otel_replay.attribution._results import Mode, StepAttribution, Suspect, percent, ranges
 from otel_replay.attribution._sequential import Rollouts, Schedule
 from otel_replay.attribution._spend import NOTHING, Spend
 from otel_replay.errors import AttributionError, SettingError, VerifierError, setting
@@ -418,12 +418,5 @@ def judge_estimate(trajectory: Trajectory, varied: Sequence[int]) -> Spend:
 
 
 def _listed(indices: Sequence[int]) -> str:
-    """``0, 1, 3–9``: runs of three or more consecutive indices as ranges ("none": none)."""
-    runs: list[list[int]] = []
-    for i in indices:
-        if runs and i == runs[-1][-1] + 1:
-            runs[-1].append(i)
-        else:
-            runs.append([i])
-    parts = [f"{r[0]}–{r[-1]}" if len(r) > 2 else ", ".join(map(str, r)) for r in runs]
-    return ", ".join(parts) or "none"
+    """The steps as `ranges` says them, "none" for none."""
+    return ranges(indices) or "none"

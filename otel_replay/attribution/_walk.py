@@ -44,7 +44,7 @@ class Stop(str, Enum):
     NAMED = "named"  # a step shown to matter: the Point of Commitment
     THROUGH = "through"  # every position walked, none shown to matter
     UNDECIDED = "undecided"  # a step stayed open at the most rollouts per plan
-    BUDGET = "budget"  # the next batch would have passed the budget
+    BUDGET = "budget"  # the next batch would have passed the budget (or the cost ceiling)
 
 
 @dataclass
@@ -65,15 +65,12 @@ def walk(rollouts: Rollouts, mode: Mode, plan: Schedule, band: int | None) -> Wa
     m, n_steps = len(resamplable), len(engine.factual.steps)
     walked = Walked()
     inside = {m: True}  # the record's position: exact in the trace walk
+    # (position, the step resampled from): from the end back, after the record's own plan where
+    # the record is re-run rather than walked
+    starts = [(position, resamplable[position]) for position in reversed(range(m))]
     if band is not None and not engine.walks_record:
-        test = _band_test(rollouts, mode, plan, n_steps, band)
-        if test is None:
-            walked.stop = Stop.BUDGET
-            return walked
-        walked.tests.append(test)
-        inside[m] = test.inside
-    for position in reversed(range(m)):
-        index = resamplable[position]
+        starts.insert(0, (m, n_steps))
+    for position, index in starts:
         if band is not None:
             test = _band_test(rollouts, mode, plan, index, band)
             if test is None:
@@ -81,6 +78,8 @@ def walk(rollouts: Rollouts, mode: Mode, plan: Schedule, band: int | None) -> Wa
                 return walked
             walked.tests.append(test)
             inside[position] = test.inside
+            if position == m:
+                continue
             if inside[position] and inside[position + 1]:
                 walked.cleared.add(index)
                 continue

@@ -23,6 +23,7 @@ from benchmarks.synthetic import (
     trajectory_of,
     true_attributions,
 )
+from otel_replay import Registry, Trajectory
 from otel_replay.attribution import (
     AttributionConfig,
     AttributionResult,
@@ -36,6 +37,8 @@ from otel_replay.attribution._contrastive import ERROR_BOUND
 from otel_replay.attribution._cost import planned_cost
 from otel_replay.attribution._engine import Spent
 from otel_replay.cli._attribute_view import _decision
+from otel_replay.replay import AgentContext, record
+from otel_replay.replay._live import agent_driver
 from otel_replay.report import REPORT_SCHEMA, build_report
 from tests.attribution.long_runs import Break, Crash, Fix, LongRun, Luck, Miss, Risk, Wear, run
 
@@ -255,3 +258,34 @@ def test_the_dry_run_gives_the_typical_and_the_worst_cost(strategy: Strategy) ->
         model.trajectory(), model.registry(), dataclasses.replace(config, budget=3_000)
     )
     assert capped.worst_calls == 3_000
+
+
+def _deploy_hunter(ctx: AgentContext) -> str:
+    """A live agent of its own: a planner turn, then a flaky deploy API that comes back empty
+    60 % of the time; the run fails when it finds nothing."""
+    plan = ctx.llm("planner", produce=lambda: {"role": "assistant", "content": "checking"})
+    deploys = ctx.tool(
+        "list_deploys", produce=lambda: [] if ctx.rng.random() < 0.6 else ["v841"], service="x"
+    )
+    return f"{plan['content']}: {deploys[0] if deploys else 'nothing deployed'}"
+
+
+def _found_v841(trajectory: Trajectory) -> float:
+    return 1.0 if "v841" in str(trajectory.metadata.get("answer")) else 0.0
+
+
+def test_a_live_agent_s_record_is_band_tested_too() -> None:
+    """A driver that re-runs the agent has no exact record: the band must see the record's own
+    plan fail every time before it clears the last step (the lemma needs both of its ends)."""
+    run = next(
+        r.trajectory
+        for seed in range(50)
+        if (r := record(_deploy_hunter, seed=seed, outcome=_found_v841)).trajectory.outcome == 0.0
+    )
+    registry = Registry()
+    registry.set_verifier(_found_v841)
+    driver = agent_driver(run, _deploy_hunter, registry, ADAPTIVE.seed)
+    result = attribute(run, registry, ADAPTIVE, driver=driver)
+    n_steps = len(run.steps)
+    assert result.search[0].start == n_steps  # the record's own plan, first
+    assert result.point_of_commitment == 1, result.explanation  # the empty deploy list
