@@ -6,18 +6,22 @@ intervals its report gives cover the true rates at the level they state.
 * ``near-margin``: a real culprit, then a missed chance to mend just past the margin (an effect of
   exactly margin + 0.01) with noise after it, so the plan that keeps it is itself estimated;
 * ``lucky-then-crash``: a 1-in-50 lucky step, then a crash it had made impossible (effects −0.98
-  and 1.0: the failure rate falls as more of the record is kept, against the search's assumption);
+  and 1.0: the failure rate falls as more of the record is kept, which the old search assumed
+  never happens), with the root cause sought;
 * ``gradual``: every step wears the run half the time and the run fails worn to 20 of 24 steps:
   no step decides it, several pass the margin a little, the latest of them at 0.117, then 0.078;
 * ``early-culprit``: the culprit at step 1 of 16, among risky noise, so the costly plans that
   resample nearly everything are the ones the answer needs.
 
-The intervals checked are every one a step's estimate or a search question reports: the failure rate
+The intervals checked are every one a step's estimate or a band test reports: the failure rate
 of each plan that was estimated (``kept`` and ``ablated``, a `Proportion`'s ``low``–``high``, at
 95 %), and the difference between the two (``ci_low``–``ci_high``, at 95 %). A plan whose true rate
 is 0 or 1 is left out (an interval that holds its own estimate always covers it), and so is a
-difference between two such plans. An interval reported twice in one run (one plan is one step's
-kept plan and the next one's ablated plan) counts once. Coverage fails when the count that covered
+difference between two such plans. An interval reported twice in one run counts once: one plan is
+one step's kept plan and the next one's ablated plan, and two plans with the same true rate and
+the same counts are the same evidence (rollouts share random streams, so the plans from either end
+of a run of steps that change nothing fail in the same rollouts: the walk's band tests them all,
+and one unlucky draw would otherwise count as a miss at every position). Coverage fails when the count that covered
 is shown to fall short of the level (one-sided, at 0.001, counting intervals as independent).
 """
 
@@ -47,12 +51,16 @@ class Case:
     model: LongRun
     seeds: int
     max_rollouts: int = 640
+    root_cause: bool = False
 
 
 CASES = {
     "near-margin": Case(run("near-margin", 16, {2: Break(0.5), 11: Miss(MARGIN + 0.01)}), 120),
-    # one interval a run that stopping bears on (the search's question from step 0): more seeds
-    "lucky-then-crash": Case(run("lucky-then-crash", 16, {3: Luck(0.02), 6: Crash(0.0, 1.0)}), 200),
+    # the walk reaches the crash through plans whose rates are 0 or 1: the root cause, sought from
+    # the start, estimates the plans before the luck (0.98), which stopping bears on; more seeds
+    "lucky-then-crash": Case(
+        run("lucky-then-crash", 16, {3: Luck(0.02), 6: Crash(0.0, 1.0)}), 200, root_cause=True
+    ),
     # at 200 rollouts per plan the steps near the margin often stay open: stops at the limit too
     "gradual": Case(LongRun("gradual", tuple([Wear(0.5)] * 24)), 120, max_rollouts=200),
     "early-culprit": Case(run("early-culprit", 16, {1: Break(0.3)}, Risk(0.02)), 120),
@@ -65,7 +73,11 @@ def _results(name: str) -> tuple[AttributionResult, ...]:
     trajectory, registry = case.model.trajectory(), case.model.registry()
     return tuple(
         attribute(
-            trajectory, registry, AttributionConfig(seed=seed, max_rollouts=case.max_rollouts)
+            trajectory,
+            registry,
+            AttributionConfig(
+                seed=seed, max_rollouts=case.max_rollouts, root_cause=case.root_cause
+            ),
         )
         for seed in range(case.seeds)
     )
@@ -137,7 +149,7 @@ def _comparisons(
 ) -> list[tuple[int, int, Proportion, Proportion, float, float]]:
     """(kept plan's start, ablated plan's start, kept, ablated, ci_low, ci_high) of every estimate
     the report gives: each step's (its kept plan resamples from the next step on: every step of a
-    long run is resamplable) and each search question's (against the record)."""
+    long run is resamplable) and each band test's (against the record)."""
     found = []
     for step in result.steps:
         if step.attribution is not None:
@@ -167,22 +179,22 @@ def _coverage(name: str) -> tuple[Covered, Covered]:
     plans, differences = Covered(), Covered()
     for result in _results(name):
         sign = 1.0 if result.mode is Mode.FAILURE else -1.0
-        seen_plans: set[tuple[int, int, int]] = set()
-        seen_differences: set[tuple[int, int, int, int, int, int]] = set()
+        seen_plans: set[tuple[float, int, int]] = set()
+        seen_differences: set[tuple[float, int, int, int, int]] = set()
         for kept_at, ablated_at, kept, ablated, low, high in _comparisons(result, n_steps):
             for start, p in ((kept_at, kept), (ablated_at, ablated)):
-                key = (start, p.failures, p.n)
+                key = (round(rates[start], 12), p.failures, p.n)
                 if p.exact or _degenerate(rates[start]) or key in seen_plans:
                     continue
                 seen_plans.add(key)
                 plans += Covered(int(_inside(rates[start], p.low, p.high)), 1)
-            key6 = (kept_at, ablated_at, kept.failures, kept.n, ablated.failures, ablated.n)
+            truth = sign * (rates[kept_at] - rates[ablated_at])
+            key5 = (round(truth, 12), kept.failures, kept.n, ablated.failures, ablated.n)
             if (_degenerate(rates[kept_at]) and _degenerate(rates[ablated_at])) or (
-                key6 in seen_differences
+                key5 in seen_differences
             ):
                 continue
-            seen_differences.add(key6)
-            truth = sign * (rates[kept_at] - rates[ablated_at])
+            seen_differences.add(key5)
             differences += Covered(int(_inside(truth, low, high)), 1)
     return plans, differences
 
@@ -220,12 +232,13 @@ def test_the_intervals_cover_the_true_rates_at_their_level(name: str) -> None:
 @pytest.mark.statistical
 def test_the_intervals_cover_at_their_level_over_all_the_models() -> None:
     """Pooled, a shortfall spread thin over the models shows too: 92.7 % (issue 25) of the
-    per-plan intervals would be short of 95 % by about five standard errors."""
+    per-plan intervals would be short of 95 % by about four standard errors at 1,200 intervals
+    (the walk reports fewer than the search did, and the same evidence counts once)."""
     per_case = {name: _coverage(name) for name in CASES}
     plans = sum((c[0] for c in per_case.values()), Covered())
     differences = sum((c[1] for c in per_case.values()), Covered())
     detail = ", ".join(f"{name} {p} and {d}" for name, (p, d) in per_case.items())
-    assert plans.total >= 1_500 and differences.total >= 1_500, detail
+    assert plans.total >= 1_200 and differences.total >= 1_200, detail
     assert not _short_of_level(plans), f"per plan: {plans} at a stated {LEVEL:.0%}: {detail}"
     assert not _short_of_level(differences), f"differences: {differences}: {detail}"
 
