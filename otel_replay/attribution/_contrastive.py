@@ -148,10 +148,10 @@ class Localisation:
     bracket: tuple[int, int] | None
     rollouts_needed: int | None
     outcomes: dict[Plan, list[Outcome]]
-    search: tuple[SuffixTest, ...] = ()  # the adaptive search's questions
+    search: tuple[SuffixTest, ...] = ()  # the adaptive walk's band tests, in the order run
     calls_needed: int | None = None  # with rollouts_needed, the calls it would add (sequential)
     root_cause: RootCause | None = None  # the earliest step that matters (`_root`)
-    notes: tuple[str, ...] = ()  # what the adaptive search and scan left out, for a person
+    notes: tuple[str, ...] = ()  # what the adaptive walk and scan left out, for a person
     suspect: Suspect | None = None  # --suspect: its test, run first (`_suspect`)
     switched_to_fixed: SwitchedToFixed | None = None  # the cost ceiling switched (`_ceiling`)
 

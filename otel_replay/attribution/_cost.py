@@ -93,7 +93,7 @@ def planned_cost(
     extra_rollouts, extra = 0, NOTHING
     typical_spend = None
     if config.strategy.sequential and config.method is not Method.SHAPLEY:
-        # every plan the search and the scan may run, at the most rollouts each (or the budget)
+        # every plan the walk and the scan may run, at the most rollouts each (or the budget)
         sweep = (
             contrastive_plans(n_steps, varied, config.max_rollouts, walks_record=not agent_driven)
             if varied

@@ -111,8 +111,8 @@ class StepAttribution:
     no_effect_interval: tuple[float, float] | None = None
     test_tail: float | None = None  # the matters test's one-sided error (the bound's split)
     no_effect_tail: float | None = None  # each of the no-effect test's two one-sided errors
-    # Not estimated alone: the adaptive search showed that resampling every resamplable step from
-    # step ``cleared_by`` on (this one among them) has no effect beyond ±margin (`SuffixTest`).
+    # Reports made before the band: not estimated alone, the old search having shown that
+    # resampling every step from step ``cleared_by`` on has no effect beyond ±margin.
     cleared_by: int | None = None
     # Not estimated alone: resampling from it on, and from the next resamplable step on, each
     # ended as the record did in every one of ``band`` rollouts, so its effect lies inside ±margin
@@ -255,14 +255,14 @@ class RootCause:
     saves: Proportion | None = None
     bracket: tuple[int, int] | None = None
     calls: int = 0
-    cleared_to: int | None = None  # steps before this one cleared together (the prefix search)
+    cleared_to: int | None = None  # old reports: steps before it cleared together, by prefixes
     why: str = ""  # when not found: why, in words
     # the steps before it shown to lower the failure rate (raise it, for credit) beyond the
     # margin: lucky records, decided and not culprits
     lowered: tuple[int, ...] = ()
-    # the runs of steps the prefix search cleared together, each (first, end) with the end left
-    # out, the last ending at ``cleared_to``: more than one when it started again after a step
-    # shown to lower the rate
+    # old reports: the runs of steps the prefix search cleared together, each (first, end) with
+    # the end left out, the last ending at ``cleared_to``: more than one when it started again
+    # after a step shown to lower the rate
     cleared: tuple[tuple[int, int], ...] = ()
 
 
@@ -419,7 +419,9 @@ class AttributionResult:
     wall_seconds: float
     notes: tuple[str, ...] = ()  # what a person should know about how it ran (not in the report)
     driver: str = "trace"  # how rollouts were made, and why (the report's config.driver)
-    search: tuple[SuffixTest, ...] = ()  # the adaptive search's questions, in the order asked
+    search: tuple[
+        SuffixTest, ...
+    ] = ()  # the walk's band tests (old reports: the search's questions)
     calls_needed: int | None = None  # with rollouts_needed: the calls it would add (sequential)
     swap_model: str | None = None  # the swap question's model: the located step is where it saves
     swap_from: int = 0  # the first step whose re-run model turns the swap question's model answers

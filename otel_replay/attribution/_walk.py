@@ -15,13 +15,13 @@ against resampling from it on, sequentially), which reuses the band's rollouts o
 A run whose every position is in the band is settled: no resampled step moves its failure rate
 beyond the margin, at r rollouts per plan. A failure committed to early costs r rollouts of every
 plan after it, which no procedure whose bound holds without assumptions can avoid by much (a dip
-no plan it ran can see would be missed): the design note's lower bound, in docs/attribution.md.
+that no plan it ran can see would be missed: docs/attribution.md, "What it cannot do cheaply").
 
-The error: a wrong verdict needs a per-step test to err (each family's share over the m steps,
-`ErrorShares`) or the band to accept the one position that is out of it beside the latest step
-beyond the margin (the band's single share). Where the record is not exact (a live agent, the chat
-loop re-running its loop), the record's own plan is band-tested too: the lemma needs both ends of
-the last step in the band.
+The error: a wrong verdict needs a per-step test to err or the band to accept a position outside
+it, and both come down to one step fixed by the model: the latest whose effect is beyond the
+margin (`ErrorShares`: "matters" is split over the m steps, "no effect" and the band are not).
+Where the record is not exact (a live agent, the chat loop re-running its loop), the record's own
+plan is band-tested too: the lemma needs both ends of the last step in the band.
 """
 
 from __future__ import annotations
