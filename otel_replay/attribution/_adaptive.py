@@ -90,7 +90,7 @@ def adaptive(
     # the fixed strategy's rule over what the walk showed: a step the band cleared counts as
     # shown to have no effect, a step never reached may still be the commitment
     named = commitment(steps, resamplable)
-    needed, calls = _needed(steps, named.open_steps, rollouts)
+    needed, calls = _needed(steps, named.open_steps, rollouts, band)
     notes: list[str] = []
     root = read_off(steps, resamplable, mode)
     if root is not None and root.bracket is not None and not rollouts.out_of_budget:
@@ -110,7 +110,7 @@ def adaptive(
         if switched is not None:
             steps = all_steps(engine.factual, estimates, resamplable, walked.cleared, band)
             named = commitment(steps, resamplable)
-            needed, calls = _needed(steps, named.open_steps, rollouts)
+            needed, calls = _needed(steps, named.open_steps, rollouts, band)
             root, notes = read_off(steps, resamplable, mode), []
         notes.append(said)
     notes = _notes(steps, resamplable, walked.stop, rollouts, mode) + notes
@@ -132,13 +132,16 @@ def _needed(
     steps: tuple[StepAttribution, ...],
     open_steps: Sequence[int],
     rollouts: Rollouts,
+    band: int | None,
 ) -> tuple[int | None, int | None]:
     """Rollouts per plan that might settle the latest open question (an undecided step), and the
-    calls they would add; (None, None) with no ``open_steps`` (the commitment named, or no step
-    holds it) or none of them estimated."""
+    calls they would add; where the walk stopped before testing any open step alone (the budget
+    came first), the band's rollouts for every open step's plan, what walking the rest of the way
+    through the band would cost; (None, None) with no ``open_steps`` (the commitment named, or no
+    step holds it)."""
     undecided = [i for i in open_steps if steps[i].attribution is not None]
     if not undecided:
-        return None, None
+        return _walk_on(open_steps, rollouts, band)
     step = steps[undecided[-1]]
     if not (step.no_effect_interval and step.ablated and step.no_effect_tail):
         return None, None
@@ -164,6 +167,22 @@ def _needed(
         if not (exact and plan.resamples_nothing)
     )
     return needed, calls
+
+
+def _walk_on(
+    open_steps: Sequence[int], rollouts: Rollouts, band: int | None
+) -> tuple[int | None, int | None]:
+    """The band's rollouts per plan, and the calls that bring each open step's plan to them."""
+    if band is None or not open_steps:
+        return None, None
+    n_steps = len(rollouts.engine.factual.steps)
+    plans = [Plan.ablate_from(n_steps, i) for i in open_steps]
+    calls = sum(
+        max(0, band - len(rollouts.outcomes.get(plan, [])))
+        * len(plan.resampled(rollouts.resamplable))
+        for plan in plans
+    )
+    return (band, calls) if calls else (None, None)
 
 
 def _notes(
