@@ -588,9 +588,12 @@ def _located(found: Localisation, poc: int, mode: Mode, margin: float, named: st
         else ""
     )
     outcome, rate = ("failed", "failure") if mode is Mode.FAILURE else ("succeeded", "success")
+    n = len(banded)
+    which = f"the other {n} later steps lie" if n > 1 else f"the later step {banded[0].index} lies"
+    each = "each" if n > 1 else "it"
     return (
-        f"{shown}, and {one_by_one}the other {len(banded)} later steps lie in the band: resampled "
-        f"from each on, and from the step after it on, the run {outcome} in every one of "
-        f"{banded[0].band} rollouts, so none moves the {rate} rate by more than ±{margin:g}, "
-        f"whatever the other steps do. {bound}."
+        f"{shown}, and {one_by_one}{which} in the band: resampled from {each} on, and from the "
+        f"step after it on, the run {outcome} in every one of {banded[0].band} rollouts, so "
+        f"none moves the {rate} rate by more than ±{margin:g}, whatever the other steps do. "
+        f"{bound}."
     )

@@ -289,3 +289,9 @@ def test_a_live_agent_s_record_is_band_tested_too() -> None:
     n_steps = len(run.steps)
     assert result.search[0].start == n_steps  # the record's own plan, first
     assert result.point_of_commitment == 1, result.explanation  # the empty deploy list
+
+
+def test_one_later_step_in_the_band_is_said_in_the_singular() -> None:
+    result = _attributed(run("one-after", 8, {6: Break(0.5)}))
+    assert result.point_of_commitment == 6
+    assert "the later step 7 lies in the band: resampled from it on" in result.explanation
